@@ -1,0 +1,122 @@
+package convert
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinels for errors.Is; the typed errors below carry the details.
+var (
+	ErrUnsupportedVersion = errors.New("unsupported spec version")
+	ErrSyntax             = errors.New("invalid syntax")
+	ErrInvalid            = errors.New("invalid config")
+	ErrCannotExpress      = errors.New("spec cannot express config")
+	ErrLossy              = errors.New("translation is not lossless")
+)
+
+// UnsupportedVersionError is a version Parse cannot read or Translate cannot write.
+type UnsupportedVersionError struct {
+	Version string
+	Output  bool // the version was asked for as an output
+}
+
+func (e *UnsupportedVersionError) Error() string {
+	if e.Output {
+		return fmt.Sprintf("cannot write spec version %q: supported output versions are %s", e.Version, versionList(OutputVersions))
+	}
+	if e.Version == "" {
+		return fmt.Sprintf("config has no ignition.version: supported versions are %s (or Butane with a variant)", versionList(InputVersions))
+	}
+	return fmt.Sprintf("unsupported spec version %q: supported versions are %s", e.Version, versionList(InputVersions))
+}
+
+func (e *UnsupportedVersionError) Is(target error) bool { return target == ErrUnsupportedVersion }
+
+// SyntaxError locates malformed JSON or YAML.
+type SyntaxError struct {
+	Format string // "JSON" or "YAML"
+	Line   int    // 1-based; 0 when unknown
+	Column int    // 1-based; 0 when unknown
+	Offset int64  // byte offset; -1 when unknown
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	var where []string
+	if e.Line > 0 {
+		where = append(where, fmt.Sprintf("line %d, column %d", e.Line, e.Column))
+	}
+	if e.Offset >= 0 {
+		where = append(where, fmt.Sprintf("offset %d", e.Offset))
+	}
+	if len(where) == 0 {
+		return fmt.Sprintf("invalid %s: %s", e.Format, e.Msg)
+	}
+	return fmt.Sprintf("invalid %s at %s: %s", e.Format, strings.Join(where, ", "), e.Msg)
+}
+
+func (e *SyntaxError) Is(target error) bool { return target == ErrSyntax }
+
+// Problem is one finding at a JSON path, e.g. "$.storage.files.0.path".
+type Problem struct {
+	Path    string
+	Message string
+}
+
+func (p Problem) String() string {
+	if p.Path == "" {
+		return p.Message
+	}
+	return p.Path + ": " + p.Message
+}
+
+// InvalidError is a config that parses but fails Ignition's validation.
+type InvalidError struct {
+	Version  Version
+	Problems []Problem
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("invalid spec %s config: %s", e.Version, joinProblems(e.Problems))
+}
+
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+func joinProblems(ps []Problem) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, "; ")
+}
+
+// CannotExpressError lists every field that needs a newer spec than Target.
+type CannotExpressError struct {
+	Target  Version
+	Reasons []Reason
+}
+
+func (e *CannotExpressError) Error() string {
+	s := make([]string, len(e.Reasons))
+	for i, r := range e.Reasons {
+		s[i] = r.String()
+	}
+	return fmt.Sprintf("spec %s cannot express this config: %s", e.Target, strings.Join(s, "; "))
+}
+
+func (e *CannotExpressError) Is(target error) bool { return target == ErrCannotExpress }
+
+// LossError is a translation step whose output, translated back up, differs
+// from its input: the step would have dropped or changed these paths.
+type LossError struct {
+	Target Version
+	Step   string // e.g. "3.5.0→3.4.0", or "" when the whole chain was checked
+	Diffs  []Problem
+}
+
+func (e *LossError) Error() string {
+	return fmt.Sprintf("translation to spec %s is not lossless: %s", e.Target, joinProblems(e.Diffs))
+}
+
+func (e *LossError) Is(target error) bool { return target == ErrLossy }

@@ -1,0 +1,190 @@
+package convert
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+)
+
+// Reason is one field or value that needs a spec newer than 3.0.0.
+type Reason struct {
+	Path    string  `json:"path"`    // JSON path, e.g. "$.kernelArguments.shouldExist"
+	What    string  `json:"what"`    // e.g. "kernel arguments"
+	Version Version `json:"version"` // the spec that introduced it
+}
+
+func (r Reason) String() string {
+	return fmt.Sprintf("%s: %s need%s spec %s", r.Path, r.What, verbS(r.What), r.Version)
+}
+
+// verbS picks "needs" or "need" so reasons read as sentences.
+func verbS(what string) string {
+	if strings.HasSuffix(what, "s") && !strings.HasSuffix(what, "ss") {
+		return ""
+	}
+	return "s"
+}
+
+// MinVersion returns the lowest spec able to express cfg and, for every field
+// or value that forces a spec above 3.0.0, why. Reasons are sorted by path.
+func MinVersion(cfg *types.Config) (Version, []Reason) {
+	f := finder{}
+	f.config(cfg)
+	sort.SliceStable(f.reasons, func(i, j int) bool { return f.reasons[i].Path < f.reasons[j].Path })
+	v := V3_0
+	for _, r := range f.reasons {
+		if v.Less(r.Version) {
+			v = r.Version
+		}
+	}
+	return v, f.reasons
+}
+
+// ReasonsAbove filters reasons to those a target spec cannot hold.
+func ReasonsAbove(reasons []Reason, target Version) []Reason {
+	level := featureLevel(target)
+	var out []Reason
+	for _, r := range reasons {
+		if level.Less(r.Version) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+type finder struct{ reasons []Reason }
+
+func (f *finder) add(v Version, what, path string, args ...any) {
+	f.reasons = append(f.reasons, Reason{Path: fmt.Sprintf(path, args...), What: what, Version: v})
+}
+
+func (f *finder) config(c *types.Config) {
+	ign := &c.Ignition
+	for i := range ign.Config.Merge {
+		f.resource(&ign.Config.Merge[i], true, "$.ignition.config.merge.%d", i)
+	}
+	f.resource(&ign.Config.Replace, true, "$.ignition.config.replace")
+	for i := range ign.Security.TLS.CertificateAuthorities {
+		f.resource(&ign.Security.TLS.CertificateAuthorities[i], true, "$.ignition.security.tls.certificateAuthorities.%d", i)
+	}
+	if p := ign.Proxy; p.HTTPProxy != nil || p.HTTPSProxy != nil || len(p.NoProxy) > 0 {
+		f.add(V3_1, "HTTP proxy settings", "$.ignition.proxy")
+	}
+
+	if len(c.KernelArguments.ShouldExist) > 0 {
+		f.add(V3_3, "kernel arguments", "$.kernelArguments.shouldExist")
+	}
+	if len(c.KernelArguments.ShouldNotExist) > 0 {
+		f.add(V3_3, "kernel arguments", "$.kernelArguments.shouldNotExist")
+	}
+
+	for i, u := range c.Passwd.Users {
+		if u.ShouldExist != nil {
+			f.add(V3_2, "user shouldExist", "$.passwd.users.%d.shouldExist", i)
+		}
+	}
+	for i, g := range c.Passwd.Groups {
+		if g.ShouldExist != nil {
+			f.add(V3_2, "group shouldExist", "$.passwd.groups.%d.shouldExist", i)
+		}
+	}
+
+	s := &c.Storage
+	for i, d := range s.Disks {
+		for j, p := range d.Partitions {
+			if p.Resize != nil {
+				f.add(V3_2, "partition resize", "$.storage.disks.%d.partitions.%d.resize", i, j)
+			}
+		}
+	}
+	for i, fs := range s.Filesystems {
+		if len(fs.MountOptions) > 0 {
+			f.add(V3_1, "filesystem mount options", "$.storage.filesystems.%d.mountOptions", i)
+		}
+		if fs.Format != nil && *fs.Format == "none" {
+			f.add(V3_3, `filesystem format "none"`, "$.storage.filesystems.%d.format", i)
+		}
+	}
+	for i := range s.Files {
+		file := &s.Files[i]
+		f.resource(&file.Contents, false, "$.storage.files.%d.contents", i)
+		for j := range file.Append {
+			f.resource(&file.Append[j], false, "$.storage.files.%d.append.%d", i, j)
+		}
+		f.mode(file.Mode, "$.storage.files.%d.mode", i)
+	}
+	for i, d := range s.Directories {
+		f.mode(d.Mode, "$.storage.directories.%d.mode", i)
+	}
+	for i := range s.Luks {
+		f.luks(&s.Luks[i], i)
+	}
+}
+
+// spec2Blockers lists what spec 2.2 cannot hold although spec 3.0 can.
+func spec2Blockers(c *types.Config) []Reason {
+	var out []Reason
+	for i, d := range c.Storage.Disks {
+		for j, p := range d.Partitions {
+			if p.SizeMiB != nil || p.StartMiB != nil {
+				out = append(out, Reason{
+					Path:    fmt.Sprintf("$.storage.disks.%d.partitions.%d", i, j),
+					What:    "partition sizes in MiB (spec 2 counts sectors)",
+					Version: V3_0,
+				})
+			}
+		}
+	}
+	return out
+}
+
+// resource checks the fields and URL schemes of anything Ignition fetches.
+// headersAndCompressionNew is true where 3.1 added compression too (config
+// references and CAs; file contents had compression from 3.0).
+func (f *finder) resource(r *types.Resource, headersAndCompressionNew bool, path string, args ...any) {
+	p := fmt.Sprintf(path, args...)
+	if len(r.HTTPHeaders) > 0 {
+		f.add(V3_1, "HTTP headers", "%s.httpHeaders", p)
+	}
+	if headersAndCompressionNew && r.Compression != nil {
+		f.add(V3_1, "compression of configs and CAs", "%s.compression", p)
+	}
+	if r.Verification.Hash != nil && strings.HasPrefix(*r.Verification.Hash, "sha256-") {
+		f.add(V3_1, "sha256 hashes", "%s.verification.hash", p)
+	}
+	if r.Source != nil {
+		switch src := *r.Source; {
+		case strings.HasPrefix(src, "gs://"):
+			f.add(V3_2, "gs:// URLs", "%s.source", p)
+		case strings.HasPrefix(src, "arn:"):
+			f.add(V3_4, "arn: S3 URLs", "%s.source", p)
+		}
+	}
+}
+
+func (f *finder) mode(m *int, path string, args ...any) {
+	if m != nil && *m&07000 != 0 {
+		f.add(V3_6, "setuid/setgid/sticky mode bits", path, args...)
+	}
+}
+
+func (f *finder) luks(l *types.Luks, i int) {
+	f.add(V3_2, "LUKS volumes", "$.storage.luks.%d", i)
+	f.resource(&l.KeyFile, false, "$.storage.luks.%d.keyFile", i)
+	if l.Discard != nil {
+		f.add(V3_4, "LUKS discard", "$.storage.luks.%d.discard", i)
+	}
+	if len(l.OpenOptions) > 0 {
+		f.add(V3_4, "LUKS open options", "$.storage.luks.%d.openOptions", i)
+	}
+	for j, t := range l.Clevis.Tang {
+		if t.Advertisement != nil {
+			f.add(V3_4, "Tang advertisements", "$.storage.luks.%d.clevis.tang.%d.advertisement", i, j)
+		}
+	}
+	if l.Cex.Enabled != nil {
+		f.add(V3_5, "LUKS CEX", "$.storage.luks.%d.cex.enabled", i)
+	}
+}
