@@ -1,0 +1,107 @@
+// Package render loads MachineConfigs and pools, merges each pool's configs as OpenShift's renderer does, and writes the result at the lowest spec that can express it.
+package render
+
+// API CONTRACT (written first so serve/ and render/ can be built in parallel;
+// the render implementation fills these in and may add fields, not remove them).
+
+import (
+	"encoding/json"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+// Object is the metadata every object of the tree carries.
+type ObjectMeta struct {
+	Name        string            `json:"name"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// MachineConfig is machineconfiguration.openshift.io/v1 MachineConfig.
+// Unknown fields (top level, metadata and spec) are kept and written back.
+type MachineConfig struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   ObjectMeta        `json:"metadata"`
+	Spec       MachineConfigSpec `json:"spec"`
+
+	// Source is where the object was read from ("dir/99-worker-ssh.yaml",
+	// "dir/x.bu", "kubernetes"); not serialised.
+	Source string `json:"-"`
+}
+
+// MachineConfigSpec is the spec of a MachineConfig. Config holds the raw
+// Ignition JSON exactly as written (any supported spec, or empty).
+type MachineConfigSpec struct {
+	OSImageURL                     string          `json:"osImageURL,omitempty"`
+	BaseOSExtensionsContainerImage string          `json:"baseOSExtensionsContainerImage,omitempty"`
+	Config                         json.RawMessage `json:"config"`
+	KernelArguments                []string        `json:"kernelArguments"`
+	Extensions                     []string        `json:"extensions"`
+	FIPS                           bool            `json:"fips"`
+	KernelType                     string          `json:"kernelType"`
+}
+
+// Result is one pool's render.
+type Result struct {
+	Pool string
+	// Name is rendered-<pool>-<hash>, hashed exactly as OpenShift does over the
+	// spec written at Spec.
+	Name string
+	// MachineConfig is the rendered object; its Spec.Config is Config written at Spec.
+	MachineConfig *MachineConfig
+	// Config is the merged Ignition config in convert's internal (newest) form;
+	// the server translates it per client.
+	Config convert.Config
+	// Spec is the spec the rendered config is written at.
+	Spec convert.Version
+	// MinSpec is the lowest spec able to express Config (before --min-spec);
+	// Reasons say, field by field, why, and which MachineConfig supplied it.
+	MinSpec convert.Version
+	Reasons []Reason
+	// Provenance maps each file path, unit name, user name and kernel argument
+	// of the result to the MachineConfig that supplied it.
+	Provenance Provenance
+}
+
+// Reason is a convert.Reason plus the MachineConfig the field came from.
+type Reason struct {
+	convert.Reason
+	MachineConfig string `json:"machineConfig"`
+	Source        string `json:"source,omitempty"`
+}
+
+// Provenance records which MachineConfig supplied each part of a render.
+type Provenance struct {
+	Files           map[string]string `json:"files,omitempty"`
+	Units           map[string]string `json:"units,omitempty"`
+	Users           map[string]string `json:"users,omitempty"`
+	KernelArguments map[string]string `json:"kernelArguments,omitempty"`
+}
+
+// Options bound and label the output.
+type Options struct {
+	MinSpec convert.Version // default 3.0.0
+	MaxSpec convert.Version // zero: the newest spec
+	Spec    convert.Version // non-zero: force exactly this spec
+}
+
+// ControllerConfig is the part of machineconfiguration.openshift.io/v1
+// ControllerConfig that rendering and serving use.
+type ControllerConfig struct {
+	BaseOSContainerImage           string
+	BaseOSExtensionsContainerImage string
+	KubeAPIServerServingCAData     []byte // decoded; served as /etc/kubernetes/kubelet-ca.crt
+	CloudProviderCAData            []byte // decoded; served as /etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem
+	ReleaseImageVersion            string // annotation machineconfiguration.openshift.io/release-image-version
+	ControllerVersion              string // annotation .../generated-by-version
+	Source                         string
+}
+
+// Set is everything loaded from a source, ready to render.
+//
+//	Load(paths ...string) (*Set, error)        // dirs and files; errors name file, object, JSON path
+//	(s *Set) Render(opts Options) ([]*Result, *Errors)   // every pool, sorted by name
+//	(s *Set) RenderPool(pool string, opts Options) (*Result, error)
+//	(s *Set) PoolNames() []string
+//	(s *Set) ControllerConfig() *ControllerConfig        // nil when the tree has none
