@@ -1,0 +1,164 @@
+package serve
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+const ignitionType = "application/vnd.coreos.ignition+json"
+
+// want is what a client's Accept header asks for.
+type want struct {
+	// kind: wantDefault (no Ignition type, curl), wantSpec3 (any 3.0.0 up to
+	// max), wantSpec2 (spec 2.2), or wantNone (nothing we can produce).
+	kind wantKind
+	max  convert.Version // for wantSpec3: the newest version the client reads
+	// asked is the highest Ignition version the header names, for logs and the
+	// skew gate ("Ignition that reads 3.2.0"); zero when it names none.
+	asked convert.Version
+}
+
+type wantKind int
+
+const (
+	wantDefault wantKind = iota
+	wantSpec3
+	wantSpec2
+	wantNone
+)
+
+// mediaRange is one parsed entry of an Accept header.
+type mediaRange struct {
+	typ, subtype string
+	version      string // the version parameter, unquoted; "" when absent
+	q            float64
+	order        int
+}
+
+// parseAccept parses an Accept header (RFC 9110 §12.5.1): comma-separated
+// media ranges with parameters, case-insensitive names, quoted values, q.
+// Malformed entries are skipped rather than failing the whole header.
+func parseAccept(h string) []mediaRange {
+	var out []mediaRange
+	for i, part := range splitQuoted(h, ',') {
+		fields := splitQuoted(part, ';')
+		mt := strings.ToLower(strings.TrimSpace(fields[0]))
+		typ, sub, ok := strings.Cut(mt, "/")
+		if !ok || typ == "" || sub == "" || strings.ContainsAny(mt, " \t\"") {
+			continue
+		}
+		mr := mediaRange{typ: typ, subtype: sub, q: 1, order: i}
+		valid := true
+		for _, p := range fields[1:] {
+			name, val, ok := strings.Cut(p, "=")
+			if !ok {
+				continue
+			}
+			name = strings.ToLower(strings.TrimSpace(name))
+			val = unquote(strings.TrimSpace(val))
+			switch name {
+			case "q":
+				q, err := strconv.ParseFloat(val, 64)
+				if err != nil || q < 0 || q > 1 {
+					valid = false
+				}
+				mr.q = q
+			case "version":
+				mr.version = val
+			}
+		}
+		if valid {
+			out = append(out, mr)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].q > out[j].q })
+	return out
+}
+
+func splitQuoted(s string, sep byte) []string {
+	var out []string
+	start, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && quoted:
+			i++
+		case s[i] == '"':
+			quoted = !quoted
+		case s[i] == sep && !quoted:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+func unquote(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+		s = strings.ReplaceAll(s, `\"`, `"`)
+		s = strings.ReplaceAll(s, `\\`, `\`)
+	}
+	return s
+}
+
+// negotiate decides what to serve from an Accept header. Entries are tried by
+// q (ties in header order); q=0 means "not acceptable"; an entry we cannot
+// produce falls through to the next one. A header with no Ignition type at
+// all (curl, a browser, garbage) gets the default.
+func negotiate(header string) want {
+	ranges := parseAccept(header)
+	w := want{kind: wantNone}
+	hasIgnition := false
+	for _, mr := range ranges {
+		if mr.typ+"/"+mr.subtype == ignitionType {
+			hasIgnition = true
+			if v, ok := ignitionVersion(mr.version); ok && mr.q > 0 && w.asked.Less(v) {
+				w.asked = v
+			}
+		}
+	}
+	if !hasIgnition {
+		return want{kind: wantDefault}
+	}
+	for _, mr := range ranges {
+		if mr.q <= 0 {
+			continue
+		}
+		switch mt := mr.typ + "/" + mr.subtype; {
+		case mt == ignitionType && mr.version == "":
+			w.kind = wantDefault
+			return w
+		case mt == ignitionType:
+			v, ok := ignitionVersion(mr.version)
+			if !ok {
+				continue
+			}
+			switch {
+			case v.Major == 3:
+				w.kind, w.max = wantSpec3, v
+				return w
+			case v.Major == 2 && v.Minor >= 2:
+				w.kind = wantSpec2
+				return w
+			}
+			// 1.x, 2.0, 2.1 and 4+: we write none of these; try the next entry.
+		case mt == "*/*" || mt == "application/*" || mt == "application/json":
+			w.kind = wantDefault
+			return w
+		}
+	}
+	return w
+}
+
+// ignitionVersion reads a version parameter: "3.4.0", and also "3.4" (which
+// the MCO silently served as 2.2).
+func ignitionVersion(s string) (convert.Version, bool) {
+	if strings.Count(s, ".") == 1 {
+		s += ".0"
+	}
+	v, err := convert.ParseVersion(s)
+	return v, err == nil
+}

@@ -1,0 +1,81 @@
+package serve
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/skewgate"
+)
+
+// gate asks the skew gate about a request and, when it refuses the node,
+// answers 200 with the stub config (a 4xx would stop the boot with nothing
+// on the console; a 5xx would retry forever). It reports whether it answered.
+func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want, resp *response, ua string) bool {
+	if wnt.kind == wantNone {
+		return false
+	}
+	req := skewgate.Request{Pool: p.name, UserAgent: ua, RemoteAddr: r.RemoteAddr, Servable: resp != nil}
+	stubSpec := convert.V3_0
+	switch wnt.kind {
+	case wantSpec3:
+		req.ClientSpec = min3(wnt.max)
+		stubSpec = req.ClientSpec
+	case wantSpec2:
+		req.ClientSpec, stubSpec = convert.V2_2, convert.V2_2
+	case wantDefault:
+		if s.cfg.DefaultSpec == convert.V2_2 {
+			stubSpec = convert.V2_2
+		}
+	}
+	if resp == nil {
+		v, err := p.whyNot(wnt)
+		req.NeededSpec = p.neededAbove(v)
+		var ce *convert.CannotExpressError
+		if errors.As(err, &ce) {
+			req.Fields = ce.Reasons
+		}
+	}
+	d := s.cfg.Gate.Decide(req)
+	decision := "admit"
+	if !d.Admit {
+		decision = "stub"
+	}
+	s.m.skew.WithLabelValues(p.name, decision, d.Reason).Inc()
+	if d.Admit {
+		return false
+	}
+	body, err := s.cfg.Gate.Stub(p.name, d, stubSpec)
+	if err != nil {
+		s.log.Error("building skew stub", "pool", p.name, "err", err)
+		plain(w, http.StatusInternalServerError, "cannot build the skew stub config: "+d.ID)
+		return true
+	}
+	s.cfg.Gate.Record(req, d)
+	info := infoFrom(r.Context())
+	info.spec, info.decision = stubSpec.String(), "stub:"+d.ID
+	h := w.Header()
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["X-Mcs-Skew"] = []string{d.Reason + "; id=" + d.ID}
+	writeBody(w, r, ignitionType+";version="+stubSpec.String(), `"`+d.ID+"-"+stubSpec.String()+`"`, body, "")
+	return true
+}
+
+// min3 caps a requested 3.x version at the newest we write.
+func min3(v convert.Version) convert.Version {
+	if convert.Newest.Less(v) {
+		return convert.Newest
+	}
+	return v
+}
+
+// neededAbove is the oldest spec newer than v that this pool can be served at.
+func (p *pool) neededAbove(v convert.Version) convert.Version {
+	for _, o := range convert.OutputVersions {
+		if v.Less(o) && p.responses[o] != nil {
+			return o
+		}
+	}
+	return p.lowest
+}

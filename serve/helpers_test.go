@@ -1,0 +1,118 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// result builds a render.Result from an Ignition config, as the renderer would.
+func result(t testing.TB, pool, ign string, kargs ...string) *render.Result {
+	t.Helper()
+	p, err := convert.Parse([]byte(ign))
+	if err != nil {
+		t.Fatalf("parse %s: %v", pool, err)
+	}
+	min, reasons := convert.MinVersion(&p.Config)
+	body, err := convert.Encode(&p.Config, min, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := make([]render.Reason, len(reasons))
+	for i, r := range reasons {
+		rr[i] = render.Reason{Reason: r, MachineConfig: "99-" + pool}
+	}
+	return &render.Result{
+		Pool: pool,
+		Name: "rendered-" + pool + "-0123456789abcdef0123456789abcdef",
+		MachineConfig: &render.MachineConfig{
+			APIVersion: "machineconfiguration.openshift.io/v1",
+			Kind:       "MachineConfig",
+			Metadata:   render.ObjectMeta{Name: "rendered-" + pool + "-0123456789abcdef0123456789abcdef"},
+			Spec:       render.MachineConfigSpec{Config: body, KernelArguments: kargs},
+		},
+		Config:  p.Config,
+		Spec:    min,
+		MinSpec: min,
+		Reasons: rr,
+	}
+}
+
+const (
+	plainIgn = `{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/etc/hello","mode":420,"overwrite":true,"contents":{"source":"data:,hello"}}]},"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":"[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}]}}`
+	kargsIgn = `{"ignition":{"version":"3.3.0"},"kernelArguments":{"shouldExist":["nosmt","mitigations=auto"]},"storage":{"files":[{"path":"/etc/k","contents":{"source":"data:,k"}}]}}`
+	luksIgn  = `{"ignition":{"version":"3.4.0"},"storage":{"luks":[{"name":"data","device":"/dev/vdb","discard":true,"clevis":{"tpm2":true}}]}}`
+	luks32   = `{"ignition":{"version":"3.2.0"},"storage":{"luks":[{"name":"data","device":"/dev/vdb","clevis":{"tpm2":true}}]}}`
+)
+
+func newTestServer(t testing.TB, cfg Config, results ...*render.Result) *Server {
+	t.Helper()
+	s := New(cfg)
+	snap, err := BuildSnapshot(1, results, &render.ControllerConfig{KubeAPIServerServingCAData: []byte("-----BEGIN CERTIFICATE-----\nkubelet\n-----END CERTIFICATE-----\n")}, NodeFiles{Kubeconfig: []byte("apiVersion: v1\nkind: Config\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Swap(snap)
+	return s
+}
+
+func get(t testing.TB, h http.Handler, method, target string, headers ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, target, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+// servedVersion checks that a body parses as exactly the spec its
+// Content-Type claims, and returns that spec.
+func servedVersion(t testing.TB, w *httptest.ResponseRecorder) convert.Version {
+	t.Helper()
+	ct := w.Header().Get("Content-Type")
+	_, vs, ok := strings.Cut(ct, ";version=")
+	if !ok {
+		t.Fatalf("Content-Type %q names no version", ct)
+	}
+	want, err := convert.ParseVersion(vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stub struct{ Ignition struct{ Version string } }
+	if err := json.Unmarshal(w.Body.Bytes(), &stub); err != nil {
+		t.Fatalf("body is not JSON: %v", err)
+	}
+	if stub.Ignition.Version != want.String() {
+		t.Fatalf("body says version %s, Content-Type %s", stub.Ignition.Version, want)
+	}
+	p, err := convert.Parse(w.Body.Bytes())
+	if err != nil {
+		t.Fatalf("served body does not parse: %v", err)
+	}
+	if p.Version != want {
+		t.Fatalf("parsed as %s, want %s", p.Version, want)
+	}
+	return want
+}
+
+// file returns the decoded contents of path in a served spec-3 body.
+func file(t testing.TB, body []byte, path string) (string, bool) {
+	t.Helper()
+	p, err := convert.Parse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range p.Config.Storage.Files {
+		if f.Path == path && f.Contents.Source != nil {
+			return decodeDataURL(t, *f.Contents.Source), true
+		}
+	}
+	return "", false
+}

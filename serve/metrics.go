@@ -1,0 +1,87 @@
+package serve
+
+import (
+	"regexp"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics live on a registry the caller passes in, so tests and embedders
+// get their own and nothing touches the global one.
+type metrics struct {
+	requests       *prometheus.CounterVec   // pool, spec, code
+	duration       *prometheus.HistogramVec // route
+	servedBytes    *prometheus.CounterVec   // pool, spec
+	clients        *prometheus.CounterVec   // ignition
+	renderGen      prometheus.Gauge
+	renderDuration prometheus.Histogram
+	renderErrors   prometheus.Counter
+	renderFailing  prometheus.Gauge
+	renderLastOK   prometheus.Gauge
+	skew           *prometheus.CounterVec // pool, decision, reason
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcs_requests_total",
+			Help: "Config requests by pool, spec version served and HTTP status code.",
+		}, []string{"pool", "spec", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcs_request_duration_seconds",
+			Help:    "Time to answer a request, by route.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+		}, []string{"route"}),
+		servedBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcs_served_bytes_total",
+			Help: "Config body bytes written, by pool and spec version.",
+		}, []string{"pool", "spec"}),
+		clients: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcs_client_requests_total",
+			Help: "Config requests by the client's Ignition version (major.minor; other or none when unrecognised).",
+		}, []string{"ignition"}),
+		renderGen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcs_render_generation",
+			Help: "Generation of the snapshot being served; increases with every successful render.",
+		}),
+		renderDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mcs_render_duration_seconds",
+			Help:    "Time to load, render and precompute every pool.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+		}),
+		renderErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcs_render_errors_total",
+			Help: "Renders that failed; the last good snapshot kept serving.",
+		}),
+		renderFailing: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcs_render_failing",
+			Help: "1 while the newest render attempt failed and an older snapshot is served.",
+		}),
+		renderLastOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcs_render_last_success_timestamp_seconds",
+			Help: "Unix time of the last successful render.",
+		}),
+		skew: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcs_skew_decisions_total",
+			Help: "Boot-image skew decisions by pool, decision (admit, stub) and reason.",
+		}, []string{"pool", "decision", "reason"}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.servedBytes, m.clients, m.renderGen,
+		m.renderDuration, m.renderErrors, m.renderFailing, m.renderLastOK, m.skew)
+	return m
+}
+
+var uaVersion = regexp.MustCompile(`^Ignition/v(\d{1,2})\.(\d{1,2})(?:\.\d{1,4})?(?:$|[-+ ])`)
+
+// clientLabel bounds the ignition label: a User-Agent becomes "v2.27", or
+// "other" / "none", so a flood of bogus agents cannot grow the series.
+func clientLabel(ua string) string {
+	if ua == "" {
+		return "none"
+	}
+	m := uaVersion.FindStringSubmatch(ua)
+	if m == nil || (m[1] != "0" && m[1] != "2") {
+		return "other"
+	}
+	return "v" + m[1] + "." + m[2]
+}

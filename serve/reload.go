@@ -1,0 +1,121 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// Source is where rendered pools come from: a directory rendered here, or
+// Kubernetes objects. Load does all the work a render needs, so the
+// Reloader is the same for every source.
+type Source interface {
+	Load(ctx context.Context) (*Input, error)
+	Watch(ctx context.Context, changed chan<- struct{})
+	String() string
+}
+
+// Input is one complete render of a source.
+type Input struct {
+	Results          []*render.Result
+	ControllerConfig *render.ControllerConfig // nil when the source has none
+}
+
+// Reloader renders the source into snapshots, off the request path: at
+// start, on every change (debounced) and on demand. A failed render keeps the
+// last good snapshot serving and is reported.
+type Reloader struct {
+	Source    Source
+	Server    *Server
+	NodeFiles func() (NodeFiles, error)
+	Debounce  time.Duration
+	Logger    *slog.Logger
+
+	gen uint64
+}
+
+// Reload renders once and swaps the result in.
+func (r *Reloader) Reload(ctx context.Context) error {
+	start := time.Now()
+	err := r.reload(ctx)
+	r.Server.ObserveRender(time.Since(start))
+	if err != nil {
+		r.Server.RenderFailed(err)
+		r.log().Error("render failed; serving the last good render", "source", r.Source.String(), "err", err)
+		return err
+	}
+	snap := r.Server.Snapshot()
+	pools := make([]string, 0, len(snap.names))
+	for _, n := range snap.names {
+		p := snap.pools[n]
+		pools = append(pools, fmt.Sprintf("%s=%s@%s", n, p.result.Name, p.result.Spec))
+	}
+	r.log().Info("render served", "generation", snap.Generation, "pools", pools, "duration", time.Since(start))
+	return nil
+}
+
+func (r *Reloader) reload(ctx context.Context) error {
+	in, err := r.Source.Load(ctx)
+	if err != nil {
+		return err
+	}
+	var nf NodeFiles
+	if r.NodeFiles != nil {
+		if nf, err = r.NodeFiles(); err != nil {
+			return err
+		}
+	}
+	r.gen++
+	snap, err := BuildSnapshot(r.gen, in.Results, in.ControllerConfig, nf)
+	if err != nil {
+		r.gen--
+		return err
+	}
+	r.Server.Swap(snap)
+	return nil
+}
+
+// Run renders at start, then on every change from the source or trigger,
+// debounced, until ctx ends.
+func (r *Reloader) Run(ctx context.Context, trigger <-chan struct{}) {
+	changed := make(chan struct{}, 1)
+	go r.Source.Watch(ctx, changed)
+	r.Reload(ctx)
+	debounce := r.Debounce
+	if debounce <= 0 {
+		debounce = 200 * time.Millisecond
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-trigger:
+		}
+		// Let a burst of writes (an editor, a git checkout) settle.
+		timer := time.NewTimer(debounce)
+	settle:
+		for {
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-changed:
+			case <-trigger:
+			case <-timer.C:
+				break settle
+			}
+		}
+		r.Reload(ctx)
+	}
+}
+
+func (r *Reloader) log() *slog.Logger {
+	if r.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Logger
+}

@@ -1,0 +1,93 @@
+package serve
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+type ctxKey struct{}
+
+// requestInfo is filled in by the config handler for the request log line.
+type requestInfo struct {
+	pool, spec, decision string
+	status, bytes        int
+}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	if i, ok := ctx.Value(ctxKey{}).(*requestInfo); ok {
+		return i
+	}
+	return &requestInfo{}
+}
+
+// recorder captures the status and size a handler wrote.
+type recorder struct {
+	http.ResponseWriter
+	info *requestInfo
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.info.status == 0 {
+		r.info.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.info.status == 0 {
+		r.info.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.info.bytes += n
+	return n, err
+}
+
+// requestLog writes one line per config request: what was asked, by which
+// client, what was served. Never the body, never the Authorization header.
+func (s *Server) requestLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		info := &requestInfo{}
+		next.ServeHTTP(&recorder{ResponseWriter: w, info: info}, r.WithContext(context.WithValue(r.Context(), ctxKey{}, info)))
+		if info.status == 0 {
+			info.status = http.StatusOK
+		}
+		if info.pool == "" {
+			info.pool = "-"
+		}
+		s.m.requests.WithLabelValues(info.pool, specLabel(info.spec), codeLabel(info.status)).Inc()
+		level := slog.LevelInfo
+		if info.status >= 500 {
+			level = slog.LevelError
+		}
+		s.log.LogAttrs(r.Context(), level, "config request",
+			slog.String("pool", info.pool),
+			slog.String("spec", info.spec),
+			slog.Int("status", info.status),
+			slog.Int("bytes", info.bytes),
+			slog.String("client", r.Header.Get("User-Agent")),
+			slog.String("accept", r.Header.Get("Accept")),
+			slog.String("remote", r.RemoteAddr),
+			slog.Duration("duration", time.Since(start)),
+		)
+	})
+}
+
+func specLabel(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// codeLabel keeps the code label to the codes the handler writes.
+func codeLabel(code int) string {
+	switch code {
+	case 200, 304, 400, 401, 404, 405, 406, 503:
+		return strconv.Itoa(code)
+	}
+	return "other"
+}

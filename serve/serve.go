@@ -1,0 +1,300 @@
+// Package serve answers booting nodes' config requests from precomputed, atomically swapped snapshots, negotiating the spec per client.
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/skewgate"
+)
+
+// Config configures a Server.
+type Config struct {
+	Logger *slog.Logger
+	// Registry receives the server's metrics and backs /metrics.
+	Registry *prometheus.Registry
+	// DefaultSpec is served to clients whose Accept names no Ignition type
+	// (curl); zero means the pool's rendered spec.
+	DefaultSpec convert.Version
+	// Tokens, when set, returns the bearer tokens /config/ accepts; nil or
+	// an empty list means no authentication.
+	Tokens func() [][]byte
+	// Gate decides about clients that cannot read the pool's config or that
+	// the boot-image skew policy refuses; nil answers those with 406.
+	Gate *skewgate.Gate
+	// Source names what is served, for /status.
+	Source string
+}
+
+// Server is the HTTP handler for nodes, probes, metrics and status.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	m       *metrics
+	router  http.Handler
+	snap    atomic.Pointer[Snapshot]
+	accepts sync.Map // Accept header → want; bounded by acceptCacheMax
+	nAccept atomic.Int64
+
+	mu      sync.Mutex // guards the render status below
+	lastErr *renderError
+	lastTry time.Time
+}
+
+type renderError struct {
+	Time    time.Time `json:"time"`
+	Message string    `json:"message"`
+}
+
+// acceptCacheMax bounds the negotiation cache: real clients send a handful of
+// distinct Accept headers; anything past this is negotiated every time.
+const acceptCacheMax = 256
+
+// New returns a Server with every route registered. It serves 503 on
+// /config/ and /readyz until the first snapshot is swapped in.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry)}
+
+	r := chi.NewRouter()
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusNotFound, "not found: "+r.URL.Path) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, HEAD")
+		plain(w, http.StatusMethodNotAllowed, "method not allowed: "+r.Method)
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.requestLog, s.instrument("config"), s.auth)
+		r.Get("/config/{pool}", s.serveConfig)
+		r.Head("/config/{pool}", s.serveConfig)
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.instrument("probe"))
+		r.Get("/healthz", s.healthz)
+		r.Head("/healthz", s.healthz)
+		r.Get("/readyz", s.readyz)
+		r.Head("/readyz", s.readyz)
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.instrument("admin"))
+		r.Get("/status", s.status)
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}))
+	})
+	s.router = r
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// Swap makes snap the served generation and clears the render error.
+func (s *Server) Swap(snap *Snapshot) {
+	s.snap.Store(snap)
+	s.mu.Lock()
+	s.lastErr, s.lastTry = nil, time.Now()
+	s.mu.Unlock()
+	s.m.renderGen.Set(float64(snap.Generation))
+	s.m.renderFailing.Set(0)
+	s.m.renderLastOK.Set(float64(snap.Built.Unix()))
+}
+
+// RenderFailed records a failed render; the current snapshot keeps serving.
+func (s *Server) RenderFailed(err error) {
+	s.mu.Lock()
+	s.lastErr, s.lastTry = &renderError{Time: time.Now(), Message: err.Error()}, time.Now()
+	s.mu.Unlock()
+	s.m.renderErrors.Inc()
+	s.m.renderFailing.Set(1)
+}
+
+// ObserveRender records how long a render attempt took.
+func (s *Server) ObserveRender(d time.Duration) { s.m.renderDuration.Observe(d.Seconds()) }
+
+// Snapshot returns the generation being served, or nil before the first.
+func (s *Server) Snapshot() *Snapshot { return s.snap.Load() }
+
+func (s *Server) negotiate(accept string) want {
+	if v, ok := s.accepts.Load(accept); ok {
+		return v.(want)
+	}
+	w := negotiate(accept)
+	if s.nAccept.Load() < acceptCacheMax {
+		if _, loaded := s.accepts.LoadOrStore(accept, w); !loaded {
+			s.nAccept.Add(1)
+		}
+	}
+	return w
+}
+
+func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
+	info := infoFrom(r.Context())
+	snap := s.snap.Load()
+	if snap == nil {
+		// 5xx: Ignition retries, which is right while the first render runs.
+		w.Header().Set("Retry-After", "1")
+		plain(w, http.StatusServiceUnavailable, "no render loaded yet")
+		return
+	}
+	name := chi.URLParam(r, "pool")
+	p := snap.pools[name]
+	if p == nil {
+		info.pool = "unknown"
+		plain(w, http.StatusNotFound, fmt.Sprintf("unknown pool %q: this server serves %s", name, strings.Join(snap.names, ", ")))
+		return
+	}
+	info.pool = p.name
+	ua := r.Header.Get("User-Agent")
+	s.m.clients.WithLabelValues(clientLabel(ua)).Inc()
+
+	q := r.URL.Query()
+	var resp *response
+	if vs := q.Get("version"); vs != "" {
+		v, err := convert.ParseOutputVersion(vs)
+		if err != nil {
+			plain(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if resp = p.responses[v]; resp == nil {
+			plain(w, http.StatusNotAcceptable, fmt.Sprintf("pool %s cannot be served at spec %s: %v", p.name, v, p.blocked[v]))
+			return
+		}
+	} else {
+		wnt := s.negotiate(r.Header.Get("Accept"))
+		resp = p.pick(wnt, s.cfg.DefaultSpec)
+		if s.cfg.Gate != nil {
+			if stub := s.gate(w, r, p, wnt, resp, ua); stub {
+				return
+			}
+		}
+		if resp == nil {
+			if wnt.kind == wantNone {
+				plain(w, http.StatusNotAcceptable, "Accept names no spec this server writes: it writes "+versionList())
+				return
+			}
+			v, err := p.whyNot(wnt)
+			plain(w, http.StatusNotAcceptable, fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.name, p.lowest, v, err))
+			return
+		}
+	}
+	info.spec = resp.versionLabel
+	if q.Get("pretty") != "" && q.Get("pretty") != "0" {
+		var buf bytes.Buffer
+		json.Indent(&buf, resp.body, "", "  ")
+		buf.WriteByte('\n')
+		writeBody(w, r, resp.contentType, `"`+strings.Trim(resp.etag, `"`)+`-pretty"`, buf.Bytes(), "")
+		return
+	}
+	body, etag, length, enc := resp.body, resp.etag, resp.contentLength, ""
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		body, etag, length, enc = resp.gzBody, resp.gzETag, resp.gzLength, "gzip"
+	}
+	h := w.Header()
+	h["Content-Length"] = []string{length}
+	n := writeBody(w, r, resp.contentType, etag, body, enc)
+	if n > 0 {
+		s.m.servedBytes.WithLabelValues(p.name, resp.versionLabel).Add(float64(n))
+	}
+}
+
+// writeBody writes a body with its validators, answering If-None-Match with
+// 304 and HEAD without a body. It returns the body bytes written.
+func writeBody(w http.ResponseWriter, r *http.Request, contentType, etag string, body []byte, encoding string) int {
+	h := w.Header()
+	h["Content-Type"] = []string{contentType}
+	h["Etag"] = []string{etag}
+	h["Vary"] = []string{"Accept, Accept-Encoding"}
+	h["Cache-Control"] = []string{"no-cache"}
+	if encoding != "" {
+		h["Content-Encoding"] = []string{encoding}
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, etag) {
+		delete(h, "Content-Length")
+		w.WriteHeader(http.StatusNotModified)
+		return 0
+	}
+	if _, ok := h["Content-Length"]; !ok {
+		h["Content-Length"] = []string{fmt.Sprint(len(body))}
+	}
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return 0
+	}
+	n, _ := w.Write(body)
+	return n
+}
+
+func etagMatch(header, etag string) bool {
+	for _, c := range strings.Split(header, ",") {
+		c = strings.TrimSpace(c)
+		c = strings.TrimPrefix(c, "W/")
+		if c == "*" || c == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptsGzip reports whether Accept-Encoding names gzip with q > 0.
+func acceptsGzip(h string) bool {
+	if h == "" || h == "identity" {
+		return false
+	}
+	for _, part := range strings.Split(h, ",") {
+		fields := strings.Split(part, ";")
+		if !strings.EqualFold(strings.TrimSpace(fields[0]), "gzip") {
+			continue
+		}
+		for _, p := range fields[1:] {
+			if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(k, "q") {
+				if f := strings.TrimSpace(v); f == "0" || strings.Trim(f, "0.") == "" {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func versionList() string {
+	s := make([]string, len(convert.OutputVersions))
+	for i, v := range convert.OutputVersions {
+		s[i] = v.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// plain writes a short plain-text error: Ignition prints the body of a
+// failed fetch, so it must say what is wrong in one line.
+func plain(w http.ResponseWriter, code int, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	fmt.Fprintln(w, msg)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusOK, "ok") }
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.snap.Load() == nil {
+		plain(w, http.StatusServiceUnavailable, "not ready: no render loaded yet")
+		return
+	}
+	plain(w, http.StatusOK, "ok")
+}

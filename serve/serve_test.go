@@ -1,0 +1,419 @@
+package serve
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/vincent-petithory/dataurl"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/skewgate"
+)
+
+func decodeDataURL(t testing.TB, s string) string {
+	t.Helper()
+	d, err := dataurl.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(d.Data)
+}
+
+// Headers real clients send (reference: ignition.md).
+const (
+	hdr36    = "application/vnd.coreos.ignition+json;version=3.6.0, */*;q=0.1"
+	hdr35    = "application/vnd.coreos.ignition+json;version=3.5.0, */*;q=0.1"
+	hdr34    = "application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1"
+	hdr32    = "application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1"
+	hdrSpec2 = "application/vnd.coreos.ignition+json; version=2.2.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1"
+	hdrRHCOS = "application/vnd.coreos.ignition+json; version=2.4.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1"
+)
+
+func TestNegotiation(t *testing.T) {
+	s := newTestServer(t, Config{}, result(t, "worker", plainIgn))
+	cases := []struct {
+		name, accept string
+		want         string // served version, or "406"
+	}{
+		// Upstream's own table, where we agree.
+		{"upstream spec2 2.4.0", hdrRHCOS, "2.2.0"},
+		{"upstream 3.5.0", hdr35, "3.5.0"},
+		{"upstream 3.4.0", hdr34, "3.4.0"},
+		{"upstream 3.3.0", "application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1", "3.3.0"},
+		{"upstream 3.2.0", hdr32, "3.2.0"},
+		{"upstream 3.1.0", "application/vnd.coreos.ignition+json;version=3.1.0, */*;q=0.1", "3.1.0"},
+		{"upstream 3.99.0 is the newest", "application/vnd.coreos.ignition+json;version=3.99.0, */*;q=0.1", "3.6.0"},
+		// Where upstream serves 2.2 to anything without an Ignition type, we
+		// serve the rendered spec (curl); --default-spec restores 2.2.
+		{"no version parameter", "application/vnd.coreos.ignition+json", "3.0.0"},
+		{"text/plain", "text/plain", "3.0.0"},
+		{"garbage", "an-invalid-accept-header", "3.0.0"},
+		{"empty", "", "3.0.0"},
+		{"curl", "*/*", "3.0.0"},
+		// Real clients.
+		{"ignition v2.27", hdr36, "3.6.0"},
+		{"ignition v0.35", hdrSpec2, "2.2.0"},
+		{"3.0.0 is served, not a 500", "application/vnd.coreos.ignition+json;version=3.0.0, */*;q=0.1", "3.0.0"},
+		// Doing better than upstream.
+		{"4.0.0 falls back to */*", "application/vnd.coreos.ignition+json;version=4.0.0, */*;q=0.1", "3.0.0"},
+		{"4.0.0 alone is not acceptable", "application/vnd.coreos.ignition+json;version=4.0.0", "406"},
+		{"2.1.0 alone is not acceptable", "application/vnd.coreos.ignition+json;version=2.1.0", "406"},
+		{"q=0 is not acceptable", "application/vnd.coreos.ignition+json;version=3.6.0;q=0, application/vnd.coreos.ignition+json;version=3.2.0;q=0.5", "3.2.0"},
+		{"everything q=0", "application/vnd.coreos.ignition+json;version=3.6.0;q=0, */*;q=0", "406"},
+		{"q orders entries", "application/vnd.coreos.ignition+json;version=3.2.0;q=0.4, application/vnd.coreos.ignition+json;version=3.4.0;q=0.9", "3.4.0"},
+		{"quoted version", `application/vnd.coreos.ignition+json;version="3.4.0"`, "3.4.0"},
+		{"two-part version", "application/vnd.coreos.ignition+json;version=3.4", "3.4.0"},
+		{"case-insensitive", "Application/VND.CoreOS.Ignition+JSON; VERSION=3.3.0; Q=1", "3.3.0"},
+		{"spaces everywhere", " application/vnd.coreos.ignition+json ; version = 3.1.0 , */* ; q = 0.1 ", "3.1.0"},
+		{"bad q skips entry", "application/vnd.coreos.ignition+json;version=3.6.0;q=2, application/vnd.coreos.ignition+json;version=3.1.0", "3.1.0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := get(t, s, "GET", "/config/worker", "Accept", c.accept)
+			if c.want == "406" {
+				if w.Code != http.StatusNotAcceptable {
+					t.Fatalf("code %d, want 406: %s", w.Code, w.Body)
+				}
+				return
+			}
+			if w.Code != http.StatusOK {
+				t.Fatalf("code %d: %s", w.Code, w.Body)
+			}
+			if got := servedVersion(t, w); got.String() != c.want {
+				t.Fatalf("served %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestDefaultSpecFlag(t *testing.T) {
+	s := newTestServer(t, Config{DefaultSpec: convert.V2_2}, result(t, "worker", plainIgn))
+	if got := servedVersion(t, get(t, s, "GET", "/config/worker", "Accept", "text/plain")); got != convert.V2_2 {
+		t.Fatalf("served %s, want 2.2.0", got)
+	}
+}
+
+func TestRoutesAndErrors(t *testing.T) {
+	s := newTestServer(t, Config{}, result(t, "worker", plainIgn), result(t, "master", plainIgn))
+	cases := []struct {
+		name, method, path string
+		code               int
+		body               string
+	}{
+		{"unknown pool", "GET", "/config/infra", 404, `unknown pool "infra": this server serves master, worker`},
+		{"post", "POST", "/config/worker", 405, "method not allowed"},
+		{"delete", "DELETE", "/config/worker", 405, "method not allowed"},
+		{"unknown path", "GET", "/nope", 404, "not found"},
+		{"healthz", "GET", "/healthz", 200, "ok"},
+		{"readyz", "GET", "/readyz", 200, "ok"},
+		{"bad version override", "GET", "/config/worker?version=3.7.0", 400, "cannot write spec version"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := get(t, s, c.method, c.path)
+			if w.Code != c.code || !strings.Contains(w.Body.String(), c.body) {
+				t.Fatalf("got %d %q, want %d containing %q", w.Code, w.Body, c.code, c.body)
+			}
+			if c.code >= 400 && strings.Count(strings.TrimSpace(w.Body.String()), "\n") > 0 {
+				t.Fatalf("error body is not one line: %q", w.Body)
+			}
+		})
+	}
+}
+
+func TestNotReady(t *testing.T) {
+	s := New(Config{})
+	if w := get(t, s, "GET", "/readyz"); w.Code != 503 {
+		t.Fatalf("readyz %d before a render", w.Code)
+	}
+	if w := get(t, s, "GET", "/config/worker"); w.Code != 503 {
+		t.Fatalf("config %d before a render, want 503 (Ignition retries)", w.Code)
+	}
+	if w := get(t, s, "GET", "/healthz"); w.Code != 200 {
+		t.Fatalf("healthz %d", w.Code)
+	}
+}
+
+func TestCachingHeadersAndEncodings(t *testing.T) {
+	s := newTestServer(t, Config{}, result(t, "worker", plainIgn))
+	w := get(t, s, "GET", "/config/worker", "Accept", hdr34)
+	etag := w.Header().Get("ETag")
+	if !strings.HasPrefix(etag, `"`) || strings.HasPrefix(etag, "W/") {
+		t.Fatalf("want a strong ETag, got %q", etag)
+	}
+	if cl := w.Header().Get("Content-Length"); cl != fmt.Sprint(w.Body.Len()) {
+		t.Fatalf("Content-Length %s for %d bytes", cl, w.Body.Len())
+	}
+	t.Run("304", func(t *testing.T) {
+		w2 := get(t, s, "GET", "/config/worker", "Accept", hdr34, "If-None-Match", `"other", `+etag)
+		if w2.Code != http.StatusNotModified || w2.Body.Len() != 0 {
+			t.Fatalf("got %d with %d bytes", w2.Code, w2.Body.Len())
+		}
+	})
+	t.Run("other version other etag", func(t *testing.T) {
+		w2 := get(t, s, "GET", "/config/worker", "Accept", hdr32, "If-None-Match", etag)
+		if w2.Code != http.StatusOK || w2.Header().Get("ETag") == etag {
+			t.Fatalf("3.2.0 answered %d with etag %s", w2.Code, w2.Header().Get("ETag"))
+		}
+	})
+	t.Run("HEAD", func(t *testing.T) {
+		w2 := get(t, s, "HEAD", "/config/worker", "Accept", hdr34)
+		if w2.Code != 200 || w2.Body.Len() != 0 || w2.Header().Get("Content-Length") != fmt.Sprint(w.Body.Len()) {
+			t.Fatalf("HEAD: %d, %d bytes, length %s", w2.Code, w2.Body.Len(), w2.Header().Get("Content-Length"))
+		}
+	})
+	t.Run("identity by default", func(t *testing.T) {
+		w2 := get(t, s, "GET", "/config/worker", "Accept", hdr34, "Accept-Encoding", "identity")
+		if w2.Header().Get("Content-Encoding") != "" {
+			t.Fatal("gzip without asking")
+		}
+	})
+	t.Run("gzip when asked", func(t *testing.T) {
+		w2 := get(t, s, "GET", "/config/worker", "Accept", hdr34, "Accept-Encoding", "gzip, deflate")
+		if w2.Header().Get("Content-Encoding") != "gzip" || w2.Header().Get("ETag") == etag {
+			t.Fatalf("encoding %q etag %q", w2.Header().Get("Content-Encoding"), w2.Header().Get("ETag"))
+		}
+		zr, err := gzip.NewReader(w2.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, _ := io.ReadAll(zr)
+		if !bytes.Equal(plain, w.Body.Bytes()) {
+			t.Fatal("gzip body differs from the identity body")
+		}
+	})
+	t.Run("gzip;q=0 is refused", func(t *testing.T) {
+		w2 := get(t, s, "GET", "/config/worker", "Accept", hdr34, "Accept-Encoding", "gzip;q=0")
+		if w2.Header().Get("Content-Encoding") != "" {
+			t.Fatal("gzip despite q=0")
+		}
+	})
+	t.Run("pretty", func(t *testing.T) {
+		w2 := get(t, s, "GET", "/config/worker?pretty=1", "Accept", hdr34)
+		if !strings.Contains(w2.Body.String(), "\n  \"ignition\"") {
+			t.Fatalf("not indented: %.80s", w2.Body)
+		}
+		servedVersion(t, w2)
+	})
+	t.Run("version override", func(t *testing.T) {
+		w2 := get(t, s, "GET", "/config/worker?version=3.1.0", "Accept", hdr36)
+		if got := servedVersion(t, w2); got != convert.V3_1 {
+			t.Fatalf("served %s", got)
+		}
+	})
+}
+
+func TestAuth(t *testing.T) {
+	tokens := [][]byte{[]byte("old-token"), []byte("new-token")}
+	s := newTestServer(t, Config{Tokens: func() [][]byte { return tokens }}, result(t, "worker", plainIgn))
+	cases := []struct {
+		name, auth string
+		code       int
+	}{
+		{"none", "", 401},
+		{"wrong", "Bearer nope", 401},
+		{"basic", "Basic b2xkLXRva2Vu", 401},
+		{"old token", "Bearer old-token", 200},
+		{"new token", "bearer new-token", 200},
+		{"prefix of a token", "Bearer old", 401},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := get(t, s, "GET", "/config/worker", "Authorization", c.auth)
+			if w.Code != c.code {
+				t.Fatalf("got %d, want %d", w.Code, c.code)
+			}
+		})
+	}
+	if w := get(t, s, "GET", "/healthz"); w.Code != 200 {
+		t.Fatal("probes must not need a token")
+	}
+	open := newTestServer(t, Config{}, result(t, "worker", plainIgn))
+	if w := get(t, open, "GET", "/config/worker"); w.Code != 200 {
+		t.Fatal("auth off must not need a token")
+	}
+}
+
+func TestServedFiles(t *testing.T) {
+	s := newTestServer(t, Config{}, result(t, "worker", plainIgn))
+	w := get(t, s, "GET", "/config/worker", "Accept", hdr36)
+	p, err := convert.Parse(w.Body.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range p.Config.Storage.Files {
+		paths = append(paths, f.Path)
+	}
+	want := []string{"/etc/hello", pathKubeletCA, pathAnnotations, pathKubeconfig, pathContent, pathEncapsulated}
+	if strings.Join(paths, " ") != strings.Join(want, " ") {
+		t.Fatalf("files %v, want %v (encapsulated last)", paths, want)
+	}
+	ann, _ := file(t, w.Body.Bytes(), pathAnnotations)
+	if !strings.Contains(ann, `"machineconfiguration.openshift.io/currentConfig":"rendered-worker-`) || !strings.Contains(ann, `"Done"`) {
+		t.Fatalf("annotations: %s", ann)
+	}
+	enc, _ := file(t, w.Body.Bytes(), pathEncapsulated)
+	var mc render.MachineConfig
+	if err := json.Unmarshal([]byte(enc), &mc); err != nil {
+		t.Fatal(err)
+	}
+	if string(mc.Spec.Config) != `{"ignition":{"version":"3.6.0"}}` {
+		t.Fatalf("encapsulated config %s, want an empty config of the served version", mc.Spec.Config)
+	}
+}
+
+// Old clients get kernel arguments through the encapsulated MachineConfig,
+// and serving them must not change what later clients get (upstream bug).
+func TestKernelArgumentsForOldClients(t *testing.T) {
+	res := result(t, "worker", kargsIgn, "audit=1")
+	s := newTestServer(t, Config{}, res)
+	first := get(t, s, "GET", "/config/worker", "Accept", hdr32)
+	if got := servedVersion(t, first); got != convert.V3_2 {
+		t.Fatalf("3.2 client got %s", got)
+	}
+	enc, _ := file(t, first.Body.Bytes(), pathEncapsulated)
+	var mc render.MachineConfig
+	json.Unmarshal([]byte(enc), &mc)
+	if got := strings.Join(mc.Spec.KernelArguments, " "); got != "audit=1 nosmt mitigations=auto" {
+		t.Fatalf("encapsulated kernel arguments %q", got)
+	}
+	for i := 0; i < 3; i++ {
+		again := get(t, s, "GET", "/config/worker", "Accept", hdr32)
+		if !bytes.Equal(again.Body.Bytes(), first.Body.Bytes()) {
+			t.Fatal("a later old-client response differs: shared state was mutated")
+		}
+	}
+	if got := strings.Join(res.MachineConfig.Spec.KernelArguments, " "); got != "audit=1" {
+		t.Fatalf("rendered MachineConfig mutated: %q", got)
+	}
+	newer := get(t, s, "GET", "/config/worker", "Accept", hdr34)
+	p, _ := convert.Parse(newer.Body.Bytes())
+	if len(p.Config.KernelArguments.ShouldExist) != 2 {
+		t.Fatalf("3.4 client lost kernelArguments: %v", p.Config.KernelArguments)
+	}
+}
+
+func TestUnreadableSpec(t *testing.T) {
+	t.Run("without gate: 406 naming the field", func(t *testing.T) {
+		s := newTestServer(t, Config{}, result(t, "worker", luksIgn))
+		w := get(t, s, "GET", "/config/worker", "Accept", hdr32)
+		if w.Code != 406 || !strings.Contains(w.Body.String(), "$.storage.luks.0.discard") {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+	})
+	t.Run("with gate: stub for spec-3 client", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		s := newTestServer(t, Config{Registry: reg, Gate: skewgate.New(nil, nil)}, result(t, "worker", luksIgn))
+		w := get(t, s, "GET", "/config/worker", "Accept", hdr32, "User-Agent", "Ignition/v2.9.0")
+		if w.Code != 200 {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+		if got := servedVersion(t, w); got != convert.V3_2 {
+			t.Fatalf("stub at %s, want the client's 3.2.0", got)
+		}
+		p, _ := convert.Parse(w.Body.Bytes())
+		if len(p.Config.Storage.Files) != 1 || len(p.Config.Systemd.Units) != 0 || len(p.Config.Storage.Luks) != 0 {
+			t.Fatalf("stub carries more than the issue file: %+v", p.Config.Storage)
+		}
+		msg, _ := file(t, w.Body.Bytes(), skewgate.IssuePath("worker"))
+		for _, want := range []string{`pool "worker"`, "v2.9.0", "3.2.0", "3.4.0", "$.storage.luks.0.discard", "mcs-skew-"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("message lacks %q:\n%s", want, msg)
+			}
+		}
+		if n := testutil.ToFloat64(s.m.skew.WithLabelValues("worker", "stub", skewgate.ReasonSpecUnreadable)); n != 1 {
+			t.Fatalf("skew metric %v", n)
+		}
+		st := s.Status()
+		if c := st.Conditions[len(st.Conditions)-1]; c.Type != "BootImageSkew" || c.Status != "True" || len(c.Recent) != 1 {
+			t.Fatalf("status condition %+v", c)
+		}
+	})
+	t.Run("with gate: spec-2 client and LUKS", func(t *testing.T) {
+		s := newTestServer(t, Config{Gate: skewgate.New(nil, nil)}, result(t, "worker", luks32))
+		w := get(t, s, "GET", "/config/worker", "Accept", hdrSpec2, "User-Agent", "Ignition/v0.35.0")
+		if w.Code != 200 || servedVersion(t, w) != convert.V2_2 {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+	})
+	t.Run("with gate: kernel arguments alone are not a reason", func(t *testing.T) {
+		s := newTestServer(t, Config{Gate: skewgate.New(nil, nil)}, result(t, "worker", kargsIgn))
+		w := get(t, s, "GET", "/config/worker", "Accept", hdr32, "User-Agent", "Ignition/v2.9.0")
+		if _, ok := file(t, w.Body.Bytes(), "/etc/k"); !ok {
+			t.Fatalf("3.2 client was stubbed for kernel arguments: %s", w.Body)
+		}
+	})
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := newTestServer(t, Config{Registry: reg}, result(t, "worker", plainIgn))
+	get(t, s, "GET", "/config/worker", "Accept", hdr34, "User-Agent", "Ignition/v2.15.0")
+	get(t, s, "GET", "/config/worker", "Accept", hdr34, "User-Agent", "Ignition/v2.15.0")
+	get(t, s, "GET", "/config/nope")
+	if n := testutil.ToFloat64(s.m.requests.WithLabelValues("worker", "3.4.0", "200")); n != 2 {
+		t.Fatalf("requests{worker,3.4.0,200} = %v", n)
+	}
+	if n := testutil.ToFloat64(s.m.requests.WithLabelValues("unknown", "none", "404")); n != 1 {
+		t.Fatalf("requests{unknown,none,404} = %v", n)
+	}
+	for i := 0; i < 500; i++ {
+		get(t, s, "GET", "/config/worker", "User-Agent", fmt.Sprintf("bogus-%d/Ignition/v9.%d", i, i))
+		get(t, s, "GET", "/config/nope-"+fmt.Sprint(i))
+	}
+	if n := testutil.CollectAndCount(s.m.clients); n > 4 {
+		t.Fatalf("client label grew to %d series", n)
+	}
+	if n := testutil.CollectAndCount(s.m.requests); n > 4 {
+		t.Fatalf("request series grew to %d", n)
+	}
+	if w := get(t, s, "GET", "/metrics"); !strings.Contains(w.Body.String(), "mcs_requests_total") {
+		t.Fatal("/metrics lacks mcs_requests_total")
+	}
+}
+
+func TestClientLabel(t *testing.T) {
+	for ua, want := range map[string]string{
+		"":                                "none",
+		"Ignition/v2.27.0":                "v2.27",
+		"Ignition/v0.35.0":                "v0.35",
+		"Ignition/was not built properly": "other",
+		"curl/8.0":                        "other",
+		"Ignition/v9.1.0":                 "other",
+		"Ignition/v2.123456.0":            "other",
+	} {
+		if got := clientLabel(ua); got != want {
+			t.Errorf("clientLabel(%q) = %q, want %q", ua, got, want)
+		}
+	}
+}
+
+func TestStatus(t *testing.T) {
+	s := newTestServer(t, Config{}, result(t, "worker", luksIgn))
+	s.RenderFailed(fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus"))
+	w := get(t, s, "GET", "/status")
+	var st Status
+	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Ready || st.LastError == nil || len(st.Pools) != 1 {
+		t.Fatalf("%+v", st)
+	}
+	p := st.Pools[0]
+	if p.Spec != convert.V3_4 || !strings.Contains(p.Blocked["3.3.0"], "luks") || len(p.Servable) != 3 {
+		t.Fatalf("pool status %+v", p)
+	}
+	if strings.Contains(w.Body.String(), "kubelet") {
+		t.Fatal("status leaks served contents")
+	}
+}

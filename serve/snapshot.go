@@ -1,0 +1,256 @@
+package serve
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+	"github.com/vincent-petithory/dataurl"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// Snapshot is one complete, immutable generation of everything served. It is
+// built off the request path and swapped in atomically; handlers only read it.
+type Snapshot struct {
+	Generation uint64
+	Built      time.Time
+	BuildTime  time.Duration
+	pools      map[string]*pool
+	names      []string // sorted
+}
+
+// pool holds one pool's precomputed responses, one per spec version that can
+// express its config, and why the others cannot.
+type pool struct {
+	name      string
+	result    *render.Result
+	responses map[convert.Version]*response
+	blocked   map[convert.Version]error
+	// lowest is the oldest spec that has a response (the spec a client must
+	// read at least); zero when none.
+	lowest convert.Version
+}
+
+// response is a served body with every header precomputed.
+type response struct {
+	version       convert.Version
+	versionLabel  string
+	contentType   string
+	body          []byte
+	etag          string
+	contentLength string
+	gzBody        []byte
+	gzETag        string
+	gzLength      string
+}
+
+// NodeFiles is what the server adds to every pool's config beside the render.
+type NodeFiles struct {
+	// Kubeconfig is the node bootstrap kubeconfig; a credential, never logged.
+	Kubeconfig []byte
+	// KubeletCA overrides the ControllerConfig's API server serving CA.
+	KubeletCA []byte
+}
+
+const (
+	pathKubeletCA    = "/etc/kubernetes/kubelet-ca.crt"
+	pathCloudCA      = "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem"
+	pathAnnotations  = "/etc/machine-config-daemon/node-annotations.json"
+	pathKubeconfig   = "/etc/kubernetes/kubeconfig"
+	pathContent      = "/etc/mcs-machine-config-content.json"
+	pathEncapsulated = "/etc/ignition-machine-config-encapsulated.json"
+)
+
+// BuildSnapshot precomputes every response of every pool. It fails only on
+// errors that would make a pool unservable to every client.
+func BuildSnapshot(gen uint64, results []*render.Result, cc *render.ControllerConfig, nf NodeFiles) (*Snapshot, error) {
+	start := time.Now()
+	s := &Snapshot{Generation: gen, Built: start, pools: make(map[string]*pool, len(results))}
+	for _, res := range results {
+		p, err := buildPool(res, cc, nf)
+		if err != nil {
+			return nil, fmt.Errorf("pool %s: %w", res.Pool, err)
+		}
+		s.pools[res.Pool] = p
+		s.names = append(s.names, res.Pool)
+	}
+	slices.Sort(s.names)
+	s.BuildTime = time.Since(start)
+	return s, nil
+}
+
+func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*pool, error) {
+	p := &pool{
+		name:      res.Pool,
+		result:    res,
+		responses: make(map[convert.Version]*response),
+		blocked:   make(map[convert.Version]error),
+	}
+	content, err := json.Marshal(res.MachineConfig)
+	if err != nil {
+		return nil, fmt.Errorf("encoding rendered MachineConfig: %w", err)
+	}
+	for _, v := range convert.OutputVersions {
+		cfg, err := servedConfig(res, v, cc, nf, content)
+		if err == nil {
+			var body []byte
+			body, err = convert.Encode(&cfg, v, false)
+			if err == nil {
+				p.responses[v] = newResponse(v, body)
+				if p.lowest.IsZero() {
+					p.lowest = v
+				}
+				continue
+			}
+		}
+		p.blocked[v] = err
+	}
+	if _, ok := p.responses[res.Spec]; !ok {
+		return nil, fmt.Errorf("cannot serve the rendered spec %s: %w", res.Spec, p.blocked[res.Spec])
+	}
+	return p, nil
+}
+
+func newResponse(v convert.Version, body []byte) *response {
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	zw.Write(body)
+	zw.Close()
+	sum := sha256.Sum256(body)
+	tag := hex.EncodeToString(sum[:16])
+	return &response{
+		version:       v,
+		versionLabel:  v.String(),
+		contentType:   ignitionType + ";version=" + v.String(),
+		body:          body,
+		etag:          `"` + tag + `"`,
+		contentLength: strconv.Itoa(len(body)),
+		gzBody:        gz.Bytes(),
+		gzETag:        `"` + tag + `-gz"`,
+		gzLength:      strconv.Itoa(gz.Len()),
+	}
+}
+
+// servedConfig is the pool's config as a node of spec v receives it: the
+// render plus the files upstream's server adds, the encapsulated MachineConfig
+// last. Nothing shared is modified (upstream appends kernel arguments to its
+// cached object on every old-client request).
+func servedConfig(res *render.Result, v convert.Version, cc *render.ControllerConfig, nf NodeFiles, content []byte) (convert.Config, error) {
+	cfg := res.Config
+	cfg.Storage.Files = slices.Clone(cfg.Storage.Files)
+	mc := *res.MachineConfig
+	mc.Spec.KernelArguments = slices.Clone(mc.Spec.KernelArguments)
+
+	// Spec < 3.3 cannot carry kernelArguments; the node's first-boot service
+	// applies the encapsulated MachineConfig's arguments instead.
+	// shouldNotExist has no such route and stays, so Encode refuses it.
+	if v.Less(convert.V3_3) && len(cfg.KernelArguments.ShouldExist) > 0 {
+		for _, a := range cfg.KernelArguments.ShouldExist {
+			mc.Spec.KernelArguments = append(mc.Spec.KernelArguments, string(a))
+		}
+		cfg.KernelArguments.ShouldExist = nil
+	}
+	mc.Spec.Config = json.RawMessage(`{"ignition":{"version":"` + v.String() + `"}}`)
+	encapsulated, err := json.Marshal(&mc)
+	if err != nil {
+		return cfg, fmt.Errorf("encoding encapsulated MachineConfig: %w", err)
+	}
+
+	kubeletCA := nf.KubeletCA
+	var cloudCA []byte
+	if cc != nil {
+		if len(kubeletCA) == 0 {
+			kubeletCA = cc.KubeAPIServerServingCAData
+		}
+		cloudCA = cc.CloudProviderCAData
+	}
+	if len(kubeletCA) > 0 {
+		putFile(&cfg, pathKubeletCA, kubeletCA)
+	}
+	if len(cloudCA) > 0 {
+		putFile(&cfg, pathCloudCA, cloudCA)
+	}
+	annotations, _ := json.Marshal(map[string]string{
+		"machineconfiguration.openshift.io/currentConfig":    res.Name,
+		"machineconfiguration.openshift.io/desiredConfig":    res.Name,
+		"machineconfiguration.openshift.io/firstPivotConfig": res.Name,
+		"machineconfiguration.openshift.io/state":            "Done",
+	})
+	putFile(&cfg, pathAnnotations, annotations)
+	if len(nf.Kubeconfig) > 0 {
+		putFile(&cfg, pathKubeconfig, nf.Kubeconfig)
+	}
+	putFile(&cfg, pathContent, content)
+	putFile(&cfg, pathEncapsulated, encapsulated)
+	return cfg, nil
+}
+
+// putFile adds a file (mode 0644, overwrite) or replaces one at the same path.
+func putFile(cfg *convert.Config, path string, data []byte) {
+	src := "data:," + dataurl.Escape(data)
+	mode, overwrite := 0o644, true
+	f := types.File{
+		Node:          types.Node{Path: path, Overwrite: &overwrite},
+		FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: &src}, Mode: &mode},
+	}
+	for i := range cfg.Storage.Files {
+		if cfg.Storage.Files[i].Path == path {
+			cfg.Storage.Files[i] = f
+			return
+		}
+	}
+	cfg.Storage.Files = append(cfg.Storage.Files, f)
+}
+
+// pick returns the response for what the client wants, or nil when no
+// version the client reads can express the pool's config.
+func (p *pool) pick(w want, defaultSpec convert.Version) *response {
+	switch w.kind {
+	case wantDefault:
+		if !defaultSpec.IsZero() {
+			return p.responses[defaultSpec]
+		}
+		return p.responses[p.result.Spec]
+	case wantSpec2:
+		return p.responses[convert.V2_2]
+	case wantSpec3:
+		for i := len(convert.OutputVersions) - 1; i >= 0; i-- {
+			v := convert.OutputVersions[i]
+			if v.Major != 3 || w.max.Less(v) {
+				continue
+			}
+			if r := p.responses[v]; r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// whyNot explains why the newest version a client reads cannot be served.
+func (p *pool) whyNot(w want) (convert.Version, error) {
+	v := convert.Newest
+	switch w.kind {
+	case wantSpec2:
+		v = convert.V2_2
+	case wantSpec3:
+		if w.max.Less(v) {
+			v = w.max
+		}
+	}
+	err := p.blocked[v]
+	if err == nil {
+		err = errors.New("no servable version")
+	}
+	return v, err
+}

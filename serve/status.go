@@ -1,0 +1,109 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/skewgate"
+)
+
+// Status is the /status document: what is served, why at that spec, and
+// what went wrong last. It holds no config contents and no credentials.
+type Status struct {
+	Ready       bool             `json:"ready"`
+	Source      string           `json:"source,omitempty"`
+	Generation  uint64           `json:"generation"`
+	RenderedAt  *time.Time       `json:"renderedAt,omitempty"`
+	BuildTime   string           `json:"buildTime,omitempty"`
+	LastAttempt *time.Time       `json:"lastAttempt,omitempty"`
+	LastError   *renderError     `json:"lastError"`
+	Pools       []PoolStatus     `json:"pools"`
+	Conditions  []Condition      `json:"conditions"`
+	SkewPolicy  *skewgate.Policy `json:"skewPolicy,omitempty"`
+}
+
+// PoolStatus describes one pool of the served snapshot.
+type PoolStatus struct {
+	Name     string            `json:"name"`
+	Rendered string            `json:"rendered"`
+	Spec     convert.Version   `json:"spec"`
+	MinSpec  convert.Version   `json:"minSpec"`
+	Reasons  []render.Reason   `json:"reasons"`
+	Servable []convert.Version `json:"servable"`
+	Blocked  map[string]string `json:"blocked,omitempty"`
+}
+
+// Condition follows Kubernetes' condition shape.
+type Condition struct {
+	Type    string             `json:"type"`
+	Status  string             `json:"status"`
+	Reason  string             `json:"reason"`
+	Message string             `json:"message"`
+	Recent  []skewgate.Blocked `json:"recent,omitempty"`
+}
+
+// Status returns the current status document.
+func (s *Server) Status() Status {
+	st := Status{Source: s.cfg.Source, Pools: []PoolStatus{}, Conditions: []Condition{}}
+	s.mu.Lock()
+	st.LastError = s.lastErr
+	if !s.lastTry.IsZero() {
+		t := s.lastTry
+		st.LastAttempt = &t
+	}
+	s.mu.Unlock()
+	if snap := s.snap.Load(); snap != nil {
+		st.Ready, st.Generation = true, snap.Generation
+		t := snap.Built
+		st.RenderedAt, st.BuildTime = &t, snap.BuildTime.String()
+		for _, name := range snap.names {
+			p := snap.pools[name]
+			ps := PoolStatus{Name: name, Rendered: p.result.Name, Spec: p.result.Spec, MinSpec: p.result.MinSpec,
+				Reasons: p.result.Reasons, Servable: []convert.Version{}}
+			if ps.Reasons == nil {
+				ps.Reasons = []render.Reason{}
+			}
+			for _, v := range convert.OutputVersions {
+				if p.responses[v] != nil {
+					ps.Servable = append(ps.Servable, v)
+				} else if err := p.blocked[v]; err != nil {
+					if ps.Blocked == nil {
+						ps.Blocked = map[string]string{}
+					}
+					ps.Blocked[v.String()] = err.Error()
+				}
+			}
+			st.Pools = append(st.Pools, ps)
+		}
+	}
+	renderCond := Condition{Type: "RenderDegraded", Status: "False", Reason: "RenderSucceeded", Message: "the newest render is served"}
+	if st.LastError != nil {
+		renderCond.Status, renderCond.Reason, renderCond.Message = "True", "RenderFailed", "serving the last good render; newest attempt failed: "+st.LastError.Message
+	}
+	st.Conditions = append(st.Conditions, renderCond)
+	if g := s.cfg.Gate; g != nil {
+		st.SkewPolicy = g.Policy()
+		c := Condition{Type: "BootImageSkew", Status: "False", Reason: "NoNodesBlocked", Message: "no node has been refused"}
+		if g.Policy().Mode == "None" {
+			c.Reason, c.Message = "EnforcementOff", "boot-image skew enforcement is off (mode None): old boot images are admitted"
+		}
+		if recent := g.Recent(); len(recent) > 0 {
+			c.Status, c.Reason = "True", "NodesBlocked"
+			c.Message = "nodes were served the skew stub instead of their config; see recent"
+			c.Recent = recent
+		}
+		st.Conditions = append(st.Conditions, c)
+	}
+	return st
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(s.Status())
+}

@@ -1,0 +1,218 @@
+package skewgate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Policy is shaped like OpenShift's MachineConfiguration
+// spec.bootImageSkewEnforcement, plus the release's limits and optional
+// per-pool minimum Ignition versions.
+type Policy struct {
+	// Mode is Manual, None or Automatic; empty means no policy beyond the
+	// rule that always applies (a client that cannot read its config).
+	Mode   string        `json:"mode,omitempty"`
+	Manual *ManualPolicy `json:"manual,omitempty"`
+	// Release holds the oldest boot image this release supports.
+	Release ReleaseLimits `json:"release,omitempty"`
+	// MinIgnitionVersion maps a pool ("*" for every pool) to the oldest
+	// Ignition release allowed to join it, e.g. "2.15.0".
+	MinIgnitionVersion map[string]string `json:"minIgnitionVersion,omitempty"`
+
+	minIgnition map[string]IgnitionVersion
+}
+
+// ManualPolicy records the boot image the cluster's machines boot from.
+type ManualPolicy struct {
+	Mode         string `json:"mode"` // OCPVersion or RHCOSVersion
+	OCPVersion   string `json:"ocpVersion,omitempty"`
+	RHCOSVersion string `json:"rhcosVersion,omitempty"`
+}
+
+// ReleaseLimits are the oldest boot image versions a release supports.
+type ReleaseLimits struct {
+	OCPVersion   string `json:"ocpVersion,omitempty"`
+	RHCOSVersion string `json:"rhcosVersion,omitempty"`
+}
+
+// DefaultRelease is today's limit (reference: OCP 4.13.0, RHCOS 9.2).
+var DefaultRelease = ReleaseLimits{OCPVersion: "4.13.0", RHCOSVersion: "9.2"}
+
+// LoadPolicy reads a policy file (YAML or JSON). A bare policy, a
+// MachineConfiguration object, or {spec: {bootImageSkewEnforcement: ...}}
+// are all accepted.
+func LoadPolicy(path string) (*Policy, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading skew policy: %w", err)
+	}
+	p, err := ParsePolicy(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// ParsePolicy parses and validates a policy document.
+func ParsePolicy(raw []byte) (*Policy, error) {
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	var probe struct {
+		Spec *struct {
+			BootImageSkewEnforcement json.RawMessage `json:"bootImageSkewEnforcement"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(js, &probe); err != nil {
+		return nil, fmt.Errorf("$: %w", err)
+	}
+	prefix := "$"
+	if probe.Spec != nil && probe.Spec.BootImageSkewEnforcement != nil {
+		// A MachineConfiguration object: its policy, with release limits and
+		// minimums from the top level if given.
+		js = probe.Spec.BootImageSkewEnforcement
+		prefix = "$.spec.bootImageSkewEnforcement"
+	}
+	var p Policy
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("%s: %w", prefix, err)
+	}
+	if err := p.validate(prefix); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func (p *Policy) validate(prefix string) error {
+	switch p.Mode {
+	case "", "None", "Automatic":
+	case "Manual":
+		if p.Manual == nil {
+			return fmt.Errorf("%s.manual: required when mode is Manual", prefix)
+		}
+		switch p.Manual.Mode {
+		case "OCPVersion":
+			if _, err := parseOCP(p.Manual.OCPVersion); err != nil {
+				return fmt.Errorf("%s.manual.ocpVersion: %w", prefix, err)
+			}
+		case "RHCOSVersion":
+			if _, err := ParseRHCOS(p.Manual.RHCOSVersion); err != nil {
+				return fmt.Errorf("%s.manual.rhcosVersion: %w", prefix, err)
+			}
+		default:
+			return fmt.Errorf("%s.manual.mode: %q is not OCPVersion or RHCOSVersion", prefix, p.Manual.Mode)
+		}
+	default:
+		return fmt.Errorf("%s.mode: %q is not Manual, None or Automatic", prefix, p.Mode)
+	}
+	if p.Release.OCPVersion == "" {
+		p.Release.OCPVersion = DefaultRelease.OCPVersion
+	}
+	if p.Release.RHCOSVersion == "" {
+		p.Release.RHCOSVersion = DefaultRelease.RHCOSVersion
+	}
+	if _, err := parseOCP(p.Release.OCPVersion); err != nil {
+		return fmt.Errorf("%s.release.ocpVersion: %w", prefix, err)
+	}
+	if _, err := ParseRHCOS(p.Release.RHCOSVersion); err != nil {
+		return fmt.Errorf("%s.release.rhcosVersion: %w", prefix, err)
+	}
+	p.minIgnition = map[string]IgnitionVersion{}
+	for pool, s := range p.MinIgnitionVersion {
+		v, ok := ParseUserAgent("Ignition/v" + strings.TrimPrefix(s, "v"))
+		if !ok {
+			return fmt.Errorf("%s.minIgnitionVersion.%s: %q is not an Ignition version like 2.15.0", prefix, pool, s)
+		}
+		p.minIgnition[pool] = v
+	}
+	return nil
+}
+
+// ocpVersion is major.minor.patch of an OpenShift release.
+type ocpVersion [3]int
+
+var ocpRe = regexp.MustCompile(`^(\d+)\.(\d+)(?:\.(\d+))?$`)
+
+func parseOCP(s string) (ocpVersion, error) {
+	m := ocpRe.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return ocpVersion{}, fmt.Errorf("%q is not an OpenShift version like 4.13.0", s)
+	}
+	var v ocpVersion
+	for i := 0; i < 3; i++ {
+		v[i], _ = strconv.Atoi(m[i+1])
+	}
+	return v, nil
+}
+
+func (a ocpVersion) less(b ocpVersion) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+func (a ocpVersion) String() string { return fmt.Sprintf("%d.%d.%d", a[0], a[1], a[2]) }
+
+// RHCOS is a boot image version: the RHEL release it is built on and a build
+// stamp. Both forms are read: "9.6.20251023-0" (RHEL 9.6) and the legacy
+// "48.84.202208021106-0" (OCP 4.8 on RHEL 8.4).
+type RHCOS struct {
+	RHELMajor, RHELMinor int
+	Build                string // date stamp and serial; "" in a limit like "9.2"
+	Raw                  string
+}
+
+var (
+	// New: RHEL major.minor, then an 8-digit date. Legacy: OCP 4.x and RHEL
+	// as two digit runs ("48" = OCP 4.8, "84" = RHEL 8.4), then a 12-digit stamp.
+	rhcosNew    = regexp.MustCompile(`^(\d{1,2})\.(\d{1,2})(?:\.(\d{8}-\d+))?$`)
+	rhcosLegacy = regexp.MustCompile(`^(4)(\d{1,2})\.(\d)(\d{1,2})(?:\.(\d{12}-\d+))?$`)
+)
+
+// ParseRHCOS reads an RHCOS version in either form.
+func ParseRHCOS(s string) (RHCOS, error) {
+	s = strings.TrimSpace(s)
+	if m := rhcosLegacy.FindStringSubmatch(s); m != nil {
+		major, _ := strconv.Atoi(m[3])
+		minor, _ := strconv.Atoi(m[4])
+		return RHCOS{RHELMajor: major, RHELMinor: minor, Build: m[5], Raw: s}, nil
+	}
+	if m := rhcosNew.FindStringSubmatch(s); m != nil {
+		major, _ := strconv.Atoi(m[1])
+		minor, _ := strconv.Atoi(m[2])
+		if major < 8 {
+			return RHCOS{}, fmt.Errorf("%q is not an RHCOS version: RHEL %d is older than any RHCOS", s, major)
+		}
+		return RHCOS{RHELMajor: major, RHELMinor: minor, Build: m[3], Raw: s}, nil
+	}
+	return RHCOS{}, fmt.Errorf("%q is not an RHCOS version like 9.6.20251023-0 or 48.84.202208021106-0", s)
+}
+
+// Less compares RHEL release first, then the build stamp when both have one.
+func (a RHCOS) Less(b RHCOS) bool {
+	if a.RHELMajor != b.RHELMajor {
+		return a.RHELMajor < b.RHELMajor
+	}
+	if a.RHELMinor != b.RHELMinor {
+		return a.RHELMinor < b.RHELMinor
+	}
+	if a.Build == "" || b.Build == "" {
+		return false
+	}
+	return a.Build < b.Build
+}
+
+func (a RHCOS) RHEL() string { return fmt.Sprintf("RHEL %d.%d", a.RHELMajor, a.RHELMinor) }

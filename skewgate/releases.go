@@ -1,0 +1,77 @@
+package skewgate
+
+import (
+	"regexp"
+	"strconv"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+// IgnitionVersion is a client's Ignition release, from its User-Agent.
+type IgnitionVersion struct{ Major, Minor, Patch int }
+
+func (v IgnitionVersion) String() string {
+	return "v" + strconv.Itoa(v.Major) + "." + strconv.Itoa(v.Minor) + "." + strconv.Itoa(v.Patch)
+}
+
+func (v IgnitionVersion) Less(o IgnitionVersion) bool {
+	if v.Major != o.Major {
+		return v.Major < o.Major
+	}
+	if v.Minor != o.Minor {
+		return v.Minor < o.Minor
+	}
+	return v.Patch < o.Patch
+}
+
+// Releases maps each Ignition release that first read a spec to that spec
+// (reference: the spec table). Ignition reads every older spec of its major
+// too; v0.x reads spec 2 (served as 2.2.0).
+var Releases = []struct {
+	Ignition IgnitionVersion
+	Spec     convert.Version
+}{
+	{IgnitionVersion{0, 0, 0}, convert.V2_2},
+	{IgnitionVersion{2, 0, 0}, convert.V3_0},
+	{IgnitionVersion{2, 3, 0}, convert.V3_1},
+	{IgnitionVersion{2, 7, 0}, convert.V3_2},
+	{IgnitionVersion{2, 11, 0}, convert.V3_3},
+	{IgnitionVersion{2, 15, 0}, convert.V3_4},
+	{IgnitionVersion{2, 20, 0}, convert.V3_5},
+	{IgnitionVersion{2, 26, 0}, convert.V3_6},
+}
+
+// SpecFor returns the newest spec an Ignition release reads.
+func SpecFor(v IgnitionVersion) convert.Version {
+	spec := convert.V2_2
+	for _, r := range Releases {
+		if !v.Less(r.Ignition) {
+			spec = r.Spec
+		}
+	}
+	return spec
+}
+
+// FirstReader returns the oldest Ignition release that reads spec s.
+func FirstReader(s convert.Version) (IgnitionVersion, bool) {
+	for _, r := range Releases {
+		if r.Spec == s {
+			return r.Ignition, true
+		}
+	}
+	return IgnitionVersion{}, false
+}
+
+var userAgent = regexp.MustCompile(`^Ignition/v(\d+)\.(\d+)\.(\d+)`)
+
+// ParseUserAgent reads "Ignition/vX.Y.Z"; ok is false for anything else.
+func ParseUserAgent(ua string) (IgnitionVersion, bool) {
+	m := userAgent.FindStringSubmatch(ua)
+	if m == nil {
+		return IgnitionVersion{}, false
+	}
+	a, _ := strconv.Atoi(m[1])
+	b, _ := strconv.Atoi(m[2])
+	c, _ := strconv.Atoi(m[3])
+	return IgnitionVersion{a, b, c}, true
+}

@@ -1,0 +1,34 @@
+package skewgate
+
+import (
+	"regexp"
+
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+	"github.com/vincent-petithory/dataurl"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// IssuePath is where the stub puts its message: agetty shows
+// /etc/issue.d/*.issue on the console above the login prompt.
+func IssuePath(pool string) string {
+	return "/etc/issue.d/mcs-cannot-join-" + unsafeName.ReplaceAllString(pool, "_") + ".issue"
+}
+
+// StubConfig is a config of spec v whose only content is the decision's
+// message in /etc/issue.d: the node boots, cannot join, and says why.
+func StubConfig(pool string, d Decision, v convert.Version) ([]byte, error) {
+	msg := "\n" + d.Message + "\n"
+	src := "data:," + dataurl.Escape([]byte(msg))
+	mode, overwrite := 0o644, true
+	cfg := convert.Config{
+		Ignition: types.Ignition{Version: convert.Newest.String()},
+		Storage: types.Storage{Files: []types.File{{
+			Node:          types.Node{Path: IssuePath(pool), Overwrite: &overwrite},
+			FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: &src}, Mode: &mode},
+		}}},
+	}
+	return convert.Encode(&cfg, v, false)
+}

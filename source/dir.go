@@ -1,0 +1,92 @@
+// Package source supplies MachineConfig sets to render: a directory tree, watched for changes.
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve"
+)
+
+// Dir is a directory of MachineConfigs, pools, Butane files and a ControllerConfig.
+type Dir struct {
+	Path    string
+	Options render.Options
+	// Poll is how often the tree is checked for changes. Polling, not inotify,
+	// because it also sees Kubernetes ConfigMap symlink swaps, NFS, and a
+	// directory that is removed and recreated.
+	Poll time.Duration
+}
+
+func (d *Dir) String() string { return d.Path }
+
+// Load reads and renders the tree.
+func (d *Dir) Load(ctx context.Context) (*serve.Input, error) {
+	if _, err := os.Stat(d.Path); err != nil {
+		return nil, fmt.Errorf("source directory: %w", err)
+	}
+	set, err := render.Load(d.Path)
+	if err != nil {
+		return nil, err
+	}
+	results, rerr := set.Render(d.Options)
+	if rerr != nil {
+		return nil, rerr
+	}
+	return &serve.Input{Results: results, ControllerConfig: set.ControllerConfig()}, nil
+}
+
+// Watch sends on changed whenever the tree's fingerprint (names, sizes,
+// modification times, or an error reading it) changes, until ctx ends.
+func (d *Dir) Watch(ctx context.Context, changed chan<- struct{}) {
+	poll := d.Poll
+	if poll <= 0 {
+		poll = time.Second
+	}
+	last := d.fingerprint()
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if fp := d.fingerprint(); fp != last {
+			last = fp
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (d *Dir) fingerprint() [32]byte {
+	h := sha256.New()
+	err := filepath.WalkDir(d.Path, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			fmt.Fprintf(h, "err %s %v\n", p, err)
+			return nil
+		}
+		info, err := os.Stat(p) // follows symlinks, as Load does
+		if err != nil {
+			fmt.Fprintf(h, "err %s %v\n", p, err)
+			return nil
+		}
+		fmt.Fprintf(h, "%s %d %d %v\n", p, info.Size(), info.ModTime().UnixNano(), info.Mode())
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(h, "err %v\n", err)
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
