@@ -8,6 +8,8 @@ FUZZTIME ?= 30s
 LISTEN ?= 127.0.0.1:22624
 
 .PHONY: all build test vet fmt-check run bench fuzz clean
+RUN_DIR ?= fixtures/cluster
+URL := http://$(LISTEN)
 
 all: build
 
@@ -33,6 +35,14 @@ fuzz:
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
+
+# The server on loopback over plain HTTP, serving the fixture cluster.
+run:
+	@echo "mcs: serving $(RUN_DIR) on $(URL). Try, in another terminal:"
+	@echo "  curl -s '$(URL)/config/worker?pretty=1' | head -n 20"
+	@echo "  curl -s -H 'Accept: application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1' -A Ignition/v2.9.0 -D - -o /dev/null $(URL)/config/worker"
+	@echo "  curl -s $(URL)/status"
+	$(GO) run ./cmd/mcs --dir $(RUN_DIR) --listen-plain $(LISTEN) --listen-tls ''
 
 clean:
 	rm -rf $(BIN)

@@ -3,6 +3,7 @@ package skewgate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -85,6 +86,10 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("%s.%s: want a %s, got a %s", prefix, te.Field, te.Type, te.Value)
+		}
 		return nil, fmt.Errorf("%s: %w", prefix, err)
 	}
 	if err := p.validate(prefix); err != nil {
@@ -193,8 +198,8 @@ func ParseRHCOS(s string) (RHCOS, error) {
 	if m := rhcosNew.FindStringSubmatch(s); m != nil {
 		major, _ := strconv.Atoi(m[1])
 		minor, _ := strconv.Atoi(m[2])
-		if major < 8 {
-			return RHCOS{}, fmt.Errorf("%q is not an RHCOS version: RHEL %d is older than any RHCOS", s, major)
+		if major < 8 || major > 40 {
+			return RHCOS{}, fmt.Errorf("%q is not an RHCOS version: no RHCOS is built on RHEL %d", s, major)
 		}
 		return RHCOS{RHELMajor: major, RHELMinor: minor, Build: m[3], Raw: s}, nil
 	}

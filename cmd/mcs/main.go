@@ -4,7 +4,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -20,5 +19,3 @@ func main() {
 		os.Exit(exitCode(err))
 	}
 }
-
-var _ io.Reader = os.Stdin

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestUsage(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want error
+		msg  string
+	}{
+		{"no dir", nil, nil, errUsage, "--dir is required"},
+		{"unknown flag", []string{"--nope"}, nil, errUsage, "flag provided but not defined"},
+		{"cert without key", []string{"--dir", ".", "--cert", "c.pem"}, nil, errUsage, "--cert and --key go together"},
+		{"bad port alias", []string{"--dir", ".", "--insecure-port", "http"}, nil, errUsage, "not a port"},
+		{"stray argument", []string{"--dir", ".", "extra"}, nil, errUsage, "unexpected arguments"},
+		{"bad env", []string{"--dir", "."}, map[string]string{"MCS_HTTP2": "maybe"}, errUsage, "MCS_HTTP2"},
+		{"help", []string{"--help"}, nil, nil, "MCS_<FLAG>"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), c.args, nil, &stdout, &stderr)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("err %v, want %v", err, c.want)
+			}
+			if !strings.Contains(stderr.String(), c.msg) {
+				t.Fatalf("stderr lacks %q:\n%s", c.msg, stderr.String())
+			}
+		})
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"bad spec", []string{"--spec", "3.9.0"}, "--spec: cannot write spec version"},
+		{"bad default spec", []string{"--default-spec", "1.0.0"}, "--default-spec"},
+		{"bad log format", []string{"--log-format", "xml"}, "--log-format"},
+		{"missing token file", []string{"--auth-token-file", "/nonexistent"}, "--auth-token-file"},
+		{"bad policy", []string{"--skew-policy", "/nonexistent"}, "skew policy"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"--dir", t.TempDir(), "--listen-plain", "127.0.0.1:0"}, c.args...)
+			err := run(context.Background(), args, nil, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("err %v, want one with %q", err, c.msg)
+			}
+		})
+	}
+}
+
+const workerMC = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 50-worker-hello
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  config:
+    ignition:
+      version: 3.2.0
+    storage:
+      files:
+      - path: /etc/hello
+        mode: 420
+        overwrite: true
+        contents:
+          source: data:,GEN
+`
+
+var listening = regexp.MustCompile(`listening on (http://\S+)`)
+
+// The whole server: start, serve, survive a bad edit, pick up a good one,
+// shut down on cancel.
+func TestServeDirectory(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("50-worker-hello.yaml", strings.Replace(workerMC, "GEN", "one", 1))
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokens, []byte("# rotated weekly\ns3cret\n"), 0o600)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "",
+			"--poll", "20ms", "--debounce", "20ms", "--auth-token-file", tokens, "--log-format", "json"}, nil, &stdout, &stderr)
+	}()
+	var base string
+	waitFor(t, "listening", func() bool {
+		m := listening.FindStringSubmatch(stdout.String())
+		if m != nil {
+			base = m[1]
+		}
+		return m != nil
+	})
+	fetch := func(path string, auth bool) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Accept", "application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1")
+		if auth {
+			req.Header.Set("Authorization", "Bearer s3cret")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitFor(t, "ready", func() bool { c, _ := fetch("/readyz", false); return c == 200 })
+	if c, _ := fetch("/config/worker", false); c != 401 {
+		t.Fatalf("without token: %d", c)
+	}
+	if c, body := fetch("/config/worker", true); c != 200 || !strings.Contains(body, "data:,one") {
+		t.Fatalf("%d %.200s", c, body)
+	}
+
+	// A bad edit: the last good render keeps serving, status says why.
+	write("60-bad.yaml", strings.Replace(strings.Replace(workerMC, "50-worker-hello", "60-bad", 1), "mode: 420", "mode: bogus", 1))
+	waitFor(t, "render error in /status", func() bool {
+		_, st := fetch("/status", false)
+		var s struct{ LastError *struct{ Message string } }
+		json.Unmarshal([]byte(st), &s)
+		return s.LastError != nil && strings.Contains(s.LastError.Message, "60-bad")
+	})
+	if c, body := fetch("/config/worker", true); c != 200 || !strings.Contains(body, "data:,one") {
+		t.Fatalf("after a bad edit: %d %.200s", c, body)
+	}
+	os.Remove(filepath.Join(dir, "60-bad.yaml"))
+	write("50-worker-hello.yaml", strings.Replace(workerMC, "GEN", "two", 1))
+	waitFor(t, "new render served", func() bool { _, body := fetch("/config/worker", true); return strings.Contains(body, "data:,two") })
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no shutdown after cancel")
+	}
+	logs := stderr.String()
+	if strings.Contains(logs, "s3cret") || strings.Contains(logs, "data:,") {
+		t.Fatal("logs carry a token or config contents")
+	}
+	if !strings.Contains(logs, `"msg":"config request"`) {
+		t.Fatalf("no request log lines:\n%s", logs)
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if ok() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}

@@ -1,0 +1,268 @@
+package skewgate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+func TestParseRHCOS(t *testing.T) {
+	cases := []struct {
+		in           string
+		major, minor int
+		build        string
+		err          bool
+	}{
+		{"9.6.20251023-0", 9, 6, "20251023-0", false},
+		{"9.2", 9, 2, "", false},
+		{"10.0.20260101-1", 10, 0, "20260101-1", false},
+		{"48.84.202208021106-0", 8, 4, "202208021106-0", false},
+		{"413.92.202305021736-0", 9, 2, "202305021736-0", false},
+		{"410.84.202201251210-0", 8, 4, "202201251210-0", false},
+		{"48.84", 8, 4, "", false},
+		{"", 0, 0, "", true},
+		{"rhcos-9.6", 0, 0, "", true},
+		{"9.6.2025-0", 0, 0, "", true},
+		{"7.9", 0, 0, "", true},
+		{"48.84.20220802-0", 0, 0, "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := ParseRHCOS(c.in)
+			if c.err {
+				if err == nil {
+					t.Fatalf("accepted %q as %+v", c.in, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.RHELMajor != c.major || got.RHELMinor != c.minor || got.Build != c.build {
+				t.Fatalf("got %+v", got)
+			}
+		})
+	}
+}
+
+func TestRHCOSOrder(t *testing.T) {
+	cases := []struct {
+		a, b string
+		less bool
+	}{
+		{"48.84.202208021106-0", "9.2", true},
+		{"9.2.20240101-0", "9.2", false}, // a limit without a build admits every build of that RHEL
+		{"9.1.20991231-0", "9.2", true},
+		{"9.6.20251023-0", "9.6.20251024-0", true},
+		{"9.6.20251024-0", "9.6.20251023-0", false},
+		{"10.0", "9.6", false},
+		{"413.92.202305021736-0", "9.2", false},
+	}
+	for _, c := range cases {
+		a, _ := ParseRHCOS(c.a)
+		b, _ := ParseRHCOS(c.b)
+		if got := a.Less(b); got != c.less {
+			t.Errorf("%s < %s = %v, want %v", c.a, c.b, got, c.less)
+		}
+	}
+}
+
+func TestParsePolicy(t *testing.T) {
+	cases := []struct {
+		name, doc string
+		err       string // substring; "" means valid
+	}{
+		{"none", "mode: None", ""},
+		{"automatic", "mode: Automatic", ""},
+		{"manual ocp", "mode: Manual\nmanual: {mode: OCPVersion, ocpVersion: 4.12.0}", ""},
+		{"manual rhcos legacy", "mode: Manual\nmanual: {mode: RHCOSVersion, rhcosVersion: 48.84.202208021106-0}", ""},
+		{"json", `{"mode":"Manual","manual":{"mode":"RHCOSVersion","rhcosVersion":"9.6.20251023-0"}}`, ""},
+		{"MachineConfiguration object", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nspec:\n  bootImageSkewEnforcement:\n    mode: Manual\n    manual: {mode: OCPVersion, ocpVersion: 4.14.0}\n", ""},
+		{"min ignition", "minIgnitionVersion: {worker: 2.15.0, '*': v2.7.0}", ""},
+		{"bad mode", "mode: Sometimes", `$.mode: "Sometimes" is not Manual`},
+		{"manual without manual", "mode: Manual", "$.manual: required"},
+		{"bad manual mode", "mode: Manual\nmanual: {mode: Date}", "$.manual.mode"},
+		{"bad ocp", "mode: Manual\nmanual: {mode: OCPVersion, ocpVersion: four}", "$.manual.ocpVersion"},
+		{"bad rhcos", "mode: Manual\nmanual: {mode: RHCOSVersion, rhcosVersion: 9}", "$.manual.rhcosVersion"},
+		{"bad release", "release: {rhcosVersion: x}", "$.release.rhcosVersion"},
+		{"bad min ignition", "minIgnitionVersion: {worker: new}", "$.minIgnitionVersion.worker"},
+		{"unknown field", "mode: None\nenforce: true", "unknown field"},
+		{"object path", "kind: MachineConfiguration\nspec:\n  bootImageSkewEnforcement:\n    mode: Bogus\n", "$.spec.bootImageSkewEnforcement.mode"},
+		{"bad yaml", "mode: [", "invalid YAML"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParsePolicy([]byte(c.doc))
+			switch {
+			case c.err == "" && err != nil:
+				t.Fatal(err)
+			case c.err != "" && err == nil:
+				t.Fatalf("accepted; want error with %q", c.err)
+			case c.err != "" && !strings.Contains(err.Error(), c.err):
+				t.Fatalf("error %q lacks %q", err, c.err)
+			}
+		})
+	}
+}
+
+func mustPolicy(t *testing.T, doc string) *Policy {
+	t.Helper()
+	p, err := ParsePolicy([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDecide(t *testing.T) {
+	servable := Request{Pool: "worker", UserAgent: "Ignition/v2.27.0", ClientSpec: convert.V3_6, Servable: true}
+	unreadable := Request{Pool: "worker", UserAgent: "Ignition/v2.9.0", ClientSpec: convert.V3_2, NeededSpec: convert.V3_4,
+		Fields: []convert.Reason{{Path: "$.storage.luks.0.discard", What: "LUKS discard", Version: convert.V3_4}}}
+	oldClient := servable
+	oldClient.UserAgent, oldClient.ClientSpec = "Ignition/v2.14.0", convert.V3_3
+	cases := []struct {
+		name, policy string
+		req          Request
+		admit        bool
+		reason       string
+		msg          []string
+	}{
+		{"no policy admits", "", servable, true, ReasonOK, nil},
+		{"no policy, unreadable", "", unreadable, false, ReasonSpecUnreadable,
+			[]string{`pool "worker"`, "v2.9.0", "3.2.0", "3.4.0", "$.storage.luks.0.discard", "v2.15.0 or newer", "Reference: mcs-skew-"}},
+		{"mode None still stubs the unreadable", "mode: None", unreadable, false, ReasonSpecUnreadable, nil},
+		{"mode None admits", "mode: None", servable, true, ReasonEnforcementOff, nil},
+		{"automatic admits", "mode: Automatic", servable, true, ReasonAutomaticManage, nil},
+		{"ocp older than limit", "mode: Manual\nmanual: {mode: OCPVersion, ocpVersion: 4.12.9}", servable, false, ReasonBootImageOld,
+			[]string{"OpenShift 4.12.9", "older than 4.13.0"}},
+		{"ocp at limit", "mode: Manual\nmanual: {mode: OCPVersion, ocpVersion: 4.13.0}", servable, true, ReasonOK, nil},
+		{"ocp two-part", "mode: Manual\nmanual: {mode: OCPVersion, ocpVersion: '4.13'}", servable, true, ReasonOK, nil},
+		{"ocp custom limit", "mode: Manual\nmanual: {mode: OCPVersion, ocpVersion: 4.14.0}\nrelease: {ocpVersion: 4.16.0}", servable, false, ReasonBootImageOld, []string{"4.16.0"}},
+		{"rhcos legacy is old", "mode: Manual\nmanual: {mode: RHCOSVersion, rhcosVersion: 48.84.202208021106-0}", servable, false, ReasonBootImageOld,
+			[]string{"RHCOS 48.84.202208021106-0 (RHEL 8.4)", "older than RHCOS 9.2"}},
+		{"rhcos new is fine", "mode: Manual\nmanual: {mode: RHCOSVersion, rhcosVersion: 9.6.20251023-0}", servable, true, ReasonOK, nil},
+		{"rhcos at limit", "mode: Manual\nmanual: {mode: RHCOSVersion, rhcosVersion: 9.2.20230101-0}", servable, true, ReasonOK, nil},
+		{"min ignition refuses", "minIgnitionVersion: {worker: 2.15.0}", oldClient, false, ReasonIgnitionOld, []string{"v2.14.0 is older than v2.15.0"}},
+		{"min ignition other pool", "minIgnitionVersion: {infra: 2.15.0}", oldClient, true, ReasonOK, nil},
+		{"min ignition wildcard", "minIgnitionVersion: {'*': 2.15.0}", oldClient, false, ReasonIgnitionOld, nil},
+		{"min ignition edge", "minIgnitionVersion: {worker: 2.14.0}", oldClient, true, ReasonOK, nil},
+		{"min ignition unknown agent admitted", "minIgnitionVersion: {worker: 2.15.0}", Request{Pool: "worker", UserAgent: "curl/8", Servable: true}, true, ReasonOK, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var p *Policy
+			if c.policy != "" {
+				p = mustPolicy(t, c.policy)
+			}
+			d := New(p, nil).Decide(c.req)
+			if d.Admit != c.admit || d.Reason != c.reason {
+				t.Fatalf("got admit=%v reason=%s, want %v %s\n%s", d.Admit, d.Reason, c.admit, c.reason, d.Message)
+			}
+			if !d.Admit && !strings.Contains(d.Message, d.ID) {
+				t.Fatalf("message lacks its id %s", d.ID)
+			}
+			for _, m := range c.msg {
+				if !strings.Contains(d.Message, m) {
+					t.Errorf("message lacks %q:\n%s", m, d.Message)
+				}
+			}
+		})
+	}
+}
+
+func TestReleasesTable(t *testing.T) {
+	cases := map[string]string{
+		"Ignition/v0.35.0": "2.2.0",
+		"Ignition/v2.0.0":  "3.0.0",
+		"Ignition/v2.2.0":  "3.0.0",
+		"Ignition/v2.3.0":  "3.1.0",
+		"Ignition/v2.6.9":  "3.1.0",
+		"Ignition/v2.7.0":  "3.2.0",
+		"Ignition/v2.10.0": "3.2.0",
+		"Ignition/v2.11.0": "3.3.0",
+		"Ignition/v2.14.0": "3.3.0",
+		"Ignition/v2.15.0": "3.4.0",
+		"Ignition/v2.19.0": "3.4.0",
+		"Ignition/v2.20.0": "3.5.0",
+		"Ignition/v2.24.0": "3.5.0",
+		"Ignition/v2.25.9": "3.5.0",
+		"Ignition/v2.26.0": "3.6.0",
+		"Ignition/v2.27.0": "3.6.0",
+	}
+	for ua, want := range cases {
+		v, ok := ParseUserAgent(ua)
+		if !ok {
+			t.Fatalf("cannot parse %q", ua)
+		}
+		if got := SpecFor(v).String(); got != want {
+			t.Errorf("%s reads %s, want %s", ua, got, want)
+		}
+	}
+	// The table covers every spec we write, and its first readers read them.
+	for _, s := range convert.OutputVersions {
+		first, ok := FirstReader(s)
+		if !ok {
+			t.Errorf("no release listed for spec %s", s)
+			continue
+		}
+		if SpecFor(first) != s {
+			t.Errorf("first reader %s of %s reads %s", first, s, SpecFor(first))
+		}
+	}
+	if _, ok := ParseUserAgent("Ignition/was not built properly"); ok {
+		t.Error("parsed an unversioned agent")
+	}
+}
+
+func TestStubConfig(t *testing.T) {
+	g := New(nil, nil)
+	d := g.Decide(Request{Pool: "infra/../x", ClientSpec: convert.V3_2, NeededSpec: convert.V3_4})
+	for _, v := range convert.OutputVersions {
+		body, err := g.Stub("infra/../x", d, v)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		p, err := convert.Parse(body)
+		if err != nil || p.Version != v {
+			t.Fatalf("%s: stub parses as %v: %v", v, p, err)
+		}
+		files := p.Config.Storage.Files
+		if len(files) != 1 || files[0].Path != "/etc/issue.d/mcs-cannot-join-infra_.._x.issue" || *files[0].Mode != 0o644 || !*files[0].Overwrite {
+			t.Fatalf("%s: stub files %+v", v, files)
+		}
+		if len(p.Config.Systemd.Units) != 0 || len(p.Config.Passwd.Users) != 0 {
+			t.Fatalf("%s: stub carries more than the issue file", v)
+		}
+	}
+}
+
+func FuzzParsePolicy(f *testing.F) {
+	for _, s := range []string{"mode: None", "mode: Manual\nmanual: {mode: RHCOSVersion, rhcosVersion: 48.84.202208021106-0}",
+		`{"spec":{"bootImageSkewEnforcement":{"mode":"Manual","manual":{"mode":"OCPVersion","ocpVersion":"4.12.0"}}}}`,
+		"minIgnitionVersion: {worker: 2.15.0}", "release: {ocpVersion: 4.16.0, rhcosVersion: 9.4}", "- a\n- b", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParsePolicy(b)
+		if err != nil {
+			return
+		}
+		// Whatever parses must decide without panicking.
+		g := New(p, nil)
+		g.Decide(Request{Pool: "worker", UserAgent: "Ignition/v2.14.0", Servable: true, ClientSpec: convert.V3_3})
+		g.Decide(Request{Pool: "worker", ClientSpec: convert.V3_2, NeededSpec: convert.V3_4})
+	})
+}
+
+func FuzzParseRHCOS(f *testing.F) {
+	for _, s := range []string{"9.6.20251023-0", "48.84.202208021106-0", "9.2", "413.92.202305021736-0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseRHCOS(s)
+		if err == nil && v.Less(v) {
+			t.Fatalf("%q < itself", s)
+		}
+	})
+}
