@@ -4,10 +4,14 @@ GO ?= go
 BIN := bin
 # Tools built from the module proxy live outside the repo, shared across clones.
 TOOLS ?= $(HOME)/.cache/mcs-tools
+# Tests find the real Ignition clients under $(MCS_TOOLS)/ignition.
+export MCS_TOOLS := $(TOOLS)
 FUZZTIME ?= 30s
 LISTEN ?= 127.0.0.1:22624
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_UPDATE := $(SUDO) apt-get update -qq
 
-.PHONY: all build test vet fmt-check run bench fuzz clean
+.PHONY: all build test vet fmt-check run bench wrk fuzz clean
 RUN_DIR ?= fixtures/cluster
 URL := http://$(LISTEN)
 
@@ -26,8 +30,14 @@ vet:
 test: fmt-check vet
 	$(GO) test -race -count=1 ./...
 
-bench:
+# Go benchmarks, then the load test: mcs against a bare server writing the
+# same bytes, with wrk on loopback (installed here when missing).
+bench: wrk
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	bash hack/loadtest/run.sh
+
+wrk:
+	@command -v wrk >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq wrk; }
 
 # Each fuzz target runs for FUZZTIME; `make test` runs the seed corpora only.
 fuzz:
@@ -43,6 +53,11 @@ run:
 	@echo "  curl -s -H 'Accept: application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1' -A Ignition/v2.9.0 -D - -o /dev/null $(URL)/config/worker"
 	@echo "  curl -s $(URL)/status"
 	$(GO) run ./cmd/mcs --dir $(RUN_DIR) --listen-plain $(LISTEN) --listen-tls ''
+
+# The real Ignition clients (v2.27.0, v2.24.0, spec-2 v0.35.0) for end-to-end tests; built only when missing.
+.PHONY: ignition-clients
+ignition-clients:
+	GO=$(GO) hack/ignition-clients/build.sh $(TOOLS)/ignition
 
 clean:
 	rm -rf $(BIN)

@@ -95,7 +95,8 @@ func (r *Reloader) Run(ctx context.Context, trigger <-chan struct{}) {
 		case <-changed:
 		case <-trigger:
 		}
-		// Let a burst of writes (an editor, a git checkout) settle.
+		// Let a burst of writes (an editor, a git checkout) settle: render
+		// only after a quiet period with no further change.
 		timer := time.NewTimer(debounce)
 	settle:
 		for {
@@ -104,7 +105,9 @@ func (r *Reloader) Run(ctx context.Context, trigger <-chan struct{}) {
 				timer.Stop()
 				return
 			case <-changed:
+				timer.Reset(debounce)
 			case <-trigger:
+				timer.Reset(debounce)
 			case <-timer.C:
 				break settle
 			}

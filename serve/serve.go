@@ -201,7 +201,8 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	body, etag, length, enc := resp.body, resp.etag, resp.contentLength, ""
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		body, etag, length, enc = resp.gzBody, resp.gzETag, resp.gzLength, "gzip"
+		gz := resp.gzipped()
+		body, etag, length, enc = gz.gzBody, gz.gzETag, gz.gzLength, "gzip"
 	}
 	h := w.Header()
 	h["Content-Length"] = []string{length}

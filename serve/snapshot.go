@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
@@ -49,9 +51,27 @@ type response struct {
 	body          []byte
 	etag          string
 	contentLength string
-	gzBody        []byte
-	gzETag        string
-	gzLength      string
+
+	// The gzip form is made on first use: Ignition asks for identity, so most
+	// snapshots never need it, and compressing every version of every pool
+	// would triple the render time.
+	gzOnce   sync.Once
+	gzBody   []byte
+	gzETag   string
+	gzLength string
+}
+
+func (r *response) gzipped() *response {
+	r.gzOnce.Do(func() {
+		var gz bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+		zw.Write(r.body)
+		zw.Close()
+		r.gzBody = gz.Bytes()
+		r.gzETag = strings.TrimSuffix(r.etag, `"`) + `-gz"`
+		r.gzLength = strconv.Itoa(gz.Len())
+	})
+	return r
 }
 
 // NodeFiles is what the server adds to every pool's config beside the render.
@@ -122,10 +142,6 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 }
 
 func newResponse(v convert.Version, body []byte) *response {
-	var gz bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-	zw.Write(body)
-	zw.Close()
 	sum := sha256.Sum256(body)
 	tag := hex.EncodeToString(sum[:16])
 	return &response{
@@ -135,9 +151,6 @@ func newResponse(v convert.Version, body []byte) *response {
 		body:          body,
 		etag:          `"` + tag + `"`,
 		contentLength: strconv.Itoa(len(body)),
-		gzBody:        gz.Bytes(),
-		gzETag:        `"` + tag + `-gz"`,
-		gzLength:      strconv.Itoa(gz.Len()),
 	}
 }
 

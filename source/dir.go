@@ -31,7 +31,7 @@ func (d *Dir) Load(ctx context.Context) (*serve.Input, error) {
 	if _, err := os.Stat(d.Path); err != nil {
 		return nil, fmt.Errorf("source directory: %w", err)
 	}
-	set, err := render.Load(d.Path)
+	set, err := d.loadStable()
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +40,22 @@ func (d *Dir) Load(ctx context.Context) (*serve.Input, error) {
 		return nil, rerr
 	}
 	return &serve.Input{Results: results, ControllerConfig: set.ControllerConfig()}, nil
+}
+
+// stableTries bounds how often a load is retried while the tree keeps changing.
+const stableTries = 5
+
+// loadStable reads the tree until it reads the same before and after: a
+// render must not mix files from before and after a writer's update.
+func (d *Dir) loadStable() (*render.Set, error) {
+	for range stableTries {
+		before := d.fingerprint()
+		set, err := render.Load(d.Path)
+		if d.fingerprint() == before {
+			return set, err
+		}
+	}
+	return nil, fmt.Errorf("%s: the directory kept changing while it was read (%d tries); will retry on the next change", d.Path, stableTries)
 }
 
 // Watch sends on changed whenever the tree's fingerprint (names, sizes,

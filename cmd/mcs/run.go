@@ -51,6 +51,9 @@ type options struct {
 	http2                  bool
 	poll, debounce         time.Duration
 	shutdownGrace          time.Duration
+	readHeaderTimeout      time.Duration
+	writeTimeout           time.Duration
+	idleTimeout            time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -78,6 +81,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")
 	fs.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a change before re-rendering")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time in-flight requests get to finish on SIGTERM")
+	// Nodes send a few small headers and read one body; anything slower is a
+	// broken or hostile client holding a connection.
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 60*time.Second, "time a response may take to write")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 90*time.Second, "time an idle keep-alive connection is kept")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: mcs --dir DIR [flags]\n\nServes /config/<pool> to booting nodes, /healthz, /readyz, /metrics and /status.\nEvery flag can also be set as MCS_<FLAG> (e.g. MCS_LISTEN_PLAIN=127.0.0.1:22624).\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -310,15 +318,13 @@ type server struct {
 	serve func() error
 }
 
-func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+func newHTTPServer(o *options, h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler: h,
-		// Nodes send a few small headers and read one body; anything slower
-		// is a broken or hostile client holding a connection.
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       90 * time.Second,
+		Handler:           h,
+		ReadHeaderTimeout: o.readHeaderTimeout,
+		ReadTimeout:       o.readHeaderTimeout + 5*time.Second, // no request has a body to wait for
+		WriteTimeout:      o.writeTimeout,
+		IdleTimeout:       o.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -331,7 +337,7 @@ func listen(o *options, h http.Handler, log *slog.Logger) ([]server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--listen-plain: %w", err)
 		}
-		s := newHTTPServer(h, log)
+		s := newHTTPServer(o, h, log)
 		out = append(out, server{srv: s, desc: "http://" + ln.Addr().String(), serve: func() error { return s.Serve(ln) }})
 	}
 	if o.listenTLS != "" && o.cert != "" {
@@ -343,7 +349,7 @@ func listen(o *options, h http.Handler, log *slog.Logger) ([]server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--listen-tls: %w", err)
 		}
-		s := newHTTPServer(h, log)
+		s := newHTTPServer(o, h, log)
 		s.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cr.get}
 		if o.http2 {
 			s.TLSConfig.NextProtos = []string{"h2", "http/1.1"}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// instance is a running mcs (run() in a goroutine) for end-to-end tests.
+type instance struct {
+	t      *testing.T
+	base   string
+	cancel context.CancelFunc
+	done   chan error
+	stderr *syncBuffer
+	stdout *syncBuffer
+}
+
+func (in *instance) stdoutForTLS() string { return in.stdout.String() }
+
+func start(t *testing.T, args ...string) *instance {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &instance{t: t, cancel: cancel, done: make(chan error, 1), stderr: &syncBuffer{}, stdout: &syncBuffer{}}
+	go func() { in.done <- run(ctx, args, nil, in.stdout, in.stderr) }()
+	waitFor(t, "listening", func() bool {
+		m := listening.FindStringSubmatch(in.stdout.String())
+		if m != nil {
+			in.base = m[1]
+		}
+		return m != nil
+	})
+	t.Cleanup(func() { in.stop() })
+	return in
+}
+
+func (in *instance) stop() error {
+	in.cancel()
+	select {
+	case err := <-in.done:
+		in.done <- err
+		return err
+	case <-time.After(15 * time.Second):
+		in.t.Fatal("mcs did not stop")
+		return nil
+	}
+}
+
+func (in *instance) get(path string, header ...string) (int, []byte, error) {
+	req, _ := http.NewRequest("GET", in.base+path, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+func writeFile(t *testing.T, dir, name, body string) {
+	t.Helper()
+	// Write then rename, as a careful tool would; the reloader must also cope
+	// with plain writes, which other tests do.
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mc(name, marker string) string {
+	return strings.NewReplacer("50-worker-hello", name, "/etc/hello", "/etc/"+name, "GEN", marker).Replace(workerMC)
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+var markerRe = regexp.MustCompile(`"/etc/(a|b)-part","contents":\{"source":"data:,(gen-\d+|BROKEN)"`)
+
+// Soak: under load, the source is rewritten every ~100 ms: valid generations,
+// then an invalid MachineConfig, then valid again. No request fails; every
+// body parses and is one whole generation (both of its files agree); during
+// the invalid period the last good one serves and /status shows the error.
+func TestSoakRewrites(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-0"))
+	writeFile(t, dir, "b-part.yaml", mc("b-part", "gen-0"))
+	// The debounce outlasts the poll interval, so the two writes of one
+	// generation are always rendered together.
+	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", "10ms", "--debounce", "40ms", "--log-level", "error")
+	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
+
+	var requests, failures atomic.Int64
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var failure string
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			accept := []string{"application/vnd.coreos.ignition+json;version=3.6.0, */*;q=0.1", "application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1",
+				"application/vnd.coreos.ignition+json; version=2.2.0, */*; q=0.1"}[i%3]
+			for ctx.Err() == nil {
+				code, body, err := in.get("/config/worker", "Accept", accept)
+				requests.Add(1)
+				problem := ""
+				switch {
+				case err != nil:
+					problem = err.Error()
+				case code != 200:
+					problem = fmt.Sprintf("status %d: %s", code, body)
+				default:
+					if _, perr := convert.Parse(body); perr != nil {
+						problem = "body does not parse: " + perr.Error()
+						break
+					}
+					m := markerRe.FindAllStringSubmatch(string(body), -1)
+					if len(m) != 2 || m[0][2] != m[1][2] || m[0][2] == "BROKEN" {
+						problem = fmt.Sprintf("torn or invalid body: %v", m)
+						break
+					}
+					mu.Lock()
+					seen[m[0][2]] = true
+					mu.Unlock()
+				}
+				if problem != "" {
+					failures.Add(1)
+					mu.Lock()
+					failure = problem
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+
+	statusErr := func() string {
+		_, b, _ := in.get("/status")
+		var s struct{ LastError *struct{ Message string } }
+		json.Unmarshal(b, &s)
+		if s.LastError == nil {
+			return ""
+		}
+		return s.LastError.Message
+	}
+	for g := 1; g <= 24; g++ {
+		marker := fmt.Sprintf("gen-%d", g)
+		if g%8 == 4 {
+			// Invalid: a file mode that is not a number. Both parts change, so
+			// a half-applied render would show as a torn body.
+			writeFile(t, dir, "a-part.yaml", strings.Replace(mc("a-part", "BROKEN"), "mode: 420", "mode: rw-r--r--", 1))
+			writeFile(t, dir, "b-part.yaml", mc("b-part", "BROKEN"))
+			waitFor(t, "the render error in /status", func() bool { return strings.Contains(statusErr(), "a-part") })
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		writeFile(t, dir, "a-part.yaml", mc("a-part", marker))
+		writeFile(t, dir, "b-part.yaml", mc("b-part", marker))
+		time.Sleep(120 * time.Millisecond)
+	}
+	waitFor(t, "the error to clear", func() bool { return statusErr() == "" })
+	stop()
+	wg.Wait()
+	if failures.Load() > 0 {
+		t.Fatalf("%d of %d requests failed; last: %s", failures.Load(), requests.Load(), failure)
+	}
+	if len(seen) < 5 {
+		t.Fatalf("only %d generations were seen across %d requests", len(seen), requests.Load())
+	}
+	_, metrics, _ := in.get("/metrics")
+	if !strings.Contains(string(metrics), "mcs_render_errors_total") || strings.Contains(string(metrics), "mcs_render_errors_total 0\n") {
+		t.Fatal("render errors were not counted")
+	}
+	t.Logf("%d requests, %d generations seen, no failure", requests.Load(), len(seen))
+}
+
+// The source directory disappears and comes back: serving goes on.
+func TestSourceRemoved(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "src")
+	os.Mkdir(dir, 0o755)
+	writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-1"))
+	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", "10ms", "--debounce", "10ms", "--log-level", "error")
+	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
+	os.RemoveAll(dir)
+	waitFor(t, "error reported", func() bool {
+		_, b, _ := in.get("/status")
+		return strings.Contains(string(b), "no such file or directory")
+	})
+	if c, b, _ := in.get("/config/worker"); c != 200 || !strings.Contains(string(b), "gen-1") {
+		t.Fatalf("stopped serving: %d", c)
+	}
+	os.Mkdir(dir, 0o755)
+	writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-2"))
+	waitFor(t, "recovery", func() bool { _, b, _ := in.get("/config/worker"); return strings.Contains(string(b), "gen-2") })
+}
+
+// SIGTERM (here: the context run gets) while requests are in flight: they
+// finish, and the server exits cleanly.
+func TestGracefulShutdownUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a-part.yaml", mc("a-part", strings.Repeat("x", 200000)))
+	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--log-level", "error")
+	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
+	var wg sync.WaitGroup
+	var ok, failed atomic.Int64
+	started := make(chan struct{}, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Get(in.base + "/config/worker")
+			if err != nil {
+				failed.Add(1)
+				started <- struct{}{}
+				return
+			}
+			started <- struct{}{}
+			time.Sleep(300 * time.Millisecond) // a slow reader, mid-body at shutdown
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 || len(b) < 200000 {
+				failed.Add(1)
+				return
+			}
+			ok.Add(1)
+		}()
+	}
+	for range 16 {
+		<-started
+	}
+	if err := in.stop(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if failed.Load() != 0 {
+		t.Fatalf("%d in-flight requests failed at shutdown (%d ok)", failed.Load(), ok.Load())
+	}
+}
+
+// A client that trickles its headers is cut off by the header timeout.
+func TestSlowloris(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-1"))
+	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--read-header-timeout", "300ms", "--log-level", "error")
+	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
+	conns := make([]net.Conn, 50)
+	for i := range conns {
+		c, err := net.Dial("tcp", strings.TrimPrefix(in.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /config/worker HTTP/1.1\r\nHost: x\r\n")
+		conns[i] = c
+	}
+	// While they hold their connections, others are served.
+	if c, _, err := in.get("/config/worker"); c != 200 {
+		t.Fatalf("served %d while slow clients wait: %v", c, err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for _, c := range conns {
+		c.SetDeadline(deadline)
+		for {
+			if _, err := fmt.Fprintf(c, "X-Slow: 1\r\n"); err != nil {
+				break
+			}
+			if _, err := c.Read(make([]byte, 512)); err != nil {
+				break // closed by the server (possibly after a 408)
+			}
+		}
+	}
+	if time.Now().After(deadline) {
+		t.Fatal("slow clients were not cut off")
+	}
+}
+
+// The certificate is rotated on disk under load: no handshake fails, and new
+// connections get the new certificate.
+func TestCertificateRotation(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-1"))
+	tlsDir := t.TempDir()
+	certFile, keyFile := filepath.Join(tlsDir, "tls.crt"), filepath.Join(tlsDir, "tls.key")
+	pool := x509.NewCertPool()
+	certA, keyA, serialA := genCert(t, pool, 1)
+	certB, keyB, serialB := genCert(t, pool, 2) // trusted up front: the pool is read by clients under load
+	installCert(t, certFile, keyFile, certA, keyA)
+	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "127.0.0.1:0",
+		"--cert", certFile, "--key", keyFile, "--log-level", "error")
+	_ = in
+	var tlsBase string
+	waitFor(t, "tls listener", func() bool {
+		m := regexp.MustCompile(`https://\S+`).FindString(in.stdoutForTLS())
+		tlsBase = m
+		return m != ""
+	})
+	serialOf := func() (*big.Int, error) {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get(tlsBase + "/config/worker")
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		if resp.ProtoMajor != 1 {
+			return nil, fmt.Errorf("protocol %s, want HTTP/1.1", resp.Proto)
+		}
+		return resp.TLS.PeerCertificates[0].SerialNumber, nil
+	}
+	if s, err := serialOf(); err != nil || s.Cmp(serialA) != 0 {
+		t.Fatalf("serial %v err %v", s, err)
+	}
+	var failures atomic.Int64
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, err := serialOf(); err != nil {
+					failures.Add(1)
+					t.Log(err)
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	installCert(t, certFile, keyFile, certB, keyB)
+	waitFor(t, "the new certificate", func() bool { s, err := serialOf(); return err == nil && s.Cmp(serialB) == 0 })
+	stop()
+	wg.Wait()
+	if failures.Load() > 0 {
+		t.Fatalf("%d requests failed during rotation", failures.Load())
+	}
+}
+
+// genCert makes a self-signed pair for 127.0.0.1 and trusts it.
+func genCert(t *testing.T, pool *x509.CertPool, serial int64) (certPEM, keyPEM string, _ *big.Int) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(serial),
+		Subject:               pkix.Name{CommonName: "mcs test"},
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool.AddCert(cert)
+	kb, _ := x509.MarshalECPrivateKey(key)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})), tmpl.SerialNumber
+}
+
+// installCert writes the key, then the certificate, each by rename, as
+// cert-manager or a kubelet secret update would.
+func installCert(t *testing.T, certFile, keyFile, certPEM, keyPEM string) {
+	writeFile(t, filepath.Dir(keyFile), filepath.Base(keyFile), keyPEM)
+	writeFile(t, filepath.Dir(certFile), filepath.Base(certFile), certPEM)
+}
