@@ -53,12 +53,11 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want,
 		return true
 	}
 	s.cfg.Gate.Record(req, d)
-	info := infoFrom(r.Context())
+	info := infoOf(w)
 	info.spec, info.decision = stubSpec.String(), "stub:"+d.ID
-	h := w.Header()
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	h["X-Mcs-Skew"] = []string{d.Reason + "; id=" + d.ID}
-	writeBody(w, r, ignitionType+";version="+stubSpec.String(), `"`+d.ID+"-"+stubSpec.String()+`"`, body, "")
+	w.Header()["X-Mcs-Skew"] = []string{d.Reason + "; id=" + d.ID}
+	writeBody(w, r, []string{ignitionType + ";version=" + stubSpec.String()}, []string{`"` + d.ID + "-" + stubSpec.String() + `"`},
+		[]string{strconv.Itoa(len(body))}, body, nil)
 	return true
 }
 

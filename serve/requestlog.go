@@ -1,14 +1,11 @@
 package serve
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 )
-
-type ctxKey struct{}
 
 // requestInfo is filled in by the config handler for the request log line.
 type requestInfo struct {
@@ -16,9 +13,11 @@ type requestInfo struct {
 	status, bytes        int
 }
 
-func infoFrom(ctx context.Context) *requestInfo {
-	if i, ok := ctx.Value(ctxKey{}).(*requestInfo); ok {
-		return i
+// infoOf finds the request's info through the recorder the log middleware
+// wrapped the writer in (no context value: that would copy the request).
+func infoOf(w http.ResponseWriter) *requestInfo {
+	if rec, ok := w.(*recorder); ok {
+		return &rec.info
 	}
 	return &requestInfo{}
 }
@@ -26,7 +25,7 @@ func infoFrom(ctx context.Context) *requestInfo {
 // recorder captures the status and size a handler wrote.
 type recorder struct {
 	http.ResponseWriter
-	info *requestInfo
+	info requestInfo
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -50,18 +49,22 @@ func (r *recorder) Write(b []byte) (int, error) {
 func (s *Server) requestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		info := &requestInfo{}
-		next.ServeHTTP(&recorder{ResponseWriter: w, info: info}, r.WithContext(context.WithValue(r.Context(), ctxKey{}, info)))
+		rec := &recorder{ResponseWriter: w}
+		info := &rec.info
+		next.ServeHTTP(rec, r)
 		if info.status == 0 {
 			info.status = http.StatusOK
 		}
 		if info.pool == "" {
 			info.pool = "-"
 		}
-		s.m.requests.WithLabelValues(info.pool, specLabel(info.spec), codeLabel(info.status)).Inc()
+		s.requestCounter(info.pool, info.spec, info.status).Inc()
 		level := slog.LevelInfo
 		if info.status >= 500 {
 			level = slog.LevelError
+		}
+		if !s.log.Enabled(r.Context(), level) {
+			return
 		}
 		s.log.LogAttrs(r.Context(), level, "config request",
 			slog.String("pool", info.pool),

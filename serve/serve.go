@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,13 +42,15 @@ type Config struct {
 
 // Server is the HTTP handler for nodes, probes, metrics and status.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	m       *metrics
-	router  http.Handler
-	snap    atomic.Pointer[Snapshot]
-	accepts sync.Map // Accept header → want; bounded by acceptCacheMax
-	nAccept atomic.Int64
+	cfg      Config
+	log      *slog.Logger
+	m        *metrics
+	router   http.Handler
+	snap     atomic.Pointer[Snapshot]
+	accepts  sync.Map // Accept header → want; bounded by acceptCacheMax
+	nAccept  atomic.Int64
+	counters counterCache
+	nUA      atomic.Int64
 
 	mu      sync.Mutex // guards the render status below
 	lastErr *renderError
@@ -142,7 +146,7 @@ func (s *Server) negotiate(accept string) want {
 }
 
 func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
-	info := infoFrom(r.Context())
+	info := infoOf(w)
 	snap := s.snap.Load()
 	if snap == nil {
 		// 5xx: Ignition retries, which is right while the first render runs.
@@ -159,9 +163,12 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	info.pool = p.name
 	ua := r.Header.Get("User-Agent")
-	s.m.clients.WithLabelValues(clientLabel(ua)).Inc()
+	s.clientCounter(ua).Inc()
 
-	q := r.URL.Query()
+	var q url.Values
+	if r.URL.RawQuery != "" {
+		q = r.URL.Query()
+	}
 	var resp *response
 	if vs := q.Get("version"); vs != "" {
 		v, err := convert.ParseOutputVersion(vs)
@@ -192,45 +199,47 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	info.spec = resp.versionLabel
-	if q.Get("pretty") != "" && q.Get("pretty") != "0" {
+	if pretty := q.Get("pretty"); pretty != "" && pretty != "0" {
 		var buf bytes.Buffer
 		json.Indent(&buf, resp.body, "", "  ")
 		buf.WriteByte('\n')
-		writeBody(w, r, resp.contentType, `"`+strings.Trim(resp.etag, `"`)+`-pretty"`, buf.Bytes(), "")
+		etag := strings.TrimSuffix(resp.etag[0], `"`) + `-pretty"`
+		writeBody(w, r, resp.contentType, []string{etag}, []string{strconv.Itoa(buf.Len())}, buf.Bytes(), nil)
 		return
 	}
-	body, etag, length, enc := resp.body, resp.etag, resp.contentLength, ""
+	body, etag, length, enc := resp.body, resp.etag, resp.contentLength, []string(nil)
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
 		gz := resp.gzipped()
-		body, etag, length, enc = gz.gzBody, gz.gzETag, gz.gzLength, "gzip"
+		body, etag, length, enc = gz.gzBody, gz.gzETag, gz.gzLength, gzipEncoding
 	}
-	h := w.Header()
-	h["Content-Length"] = []string{length}
-	n := writeBody(w, r, resp.contentType, etag, body, enc)
-	if n > 0 {
-		s.m.servedBytes.WithLabelValues(p.name, resp.versionLabel).Add(float64(n))
+	if n := writeBody(w, r, resp.contentType, etag, length, body, enc); n > 0 {
+		s.bytesCounter(p.name, resp.versionLabel).Add(float64(n))
 	}
 }
 
+// Header values shared by every response; net/http does not modify them.
+var (
+	gzipEncoding = []string{"gzip"}
+	varyHeader   = []string{"Accept, Accept-Encoding"}
+	noCache      = []string{"no-cache"}
+)
+
 // writeBody writes a body with its validators, answering If-None-Match with
 // 304 and HEAD without a body. It returns the body bytes written.
-func writeBody(w http.ResponseWriter, r *http.Request, contentType, etag string, body []byte, encoding string) int {
+func writeBody(w http.ResponseWriter, r *http.Request, contentType, etag, length []string, body []byte, encoding []string) int {
 	h := w.Header()
-	h["Content-Type"] = []string{contentType}
-	h["Etag"] = []string{etag}
-	h["Vary"] = []string{"Accept, Accept-Encoding"}
-	h["Cache-Control"] = []string{"no-cache"}
-	if encoding != "" {
-		h["Content-Encoding"] = []string{encoding}
+	h["Content-Type"] = contentType
+	h["Etag"] = etag
+	h["Vary"] = varyHeader
+	h["Cache-Control"] = noCache
+	if encoding != nil {
+		h["Content-Encoding"] = encoding
 	}
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, etag) {
-		delete(h, "Content-Length")
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, etag[0]) {
 		w.WriteHeader(http.StatusNotModified)
 		return 0
 	}
-	if _, ok := h["Content-Length"]; !ok {
-		h["Content-Length"] = []string{fmt.Sprint(len(body))}
-	}
+	h["Content-Length"] = length
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return 0

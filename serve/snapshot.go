@@ -43,22 +43,23 @@ type pool struct {
 	lowest convert.Version
 }
 
-// response is a served body with every header precomputed.
+// response is a served body with every header precomputed, as the header
+// map's value slices, so the request path allocates none of them.
 type response struct {
 	version       convert.Version
 	versionLabel  string
-	contentType   string
+	contentType   []string
 	body          []byte
-	etag          string
-	contentLength string
+	etag          []string
+	contentLength []string
 
 	// The gzip form is made on first use: Ignition asks for identity, so most
 	// snapshots never need it, and compressing every version of every pool
 	// would triple the render time.
 	gzOnce   sync.Once
 	gzBody   []byte
-	gzETag   string
-	gzLength string
+	gzETag   []string
+	gzLength []string
 }
 
 func (r *response) gzipped() *response {
@@ -68,8 +69,8 @@ func (r *response) gzipped() *response {
 		zw.Write(r.body)
 		zw.Close()
 		r.gzBody = gz.Bytes()
-		r.gzETag = strings.TrimSuffix(r.etag, `"`) + `-gz"`
-		r.gzLength = strconv.Itoa(gz.Len())
+		r.gzETag = []string{strings.TrimSuffix(r.etag[0], `"`) + `-gz"`}
+		r.gzLength = []string{strconv.Itoa(gz.Len())}
 	})
 	return r
 }
@@ -147,10 +148,10 @@ func newResponse(v convert.Version, body []byte) *response {
 	return &response{
 		version:       v,
 		versionLabel:  v.String(),
-		contentType:   ignitionType + ";version=" + v.String(),
+		contentType:   []string{ignitionType + ";version=" + v.String()},
 		body:          body,
-		etag:          `"` + tag + `"`,
-		contentLength: strconv.Itoa(len(body)),
+		etag:          []string{`"` + tag + `"`},
+		contentLength: []string{strconv.Itoa(len(body))},
 	}
 }
 
