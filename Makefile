@@ -27,7 +27,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-test: fmt-check vet
+test: fmt-check vet ignition-clients
 	$(GO) test -race -count=1 ./...
 
 # Go benchmarks, then the load test: mcs against a bare server writing the

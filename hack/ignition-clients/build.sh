@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Builds the real Ignition clients the end-to-end tests run, into OUT (default
+# $HOME/.cache/mcs-tools/ignition), one binary per version: ignition-vX.Y.Z.
+#
+# A client is rebuilt only when its binary is missing or the stamp next to it
+# (a hash of its scratch module and link flags) no longer matches, so running
+# this again is cheap and a bumped pin cannot leave a stale client behind.
+#
+# Every client is linked with kernelCmdlinePath=/dev/null: the tests give the
+# client its config through IGNITION_CONFIG_FILE, and the host's /proc/cmdline
+# must never be able to point it elsewhere. v2.24.0 and v0.35.0 have no
+# environment override for that path, so it has to be fixed at link time.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+out=${1:-${HOME}/.cache/mcs-tools/ignition}
+GO=${GO:-go}
+
+# version → main package; the main package lives under internal/ and may be
+# built by path from another module.
+declare -A pkg=(
+	[v2.27.0]=github.com/coreos/ignition/v2/internal
+	[v2.24.0]=github.com/coreos/ignition/v2/internal
+	[v0.35.0]=github.com/coreos/ignition/internal
+)
+versions=(v2.27.0 v2.24.0 v0.35.0)
+
+ldflags() {
+	local v=$1 base=github.com/coreos/ignition/v2/internal
+	[[ $v == v0.* ]] && base=github.com/coreos/ignition/internal
+	# version.Raw makes the client send "User-Agent: Ignition/$v"; without it
+	# the client says "was not built properly".
+	local ld="-X $base/version.Raw=$v -X $base/distro.kernelCmdlinePath=/dev/null"
+	# A scratch root has no SELinux policy to relabel against (v0.x defaults to off).
+	[[ $v == v2.* ]] && ld+=" -X $base/distro.selinuxRelabel=false"
+	printf '%s' "$ld"
+}
+
+stamp_of() {
+	local v=$1 dir=$here/$1
+	{
+		cat "$dir/go.mod" "$dir/go.sum" "$dir/tools.go"
+		ldflags "$v"
+		"$GO" env GOOS GOARCH
+	} | sha256sum | cut -d' ' -f1
+}
+
+# Every client needs cgo and libblkid (blkid.go links -lblkid); v0.35.0 too.
+have_blkid() {
+	command -v cc >/dev/null 2>&1 &&
+		printf '#include <blkid/blkid.h>\nint main(void){return 0;}\n' |
+		cc -x c - -o /dev/null -lblkid >/dev/null 2>&1
+}
+
+install_blkid() {
+	have_blkid && return 0
+	if ! command -v apt-get >/dev/null 2>&1; then
+		echo "ignition-clients: need a C compiler and libblkid headers (libblkid-dev / libblkid-devel)" >&2
+		return 1
+	fi
+	local sudo=()
+	if [[ $(id -u) != 0 ]]; then
+		if ! command -v sudo >/dev/null 2>&1; then
+			echo "ignition-clients: run as root or install libblkid-dev and gcc yourself" >&2
+			return 1
+		fi
+		sudo=(sudo -n)
+	fi
+	local want=(libblkid-dev)
+	command -v cc >/dev/null 2>&1 || want+=(gcc libc6-dev)
+	# Update the package lists only when they do not know the package yet.
+	# (Not a pipe into grep -q: with pipefail its early exit would read as failure.)
+	local policy
+	policy=$(apt-cache policy "${want[@]}" 2>/dev/null || true)
+	if [[ $(grep -c 'Candidate: [0-9]' <<<"$policy") != "${#want[@]}" ]]; then
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	fi
+	echo "ignition-clients: apt-get install ${want[*]}" >&2
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${want[@]}"
+	have_blkid || {
+		echo "ignition-clients: libblkid still unusable after install" >&2
+		return 1
+	}
+}
+
+mkdir -p "$out"
+todo=()
+for v in "${versions[@]}"; do
+	bin=$out/ignition-$v
+	if [[ -x $bin && -f $bin.stamp && $(cat "$bin.stamp") == "$(stamp_of "$v")" ]]; then
+		continue
+	fi
+	todo+=("$v")
+done
+if ((${#todo[@]} == 0)); then
+	echo "ignition-clients: up to date in $out"
+	exit 0
+fi
+
+install_blkid
+
+for v in "${todo[@]}"; do
+	bin=$out/ignition-$v
+	echo "ignition-clients: building $bin"
+	start=$SECONDS
+	# Build next to the target and rename, so an interrupted build never
+	# leaves a binary that looks complete.
+	tmp=$(mktemp "$out/.ignition-$v.XXXXXX")
+	trap 'rm -f "$tmp"' EXIT
+	(cd "$here/$v" && CGO_ENABLED=1 "$GO" build -trimpath \
+		-ldflags "$(ldflags "$v")" -o "$tmp" "${pkg[$v]}")
+	got=$("$tmp" --version 2>&1 || true)
+	if [[ $got != *"$v"* ]]; then
+		echo "ignition-clients: $tmp reports version \"$got\", want $v" >&2
+		exit 1
+	fi
+	chmod 0755 "$tmp"
+	mv -f "$tmp" "$bin"
+	trap - EXIT
+	stamp_of "$v" >"$bin.stamp"
+	echo "ignition-clients: built $v in $((SECONDS - start))s"
+done

@@ -1,0 +1,57 @@
+package ignclient
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Known lists the clients `make ignition-clients` builds, newest first,
+// without their binaries (Find fills those in: Dir()/ignition-<Version>).
+func Known() []Client {
+	return []Client{
+		{Version: "v2.27.0"},
+		{Version: "v2.24.0"},
+		{Version: "v0.35.0", Spec2: true},
+	}
+}
+
+// Dir is where `make ignition-clients` puts the clients: $MCS_TOOLS/ignition,
+// by default $HOME/.cache/mcs-tools/ignition (the Makefile's TOOLS).
+func Dir() string {
+	tools := os.Getenv("MCS_TOOLS")
+	if tools == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		tools = filepath.Join(home, ".cache", "mcs-tools")
+	}
+	return filepath.Join(tools, "ignition")
+}
+
+// Find returns every client with its binary, or ends the test: a missing
+// client fails it when CI=true, where a skipped end-to-end test would hide
+// that nothing ran, and skips it elsewhere.
+func Find(t testing.TB) []Client {
+	t.Helper()
+	dir := Dir()
+	var found []Client
+	var missing []string
+	for _, c := range Known() {
+		c.Bin = filepath.Join(dir, "ignition-"+c.Version)
+		if fi, err := os.Stat(c.Bin); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			missing = append(missing, c.Bin)
+			continue
+		}
+		found = append(found, c)
+	}
+	if len(missing) > 0 {
+		const msg = "real Ignition clients missing: %v; run `make ignition-clients` (or set MCS_TOOLS to the TOOLS dir holding ignition/)"
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(msg, missing)
+		}
+		t.Skipf(msg, missing)
+	}
+	return found
+}
