@@ -10,11 +10,15 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 )
 
-// Object is the metadata every object of the tree carries.
+// ObjectMeta is the metadata every object of the tree carries.
 type ObjectMeta struct {
 	Name        string            `json:"name"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// Extra holds the fields this package does not model (uid,
+	// ownerReferences, ...), written back unchanged.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // MachineConfig is machineconfiguration.openshift.io/v1 MachineConfig.
@@ -28,6 +32,9 @@ type MachineConfig struct {
 	// Source is where the object was read from ("dir/99-worker-ssh.yaml",
 	// "dir/x.bu", "kubernetes"); not serialised.
 	Source string `json:"-"`
+
+	// Extra holds top-level fields this package does not model (status, ...).
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // MachineConfigSpec is the spec of a MachineConfig. Config holds the raw
@@ -40,6 +47,10 @@ type MachineConfigSpec struct {
 	Extensions                     []string        `json:"extensions"`
 	FIPS                           bool            `json:"fips"`
 	KernelType                     string          `json:"kernelType"`
+
+	// Extra holds spec fields a newer API added; kept so that an older
+	// reader never drops or rejects them.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // Result is one pool's render.
@@ -62,6 +73,13 @@ type Result struct {
 	// Provenance maps each file path, unit name, user name and kernel argument
 	// of the result to the MachineConfig that supplied it.
 	Provenance Provenance
+
+	// MachineConfigs names the pool's MachineConfigs in merge order.
+	MachineConfigs []string
+	// Options are the bounds the render used, defaults filled in.
+	Options Options
+	// Warnings are non-fatal findings (Ignition's and Butane's warnings).
+	Warnings []*Error
 }
 
 // Reason is a convert.Reason plus the MachineConfig the field came from.
@@ -69,6 +87,9 @@ type Reason struct {
 	convert.Reason
 	MachineConfig string `json:"machineConfig"`
 	Source        string `json:"source,omitempty"`
+	// ConfigPath is where the field sits in that MachineConfig, e.g.
+	// "$.spec.config.storage.luks.0" (Path is its place in the merged config).
+	ConfigPath string `json:"configPath,omitempty"`
 }
 
 // Provenance records which MachineConfig supplied each part of a render.
@@ -77,6 +98,8 @@ type Provenance struct {
 	Units           map[string]string `json:"units,omitempty"`
 	Users           map[string]string `json:"users,omitempty"`
 	KernelArguments map[string]string `json:"kernelArguments,omitempty"`
+	Directories     map[string]string `json:"directories,omitempty"`
+	Links           map[string]string `json:"links,omitempty"`
 }
 
 // Options bound and label the output.
@@ -84,6 +107,10 @@ type Options struct {
 	MinSpec convert.Version // default 3.0.0
 	MaxSpec convert.Version // zero: the newest spec
 	Spec    convert.Version // non-zero: force exactly this spec
+
+	// ControllerVersion labels the rendered config's
+	// generated-by-controller-version annotation when no input carries one.
+	ControllerVersion string
 }
 
 // ControllerConfig is the part of machineconfiguration.openshift.io/v1
@@ -96,6 +123,9 @@ type ControllerConfig struct {
 	ReleaseImageVersion            string // annotation machineconfiguration.openshift.io/release-image-version
 	ControllerVersion              string // annotation .../generated-by-version
 	Source                         string
+
+	Name       string
+	RootCAData []byte // decoded spec.rootCAData
 }
 
 // Set is everything loaded from a source, ready to render.

@@ -117,12 +117,12 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 		responses: make(map[convert.Version]*response),
 		blocked:   make(map[convert.Version]error),
 	}
-	content, err := json.Marshal(res.MachineConfig)
+	shared, err := nodeFiles(res, cc, nf)
 	if err != nil {
-		return nil, fmt.Errorf("encoding rendered MachineConfig: %w", err)
+		return nil, err
 	}
 	for _, v := range convert.OutputVersions {
-		cfg, err := servedConfig(res, v, cc, nf, content)
+		cfg, err := servedConfig(res, v, shared)
 		if err == nil {
 			var body []byte
 			body, err = convert.Encode(&cfg, v, false)
@@ -155,11 +155,46 @@ func newResponse(v convert.Version, body []byte) *response {
 	}
 }
 
+// nodeFiles are the files upstream's server adds that are the same for every
+// spec version, in its order; they are encoded once per pool.
+func nodeFiles(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) ([]types.File, error) {
+	content, err := json.Marshal(res.MachineConfig)
+	if err != nil {
+		return nil, fmt.Errorf("encoding rendered MachineConfig: %w", err)
+	}
+	kubeletCA := nf.KubeletCA
+	var cloudCA []byte
+	if cc != nil {
+		if len(kubeletCA) == 0 {
+			kubeletCA = cc.KubeAPIServerServingCAData
+		}
+		cloudCA = cc.CloudProviderCAData
+	}
+	var files []types.File
+	if len(kubeletCA) > 0 {
+		files = append(files, dataFile(pathKubeletCA, kubeletCA))
+	}
+	if len(cloudCA) > 0 {
+		files = append(files, dataFile(pathCloudCA, cloudCA))
+	}
+	annotations, _ := json.Marshal(map[string]string{
+		"machineconfiguration.openshift.io/currentConfig":    res.Name,
+		"machineconfiguration.openshift.io/desiredConfig":    res.Name,
+		"machineconfiguration.openshift.io/firstPivotConfig": res.Name,
+		"machineconfiguration.openshift.io/state":            "Done",
+	})
+	files = append(files, dataFile(pathAnnotations, annotations))
+	if len(nf.Kubeconfig) > 0 {
+		files = append(files, dataFile(pathKubeconfig, nf.Kubeconfig))
+	}
+	return append(files, dataFile(pathContent, content)), nil
+}
+
 // servedConfig is the pool's config as a node of spec v receives it: the
 // render plus the files upstream's server adds, the encapsulated MachineConfig
 // last. Nothing shared is modified (upstream appends kernel arguments to its
 // cached object on every old-client request).
-func servedConfig(res *render.Result, v convert.Version, cc *render.ControllerConfig, nf NodeFiles, content []byte) (convert.Config, error) {
+func servedConfig(res *render.Result, v convert.Version, shared []types.File) (convert.Config, error) {
 	cfg := res.Config
 	cfg.Storage.Files = slices.Clone(cfg.Storage.Files)
 	mc := *res.MachineConfig
@@ -179,46 +214,28 @@ func servedConfig(res *render.Result, v convert.Version, cc *render.ControllerCo
 	if err != nil {
 		return cfg, fmt.Errorf("encoding encapsulated MachineConfig: %w", err)
 	}
-
-	kubeletCA := nf.KubeletCA
-	var cloudCA []byte
-	if cc != nil {
-		if len(kubeletCA) == 0 {
-			kubeletCA = cc.KubeAPIServerServingCAData
-		}
-		cloudCA = cc.CloudProviderCAData
+	for _, f := range shared {
+		putFile(&cfg, f)
 	}
-	if len(kubeletCA) > 0 {
-		putFile(&cfg, pathKubeletCA, kubeletCA)
-	}
-	if len(cloudCA) > 0 {
-		putFile(&cfg, pathCloudCA, cloudCA)
-	}
-	annotations, _ := json.Marshal(map[string]string{
-		"machineconfiguration.openshift.io/currentConfig":    res.Name,
-		"machineconfiguration.openshift.io/desiredConfig":    res.Name,
-		"machineconfiguration.openshift.io/firstPivotConfig": res.Name,
-		"machineconfiguration.openshift.io/state":            "Done",
-	})
-	putFile(&cfg, pathAnnotations, annotations)
-	if len(nf.Kubeconfig) > 0 {
-		putFile(&cfg, pathKubeconfig, nf.Kubeconfig)
-	}
-	putFile(&cfg, pathContent, content)
-	putFile(&cfg, pathEncapsulated, encapsulated)
+	putFile(&cfg, dataFile(pathEncapsulated, encapsulated))
 	return cfg, nil
 }
 
-// putFile adds a file (mode 0644, overwrite) or replaces one at the same path.
-func putFile(cfg *convert.Config, path string, data []byte) {
+// dataFile is a file as upstream's server writes them: mode 0644,
+// overwrite, contents as a percent-escaped data URL.
+func dataFile(path string, data []byte) types.File {
 	src := "data:," + dataurl.Escape(data)
 	mode, overwrite := 0o644, true
-	f := types.File{
+	return types.File{
 		Node:          types.Node{Path: path, Overwrite: &overwrite},
 		FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: &src}, Mode: &mode},
 	}
+}
+
+// putFile adds a file, or replaces the pool's file at the same path.
+func putFile(cfg *convert.Config, f types.File) {
 	for i := range cfg.Storage.Files {
-		if cfg.Storage.Files[i].Path == path {
+		if cfg.Storage.Files[i].Path == f.Path {
 			cfg.Storage.Files[i] = f
 			return
 		}

@@ -1,0 +1,453 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// Exit codes, for CI pipelines.
+const (
+	exitOK      = 0
+	exitInvalid = 1 // the input is invalid, or could not be read or written
+	exitUsage   = 2
+	exitCeiling = 3 // the content needs a newer spec than --max-spec or --spec allow
+)
+
+// exitError ends run with a status; its problems are already on stderr.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func fail(code int, err error) error { return &exitError{code: code, err: err} }
+
+const usageText = `Usage: render [flags] PATH...
+
+Render merges the MachineConfigs found in PATH (files or directory trees of
+.yaml, .yml, .json and openshift-variant .bu files; "-" reads stdin) into one
+rendered MachineConfig per MachineConfigPool, exactly as OpenShift's
+renderer merges and names them, and writes each pool's Ignition config at
+the lowest spec that can express it, so older boot images can read it.
+
+Output goes to stdout (or -o); problems go to stderr, one per line, as
+"file: object: $.json.path: message". A tree without pools gets the default
+master and worker pools.
+
+Flags:
+%s
+Exit status: 0 rendered, 1 invalid input, 2 usage error, 3 a pool needs a
+newer spec than --max-spec (or --spec) allows.
+
+Examples:
+  # Every pool, as a List of rendered MachineConfigs:
+  render fixtures/cluster
+
+  # The worker pool's Ignition config, for a node that runs Ignition v2.15:
+  render --pool worker --format ignition --max-spec 3.4.0 fixtures/cluster | jq .
+
+  # OpenShift's own rendered name (it writes spec 3.5.0):
+  render --spec 3.5.0 --pool master ../shared/realdata/aws | jq -r .metadata.name
+
+  # Why each pool got its spec, and which MachineConfig supplied what:
+  render --explain fixtures/features/luks-3.2
+
+  # One file per pool, written atomically, for CI artifacts:
+  render -o out/ --pretty fixtures/cluster
+`
+
+type options struct {
+	pools   stringList
+	out     string
+	format  string
+	pretty  bool
+	explain bool
+	minSpec string
+	maxSpec string
+	spec    string
+	version bool
+}
+
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			*s = append(*s, x)
+		}
+	}
+	return nil
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var o options
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(&o.pools, "pool", "render only this pool (repeat, or separate with commas)")
+	fs.StringVar(&o.out, "o", "", "write to `FILE`, or to DIR/<pool>.json (.ign) when the path ends in / or is a directory")
+	fs.StringVar(&o.format, "format", "machineconfig", "output `FORMAT`: machineconfig (the rendered MachineConfig) or ignition (its Ignition config)")
+	fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON output")
+	fs.BoolVar(&o.explain, "explain", false, "print the chosen spec and why, field by field, with the MachineConfig behind each file, unit, user and kernel argument")
+	fs.StringVar(&o.minSpec, "min-spec", render.DefaultMinSpec.String(), "lowest spec to write")
+	fs.StringVar(&o.maxSpec, "max-spec", convert.Newest.String(), "newest spec the booting nodes read; content needing more fails with exit status 3")
+	fs.StringVar(&o.spec, "spec", "", "write exactly this spec (3.5.0 reproduces OpenShift's names)")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	usage := func() string {
+		var b strings.Builder
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		return fmt.Sprintf(usageText, b.String())
+	}
+
+	paths, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		_, err := io.WriteString(stdout, usage())
+		return err
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "render: %v\nRun 'render --help' for usage.\n", err)
+		return fail(exitUsage, err)
+	}
+	if o.version {
+		_, err := fmt.Fprintf(stdout, "render (mcs) %s\nwrites Ignition specs %s\n", version(), versions(convert.OutputVersions))
+		return err
+	}
+	opts, err := o.renderOptions(fs)
+	if err == nil && len(paths) == 0 {
+		err = errors.New("no PATH given")
+	}
+	if err == nil && o.format != "machineconfig" && o.format != "ignition" {
+		err = fmt.Errorf("unknown --format %q: want machineconfig or ignition", o.format)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "render: %v\nRun 'render --help' for usage.\n", err)
+		return fail(exitUsage, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(exitInvalid, err)
+	}
+
+	set, err := load(paths, stdin)
+	if err != nil {
+		printErr(stderr, err)
+		return fail(exitInvalid, err)
+	}
+	for _, n := range set.Notices() {
+		fmt.Fprintln(stderr, n)
+	}
+
+	results, err := renderPools(set, o.pools, opts)
+	if err != nil {
+		printErr(stderr, err)
+		return fail(exitCode(err), err)
+	}
+	for _, r := range results {
+		for _, w := range r.Warnings {
+			fmt.Fprintln(stderr, w)
+		}
+	}
+
+	if o.explain {
+		for _, r := range results {
+			if err := r.Explain(stdout); err != nil {
+				return fail(exitInvalid, err)
+			}
+		}
+		if o.out == "" {
+			return nil
+		}
+	}
+	if err := write(o, results, stdout); err != nil {
+		fmt.Fprintf(stderr, "render: %v\n", err)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return fail(exitUsage, err)
+		}
+		return fail(exitInvalid, err)
+	}
+	return nil
+}
+
+// parseInterspersed lets flags follow paths ("render dir --pool worker"),
+// as CI scripts write them; after "--" everything is a path.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var tail []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, tail = args[:i], args[i+1:]
+	}
+	var paths []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		paths, args = append(paths, args[0]), args[1:]
+	}
+	return append(paths, tail...), nil
+}
+
+func (o *options) renderOptions(fs *flag.FlagSet) (render.Options, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var opts render.Options
+	var err error
+	if o.spec != "" {
+		if set["min-spec"] || set["max-spec"] {
+			return opts, errors.New("--spec forces one spec: it cannot be combined with --min-spec or --max-spec")
+		}
+		if opts.Spec, err = convert.ParseOutputVersion(o.spec); err != nil {
+			return opts, fmt.Errorf("--spec: %w", err)
+		}
+		return opts, nil
+	}
+	if opts.MinSpec, err = convert.ParseOutputVersion(o.minSpec); err != nil {
+		return opts, fmt.Errorf("--min-spec: %w", err)
+	}
+	if opts.MaxSpec, err = convert.ParseOutputVersion(o.maxSpec); err != nil {
+		return opts, fmt.Errorf("--max-spec: %w", err)
+	}
+	if opts.MaxSpec.Less(opts.MinSpec) {
+		return opts, fmt.Errorf("--max-spec %s is below --min-spec %s", opts.MaxSpec, opts.MinSpec)
+	}
+	return opts, nil
+}
+
+func load(paths []string, stdin io.Reader) (*render.Set, error) {
+	var l render.Loader
+	for _, p := range paths {
+		if p != "-" {
+			l.Path(p)
+			continue
+		}
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading stdin: %w", err)
+		}
+		l.Data("<stdin>", data)
+	}
+	return l.Set()
+}
+
+func renderPools(set *render.Set, pools []string, opts render.Options) ([]*render.Result, error) {
+	if len(pools) == 0 {
+		results, errs := set.Render(opts)
+		if errs != nil {
+			return nil, errs
+		}
+		return results, nil
+	}
+	var out []*render.Result
+	var errs render.Errors
+	for _, p := range pools {
+		r, err := set.RenderPool(p, opts)
+		if err != nil {
+			var es *render.Errors
+			if errors.As(err, &es) {
+				errs.List = append(errs.List, es.List...)
+			} else {
+				errs.List = append(errs.List, &render.Error{Message: err.Error(), Err: err})
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	if len(errs.List) > 0 {
+		return nil, &errs
+	}
+	return out, nil
+}
+
+// exitCode ranks failures: invalid input first, then a usage mistake (an
+// unknown pool), then a spec ceiling alone.
+func exitCode(err error) int {
+	var es *render.Errors
+	if !errors.As(err, &es) {
+		return exitInvalid
+	}
+	code := exitOK
+	for _, e := range es.List {
+		c := exitInvalid
+		switch {
+		case errors.Is(e, render.ErrSpecCeiling):
+			c = exitCeiling
+		case errors.Is(e, render.ErrUnknownPool):
+			c = exitUsage
+		}
+		if code == exitOK || c == exitInvalid || c == exitUsage && code == exitCeiling {
+			code = c
+		}
+	}
+	if code == exitOK {
+		code = exitInvalid
+	}
+	return code
+}
+
+// printErr prints one problem per line.
+func printErr(w io.Writer, err error) {
+	var es *render.Errors
+	if errors.As(err, &es) {
+		for _, e := range es.List {
+			fmt.Fprintln(w, e)
+		}
+		return
+	}
+	fmt.Fprintf(w, "render: %v\n", err)
+}
+
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// write puts the results on stdout, in a file, or one file per pool in a
+// directory. Files are written whole or not at all.
+func write(o options, results []*render.Result, stdout io.Writer) error {
+	toDir := false
+	if o.out != "" {
+		if strings.HasSuffix(o.out, "/") || strings.HasSuffix(o.out, string(filepath.Separator)) {
+			toDir = true
+		} else if info, err := os.Stat(o.out); err == nil && info.IsDir() {
+			toDir = true
+		}
+	}
+	if toDir {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+		ext := ".json"
+		if o.format == "ignition" {
+			ext = ".ign"
+		}
+		files := map[string][]byte{}
+		for _, r := range results {
+			b, err := encode(o, []*render.Result{r})
+			if err != nil {
+				return err
+			}
+			files[filepath.Join(o.out, r.Pool+ext)] = b
+		}
+		names := make([]string, 0, len(files))
+		for n := range files {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			if err := writeAtomic(n, files[n]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if o.format == "ignition" && len(results) > 1 {
+		return &usageError{"--format ignition writes one pool's config: choose it with --pool, or write one file per pool with -o DIR/"}
+	}
+	b, err := encode(o, results)
+	if err != nil {
+		return err
+	}
+	if o.out != "" {
+		return writeAtomic(o.out, b)
+	}
+	_, err = stdout.Write(b)
+	return err
+}
+
+// encode writes one result as its MachineConfig or its Ignition config, or
+// several as a List of MachineConfigs. Output ends with a newline.
+func encode(o options, results []*render.Result) ([]byte, error) {
+	var b []byte
+	var err error
+	switch {
+	case o.format == "ignition":
+		b = results[0].MachineConfig.Spec.Config
+	case len(results) == 1:
+		b, err = json.Marshal(results[0].MachineConfig)
+	default:
+		items := make([]*render.MachineConfig, len(results))
+		for i, r := range results {
+			items[i] = r.MachineConfig
+		}
+		b, err = json.Marshal(struct {
+			APIVersion string                  `json:"apiVersion"`
+			Kind       string                  `json:"kind"`
+			Items      []*render.MachineConfig `json:"items"`
+		}{"v1", "List", items})
+	}
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if o.pretty {
+		// Indenting compact JSON gives what MarshalIndent would.
+		if err := json.Indent(&buf, b, "", "  "); err != nil {
+			return nil, err
+		}
+	} else {
+		buf.Write(b)
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes(), nil
+}
+
+// writeAtomic writes a file so readers see the old contents or the new,
+// never a part: a temporary file beside it, synced, then renamed over it.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // fails harmlessly once renamed
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+func versions(vs []convert.Version) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = v.String()
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,119 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+// Sentinels for errors.Is; the typed errors carry the details.
+var (
+	ErrInvalid       = errors.New("invalid input")
+	ErrSpecCeiling   = errors.New("config needs a spec above the ceiling")
+	ErrUnknownPool   = errors.New("unknown pool")
+	ErrNoConfigs     = errors.New("pool selects no MachineConfigs")
+	ErrDuplicateName = errors.New("duplicate name")
+)
+
+// Error is one problem with one object, located the way CI logs and editors
+// want it: "file: object: $.path: message".
+type Error struct {
+	File    string // where the object was read from; may be empty
+	Object  string // "MachineConfig/99-worker-ssh", "MachineConfigPool/worker"
+	Path    string // JSON path inside the object, "$" for the whole object
+	Message string
+	Err     error // the cause, for errors.Is and errors.As; may be nil
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	for _, s := range []string{e.File, e.Object, e.Path} {
+		if s != "" {
+			b.WriteString(s)
+			b.WriteString(": ")
+		}
+	}
+	b.WriteString(e.Message)
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errors is every problem found in one pass, so a CI run shows them all at once.
+type Errors struct {
+	List []*Error
+}
+
+// Error prints one problem per line.
+func (e *Errors) Error() string {
+	s := make([]string, len(e.List))
+	for i, x := range e.List {
+		s[i] = x.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+// Unwrap exposes each problem to errors.Is and errors.As.
+func (e *Errors) Unwrap() []error {
+	out := make([]error, len(e.List))
+	for i, x := range e.List {
+		out[i] = x
+	}
+	return out
+}
+
+func (e *Errors) add(x ...*Error) { e.List = append(e.List, x...) }
+
+// orNil returns e as an error, or an untyped nil when it holds nothing, so
+// callers can compare the result with nil.
+func (e *Errors) orNil() error {
+	if e == nil || len(e.List) == 0 {
+		return nil
+	}
+	return e
+}
+
+// SpecCeilingError is a pool whose content needs a newer spec than the
+// ceiling allows (--max-spec, or the forced --spec). Reasons lists every
+// field above the ceiling with the MachineConfig it came from.
+type SpecCeilingError struct {
+	Pool    string
+	Ceiling convert.Version
+	Needs   convert.Version
+	Reasons []Reason
+}
+
+func (e *SpecCeilingError) Error() string {
+	s := make([]string, len(e.Reasons))
+	for i, r := range e.Reasons {
+		s[i] = r.describe()
+	}
+	return fmt.Sprintf("pool %s needs spec %s, above the ceiling %s: %s", e.Pool, e.Needs, e.Ceiling, strings.Join(s, "; "))
+}
+
+func (e *SpecCeilingError) Is(target error) bool { return target == ErrSpecCeiling }
+
+// lines turns the ceiling error into one located problem per field.
+func (e *SpecCeilingError) lines() []*Error {
+	out := make([]*Error, len(e.Reasons))
+	for i, r := range e.Reasons {
+		out[i] = &Error{
+			File:   r.Source,
+			Object: "MachineConfig/" + r.MachineConfig,
+			Path:   r.ConfigPath,
+			Message: fmt.Sprintf("%s need%s spec %s, above the ceiling %s of pool %s (rendered path %s)",
+				r.What, verbS(r.What), r.Version, e.Ceiling, e.Pool, r.Path),
+			Err: e,
+		}
+	}
+	return out
+}
+
+func verbS(what string) string {
+	if strings.HasSuffix(what, "s") && !strings.HasSuffix(what, "ss") {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,97 @@
+package render
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Explain writes, for people, why the result has the spec it has, field by
+// field, and which MachineConfig supplied each file, unit, user and kernel
+// argument. The text is deterministic.
+func (r *Result) Explain(w io.Writer) error {
+	b := bufio.NewWriter(w)
+	o := r.Options
+	fmt.Fprintf(b, "pool %s: %s at spec %s\n", r.Pool, r.Name, r.Spec)
+	switch {
+	case !o.Spec.IsZero():
+		fmt.Fprintf(b, "  spec %s was forced; the merged config needs %s\n", r.Spec, r.MinSpec)
+	case r.Spec == r.MinSpec:
+		fmt.Fprintf(b, "  spec %s is the lowest that can express the merged config (floor %s, ceiling %s)\n", r.Spec, o.MinSpec, o.MaxSpec)
+	case r.MinSpec.Less(r.Spec):
+		fmt.Fprintf(b, "  the merged config needs only spec %s; the floor raises it to %s (ceiling %s)\n", r.MinSpec, r.Spec, o.MaxSpec)
+	default:
+		fmt.Fprintf(b, "  spec %s holds everything spec %s does that this config uses (ceiling %s)\n", r.Spec, r.MinSpec, o.MaxSpec)
+	}
+	if len(r.Reasons) == 0 {
+		fmt.Fprintf(b, "  nothing in it needs more than spec 3.0.0\n")
+	} else {
+		fmt.Fprintf(b, "  fields that need more than spec 3.0.0:\n")
+		for _, rs := range r.Reasons {
+			fmt.Fprintf(b, "    %s\n", rs.describe())
+		}
+	}
+	fmt.Fprintf(b, "  merged in order: %s\n", strings.Join(r.MachineConfigs, ", "))
+	section(b, "files", r.Provenance.Files)
+	section(b, "directories", r.Provenance.Directories)
+	section(b, "links", r.Provenance.Links)
+	section(b, "units", r.Provenance.Units)
+	section(b, "users", r.Provenance.Users)
+	if mc := r.MachineConfig; mc != nil {
+		s := mc.Spec
+		if len(s.KernelArguments) > 0 {
+			fmt.Fprintf(b, "  kernel arguments:\n")
+			for _, a := range s.KernelArguments {
+				fmt.Fprintf(b, "    %s: %s\n", a, r.Provenance.KernelArguments[a])
+			}
+		}
+		exts := "none"
+		if len(s.Extensions) > 0 {
+			exts = strings.Join(s.Extensions, ", ")
+		}
+		fmt.Fprintf(b, "  kernelType %s, fips %t, extensions %s\n", s.KernelType, s.FIPS, exts)
+		fmt.Fprintf(b, "  osImageURL %s\n", orNone(s.OSImageURL))
+		fmt.Fprintf(b, "  baseOSExtensionsContainerImage %s\n", orNone(s.BaseOSExtensionsContainerImage))
+	}
+	return b.Flush()
+}
+
+func section(b *bufio.Writer, title string, m map[string]string) {
+	if len(m) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	fmt.Fprintf(b, "  %s:\n", title)
+	for _, k := range keys {
+		fmt.Fprintf(b, "    %s: %s\n", k, m[k])
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// describe prints a reason with where it came from.
+func (r Reason) describe() string {
+	s := r.Reason.String()
+	if r.MachineConfig == "" {
+		return s
+	}
+	where := "MachineConfig " + r.MachineConfig
+	if r.Source != "" {
+		where += " in " + r.Source
+	}
+	if r.ConfigPath != "" {
+		where += " at " + r.ConfigPath
+	}
+	return s + " (" + where + ")"
+}

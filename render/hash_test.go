@@ -1,0 +1,97 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+// The name is over sigs.k8s.io/yaml's YAML of the spec; specYAML builds the
+// same bytes without re-parsing. Both must agree on every real config.
+func TestSpecYAMLMatchesLibrary(t *testing.T) {
+	var sets []string
+	for _, d := range []string{filepath.Join(realdata, "aws"), filepath.Join(realdata, "none"), filepath.Join("..", "fixtures", "cluster")} {
+		if _, err := os.Stat(d); err == nil {
+			sets = append(sets, d)
+		}
+	}
+	features, _ := filepath.Glob(filepath.Join("..", "fixtures", "features", "*"))
+	sets = append(sets, features...)
+	if len(sets) == 0 {
+		t.Skip("no fixtures")
+	}
+	for _, dir := range sets {
+		s, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, opts := range []Options{{}, {Spec: convert.V3_5}} {
+			results, _ := s.Render(opts) // a pool above a forced spec has no result
+			for _, r := range results {
+				fast, err := specYAML(r.MachineConfig.Spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				slow, err := slowSpecYAML(r.MachineConfig.Spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(fast, slow) {
+					t.Errorf("%s pool %s: fast and library YAML differ", dir, r.Pool)
+				}
+			}
+		}
+	}
+}
+
+func TestHashedNameStable(t *testing.T) {
+	spec := MachineConfigSpec{Config: json.RawMessage(`{"ignition":{"version":"3.5.0"}}`), KernelArguments: []string{}, Extensions: []string{}, KernelType: "default"}
+	a, err := HashedName("worker", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := HashedName("worker", spec)
+	c, _ := HashedName("infra", spec)
+	spec.FIPS = true
+	d, _ := HashedName("worker", spec)
+	if a != b || len(a) != len("rendered-worker-")+32 || c[len("rendered-infra-"):] != a[len("rendered-worker-"):] || d == a {
+		t.Errorf("names %s %s %s %s", a, b, c, d)
+	}
+}
+
+// FuzzSpecYAML: for any JSON config and spec fields, the fast YAML equals
+// the library's.
+func FuzzSpecYAML(f *testing.F) {
+	f.Add([]byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/a","mode":420,"contents":{"source":"data:,a%20b"}}]}}`), "nosmt", "quay.io/x@sha256:1", true)
+	f.Add([]byte(`{"a":"line one\nline two\n","b":" leading space","c":"trailing ","d":"yes","e":"0123","f":"-","g":"#x","h":"a: b","i":[],"j":{},"k":null,"l":1.5,"m":1e3,"n":-7}`), "", "", false)
+	f.Add([]byte(`{"long":"`+string(bytes.Repeat([]byte("word "), 40))+`","tab":"a\tb","uni":"é ☃ \u2028","q":"'\"","colon":"x:y","emptyline":"a\n\nb"}`), "a b", "", false)
+	f.Add([]byte(`null`), "", "", false)
+	f.Fuzz(func(t *testing.T, cfg []byte, karg, image string, fips bool) {
+		if !json.Valid(cfg) {
+			return
+		}
+		var compact bytes.Buffer
+		if json.Compact(&compact, cfg) != nil {
+			return
+		}
+		spec := MachineConfigSpec{Config: compact.Bytes(), KernelArguments: []string{karg}, OSImageURL: image, FIPS: fips, KernelType: "default"}
+		if karg == "" {
+			spec.KernelArguments = nil
+		}
+		fast, err := specYAML(spec)
+		if err != nil {
+			return
+		}
+		slow, err := slowSpecYAML(spec)
+		if err != nil {
+			t.Fatalf("library fails where the fast path does not: %v", err)
+		}
+		if !bytes.Equal(fast, slow) {
+			t.Fatalf("fast and library YAML differ\nfast:\n%s\nlibrary:\n%s", fast, slow)
+		}
+	})
+}

@@ -1,0 +1,591 @@
+package render
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	butane "github.com/coreos/ignition/v2/butane/config"
+	butanecommon "github.com/coreos/ignition/v2/butane/config/common"
+	"github.com/ignition-mcs/mcs/convert"
+	"sigs.k8s.io/yaml"
+)
+
+// Set is everything loaded from a source, ready to render. It is not changed
+// after Load or NewSet, so its methods are safe for concurrent use.
+type Set struct {
+	entries []*entry // sorted by name
+	byName  map[string]*entry
+	pools   []*MachineConfigPool // sorted by name
+	cc      *ControllerConfig
+	notices []*Error
+}
+
+// entry is one MachineConfig with its Ignition config parsed once, at load,
+// so that rendering (which the server repeats on every change) does not.
+type entry struct {
+	mc        *MachineConfig
+	cfg       *convert.Config // nil when the MachineConfig has no Ignition config
+	problems  []*Error        // any of these fails every pool selecting it
+	warnings  []*Error
+	generated bool // written by an upstream controller, not by a user
+}
+
+// Load reads MachineConfigs (.yaml, .yml, .json: one object, several
+// documents, or a List), MachineConfigPools, Butane files (.bu, openshift
+// variant) and a ControllerConfig from files and directory trees. Objects of
+// other kinds are skipped with a notice. The error, when not nil, is an
+// *Errors listing every problem found.
+func Load(paths ...string) (*Set, error) {
+	var l Loader
+	for _, p := range paths {
+		l.Path(p)
+	}
+	return l.Set()
+}
+
+// Loader gathers objects from several places (files, trees, in-memory
+// streams) into one Set; Load is a Loader over paths.
+type Loader struct {
+	configs []*MachineConfig
+	pools   []*MachineConfigPool
+	ccs     []*ControllerConfig
+	notices []*Error
+	errs    Errors
+}
+
+// Path reads a file or a directory tree, as Load does.
+func (l *Loader) Path(p string) {
+	info, err := os.Stat(p)
+	if err != nil {
+		l.errs.add(fileError(p, err))
+		return
+	}
+	if !info.IsDir() {
+		l.file(p)
+		return
+	}
+	l.dir(p, map[string]bool{})
+}
+
+// Data reads a stream of objects (JSON, or YAML documents) held in memory,
+// as if it were the file name; a name ending in .bu is read as Butane.
+func (l *Loader) Data(name string, data []byte) { l.decode(name, data) }
+
+// Set returns what was read. Its error, when not nil, is an *Errors listing
+// every problem found, in every file.
+func (l *Loader) Set() (*Set, error) {
+	s, err := l.build()
+	if len(l.errs.List) == 0 {
+		return s, err
+	}
+	all := Errors{List: slices.Clone(l.errs.List)}
+	var es *Errors
+	if errors.As(err, &es) {
+		all.add(es.List...)
+	}
+	return nil, &all
+}
+
+// NewSet builds a Set from objects read elsewhere (from Kubernetes, say).
+// Objects carry their origin in Source; cc may be nil.
+func NewSet(configs []*MachineConfig, pools []*MachineConfigPool, cc *ControllerConfig) (*Set, error) {
+	l := &Loader{configs: configs, pools: pools}
+	if cc != nil {
+		l.ccs = []*ControllerConfig{cc}
+	}
+	return l.build()
+}
+
+// PoolNames lists the pools, sorted.
+func (s *Set) PoolNames() []string {
+	out := make([]string, len(s.pools))
+	for i, p := range s.pools {
+		out[i] = p.Metadata.Name
+	}
+	return out
+}
+
+// Pool returns a pool by name, or nil.
+func (s *Set) Pool(name string) *MachineConfigPool {
+	for _, p := range s.pools {
+		if p.Metadata.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// ControllerConfig returns the tree's ControllerConfig, or nil.
+func (s *Set) ControllerConfig() *ControllerConfig { return s.cc }
+
+// MachineConfigs returns the loaded MachineConfigs, sorted by name.
+func (s *Set) MachineConfigs() []*MachineConfig {
+	out := make([]*MachineConfig, len(s.entries))
+	for i, e := range s.entries {
+		out[i] = e.mc
+	}
+	return out
+}
+
+// Notices are what Load skipped or found odd without failing: objects of
+// other kinds, MachineConfigs no pool selects, Butane and Ignition warnings.
+func (s *Set) Notices() []*Error { return s.notices }
+
+// Extensions Load reads inside directories; a file named explicitly is read
+// whatever its name.
+var readExts = map[string]bool{".yaml": true, ".yml": true, ".json": true, ".bu": true}
+
+// dir walks a tree in lexical order. Hidden entries are skipped: editors'
+// swap files, and the ..data links Kubernetes puts in mounted ConfigMaps,
+// which would otherwise be read twice. Symbolic links are followed.
+func (l *Loader) dir(root string, seen map[string]bool) {
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		l.errs.add(fileError(root, err))
+		return
+	}
+	if seen[real] {
+		return
+	}
+	seen[real] = true
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		l.errs.add(fileError(root, err))
+		return
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		p := filepath.Join(root, e.Name())
+		isDir := e.IsDir()
+		if e.Type()&fs.ModeSymlink != 0 {
+			info, err := os.Stat(p)
+			if err != nil {
+				l.errs.add(fileError(p, err))
+				continue
+			}
+			isDir = info.IsDir()
+		}
+		switch {
+		case isDir:
+			l.dir(p, seen)
+		case readExts[strings.ToLower(filepath.Ext(p))]:
+			l.file(p)
+		}
+	}
+}
+
+func (l *Loader) file(p string) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		l.errs.add(fileError(p, err))
+		return
+	}
+	l.decode(p, data)
+}
+
+func (l *Loader) decode(p string, data []byte) {
+	var objs []rawObject
+	var errs []*Error
+	if strings.EqualFold(filepath.Ext(p), ".bu") {
+		objs, errs = l.butane(p, data)
+	} else {
+		objs, errs = decodeDocuments(p, data)
+	}
+	l.errs.add(errs...)
+	for _, o := range objs {
+		l.object(o)
+	}
+}
+
+// rawObject is one Kubernetes object as JSON, before its kind is decoded.
+type rawObject struct {
+	File       string
+	JSON       []byte
+	Kind       string
+	APIVersion string
+	Name       string
+}
+
+func (o rawObject) ident() string {
+	if o.Name == "" {
+		return o.Kind
+	}
+	return o.Kind + "/" + o.Name
+}
+
+var docSep = regexp.MustCompile(`^---(\s|$)`)
+
+// splitDocuments splits a YAML stream at "---" lines and returns each
+// document with the line it starts on, so errors keep file line numbers.
+func splitDocuments(data []byte) (docs [][]byte, starts []int) {
+	start, line, from := 1, 1, 0
+	flush := func(to int, next int) {
+		docs = append(docs, data[from:to])
+		starts = append(starts, start)
+		from, start = next, line+1
+	}
+	for i := 0; i < len(data); {
+		end := bytes.IndexByte(data[i:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += i
+		}
+		ln := data[i:end]
+		switch {
+		case docSep.Match(ln):
+			// Content after "--- " on the same line starts the next document.
+			flush(i, i+3)
+			start = line
+		case bytes.Equal(bytes.TrimRight(ln, " \t\r"), []byte("...")):
+			flush(i, min(end+1, len(data)))
+		}
+		i = end + 1
+		line++
+	}
+	if from < len(data) {
+		docs = append(docs, data[from:])
+		starts = append(starts, start)
+	}
+	return docs, starts
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// decodeDocuments reads a file's objects: JSON (an object or an array of
+// them) or a YAML stream; Lists are flattened.
+func decodeDocuments(file string, data []byte) ([]rawObject, []*Error) {
+	var out []rawObject
+	var errs []*Error
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed) {
+		errs = appendObjects(&out, file, trimmed, "$", errs)
+		return out, errs
+	}
+	docs, starts := splitDocuments(data)
+	for i, doc := range docs {
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+			msg = yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+				n, _ := strconv.Atoi(m[len("line "):])
+				return fmt.Sprintf("line %d", n+starts[i]-1)
+			})
+			errs = append(errs, &Error{File: file, Message: "invalid YAML: " + msg, Err: ErrInvalid})
+			continue
+		}
+		if bytes.Equal(js, []byte("null")) {
+			continue // a document of comments only
+		}
+		errs = appendObjects(&out, file, js, "$", errs)
+	}
+	return out, errs
+}
+
+// appendObjects reads one JSON value: an object (a List's items are read in
+// turn) or an array of objects.
+func appendObjects(out *[]rawObject, file string, js []byte, at string, errs []*Error) []*Error {
+	js = bytes.TrimSpace(js)
+	if len(js) > 0 && js[0] == '[' {
+		var items []json.RawMessage
+		if err := json.Unmarshal(js, &items); err != nil {
+			return append(errs, &Error{File: file, Path: at, Message: err.Error(), Err: ErrInvalid})
+		}
+		for i, it := range items {
+			errs = appendObjects(out, file, it, fmt.Sprintf("%s.%d", at, i), errs)
+		}
+		return errs
+	}
+	var head struct {
+		APIVersion any `json:"apiVersion"`
+		Kind       any `json:"kind"`
+		Metadata   struct {
+			Name any `json:"name"`
+		} `json:"metadata"`
+		Items json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(js, &head); err != nil {
+		return append(errs, &Error{File: file, Path: at, Message: "not a Kubernetes object: " + describeJSON(js), Err: ErrInvalid})
+	}
+	o := rawObject{File: file, JSON: js}
+	o.Kind, _ = head.Kind.(string)
+	o.APIVersion, _ = head.APIVersion.(string)
+	o.Name, _ = head.Metadata.Name.(string)
+	if strings.HasSuffix(o.Kind, "List") && len(head.Items) > 0 && !bytes.Equal(head.Items, []byte("null")) {
+		return appendObjects(out, file, head.Items, at+".items", errs)
+	}
+	*out = append(*out, o)
+	return errs
+}
+
+func describeJSON(js []byte) string {
+	var v any
+	_ = json.Unmarshal(js, &v)
+	switch v.(type) {
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "a list"
+	}
+	return "a scalar"
+}
+
+// butane translates an openshift-variant Butane file to its MachineConfig.
+// Local file references resolve next to the Butane file, as a user running
+// butane in that directory expects.
+func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
+	var head struct {
+		Variant string `json:"variant"`
+		Version string `json:"version"`
+	}
+	if err := yaml.Unmarshal(data, &head); err != nil {
+		return nil, []*Error{{File: file, Message: "invalid Butane YAML: " + err.Error(), Err: ErrInvalid}}
+	}
+	if head.Variant != "openshift" {
+		return nil, []*Error{{File: file, Path: "$.variant", Message: fmt.Sprintf("Butane variant %q does not produce a MachineConfig: use variant openshift", head.Variant), Err: ErrInvalid}}
+	}
+	out, rpt, err := butane.TranslateBytes(data, butanecommon.TranslateBytesOptions{
+		TranslateOptions: butanecommon.TranslateOptions{FilesDir: filepath.Dir(file)},
+	})
+	var errs []*Error
+	for _, e := range rpt.Entries {
+		x := &Error{File: file, Path: e.Context.String(), Message: fmt.Sprintf("butane %s %s: %s", head.Variant, head.Version, e.Message)}
+		if e.Kind.IsFatal() {
+			x.Err = ErrInvalid
+			errs = append(errs, x)
+		} else {
+			x.Message = "warning: " + x.Message
+			l.notices = append(l.notices, x)
+		}
+	}
+	if err != nil && len(errs) == 0 {
+		errs = append(errs, &Error{File: file, Message: fmt.Sprintf("butane %s %s: %v", head.Variant, head.Version, err), Err: errors.Join(ErrInvalid, err)})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return decodeDocuments(file, out)
+}
+
+func (l *Loader) object(o rawObject) {
+	group, _, _ := strings.Cut(o.APIVersion, "/")
+	ours := o.APIVersion == "" || group == "machineconfiguration.openshift.io"
+	switch {
+	case o.Kind == KindMachineConfig && ours:
+		mc := &MachineConfig{Source: o.File}
+		if err := json.Unmarshal(o.JSON, mc); err != nil {
+			l.errs.add(objectError(o, err))
+			return
+		}
+		l.configs = append(l.configs, mc)
+	case o.Kind == KindMachineConfigPool && ours:
+		p, err := decodePool(o)
+		if err != nil {
+			l.errs.add(objectError(o, err))
+			return
+		}
+		l.pools = append(l.pools, p)
+	case o.Kind == KindControllerConfig && ours:
+		cc, err := decodeControllerConfig(o)
+		if err != nil {
+			l.errs.add(objectError(o, err))
+			return
+		}
+		l.ccs = append(l.ccs, cc)
+	case o.Kind == "":
+		l.notices = append(l.notices, &Error{File: o.File, Path: "$.kind", Message: "notice: object has no kind; skipped"})
+	default:
+		l.notices = append(l.notices, &Error{File: o.File, Object: o.ident(), Path: "$", Message: fmt.Sprintf("notice: %s %s is not used for rendering; skipped", o.APIVersion, o.Kind)})
+	}
+}
+
+func objectError(o rawObject, err error) *Error {
+	x := &Error{File: o.File, Object: o.ident(), Path: "$", Message: err.Error(), Err: ErrInvalid}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		x.Path, x.Message = fe.Path, fe.Msg
+	}
+	return x
+}
+
+func decodePool(o rawObject) (*MachineConfigPool, error) {
+	var p MachineConfigPool
+	if err := json.Unmarshal(o.JSON, &p); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, &fieldError{"$." + te.Field, fmt.Sprintf("want %s, got a JSON %s", goKind(te.Type.String()), te.Value)}
+		}
+		return nil, err
+	}
+	p.Source = o.File
+	if fe := p.Spec.MachineConfigSelector.Validate(); fe != nil {
+		return nil, &fieldError{"$.spec.machineConfigSelector" + fe.Path[1:], fe.Msg}
+	}
+	return &p, nil
+}
+
+func decodeControllerConfig(o rawObject) (*ControllerConfig, error) {
+	var c struct {
+		Metadata ObjectMeta `json:"metadata"`
+		Spec     struct {
+			BaseOSContainerImage           string `json:"baseOSContainerImage"`
+			BaseOSExtensionsContainerImage string `json:"baseOSExtensionsContainerImage"`
+			KubeAPIServerServingCAData     []byte `json:"kubeAPIServerServingCAData"`
+			CloudProviderCAData            []byte `json:"cloudProviderCAData"`
+			RootCAData                     []byte `json:"rootCAData"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(o.JSON, &c); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, &fieldError{"$." + te.Field, fmt.Sprintf("want %s, got a JSON %s", goKind(te.Type.String()), te.Value)}
+		}
+		var ce base64.CorruptInputError
+		if errors.As(err, &ce) {
+			return nil, &fieldError{"$.spec", "CA data is not valid base64: " + err.Error()}
+		}
+		return nil, err
+	}
+	return &ControllerConfig{
+		Name:                           c.Metadata.Name,
+		BaseOSContainerImage:           c.Spec.BaseOSContainerImage,
+		BaseOSExtensionsContainerImage: c.Spec.BaseOSExtensionsContainerImage,
+		KubeAPIServerServingCAData:     c.Spec.KubeAPIServerServingCAData,
+		CloudProviderCAData:            c.Spec.CloudProviderCAData,
+		RootCAData:                     c.Spec.RootCAData,
+		ReleaseImageVersion:            c.Metadata.Annotations[AnnotationReleaseImageVersion],
+		ControllerVersion:              c.Metadata.Annotations[AnnotationControllerConfigVersion],
+		Source:                         o.File,
+	}, nil
+}
+
+// build checks names, parses every Ignition config once, and settles pools.
+func (l *Loader) build() (*Set, error) {
+	s := &Set{byName: map[string]*entry{}, notices: l.notices}
+	var errs Errors
+
+	for _, mc := range l.configs {
+		if mc.Metadata.Name == "" {
+			errs.add(&Error{File: mc.Source, Object: KindMachineConfig, Path: "$.metadata.name", Message: "MachineConfig has no name", Err: ErrInvalid})
+			continue
+		}
+		if prev, dup := s.byName[mc.Metadata.Name]; dup {
+			errs.add(dupError(KindMachineConfig, mc.Metadata.Name, prev.mc.Source, mc.Source))
+			continue
+		}
+		e := newEntry(mc)
+		s.byName[mc.Metadata.Name] = e
+		s.entries = append(s.entries, e)
+	}
+	slices.SortFunc(s.entries, func(a, b *entry) int { return strings.Compare(a.mc.Metadata.Name, b.mc.Metadata.Name) })
+
+	seenPool := map[string]*MachineConfigPool{}
+	for _, p := range l.pools {
+		if p.Metadata.Name == "" {
+			errs.add(&Error{File: p.Source, Object: KindMachineConfigPool, Path: "$.metadata.name", Message: "MachineConfigPool has no name", Err: ErrInvalid})
+			continue
+		}
+		if prev, dup := seenPool[p.Metadata.Name]; dup {
+			errs.add(dupError(KindMachineConfigPool, p.Metadata.Name, prev.Source, p.Source))
+			continue
+		}
+		seenPool[p.Metadata.Name] = p
+		s.pools = append(s.pools, p)
+	}
+	if len(l.pools) == 0 {
+		// A made-up pool that selects nothing is left out, so a tree of
+		// worker configs alone renders; a pool the tree defines is kept
+		// and fails to render, as upstream's does.
+		for _, p := range defaultPools() {
+			if slices.ContainsFunc(s.entries, func(e *entry) bool { return p.Spec.MachineConfigSelector.Matches(e.mc.Metadata.Labels) }) {
+				s.pools = append(s.pools, p)
+			}
+		}
+	}
+	slices.SortFunc(s.pools, func(a, b *MachineConfigPool) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
+
+	for i, cc := range l.ccs {
+		if i > 0 {
+			errs.add(dupError(KindControllerConfig, cc.Name, l.ccs[0].Source, cc.Source))
+			continue
+		}
+		s.cc = cc
+	}
+
+	for _, e := range s.entries {
+		selected := false
+		for _, p := range s.pools {
+			if p.Spec.MachineConfigSelector.Matches(e.mc.Metadata.Labels) {
+				selected = true
+				break
+			}
+		}
+		if !selected {
+			s.notices = append(s.notices, &Error{File: e.mc.Source, Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: "$.metadata.labels",
+				Message: "notice: no pool selects this MachineConfig; it is not rendered"})
+		}
+	}
+	if len(errs.List) > 0 {
+		return nil, &errs
+	}
+	return s, nil
+}
+
+func dupError(kind, name, first, second string) *Error {
+	return &Error{File: second, Object: kind + "/" + name, Path: "$.metadata.name",
+		Message: fmt.Sprintf("duplicate name: %s %q is also defined in %s", kind, name, orUnknown(first)), Err: ErrDuplicateName}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "another object"
+	}
+	return s
+}
+
+// DefaultPoolSource is the Source of the pools made up when a tree has none.
+const DefaultPoolSource = "(default pool)"
+
+// defaultPools are upstream's two built-in pools, selecting by role.
+func defaultPools() []*MachineConfigPool {
+	var out []*MachineConfigPool
+	for _, role := range []string{"master", "worker"} {
+		out = append(out, &MachineConfigPool{
+			APIVersion: APIVersion,
+			Kind:       KindMachineConfigPool,
+			Metadata:   ObjectMeta{Name: role},
+			Spec:       MachineConfigPoolSpec{MachineConfigSelector: &LabelSelector{MatchLabels: map[string]string{RoleLabel: role}}},
+			Source:     DefaultPoolSource,
+		})
+	}
+	return out
+}
+
+// fileError names the file once: an *fs.PathError repeats it.
+func fileError(p string, err error) *Error {
+	msg := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		msg = pe.Err.Error()
+	}
+	return &Error{File: p, Message: msg, Err: err}
+}

@@ -1,0 +1,258 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/coreos/ignition/v2/config/merge"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+// mergeOrder sorts a pool's MachineConfigs as upstream does: those with role
+// worker first, then the rest, each group by name; later ones win. That is
+// how a custom pool's configs override the worker configs it also selects.
+func mergeOrder(members []*entry) []*entry {
+	var workers, others []*entry
+	for _, e := range members {
+		if e.mc.Metadata.Labels[RoleLabel] == "worker" {
+			workers = append(workers, e)
+		} else {
+			others = append(others, e)
+		}
+	}
+	byName := func(a, b *entry) int { return strings.Compare(a.mc.Metadata.Name, b.mc.Metadata.Name) }
+	slices.SortStableFunc(workers, byName)
+	slices.SortStableFunc(others, byName)
+	return append(workers, others...)
+}
+
+// merged is the Ignition merge of a pool, with what is needed to say which
+// MachineConfig supplied any value in it.
+type merged struct {
+	order []*entry
+	base  int         // index in order of the first config; -1 when none has one
+	steps []mergeStep // one per config merged onto the base, in order
+	cfg   convert.Config
+}
+
+type mergeStep struct {
+	member int // index in order of the child config
+	tr     merge.Transcript
+}
+
+// mergeIgnition merges the configs in order with Ignition's own merge (files,
+// directories and links by path, units and users by name; the child wins),
+// keeping each step's transcript for provenance. The cached configs are
+// never modified: the merge builds new values, and the fixes below copy
+// before they write.
+func mergeIgnition(order []*entry) *merged {
+	m := &merged{order: order, base: -1}
+	for i, e := range order {
+		if e.cfg == nil {
+			continue
+		}
+		if m.base < 0 {
+			m.base, m.cfg = i, *e.cfg
+			continue
+		}
+		child := *e.cfg
+		child.Storage.Files = childCompression(child.Storage.Files)
+		res, tr := merge.MergeStructTranscribe(m.cfg, child)
+		m.cfg = res.(convert.Config)
+		m.steps = append(m.steps, mergeStep{member: i, tr: tr})
+	}
+	m.cfg.Ignition.Version = convert.Newest.String()
+
+	// Upstream's two fixes to the merged files. Ignition writes no file that
+	// exists unless overwrite is true, while the daemon always does: files
+	// that do not say get overwrite true. And the empty compression that
+	// childCompression planted (or an input wrote) means none.
+	files := slices.Clone(m.cfg.Storage.Files)
+	for i := range files {
+		f := &files[i]
+		if c := f.Contents.Compression; c != nil && *c == "" {
+			f.Contents.Compression = nil
+		}
+		if f.Overwrite == nil {
+			t := true
+			f.Overwrite = &t
+		}
+	}
+	m.cfg.Storage.Files = files
+	return m
+}
+
+// childCompression works around Ignition's merge keeping the parent's
+// compression when the child file says none: a child that replaces gzip
+// contents with plain ones would be decompressed on the node and fail. As
+// upstream does, the child's absent compression is made an explicit empty
+// one, which wins the merge and is removed afterwards. Unlike upstream, a
+// child that sets no contents keeps the parent's compression, because it
+// keeps the parent's (possibly compressed) contents too.
+func childCompression(files []types.File) []types.File {
+	var out []types.File
+	for i, f := range files {
+		if f.Contents.Compression == nil && f.Contents.Source != nil {
+			if out == nil {
+				out = slices.Clone(files)
+			}
+			empty := ""
+			out[i].Contents.Compression = &empty
+		}
+	}
+	if out == nil {
+		return files
+	}
+	return out
+}
+
+// origin returns the MachineConfig (index in order) that supplied the value
+// at path p of the merged config, and the path of that value inside its
+// config. A path the transcripts do not record (an empty value) is
+// attributed through its nearest recorded parent.
+func (m *merged) origin(p []any) (int, []any) {
+	for n := len(p); n >= 0; n-- {
+		if member, q, ok := m.trace(p[:n]); ok {
+			return member, append(slices.Clip(q), p[n:]...)
+		}
+	}
+	return m.base, p
+}
+
+// trace follows p back through the merge steps: to the child of the last
+// step that wrote it, or through the parent to earlier steps, down to the
+// base config.
+func (m *merged) trace(p []any) (int, []any, bool) {
+	for k := len(m.steps) - 1; k >= 0; k-- {
+		var parent []any
+		found := false
+		for _, mp := range m.steps[k].tr.Mappings {
+			if !pathEqual(mp.To.Path, p) {
+				continue
+			}
+			if mp.From.Tag == merge.TAG_CHILD {
+				return m.steps[k].member, mp.From.Path, true
+			}
+			parent, found = mp.From.Path, true
+		}
+		if !found {
+			return 0, nil, false
+		}
+		p = parent
+	}
+	if m.base < 0 {
+		return 0, nil, false
+	}
+	return m.base, p, true
+}
+
+func pathEqual(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// parsePath reads "$.storage.files.3.mode" as ["storage" "files" 3 "mode"],
+// the form Ignition's transcripts use.
+func parsePath(s string) []any {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "$"), ".")
+	if s == "" {
+		return nil
+	}
+	parts := strings.Split(s, ".")
+	out := make([]any, len(parts))
+	for i, x := range parts {
+		if n, err := strconv.Atoi(x); err == nil {
+			out[i] = n
+		} else {
+			out[i] = x
+		}
+	}
+	return out
+}
+
+func pathString(p []any) string {
+	var b strings.Builder
+	b.WriteString("$")
+	for _, x := range p {
+		b.WriteByte('.')
+		fmt.Fprint(&b, x)
+	}
+	return b.String()
+}
+
+// provenance says which MachineConfig supplied each file, directory, link,
+// unit and user of the merged config: the last one in merge order that
+// declares it, which is the one whose entry won the merge. Kernel arguments
+// are credited to the first MachineConfig that adds them.
+func provenance(order []*entry, cfg *convert.Config) Provenance {
+	files, dirs, links, units, users := map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}
+	kargs := map[string]string{}
+	for _, e := range order {
+		name := e.mc.Metadata.Name
+		for _, a := range e.mc.Spec.KernelArguments {
+			if _, ok := kargs[a]; !ok {
+				kargs[a] = name
+			}
+		}
+		if e.cfg == nil {
+			continue
+		}
+		c := e.cfg
+		for _, f := range c.Storage.Files {
+			files[f.Path] = name
+		}
+		for _, d := range c.Storage.Directories {
+			dirs[d.Path] = name
+		}
+		for _, l := range c.Storage.Links {
+			links[l.Path] = name
+		}
+		for _, u := range c.Systemd.Units {
+			units[u.Name] = name
+		}
+		for _, u := range c.Passwd.Users {
+			users[u.Name] = name
+		}
+		for _, a := range c.KernelArguments.ShouldExist {
+			if _, ok := kargs[string(a)]; !ok {
+				kargs[string(a)] = name
+			}
+		}
+	}
+	// Keep only what the merged config holds: a later link can replace an
+	// earlier file of the same path.
+	p := Provenance{
+		Files:           keep(files, cfg.Storage.Files, func(f types.File) string { return f.Path }),
+		Directories:     keep(dirs, cfg.Storage.Directories, func(d types.Directory) string { return d.Path }),
+		Links:           keep(links, cfg.Storage.Links, func(l types.Link) string { return l.Path }),
+		Units:           keep(units, cfg.Systemd.Units, func(u types.Unit) string { return u.Name }),
+		Users:           keep(users, cfg.Passwd.Users, func(u types.PasswdUser) string { return u.Name }),
+		KernelArguments: kargs,
+	}
+	if len(kargs) == 0 {
+		p.KernelArguments = nil
+	}
+	return p
+}
+
+func keep[T any](all map[string]string, present []T, key func(T) string) map[string]string {
+	if len(present) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(present))
+	for _, x := range present {
+		k := key(x)
+		out[k] = all[k]
+	}
+	return out
+}

@@ -1,0 +1,357 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// API group and kinds of the objects this package reads and writes.
+const (
+	APIVersion = "machineconfiguration.openshift.io/v1"
+
+	KindMachineConfig     = "MachineConfig"
+	KindMachineConfigPool = "MachineConfigPool"
+	KindControllerConfig  = "ControllerConfig"
+
+	// RoleLabel selects MachineConfigs into the default pools and decides
+	// the merge order (role worker first).
+	RoleLabel = "machineconfiguration.openshift.io/role"
+
+	// Annotations upstream's renderer writes on rendered configs, and the
+	// one its template controllers write on the configs they generate.
+	AnnotationGeneratedByController = "machineconfiguration.openshift.io/generated-by-controller-version"
+	AnnotationReleaseImageVersion   = "machineconfiguration.openshift.io/release-image-version"
+	AnnotationOSImageURLOverridden  = "machineconfiguration.openshift.io/os-image-url-overridden"
+	// AnnotationControllerConfigVersion is on the ControllerConfig.
+	AnnotationControllerConfigVersion = "machineconfiguration.openshift.io/generated-by-version"
+)
+
+// The JSON forms below keep every field they do not model (Extra) and write
+// them back after the known ones, sorted by key, so re-serialising an object
+// loses nothing and is deterministic.
+
+// MarshalJSON writes known fields in API order, then Extra.
+func (m MachineConfig) MarshalJSON() ([]byte, error) {
+	var w objWriter
+	w.str("apiVersion", m.APIVersion)
+	w.str("kind", m.Kind)
+	w.value("metadata", m.Metadata)
+	w.value("spec", m.Spec)
+	w.extra(m.Extra)
+	return w.done()
+}
+
+// UnmarshalJSON reads known fields and keeps the rest in Extra.
+func (m *MachineConfig) UnmarshalJSON(b []byte) error {
+	fields, err := objectFields(b, "$")
+	if err != nil {
+		return err
+	}
+	*m = MachineConfig{Source: m.Source}
+	for k, v := range fields {
+		switch k {
+		case "apiVersion":
+			err = decodeField(v, &m.APIVersion, "$.apiVersion")
+		case "kind":
+			err = decodeField(v, &m.Kind, "$.kind")
+		case "metadata":
+			err = m.Metadata.decode(v, "$.metadata")
+		case "spec":
+			err = m.Spec.decode(v, "$.spec")
+		default:
+			m.Extra = setExtra(m.Extra, k, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes name, labels and annotations, then Extra.
+func (o ObjectMeta) MarshalJSON() ([]byte, error) {
+	var w objWriter
+	w.str("name", o.Name)
+	if len(o.Labels) > 0 {
+		w.value("labels", o.Labels)
+	}
+	if len(o.Annotations) > 0 {
+		w.value("annotations", o.Annotations)
+	}
+	w.extra(o.Extra)
+	return w.done()
+}
+
+// UnmarshalJSON reads known fields and keeps the rest in Extra.
+func (o *ObjectMeta) UnmarshalJSON(b []byte) error { return o.decode(b, "$") }
+
+func (o *ObjectMeta) decode(b []byte, at string) error {
+	fields, err := objectFields(b, at)
+	if err != nil {
+		return err
+	}
+	*o = ObjectMeta{}
+	for k, v := range fields {
+		switch k {
+		case "name":
+			err = decodeField(v, &o.Name, at+".name")
+		case "labels":
+			err = decodeField(v, &o.Labels, at+".labels")
+		case "annotations":
+			err = decodeField(v, &o.Annotations, at+".annotations")
+		default:
+			o.Extra = setExtra(o.Extra, k, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes every field upstream's API writes (none is omitted
+// there either), then Extra. An absent config is null.
+func (s MachineConfigSpec) MarshalJSON() ([]byte, error) {
+	var w objWriter
+	w.str("osImageURL", s.OSImageURL)
+	w.str("baseOSExtensionsContainerImage", s.BaseOSExtensionsContainerImage)
+	if len(s.Config) == 0 {
+		w.raw("config", []byte("null"))
+	} else {
+		w.raw("config", s.Config)
+	}
+	w.value("kernelArguments", s.KernelArguments)
+	w.value("extensions", s.Extensions)
+	w.value("fips", s.FIPS)
+	w.str("kernelType", s.KernelType)
+	w.extra(s.Extra)
+	return w.done()
+}
+
+// UnmarshalJSON reads known fields and keeps the rest in Extra.
+func (s *MachineConfigSpec) UnmarshalJSON(b []byte) error { return s.decode(b, "$") }
+
+func (s *MachineConfigSpec) decode(b []byte, at string) error {
+	fields, err := objectFields(b, at)
+	if err != nil {
+		return err
+	}
+	*s = MachineConfigSpec{}
+	for k, v := range fields {
+		switch k {
+		case "osImageURL":
+			err = decodeField(v, &s.OSImageURL, at+".osImageURL")
+		case "baseOSExtensionsContainerImage":
+			err = decodeField(v, &s.BaseOSExtensionsContainerImage, at+".baseOSExtensionsContainerImage")
+		case "config":
+			if t := bytes.TrimSpace(v); !bytes.Equal(t, []byte("null")) {
+				s.Config = slices.Clone(t)
+			}
+		case "kernelArguments":
+			err = decodeField(v, &s.KernelArguments, at+".kernelArguments")
+		case "extensions":
+			err = decodeField(v, &s.Extensions, at+".extensions")
+		case "fips":
+			err = decodeField(v, &s.FIPS, at+".fips")
+		case "kernelType":
+			err = decodeField(v, &s.KernelType, at+".kernelType")
+		default:
+			s.Extra = setExtra(s.Extra, k, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MachineConfigPool is machineconfiguration.openshift.io/v1
+// MachineConfigPool; only what rendering needs is modelled.
+type MachineConfigPool struct {
+	APIVersion string                `json:"apiVersion"`
+	Kind       string                `json:"kind"`
+	Metadata   ObjectMeta            `json:"metadata"`
+	Spec       MachineConfigPoolSpec `json:"spec"`
+
+	Source string `json:"-"`
+}
+
+// MachineConfigPoolSpec selects the pool's MachineConfigs.
+type MachineConfigPoolSpec struct {
+	MachineConfigSelector *LabelSelector `json:"machineConfigSelector,omitempty"`
+	NodeSelector          *LabelSelector `json:"nodeSelector,omitempty"`
+}
+
+// fieldError is a decoding problem at a JSON path inside one object.
+type fieldError struct {
+	Path string
+	Msg  string
+}
+
+func (e *fieldError) Error() string { return e.Path + ": " + e.Msg }
+
+// objectFields splits a JSON object into its members. Duplicate keys are
+// refused: which one a reader keeps differs between tools.
+func objectFields(b []byte, at string) (map[string]json.RawMessage, error) {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return nil, nil // Kubernetes reads null as the zero value
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, &fieldError{at, "invalid JSON: " + err.Error()}
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, &fieldError{at, fmt.Sprintf("want an object, got %s", describeToken(tok))}
+	}
+	out := map[string]json.RawMessage{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, &fieldError{at, "invalid JSON: " + err.Error()}
+		}
+		k := kt.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, &fieldError{at + "." + k, "invalid JSON: " + err.Error()}
+		}
+		if _, dup := out[k]; dup {
+			return nil, &fieldError{at + "." + k, "duplicate key"}
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func describeToken(t json.Token) string {
+	switch v := t.(type) {
+	case json.Delim:
+		if v == '[' {
+			return "a list"
+		}
+	case string:
+		return "a string"
+	case float64, json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%v", t)
+}
+
+// decodeField decodes one member, naming its path on a type mismatch.
+// A null leaves the zero value, as Kubernetes reads it.
+func decodeField(v json.RawMessage, into any, at string) error {
+	if err := json.Unmarshal(v, into); err != nil {
+		var te *json.UnmarshalTypeError
+		if ok := asType(err, &te); ok {
+			p := at
+			if te.Field != "" {
+				p += "." + te.Field
+			}
+			return &fieldError{p, fmt.Sprintf("want %s, got a JSON %s", goKind(te.Type.String()), te.Value)}
+		}
+		return &fieldError{at, err.Error()}
+	}
+	return nil
+}
+
+func asType(err error, te **json.UnmarshalTypeError) bool {
+	t, ok := err.(*json.UnmarshalTypeError)
+	if ok {
+		*te = t
+	}
+	return ok
+}
+
+func goKind(t string) string {
+	switch t {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "[]string":
+		return "a list of strings"
+	case "map[string]string":
+		return "a map of strings"
+	}
+	return t
+}
+
+func setExtra(m map[string]json.RawMessage, k string, v json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m[k] = slices.Clone(v)
+	return m
+}
+
+// objWriter writes one JSON object member by member.
+type objWriter struct {
+	buf bytes.Buffer
+	err error
+}
+
+func (w *objWriter) key(k string) {
+	if w.buf.Len() == 0 {
+		w.buf.WriteByte('{')
+	} else {
+		w.buf.WriteByte(',')
+	}
+	kb, _ := json.Marshal(k)
+	w.buf.Write(kb)
+	w.buf.WriteByte(':')
+}
+
+func (w *objWriter) str(k, v string) { w.value(k, v) }
+
+func (w *objWriter) value(k string, v any) {
+	if w.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		w.err = fmt.Errorf("encoding %s: %w", k, err)
+		return
+	}
+	w.key(k)
+	w.buf.Write(b)
+}
+
+// raw writes b, which must be JSON; it is compacted so the object is valid
+// whatever whitespace the input carried.
+func (w *objWriter) raw(k string, b []byte) {
+	if w.err != nil {
+		return
+	}
+	w.key(k)
+	if err := json.Compact(&w.buf, b); err != nil {
+		w.err = fmt.Errorf("encoding %s: %w", k, err)
+	}
+}
+
+func (w *objWriter) extra(m map[string]json.RawMessage) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		w.raw(k, m[k])
+	}
+}
+
+func (w *objWriter) done() ([]byte, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	if w.buf.Len() == 0 {
+		return []byte("{}"), nil
+	}
+	w.buf.WriteByte('}')
+	return w.buf.Bytes(), nil
+}

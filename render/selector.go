@@ -1,0 +1,98 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+)
+
+// LabelSelector is Kubernetes' metav1.LabelSelector: every matchLabels pair
+// and every expression must hold.
+type LabelSelector struct {
+	MatchLabels      map[string]string          `json:"matchLabels,omitempty"`
+	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// LabelSelectorRequirement is one matchExpressions entry.
+type LabelSelectorRequirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values,omitempty"`
+}
+
+// Selector operators, spelled as Kubernetes spells them.
+const (
+	OpIn           = "In"
+	OpNotIn        = "NotIn"
+	OpExists       = "Exists"
+	OpDoesNotExist = "DoesNotExist"
+)
+
+// Empty reports whether the selector has no terms. Upstream's renderer lets
+// a nil or empty selector match nothing, not everything.
+func (s *LabelSelector) Empty() bool {
+	return s == nil || len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0
+}
+
+// Validate checks the selector as Kubernetes' LabelSelectorAsSelector does:
+// In and NotIn need values, Exists and DoesNotExist take none.
+func (s *LabelSelector) Validate() *fieldError {
+	if s == nil {
+		return nil
+	}
+	for i, r := range s.MatchExpressions {
+		at := fmt.Sprintf("$.matchExpressions.%d", i)
+		if r.Key == "" {
+			return &fieldError{at + ".key", "key must not be empty"}
+		}
+		switch r.Operator {
+		case OpIn, OpNotIn:
+			if len(r.Values) == 0 {
+				return &fieldError{at + ".values", fmt.Sprintf("operator %s needs at least one value", r.Operator)}
+			}
+		case OpExists, OpDoesNotExist:
+			if len(r.Values) > 0 {
+				return &fieldError{at + ".values", fmt.Sprintf("operator %s takes no values", r.Operator)}
+			}
+		default:
+			return &fieldError{at + ".operator", fmt.Sprintf("unknown operator %q: want In, NotIn, Exists or DoesNotExist", r.Operator)}
+		}
+	}
+	return nil
+}
+
+// Matches reports whether labels satisfy the selector. An empty selector
+// matches nothing; call Validate first, an invalid term matches nothing.
+func (s *LabelSelector) Matches(labels map[string]string) bool {
+	if s.Empty() {
+		return false
+	}
+	for k, v := range s.MatchLabels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	for _, r := range s.MatchExpressions {
+		v, ok := labels[r.Key]
+		switch r.Operator {
+		case OpIn:
+			if !ok || !slices.Contains(r.Values, v) {
+				return false
+			}
+		case OpNotIn:
+			if ok && slices.Contains(r.Values, v) {
+				return false
+			}
+		case OpExists:
+			if !ok {
+				return false
+			}
+		case OpDoesNotExist:
+			if ok {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
