@@ -2,8 +2,11 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/ignition-mcs/mcs/render"
@@ -18,10 +21,14 @@ type Source interface {
 	String() string
 }
 
-// Input is one complete render of a source.
+// Input is one render of a source.
 type Input struct {
 	Results          []*render.Result
 	ControllerConfig *render.ControllerConfig // nil when the source has none
+	// Failed maps each pool whose render failed to why. Such a pool keeps
+	// serving its last good render, as upstream marks only that pool
+	// degraded: one broken custom pool must not hold back the others.
+	Failed map[string]error
 }
 
 // Reloader renders the source into snapshots, off the request path: at
@@ -62,6 +69,10 @@ func (r *Reloader) reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	failed := failure(in.Failed)
+	if len(in.Results) == 0 && failed != nil {
+		return failed
+	}
 	var nf NodeFiles
 	if r.NodeFiles != nil {
 		if nf, err = r.NodeFiles(); err != nil {
@@ -74,8 +85,22 @@ func (r *Reloader) reload(ctx context.Context) error {
 		r.gen--
 		return err
 	}
+	snap.keepFailed(r.Server.Snapshot(), in.Failed)
 	r.Server.Swap(snap)
-	return nil
+	return failed
+}
+
+// failure joins per-pool errors, sorted by pool, or returns nil.
+func failure(failed map[string]error) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(failed))
+	errs := make([]error, len(names))
+	for i, n := range names {
+		errs[i] = fmt.Errorf("pool %s (serving its last good render): %w", n, failed[n])
+	}
+	return errors.Join(errs...)
 }
 
 // Run renders at start, then on every change from the source or trigger,

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +29,26 @@ type Snapshot struct {
 	Built      time.Time
 	BuildTime  time.Duration
 	pools      map[string]*pool
-	names      []string // sorted
+	names      []string          // sorted
+	failed     map[string]string // pool → why its newest render failed (it serves an older one)
+}
+
+// keepFailed carries over, from prev, the pools whose newest render failed.
+// A pool that never rendered stays absent (404 names it nowhere).
+func (s *Snapshot) keepFailed(prev *Snapshot, failed map[string]error) {
+	if len(failed) == 0 {
+		return
+	}
+	s.failed = make(map[string]string, len(failed))
+	for name, err := range failed {
+		s.failed[name] = err.Error()
+		if prev == nil || prev.pools[name] == nil || s.pools[name] != nil {
+			continue
+		}
+		s.pools[name] = prev.pools[name]
+		s.names = append(s.names, name)
+	}
+	slices.Sort(s.names)
 }
 
 // pool holds one pool's precomputed responses, one per spec version that can
@@ -92,22 +112,40 @@ const (
 	pathEncapsulated = "/etc/ignition-machine-config-encapsulated.json"
 )
 
-// BuildSnapshot precomputes every response of every pool. It fails only on
-// errors that would make a pool unservable to every client.
+// BuildSnapshot precomputes every response of every pool, pools and spec
+// versions in parallel. It fails only on errors that would make a pool
+// unservable to every client.
 func BuildSnapshot(gen uint64, results []*render.Result, cc *render.ControllerConfig, nf NodeFiles) (*Snapshot, error) {
 	start := time.Now()
 	s := &Snapshot{Generation: gen, Built: start, pools: make(map[string]*pool, len(results))}
-	for _, res := range results {
-		p, err := buildPool(res, cc, nf)
-		if err != nil {
-			return nil, fmt.Errorf("pool %s: %w", res.Pool, err)
+	pools := make([]*pool, len(results))
+	errs := make([]error, len(results))
+	parallel(len(results), func(i int) { pools[i], errs[i] = buildPool(results[i], cc, nf) })
+	for i, res := range results {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("pool %s: %w", res.Pool, errs[i])
 		}
-		s.pools[res.Pool] = p
+		s.pools[res.Pool] = pools[i]
 		s.names = append(s.names, res.Pool)
 	}
 	slices.Sort(s.names)
 	s.BuildTime = time.Since(start)
 	return s, nil
+}
+
+// parallel runs f(0..n-1) on at most GOMAXPROCS goroutines at a time.
+func parallel(n int, f func(i int)) {
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f(i)
+		}()
+	}
+	wg.Wait()
 }
 
 func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*pool, error) {
@@ -121,20 +159,25 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 	if err != nil {
 		return nil, err
 	}
-	for _, v := range convert.OutputVersions {
-		cfg, err := servedConfig(res, v, shared)
+	vs := convert.OutputVersions
+	bodies := make([][]byte, len(vs))
+	errs := make([]error, len(vs))
+	parallel(len(vs), func(i int) {
+		cfg, err := servedConfig(res, vs[i], shared)
 		if err == nil {
-			var body []byte
-			body, err = convert.Encode(&cfg, v, false)
-			if err == nil {
-				p.responses[v] = newResponse(v, body)
-				if p.lowest.IsZero() {
-					p.lowest = v
-				}
-				continue
-			}
+			bodies[i], err = convert.Encode(&cfg, vs[i], false)
 		}
-		p.blocked[v] = err
+		errs[i] = err
+	})
+	for i, v := range vs {
+		if errs[i] != nil {
+			p.blocked[v] = errs[i]
+			continue
+		}
+		p.responses[v] = newResponse(v, bodies[i])
+		if p.lowest.IsZero() {
+			p.lowest = v
+		}
 	}
 	if _, ok := p.responses[res.Spec]; !ok {
 		return nil, fmt.Errorf("cannot serve the rendered spec %s: %w", res.Spec, p.blocked[res.Spec])

@@ -34,6 +34,8 @@ type PoolStatus struct {
 	Reasons  []render.Reason   `json:"reasons"`
 	Servable []convert.Version `json:"servable"`
 	Blocked  map[string]string `json:"blocked,omitempty"`
+	// Error is why the pool's newest render failed; it serves an older one.
+	Error string `json:"error,omitempty"`
 }
 
 // Condition follows Kubernetes' condition shape.
@@ -62,7 +64,7 @@ func (s *Server) Status() Status {
 		for _, name := range snap.names {
 			p := snap.pools[name]
 			ps := PoolStatus{Name: name, Rendered: p.result.Name, Spec: p.result.Spec, MinSpec: p.result.MinSpec,
-				Reasons: p.result.Reasons, Servable: []convert.Version{}}
+				Reasons: p.result.Reasons, Servable: []convert.Version{}, Error: snap.failed[name]}
 			if ps.Reasons == nil {
 				ps.Reasons = []render.Reason{}
 			}

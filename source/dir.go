@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/ignition-mcs/mcs/render"
@@ -35,11 +36,32 @@ func (d *Dir) Load(ctx context.Context) (*serve.Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	results, rerr := set.Render(d.Options)
-	if rerr != nil {
-		return nil, rerr
+	// Pools render one by one (in parallel), so a failure is the failing
+	// pool's alone.
+	names := set.PoolNames()
+	results := make([]*render.Result, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = set.RenderPool(name, d.Options)
+		}()
 	}
-	return &serve.Input{Results: results, ControllerConfig: set.ControllerConfig()}, nil
+	wg.Wait()
+	in := &serve.Input{ControllerConfig: set.ControllerConfig()}
+	for i, name := range names {
+		if errs[i] != nil {
+			if in.Failed == nil {
+				in.Failed = map[string]error{}
+			}
+			in.Failed[name] = errs[i]
+			continue
+		}
+		in.Results = append(in.Results, results[i])
+	}
+	return in, nil
 }
 
 // stableTries bounds how often a load is retried while the tree keeps changing.
@@ -86,7 +108,15 @@ func (d *Dir) Watch(ctx context.Context, changed chan<- struct{}) {
 
 func (d *Dir) fingerprint() [32]byte {
 	h := sha256.New()
-	err := filepath.WalkDir(d.Path, func(p string, e fs.DirEntry, err error) error {
+	// A root that is a symlink (a mounted ConfigMap swaps one) is resolved,
+	// since WalkDir would not descend into it.
+	root, err := filepath.EvalSymlinks(d.Path)
+	if err != nil {
+		fmt.Fprintf(h, "err %v\n", err)
+		root = d.Path
+	}
+	fmt.Fprintf(h, "root %s\n", root)
+	err = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			fmt.Fprintf(h, "err %s %v\n", p, err)
 			return nil

@@ -35,11 +35,13 @@ var markerRe = regexp.MustCompile(`"/etc/(a|b)-part","contents":\{"source":"data
 // the invalid period the last good one serves and /status shows the error.
 func TestSoakRewrites(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-0"))
-	writeFile(t, dir, "b-part.yaml", mc("b-part", "gen-0"))
-	// The debounce outlasts the poll interval, so the two writes of one
-	// generation are always rendered together.
-	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", "10ms", "--debounce", "40ms", "--log-level", "error")
+	// Each generation is one file, replaced by rename: the writer's update is
+	// atomic, so any mix of generations in a body is the server's fault.
+	gen := func(marker, mode string) string {
+		return strings.Replace(mc("a-part", marker), "mode: 420", "mode: "+mode, 1) + "---\n" + mc("b-part", marker)
+	}
+	writeFile(t, dir, "parts.yaml", gen("gen-0", "420"))
+	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", "10ms", "--debounce", "20ms", "--log-level", "error")
 	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
 
 	var requests, failures atomic.Int64
@@ -101,15 +103,13 @@ func TestSoakRewrites(t *testing.T) {
 		if g%8 == 4 {
 			// Invalid: a file mode that is not a number. Both parts change, so
 			// a half-applied render would show as a torn body.
-			writeFile(t, dir, "a-part.yaml", strings.Replace(mc("a-part", "BROKEN"), "mode: 420", "mode: rw-r--r--", 1))
-			writeFile(t, dir, "b-part.yaml", mc("b-part", "BROKEN"))
+			writeFile(t, dir, "parts.yaml", gen("BROKEN", "rw-r--r--"))
 			waitFor(t, "the render error in /status", func() bool { return strings.Contains(statusErr(), "a-part") })
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		writeFile(t, dir, "a-part.yaml", mc("a-part", marker))
-		writeFile(t, dir, "b-part.yaml", mc("b-part", marker))
-		time.Sleep(120 * time.Millisecond)
+		writeFile(t, dir, "parts.yaml", gen(marker, "420"))
+		time.Sleep(100 * time.Millisecond)
 	}
 	waitFor(t, "the error to clear", func() bool { return statusErr() == "" })
 	stop()
@@ -321,4 +321,51 @@ func genCert(t *testing.T, pool *x509.CertPool, serial int64) (certPEM, keyPEM s
 func installCert(t *testing.T, certFile, keyFile, certPEM, keyPEM string) {
 	writeFile(t, filepath.Dir(keyFile), filepath.Base(keyFile), keyPEM)
 	writeFile(t, filepath.Dir(certFile), filepath.Base(certFile), certPEM)
+}
+
+const pools = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata: {name: worker}
+spec:
+  machineConfigSelector:
+    matchLabels: {machineconfiguration.openshift.io/role: worker}
+---
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata: {name: infra}
+spec:
+  machineConfigSelector:
+    matchLabels: {machineconfiguration.openshift.io/role: infra}
+`
+
+// One pool's render fails: it keeps serving its last good render and
+// /status says why, while the other pools go on updating.
+func TestOnePoolFailing(t *testing.T) {
+	dir := t.TempDir()
+	infra := func(kernelType string) string {
+		return strings.Replace(strings.Replace(mc("infra-part", "infra-1"), "role: worker", "role: infra", 1),
+			"spec:\n", "spec:\n  kernelType: "+kernelType+"\n", 1)
+	}
+	writeFile(t, dir, "pools.yaml", pools)
+	writeFile(t, dir, "worker.yaml", mc("a-part", "gen-1"))
+	writeFile(t, dir, "infra.yaml", infra("default"))
+	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", "10ms", "--debounce", "10ms", "--log-level", "error")
+	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
+
+	writeFile(t, dir, "infra.yaml", infra("turbo"))
+	writeFile(t, dir, "worker.yaml", mc("a-part", "gen-2"))
+	waitFor(t, "worker's new render", func() bool { _, b, _ := in.get("/config/worker"); return strings.Contains(string(b), "gen-2") })
+	if c, b, _ := in.get("/config/infra"); c != 200 || !strings.Contains(string(b), "infra-1") {
+		t.Fatalf("infra stopped serving its last good render: %d", c)
+	}
+	_, st, _ := in.get("/status")
+	var s struct {
+		Pools []struct{ Name, Error string }
+	}
+	json.Unmarshal(st, &s)
+	for _, p := range s.Pools {
+		if (p.Name == "infra") != strings.Contains(p.Error, "turbo") {
+			t.Errorf("pool %s error %q", p.Name, p.Error)
+		}
+	}
 }
