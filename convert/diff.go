@@ -12,6 +12,8 @@ const maxDiffs = 50
 // diff compares two values of one config type and returns the JSON paths at
 // which they differ. A nil slice equals an empty one (both marshal to nothing);
 // a nil pointer does not equal a pointer to a zero value (unset is not false).
+// Order counts everywhere: merged configs and file appends apply in order, and
+// no translation step has a reason to reorder anything.
 func diff(a, b any) []Problem {
 	d := differ{}
 	d.walk(reflect.ValueOf(a), reflect.ValueOf(b), "$")
@@ -39,7 +41,7 @@ func (d *differ) walk(a, b reflect.Value, path string) {
 			d.walk(a.Elem(), b.Elem(), path)
 		}
 	case reflect.Slice:
-		if a.Type().Elem().Implements(keyedType) {
+		if a.Type().Elem().Implements(keyedType) && !sameKeys(a, b) {
 			d.keyed(a, b, path)
 			return
 		}
@@ -73,32 +75,68 @@ func (d *differ) walk(a, b reflect.Value, path string) {
 }
 
 // keyed is what Ignition's list entries with identity implement: files, units,
-// users and so on are keyed by path or name, and their order carries no meaning
-// in spec 3 (duplicates are invalid), so they are matched by key.
+// users and so on are keyed by path or name.
 type keyed interface{ Key() string }
 
 var keyedType = reflect.TypeFor[keyed]()
 
-func (d *differ) keyed(a, b reflect.Value, path string) {
-	inB := make(map[string]int, b.Len())
-	for j := 0; j < b.Len(); j++ {
-		inB[b.Index(j).Interface().(keyed).Key()] = j
+func keyOf(v reflect.Value) string { return v.Interface().(keyed).Key() }
+
+func sameKeys(a, b reflect.Value) bool {
+	if a.Len() != b.Len() {
+		return false
 	}
-	seen := make(map[string]bool, a.Len())
 	for i := 0; i < a.Len(); i++ {
-		k := a.Index(i).Interface().(keyed).Key()
-		seen[k] = true
-		p := fmt.Sprintf("%s.%d", path, i)
-		if j, ok := inB[k]; ok {
-			d.walk(a.Index(i), b.Index(j), p)
-		} else {
-			d.note(p, fmt.Sprintf("lost %q", k))
+		if keyOf(a.Index(i)) != keyOf(b.Index(i)) {
+			return false
 		}
 	}
+	return true
+}
+
+// keyed reports a keyed list whose entries were lost, added or moved: entries
+// are matched by key and, as keys may repeat (file appends, unlabelled
+// partitions), by how often the key occurred before, so that a lost entry
+// is reported once rather than shifting every later one.
+func (d *differ) keyed(a, b reflect.Value, path string) {
+	type occurrence struct {
+		key string
+		n   int
+	}
+	inB := make(map[occurrence]int, b.Len())
+	seen := make(map[string]int, b.Len())
 	for j := 0; j < b.Len(); j++ {
-		if k := b.Index(j).Interface().(keyed).Key(); !seen[k] {
-			d.note(path, fmt.Sprintf("added %q", k))
+		k := keyOf(b.Index(j))
+		inB[occurrence{k, seen[k]}] = j
+		seen[k]++
+	}
+	clear(seen)
+	matched := make([]bool, b.Len())
+	inOrder, last := true, -1
+	for i := 0; i < a.Len(); i++ {
+		k := keyOf(a.Index(i))
+		o := occurrence{k, seen[k]}
+		seen[k]++
+		p := fmt.Sprintf("%s.%d", path, i)
+		j, ok := inB[o]
+		if !ok {
+			d.note(p, "lost "+showKey(k))
+			continue
 		}
+		matched[j] = true
+		if j < last {
+			inOrder = false
+		}
+		last = j
+		d.walk(a.Index(i), b.Index(j), p)
+	}
+	for j := 0; j < b.Len(); j++ {
+		if !matched[j] {
+			d.note(fmt.Sprintf("%s.%d", path, j), "added "+showKey(keyOf(b.Index(j))))
+		}
+	}
+	if !inOrder {
+		d.note(path, "entries reordered")
 	}
 }
 
@@ -123,4 +161,16 @@ func show(v reflect.Value) string {
 	default:
 		return "value"
 	}
+}
+
+// showKey prints an entry's key: a path or name as is, but a resource's key is
+// its source, and a data URL is the file's contents.
+func showKey(k string) string {
+	switch {
+	case strings.HasPrefix(k, "data:"):
+		return fmt.Sprintf("a %d-byte data URL", len(k))
+	case len(k) > 120:
+		return fmt.Sprintf("%q…", k[:120])
+	}
+	return fmt.Sprintf("%q", k)
 }

@@ -1,105 +1,143 @@
 package convert
 
 import (
-	"github.com/coreos/ignition/v2/config/translate"
 	t30 "github.com/coreos/ignition/v2/config/v3_0/types"
 	t31 "github.com/coreos/ignition/v2/config/v3_1/types"
+	t32 "github.com/coreos/ignition/v2/config/v3_2/types"
+	t33 "github.com/coreos/ignition/v2/config/v3_3/types"
 	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
 	t35 "github.com/coreos/ignition/v2/config/v3_5/types"
-	"github.com/coreos/ignition/v2/config/validate"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
 )
 
-// The steps ign-converter lacks or gets wrong, written on Ignition's
-// field-by-field translator. Each checks for what its target cannot hold
-// first (MinVersion's reasons), so these guards are a second line: the
-// lossless proof in Translate is the third.
+// The steps between spec-3 versions, down and up, as copies between the
+// versions' types that name what each step drops or converts. They mirror
+// Ignition's steps up (config/v3_N/translate) and ign-converter's steps
+// down; neither is used: each of ign-converter's steps validates its input
+// and its output, which made a 1 MB config take half a second to reach 3.0
+// (every validation decodes every data URL), its 3.5→3.4 step drops fields,
+// and Ignition's 3.4→3.5 step drops tang advertisements (see up34to35).
+//
+// Nothing here decides what a target can hold: MinVersion refuses that
+// before any step runs, Translate validates the result once at the target
+// spec, and the lossless proof compares it with the input, so a field a step
+// forgot is an error, never a silent loss. TestStepsKeepEveryField checks
+// that every field of every spec survives the way up and back.
 
-// down36to35: 3.6 only changed the meaning of special mode bits, which
-// MinVersion refuses before this step runs; the types are otherwise identical.
-func down36to35(old Config) (t35.Config, error) {
-	var ret t35.Config
-	translate.NewTranslator().Translate(&old, &ret)
-	ret.Ignition.Version = "3.5.0"
-	return ret, validated(ret)
-}
+var (
+	// 3.6 changed what special mode bits and custom Clevis pins mean,
+	// which MinVersion refuses; the types are otherwise identical.
+	copy36to35 = newCopier[Config, t35.Config]()
+	// ign-converter's v35tov34 also drops tang advertisements, which 3.4 has.
+	copy35to34 = newCopier[t35.Config, t34.Config](drop[t35.Luks]("Cex"))
+	copy34to33 = newCopier[t34.Config, t33.Config](
+		drop[t34.Luks]("Discard", "OpenOptions"),
+		drop[t34.Tang]("Advertisement"))
+	// 3.3 made Clevis, its custom pin, a link's target and a RAID level
+	// optional (pointers become values and back; see copier).
+	copy33to32 = newCopier[t33.Config, t32.Config](drop[t33.Config]("KernelArguments"))
+	copy32to31 = newCopier[t32.Config, t31.Config](
+		drop[t32.Storage]("Luks"),
+		drop[t32.Partition]("Resize"),
+		drop[t32.PasswdUser]("ShouldExist"),
+		drop[t32.PasswdGroup]("ShouldExist"))
+	// 3.1 merged the three resource types into one and added headers,
+	// compression of configs and CAs, proxies and mount options.
+	copy31to30 = newCopier[t31.Config, t30.Config](
+		drop[t31.Ignition]("Proxy"),
+		drop[t31.Filesystem]("MountOptions"),
+		custom(func(r t31.Resource) t30.ConfigReference {
+			return t30.ConfigReference{Source: r.Source, Verification: t30.Verification{Hash: r.Verification.Hash}}
+		}),
+		custom(func(r t31.Resource) t30.CaReference {
+			return t30.CaReference{Source: deref(r.Source), Verification: t30.Verification{Hash: r.Verification.Hash}}
+		}),
+		custom(func(r t31.Resource) t30.FileContents {
+			return t30.FileContents{Compression: r.Compression, Source: r.Source, Verification: t30.Verification{Hash: r.Verification.Hash}}
+		}))
 
-// down35to34 drops nothing: ign-converter's v35tov34 loses tang advertisements,
-// which 3.4 does hold.
-func down35to34(old t35.Config) (t34.Config, error) {
-	tr := translate.NewTranslator()
-	tr.AddCustomTranslator(func(l t35.Luks) (r t34.Luks) {
-		inner := translate.NewTranslator()
-		inner.Translate(&l.Clevis, &r.Clevis)
-		inner.Translate(&l.KeyFile, &r.KeyFile)
-		inner.Translate(&l.OpenOptions, &r.OpenOptions)
-		inner.Translate(&l.Options, &r.Options)
-		r.Device, r.Discard, r.Label, r.Name, r.UUID, r.WipeVolume = l.Device, l.Discard, l.Label, l.Name, l.UUID, l.WipeVolume
-		return r
-	})
-	var ret t34.Config
-	tr.Translate(&old, &ret)
-	ret.Ignition.Version = "3.4.0"
-	return ret, validated(ret)
-}
+	copy30to31 = newCopier[t30.Config, t31.Config](
+		custom(func(r t30.ConfigReference) t31.Resource {
+			return t31.Resource{Source: r.Source, Verification: t31.Verification{Hash: r.Verification.Hash}}
+		}),
+		custom(func(r t30.CaReference) t31.Resource {
+			return t31.Resource{Source: &r.Source, Verification: t31.Verification{Hash: r.Verification.Hash}}
+		}),
+		custom(func(r t30.FileContents) t31.Resource {
+			return t31.Resource{Compression: r.Compression, Source: r.Source, Verification: t31.Verification{Hash: r.Verification.Hash}}
+		}))
+	copy31to32 = newCopier[t31.Config, t32.Config]()
+	copy32to33 = newCopier[t32.Config, t33.Config]()
+	copy33to34 = newCopier[t33.Config, t34.Config]()
+	copy34to35 = newCopier[t34.Config, t35.Config]()
+	copy35to36 = newCopier[t35.Config, Config]()
+)
 
-// down31to30: 3.1 renamed the resource types and added headers, compression
-// of configs and CAs, proxies and mount options; MinVersion refuses those.
-func down31to30(old t31.Config) (t30.Config, error) {
-	tr := translate.NewTranslator()
-	tr.AddCustomTranslator(func(r t31.Resource) (c t30.ConfigReference) {
-		c.Source = r.Source
-		c.Verification.Hash = r.Verification.Hash
-		return c
-	})
-	tr.AddCustomTranslator(func(r t31.Resource) (c t30.CaReference) {
-		if r.Source != nil {
-			c.Source = *r.Source
+func down36to35(old Config) (ret t35.Config)     { return copyStep(copy36to35, old, ret, V3_5) }
+func down35to34(old t35.Config) (ret t34.Config) { return copyStep(copy35to34, old, ret, V3_4) }
+func down34to33(old t34.Config) (ret t33.Config) { return copyStep(copy34to33, old, ret, V3_3) }
+func down33to32(old t33.Config) (ret t32.Config) { return copyStep(copy33to32, old, ret, V3_2) }
+func down32to31(old t32.Config) (ret t31.Config) { return copyStep(copy32to31, old, ret, V3_1) }
+func down31to30(old t31.Config) (ret t30.Config) { return copyStep(copy31to30, old, ret, V3_0) }
+
+func up30to31(old t30.Config) (ret t31.Config) { return copyStep(copy30to31, old, ret, V3_1) }
+func up31to32(old t31.Config) (ret t32.Config) { return copyStep(copy31to32, old, ret, V3_2) }
+func up32to33(old t32.Config) (ret t33.Config) { return copyStep(copy32to33, old, ret, V3_3) }
+func up33to34(old t33.Config) (ret t34.Config) { return copyStep(copy33to34, old, ret, V3_4) }
+
+// up34to35 keeps tang advertisements: Ignition v2.27.0's config/v3_5/translate
+// copies a tang entry's thumbprint and URL but not its advertisement, so every
+// Ignition that reads 3.5 or newer drops the advertisement of a 3.4 config
+// (and with it offline provisioning). The server never sends such a client
+// 3.4, but Parse reads 3.4 configs, and must not lose them.
+func up34to35(old t34.Config) (ret t35.Config) { return copyStep(copy34to35, old, ret, V3_5) }
+
+// up35to36 masks the special mode bits, as Ignition's step does: specs before
+// 3.6 ignore them, so a config that sets them meant the mode without them.
+func up35to36(old t35.Config) Config {
+	ret := copyStep(copy35to36, old, Config{}, V3_6)
+	for i, f := range ret.Storage.Files {
+		if f.Mode != nil {
+			ret.Storage.Files[i].Mode = intPtr(*f.Mode &^ 0o7000)
 		}
-		c.Verification.Hash = r.Verification.Hash
-		return c
-	})
-	tr.AddCustomTranslator(func(r t31.Resource) (c t30.FileContents) {
-		c.Compression, c.Source = r.Compression, r.Source
-		c.Verification.Hash = r.Verification.Hash
-		return c
-	})
-	tr.AddCustomTranslator(func(i t31.Ignition) (r t30.Ignition) {
-		inner := translate.NewTranslator()
-		inner.AddCustomTranslator(func(r t31.Resource) (c t30.ConfigReference) {
-			c.Source = r.Source
-			c.Verification.Hash = r.Verification.Hash
-			return c
-		})
-		inner.AddCustomTranslator(func(r t31.Resource) (c t30.CaReference) {
-			if r.Source != nil {
-				c.Source = *r.Source
-			}
-			c.Verification.Hash = r.Verification.Hash
-			return c
-		})
-		inner.Translate(&i.Config, &r.Config)
-		inner.Translate(&i.Security, &r.Security)
-		inner.Translate(&i.Timeouts, &r.Timeouts)
-		r.Version = "3.0.0"
-		return r
-	})
-	tr.AddCustomTranslator(func(f t31.Filesystem) (r t30.Filesystem) {
-		inner := translate.NewTranslator()
-		inner.Translate(&f.Options, &r.Options)
-		r.Device, r.Format, r.Label, r.Path, r.UUID, r.WipeFilesystem = f.Device, f.Format, f.Label, f.Path, f.UUID, f.WipeFilesystem
-		return r
-	})
-	var ret t30.Config
-	tr.Translate(&old, &ret)
-	return ret, validated(ret)
+	}
+	for i, d := range ret.Storage.Directories {
+		if d.Mode != nil {
+			ret.Storage.Directories[i].Mode = intPtr(*d.Mode &^ 0o7000)
+		}
+	}
+	return ret
 }
 
-// validated runs Ignition's validation of the target spec, so a step never
-// hands on a config that spec's Ignition would refuse.
-func validated(cfg any) error {
-	rpt := validate.ValidateWithContext(cfg, nil)
-	if rpt.IsFatal() {
-		return &InvalidError{Problems: problems(rpt, nil)}
+// copyStep copies old into a new T and labels it with spec v.
+func copyStep[F, T any](c *copier, old F, ret T, v Version) T {
+	c.copy(&ret, &old)
+	setVersion(&ret, v)
+	return ret
+}
+
+func setVersion(cfg any, v Version) {
+	switch c := cfg.(type) {
+	case *types.Config:
+		c.Ignition.Version = v.String()
+	case *t35.Config:
+		c.Ignition.Version = v.String()
+	case *t34.Config:
+		c.Ignition.Version = v.String()
+	case *t33.Config:
+		c.Ignition.Version = v.String()
+	case *t32.Config:
+		c.Ignition.Version = v.String()
+	case *t31.Config:
+		c.Ignition.Version = v.String()
+	case *t30.Config:
+		c.Ignition.Version = v.String()
 	}
-	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -19,9 +19,13 @@ var (
 type UnsupportedVersionError struct {
 	Version string
 	Output  bool // the version was asked for as an output
+	Butane  bool // Version is a Butane "variant version" Butane has no translator for
 }
 
 func (e *UnsupportedVersionError) Error() string {
+	if e.Butane {
+		return fmt.Sprintf("unsupported Butane variant and version %q: Butane's stable variants and versions are read when they produce a supported spec version: %s", e.Version, versionList(InputVersions))
+	}
 	if e.Output {
 		return fmt.Sprintf("cannot write spec version %q: supported output versions are %s", e.Version, versionList(OutputVersions))
 	}
@@ -44,8 +48,11 @@ type SyntaxError struct {
 
 func (e *SyntaxError) Error() string {
 	var where []string
-	if e.Line > 0 {
+	switch {
+	case e.Line > 0 && e.Column > 0:
 		where = append(where, fmt.Sprintf("line %d, column %d", e.Line, e.Column))
+	case e.Line > 0:
+		where = append(where, fmt.Sprintf("line %d", e.Line))
 	}
 	if e.Offset >= 0 {
 		where = append(where, fmt.Sprintf("offset %d", e.Offset))

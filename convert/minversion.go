@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -123,18 +124,34 @@ func (f *finder) config(c *types.Config) {
 	}
 }
 
-// spec2Blockers lists what spec 2.2 cannot hold although spec 3.0 can.
+// spec2Blockers lists what spec 2.2 cannot hold although spec 3.0 can:
+// ign-converter's v32tov22 drops it without a word or fails on it untyped.
 func spec2Blockers(c *types.Config) []Reason {
 	var out []Reason
+	add := func(what, path string, args ...any) {
+		out = append(out, Reason{Path: fmt.Sprintf(path, args...), What: what + " (spec 2.2 cannot express it)", Version: V3_0})
+	}
 	for i, d := range c.Storage.Disks {
 		for j, p := range d.Partitions {
 			if p.SizeMiB != nil || p.StartMiB != nil {
-				out = append(out, Reason{
-					Path:    fmt.Sprintf("$.storage.disks.%d.partitions.%d", i, j),
-					What:    "partition sizes in MiB (spec 2 counts sectors)",
-					Version: V3_0,
-				})
+				add("partition sizes in MiB (spec 2 counts sectors)", "$.storage.disks.%d.partitions.%d", i, j)
 			}
+			if p.ShouldExist != nil {
+				add("partition shouldExist", "$.storage.disks.%d.partitions.%d.shouldExist", i, j)
+			}
+			if p.WipePartitionEntry != nil {
+				add("partition wipePartitionEntry", "$.storage.disks.%d.partitions.%d.wipePartitionEntry", i, j)
+			}
+		}
+	}
+	for i, fs := range c.Storage.Filesystems {
+		if fs.Format == nil || *fs.Format == "" {
+			add("a filesystem without a format", "$.storage.filesystems.%d.format", i)
+		}
+	}
+	for i, f := range c.Storage.Files {
+		if f.Contents.Source == nil && len(f.Append) == 0 {
+			add("a file without contents", "$.storage.files.%d.contents", i)
 		}
 	}
 	return out
@@ -155,11 +172,14 @@ func (f *finder) resource(r *types.Resource, headersAndCompressionNew bool, path
 		f.add(V3_1, "sha256 hashes", "%s.verification.hash", p)
 	}
 	if r.Source != nil {
-		switch src := *r.Source; {
-		case strings.HasPrefix(src, "gs://"):
-			f.add(V3_2, "gs:// URLs", "%s.source", p)
-		case strings.HasPrefix(src, "arn:"):
-			f.add(V3_4, "arn: S3 URLs", "%s.source", p)
+		// Ignition reads the scheme as net/url does: case-insensitively.
+		if u, err := url.Parse(*r.Source); err == nil {
+			switch u.Scheme {
+			case "gs":
+				f.add(V3_2, "gs:// URLs", "%s.source", p)
+			case "arn":
+				f.add(V3_4, "arn: S3 URLs", "%s.source", p)
+			}
 		}
 	}
 }
@@ -183,6 +203,10 @@ func (f *finder) luks(l *types.Luks, i int) {
 		if t.Advertisement != nil {
 			f.add(V3_4, "Tang advertisements", "$.storage.luks.%d.clevis.tang.%d.advertisement", i, j)
 		}
+	}
+	// Until 3.6 Ignition refused custom pins other than these three.
+	if pin := l.Clevis.Custom.Pin; pin != nil && *pin != "" && *pin != "tpm2" && *pin != "tang" && *pin != "sss" {
+		f.add(V3_6, "custom Clevis pins other than tpm2, tang and sss", "$.storage.luks.%d.clevis.custom.pin", i)
 	}
 	if l.Cex.Enabled != nil {
 		f.add(V3_5, "LUKS CEX", "$.storage.luks.%d.cex.enabled", i)

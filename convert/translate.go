@@ -2,27 +2,24 @@ package convert
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 
 	v32tov22 "github.com/coreos/ign-converter/translate/v32tov22"
-	v32tov31 "github.com/coreos/ign-converter/translate/v32tov31"
-	v33tov32 "github.com/coreos/ign-converter/translate/v33tov32"
-	v34tov33 "github.com/coreos/ign-converter/translate/v34tov33"
 	ign22 "github.com/coreos/ignition/config/v2_2/types"
 	ign23 "github.com/coreos/ignition/config/v2_3"
 	ign24 "github.com/coreos/ignition/config/v2_4"
+	ign2validate "github.com/coreos/ignition/config/validate"
 	t30 "github.com/coreos/ignition/v2/config/v3_0/types"
-	up31 "github.com/coreos/ignition/v2/config/v3_1/translate"
 	t31 "github.com/coreos/ignition/v2/config/v3_1/types"
-	up32 "github.com/coreos/ignition/v2/config/v3_2/translate"
 	t32 "github.com/coreos/ignition/v2/config/v3_2/types"
-	up33 "github.com/coreos/ignition/v2/config/v3_3/translate"
 	t33 "github.com/coreos/ignition/v2/config/v3_3/types"
-	up34 "github.com/coreos/ignition/v2/config/v3_4/translate"
 	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
-	up35 "github.com/coreos/ignition/v2/config/v3_5/translate"
 	t35 "github.com/coreos/ignition/v2/config/v3_5/types"
-	up36 "github.com/coreos/ignition/v2/config/v3_6/translate"
 	"github.com/coreos/ignition/v2/config/v3_6/types"
+	"github.com/coreos/ignition/v2/config/validate"
 )
 
 // step translates one spec down to the next older one. Steps are listed from
@@ -35,18 +32,18 @@ type step struct {
 }
 
 var steps = []step{
-	{V3_6, V3_5, "mcs", func(c any) (any, error) { return down36to35(c.(Config)) }},
-	{V3_5, V3_4, "mcs (ign-converter's step drops luks.cex and tang.advertisement)", func(c any) (any, error) { return down35to34(c.(t35.Config)) }},
-	{V3_4, V3_3, "ign-converter", func(c any) (any, error) { return v34tov33.Translate(c.(t34.Config)) }},
-	{V3_3, V3_2, "ign-converter", func(c any) (any, error) { return v33tov32.Translate(c.(t33.Config)) }},
-	{V3_2, V3_1, "ign-converter", func(c any) (any, error) { return v32tov31.Translate(c.(t32.Config)) }},
-	{V3_1, V3_0, "mcs", func(c any) (any, error) { return down31to30(c.(t31.Config)) }},
+	{V3_6, V3_5, "mcs", func(c any) (any, error) { return down36to35(c.(Config)), nil }},
+	{V3_5, V3_4, "mcs", func(c any) (any, error) { return down35to34(c.(t35.Config)), nil }},
+	{V3_4, V3_3, "mcs", func(c any) (any, error) { return down34to33(c.(t34.Config)), nil }},
+	{V3_3, V3_2, "mcs", func(c any) (any, error) { return down33to32(c.(t33.Config)), nil }},
+	{V3_2, V3_1, "mcs", func(c any) (any, error) { return down32to31(c.(t32.Config)), nil }},
+	{V3_1, V3_0, "mcs", func(c any) (any, error) { return down31to30(c.(t31.Config)), nil }},
 }
 
-var spec2Step = step{V3_2, V2_2, "ign-converter", func(c any) (any, error) { return v32tov22.Translate(c.(t32.Config)) }}
+var spec2Step = step{V3_2, V2_2, "ign-converter (with mcs's defaults and filesystem fix)", func(c any) (any, error) { return down32to22(c.(t32.Config)) }}
 
-// path returns the steps from the newest spec down to target.
-func path(target Version) []step {
+// chain returns the steps from the newest spec down to target.
+func chain(target Version) []step {
 	var out []step
 	stop := target
 	if target == V2_2 {
@@ -64,8 +61,8 @@ func path(target Version) []step {
 	return out
 }
 
-// upFrom translates a typed config of spec v up to the newest spec, with
-// Ignition's own translators (and ign-converter's for spec 2).
+// upFrom translates a typed config of spec v up to the newest spec, with the
+// steps up in down.go (Ignition's, repaired) and, from spec 2, ign-converter's.
 func upFrom(v Version, c any) (Config, error) {
 	switch v {
 	case V2_2:
@@ -73,22 +70,22 @@ func upFrom(v Version, c any) (Config, error) {
 		c3, err := spec2To3(c24)
 		return c3, err
 	case V3_0:
-		c = up31.Translate(c.(t30.Config))
+		c = up30to31(c.(t30.Config))
 		fallthrough
 	case V3_1:
-		c = up32.Translate(c.(t31.Config))
+		c = up31to32(c.(t31.Config))
 		fallthrough
 	case V3_2:
-		c = up33.Translate(c.(t32.Config))
+		c = up32to33(c.(t32.Config))
 		fallthrough
 	case V3_3:
-		c = up34.Translate(c.(t33.Config))
+		c = up33to34(c.(t33.Config))
 		fallthrough
 	case V3_4:
-		c = up35.Translate(c.(t34.Config))
+		c = up34to35(c.(t34.Config))
 		fallthrough
 	case V3_5:
-		c = up36.Translate(c.(t35.Config))
+		c = up35to36(c.(t35.Config))
 		fallthrough
 	case V3_6:
 		return c.(Config), nil
@@ -99,7 +96,8 @@ func upFrom(v Version, c any) (Config, error) {
 // Translate writes cfg as the typed config of spec target (a value of that
 // version's types.Config). It fails with a CannotExpressError listing every
 // field that needs a newer spec, and proves the result lossless: translated
-// back up, it must equal cfg, or a LossError names what differs.
+// back up, it must equal cfg, or a LossError names what differs. The result
+// passes Ignition's validation for the target spec, or an InvalidError says why.
 func Translate(cfg *Config, target Version) (any, error) {
 	if !IsOutputVersion(target) {
 		return nil, &UnsupportedVersionError{Version: target.String(), Output: true}
@@ -116,17 +114,39 @@ func Translate(cfg *Config, target Version) (any, error) {
 	in := *cfg
 	in.Ignition.Version = Newest.String()
 	var cur any = in
-	for _, s := range path(target) {
+	for _, s := range chain(target) {
 		next, err := s.down(cur)
 		if err != nil {
-			return nil, fmt.Errorf("translating spec %s to %s: %w", s.from, s.to, err)
+			// Only the spec-2 step fails: v32tov22 refuses what its checks
+			// or spec 2's validation refuse, and MinVersion did not foresee.
+			ps := reportProblems(err)
+			for i := range ps {
+				ps[i].Message = fmt.Sprintf("translating spec %s to %s: %s", s.from, s.to, ps[i].Message)
+			}
+			return nil, &InvalidError{Version: s.to, Problems: ps}
 		}
 		cur = next
+	}
+	// ign-converter's spec-2 step validates its output with spec 2's rules.
+	if target.Major == 3 {
+		if err := validated(cur, target); err != nil {
+			return nil, err
+		}
 	}
 	if err := proveLossless(in, cur, target); err != nil {
 		return nil, err
 	}
 	return cur, nil
+}
+
+// validated runs Ignition's validation of the target spec, so Translate never
+// hands on a config that spec's Ignition would refuse.
+func validated(cfg any, v Version) error {
+	rpt := validate.ValidateWithContext(cfg, nil)
+	if rpt.IsFatal() {
+		return &InvalidError{Version: v, Problems: problems(rpt, nil)}
+	}
+	return nil
 }
 
 // proveLossless translates out (spec target) back up and compares it with in.
@@ -151,7 +171,7 @@ func proveLossless(in Config, out any, target Version) error {
 func culprit(in Config, target Version) string {
 	var cur any = in
 	prev := in
-	for _, s := range path(target) {
+	for _, s := range chain(target) {
 		next, err := s.down(cur)
 		if err != nil {
 			return ""
@@ -168,24 +188,111 @@ func culprit(in Config, target Version) string {
 	return ""
 }
 
-// spec2Equivalent maps an empty unit or drop-in body to none. Spec 2 has no
-// way to say "empty" (its contents are plain strings, and Ignition v0.x skips
-// empty ones), while spec 3 writes an empty file. OpenShift's base configs
-// carry empty drop-ins that exist to clear an earlier one on update; on a
-// first boot there is nothing to clear, so this is the one difference the
-// spec-2 translation is allowed. It returns a copy; c is not changed.
+// down32to22 is ign-converter's v32tov22 with two repairs. Spec 2 Ignition
+// (v0.x) gives a file or directory without a mode the mode 0, where spec 3
+// means 0644 and 0755, so those defaults are written out. And v32tov22 puts a
+// node on the filesystem whose path is a string prefix of the node's path
+// (/varlib/x on /var, as "lib/x", which then fails validation), so it is given
+// the filesystems without their paths, and nodes are placed here instead, on
+// path boundaries, and the result validated again.
+func down32to22(c t32.Config) (ign22.Config, error) {
+	c.Storage.Files = slices.Clone(c.Storage.Files)
+	for i, f := range c.Storage.Files {
+		// Only a file Ignition writes from scratch takes the default; one
+		// that is only appended to keeps its mode in both specs.
+		if f.Mode == nil && f.Contents.Source != nil {
+			c.Storage.Files[i].Mode = intPtr(0o644)
+		}
+	}
+	c.Storage.Directories = slices.Clone(c.Storage.Directories)
+	for i, d := range c.Storage.Directories {
+		if d.Mode == nil {
+			c.Storage.Directories[i].Mode = intPtr(0o755)
+		}
+	}
+	fss := c.Storage.Filesystems
+	c.Storage.Filesystems = slices.Clone(fss)
+	for i := range c.Storage.Filesystems {
+		c.Storage.Filesystems[i].Path = nil
+	}
+	out, err := v32tov22.Translate(c)
+	if err != nil {
+		return out, err
+	}
+	// Spec 2 names filesystems; as in v32tov22, a mounted one is named by
+	// its path (which is how spec2To3 finds the path again), others by number.
+	var mounts []string
+	n := 0
+	for i, fs := range fss {
+		if fs.Path != nil {
+			out.Storage.Filesystems[i].Name = *fs.Path
+			mounts = append(mounts, *fs.Path)
+			continue
+		}
+		n++
+		out.Storage.Filesystems[i].Name = strconv.Itoa(n)
+	}
+	for i := range out.Storage.Files {
+		place(&out.Storage.Files[i].Node, mounts)
+	}
+	for i := range out.Storage.Directories {
+		place(&out.Storage.Directories[i].Node, mounts)
+	}
+	for i := range out.Storage.Links {
+		place(&out.Storage.Links[i].Node, mounts)
+	}
+	if r := ign2validate.ValidateWithoutSource(reflect.ValueOf(out)); r.IsFatal() {
+		return ign22.Config{}, fmt.Errorf("spec 2.2 output is invalid: %s", r.String())
+	}
+	return out, nil
+}
+
+// place puts a spec-2 node, given on the root filesystem, on the filesystem
+// mounted deepest above it, with its path relative to that filesystem.
+func place(n *ign22.Node, mounts []string) {
+	best := ""
+	for _, m := range mounts {
+		root := strings.TrimSuffix(m, "/")
+		if (n.Path == root || strings.HasPrefix(n.Path, root+"/")) && len(m) > len(best) {
+			best = m
+		}
+	}
+	if best == "" {
+		return
+	}
+	rel := strings.TrimPrefix(n.Path, strings.TrimSuffix(best, "/"))
+	if rel == "" {
+		rel = "/"
+	}
+	n.Filesystem, n.Path = best, rel
+}
+
+func intPtr(i int) *int { return &i }
+
+// spec2Equivalent maps values spec 3 can tell apart but spec 2 cannot, and
+// that mean the same on a node, to one form, so the lossless proof for spec
+// 2.2 compares meaning rather than spelling. It returns a copy; c is not changed.
+//
+//   - Empty unit and drop-in bodies become none. Spec 2's contents are plain
+//     strings, and Ignition v0.x skips empty ones, while spec 3 writes an empty
+//     file. OpenShift's base configs carry empty drop-ins that exist to clear an
+//     earlier one on update; on a first boot there is nothing to clear.
+//   - Strings and booleans spec 2 holds without a pointer (gecos, shell, mask,
+//     wipeTable, hard, compression, partition labels and so on): "" and false
+//     are what spec 3 does when they are unset.
+//   - An append without a source appends nothing in both specs; spec 2
+//     writes it as an empty source.
+//   - A file's overwrite defaults to false, its mode (when it has contents) to
+//     0644 and a directory's mode to 0755: down32to22 writes those out.
 func spec2Equivalent(c Config) Config {
 	units := make([]types.Unit, len(c.Systemd.Units))
 	for i, u := range c.Systemd.Units {
-		if u.Contents != nil && *u.Contents == "" {
-			u.Contents = nil
-		}
+		u.Contents = nilIfZero(u.Contents)
+		u.Mask = nilIfZero(u.Mask)
 		if len(u.Dropins) > 0 {
 			ds := make([]types.Dropin, len(u.Dropins))
 			for j, d := range u.Dropins {
-				if d.Contents != nil && *d.Contents == "" {
-					d.Contents = nil
-				}
+				d.Contents = nilIfZero(d.Contents)
 				ds[j] = d
 			}
 			u.Dropins = ds
@@ -193,5 +300,97 @@ func spec2Equivalent(c Config) Config {
 		units[i] = u
 	}
 	c.Systemd.Units = units
+
+	users := make([]types.PasswdUser, len(c.Passwd.Users))
+	for i, u := range c.Passwd.Users {
+		u.Gecos, u.HomeDir, u.PrimaryGroup, u.Shell = nilIfZero(u.Gecos), nilIfZero(u.HomeDir), nilIfZero(u.PrimaryGroup), nilIfZero(u.Shell)
+		u.NoCreateHome, u.NoUserGroup, u.NoLogInit, u.System = nilIfZero(u.NoCreateHome), nilIfZero(u.NoUserGroup), nilIfZero(u.NoLogInit), nilIfZero(u.System)
+		users[i] = u
+	}
+	c.Passwd.Users = users
+	groups := make([]types.PasswdGroup, len(c.Passwd.Groups))
+	for i, g := range c.Passwd.Groups {
+		g.PasswordHash, g.System = nilIfZero(g.PasswordHash), nilIfZero(g.System)
+		groups[i] = g
+	}
+	c.Passwd.Groups = groups
+
+	s := &c.Storage
+	disks := make([]types.Disk, len(s.Disks))
+	for i, d := range s.Disks {
+		d.WipeTable = nilIfZero(d.WipeTable)
+		parts := make([]types.Partition, len(d.Partitions))
+		for j, p := range d.Partitions {
+			p.Label, p.TypeGUID, p.GUID = nilIfZero(p.Label), nilIfZero(p.TypeGUID), nilIfZero(p.GUID)
+			parts[j] = p
+		}
+		d.Partitions = parts
+		disks[i] = d
+	}
+	s.Disks = disks
+	raids := make([]types.Raid, len(s.Raid))
+	for i, r := range s.Raid {
+		r.Spares = nilIfZero(r.Spares)
+		raids[i] = r
+	}
+	s.Raid = raids
+	fss := make([]types.Filesystem, len(s.Filesystems))
+	for i, f := range s.Filesystems {
+		f.Format, f.WipeFilesystem = nilIfZero(f.Format), nilIfZero(f.WipeFilesystem)
+		fss[i] = f
+	}
+	s.Filesystems = fss
+
+	files := make([]types.File, len(s.Files))
+	for i, f := range s.Files {
+		f.Node = spec2Node(f.Node)
+		if f.Overwrite == nil {
+			f.Overwrite = new(false)
+		}
+		if f.Mode == nil && f.Contents.Source != nil {
+			f.Mode = intPtr(0o644)
+		}
+		f.Contents.Compression = nilIfZero(f.Contents.Compression)
+		if len(f.Append) > 0 {
+			as := make([]types.Resource, len(f.Append))
+			for j, a := range f.Append {
+				a.Compression, a.Source = nilIfZero(a.Compression), nilIfZero(a.Source)
+				as[j] = a
+			}
+			f.Append = as
+		}
+		files[i] = f
+	}
+	s.Files = files
+	dirs := make([]types.Directory, len(s.Directories))
+	for i, d := range s.Directories {
+		d.Node = spec2Node(d.Node)
+		if d.Mode == nil {
+			d.Mode = intPtr(0o755)
+		}
+		dirs[i] = d
+	}
+	s.Directories = dirs
+	links := make([]types.Link, len(s.Links))
+	for i, l := range s.Links {
+		l.Node = spec2Node(l.Node)
+		l.Hard = nilIfZero(l.Hard)
+		links[i] = l
+	}
+	s.Links = links
 	return c
+}
+
+func spec2Node(n types.Node) types.Node {
+	n.User.Name, n.Group.Name = nilIfZero(n.User.Name), nilIfZero(n.Group.Name)
+	return n
+}
+
+// nilIfZero maps a pointer to "", false or 0 to nil.
+func nilIfZero[T comparable](p *T) *T {
+	var zero T
+	if p != nil && *p == zero {
+		return nil
+	}
+	return p
 }

@@ -1,0 +1,169 @@
+package convert
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+)
+
+// goldenCases are the Encode outputs kept under testdata/golden; -update
+// rewrites them.
+var goldenCases = []struct {
+	fixture  string
+	versions []Version
+}{
+	{"features/baseline-3.0.ign", []Version{V2_2, V3_0, V3_1, V3_6}},
+	{"features/tang-advertisement.ign", []Version{V3_4, V3_5, V3_6}},
+	{"features/spec2-defaults.ign", []Version{V2_2, V3_3}},
+	{"features/mode-setuid.ign", []Version{V3_6}},
+	{"realdata/aws/99-worker-chrony.json", []Version{V2_2, V3_1, V3_5}},
+	{"realdata/aws/97-worker-generated-kubelet.json", []Version{V2_2, V3_0, V3_6}},
+	{"mco/ign_config.json", []Version{V2_2, V3_0, V3_6}},
+}
+
+func TestGolden(t *testing.T) {
+	for _, tc := range goldenCases {
+		raw, err := os.ReadFile(filepath.Join("testdata", tc.fixture))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := mustParse(t, tc.fixture, raw)
+		for _, v := range tc.versions {
+			for _, pretty := range []bool{false, true} {
+				name := strings.NewReplacer("/", "_", ".ign", "", ".json", "").Replace(tc.fixture) + "@" + v.String()
+				if pretty {
+					name += ".pretty"
+				}
+				t.Run(name, func(t *testing.T) {
+					got, err := Encode(&p.Config, v, pretty)
+					if err != nil {
+						t.Fatal(err)
+					}
+					golden := filepath.Join("testdata", "golden", name+".json")
+					if *update {
+						writeFile(t, golden, got)
+						return
+					}
+					want, err := os.ReadFile(golden)
+					if err != nil {
+						t.Fatalf("%v (run with -update to create it)", err)
+					}
+					if !bytes.Equal(got, want) {
+						t.Errorf("Encode differs from %s (run with -update if the change is meant):\ngot  %s\nwant %s", golden, got, want)
+					}
+				})
+			}
+		}
+	}
+}
+
+// Same input, same bytes: every fixture, parsed and encoded twice from
+// scratch, for the newest spec, the oldest spec 3 and spec 2 (the goldens
+// pin the bytes across runs).
+func TestDeterministic(t *testing.T) {
+	for _, fx := range fixtures(t) {
+		a, b := mustParse(t, fx.name, fx.raw), mustParse(t, fx.name, fx.raw)
+		for _, v := range []Version{V2_2, V3_0, Newest} {
+			x, errX := Encode(&a.Config, v, false)
+			y, errY := Encode(&b.Config, v, false)
+			if (errX == nil) != (errY == nil) || (errX != nil && errX.Error() != errY.Error()) {
+				t.Errorf("%s@%s: errors differ: %v / %v", fx.name, v, errX, errY)
+			}
+			if !bytes.Equal(x, y) {
+				t.Errorf("%s@%s: two encodings differ", fx.name, v)
+			}
+		}
+	}
+}
+
+func TestEncodeCompactAndPretty(t *testing.T) {
+	p := mustParse(t, "mini", []byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/a"}]}}`))
+	compact, err := Encode(&p.Config, V3_2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/a"}]}}`; string(compact) != want {
+		t.Errorf("compact = %s, want %s (no empty objects)", compact, want)
+	}
+	pretty, err := Encode(&p.Config, V3_2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(pretty, []byte("\n  \"ignition\": {\n")) {
+		t.Errorf("pretty output is not indented:\n%s", pretty)
+	}
+}
+
+func TestTranslateRefusesUnknownTarget(t *testing.T) {
+	for _, v := range []Version{{2, 3, 0}, {2, 4, 0}, {3, 7, 0}, {1, 0, 0}} {
+		_, err := Translate(&Config{}, v)
+		var ue *UnsupportedVersionError
+		if !errors.As(err, &ue) || !ue.Output || !strings.Contains(err.Error(), "3.6.0") {
+			t.Errorf("Translate(%s) = %v, want an UnsupportedVersionError listing the outputs", v, err)
+		}
+	}
+}
+
+// A config built in code, not parsed, is validated for the target spec.
+func TestTranslateValidatesOutput(t *testing.T) {
+	cfg := Config{Storage: types.Storage{Files: []types.File{{Node: types.Node{Path: "etc/relative"}}}}}
+	for _, v := range []Version{V3_0, V3_4, V3_6} {
+		_, err := Translate(&cfg, v)
+		var ie *InvalidError
+		if !errors.As(err, &ie) || ie.Version != v || len(ie.Problems) == 0 || ie.Problems[0].Path != "$.storage.files.0.path" {
+			t.Errorf("Translate to %s = %v, want an InvalidError for %s at $.storage.files.0.path", v, err, v)
+		}
+	}
+}
+
+// Translate leaves its input alone (2.2 and 3.0 take every step).
+func TestTranslateKeepsInput(t *testing.T) {
+	for _, fx := range fixtures(t) {
+		p := mustParse(t, fx.name, fx.raw)
+		before, err := Marshal(p.Config, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []Version{V2_2, V3_0} {
+			_, _ = Translate(&p.Config, v)
+		}
+		after, _ := Marshal(p.Config, false)
+		if !bytes.Equal(before, after) {
+			t.Errorf("%s: Translate changed its input", fx.name)
+		}
+	}
+}
+
+// The server encodes one config for every spec at once: Translate shares
+// nothing mutable (run with -race).
+func TestTranslateConcurrent(t *testing.T) {
+	raw, err := os.ReadFile("testdata/features/spec2-defaults.ign")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustParse(t, "spec2-defaults", raw)
+	want := map[Version][]byte{}
+	for _, v := range OutputVersions {
+		if want[v], err = Encode(&p.Config, v, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		for _, v := range OutputVersions {
+			wg.Go(func() {
+				got, err := Encode(&p.Config, v, false)
+				if err != nil || !bytes.Equal(got, want[v]) {
+					t.Errorf("concurrent Encode to %s = %s, %v", v, got, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+}
