@@ -159,15 +159,24 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 	if err != nil {
 		return nil, err
 	}
+	// Large contents are swapped for tokens once per pool (see placeholders).
+	ph := &placeholders{prefix: "mcs-placeholder-" + res.Name}
+	base, err := ph.swap(res.Config)
+	if err != nil {
+		return nil, err
+	}
+	if shared, err = ph.swapFiles(shared); err != nil {
+		return nil, err
+	}
 	vs := convert.OutputVersions
 	bodies := make([][]byte, len(vs))
 	errs := make([]error, len(vs))
 	parallel(len(vs), func(i int) {
-		cfg, err := servedConfig(res, vs[i], shared)
+		cfg, err := servedConfig(base, res, vs[i], shared)
 		if err == nil {
 			bodies[i], err = convert.Encode(&cfg, vs[i], false)
 		}
-		errs[i] = err
+		bodies[i], errs[i] = ph.restore(bodies[i]), err
 	})
 	for i, v := range vs {
 		if errs[i] != nil {
@@ -233,12 +242,11 @@ func nodeFiles(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) ([
 	return append(files, dataFile(pathContent, content)), nil
 }
 
-// servedConfig is the pool's config as a node of spec v receives it: the
-// render plus the files upstream's server adds, the encapsulated MachineConfig
+// servedConfig is the pool's config (cfg: res.Config, possibly with
+// placeholders) as a node of spec v receives it: the render plus the files upstream's server adds, the encapsulated MachineConfig
 // last. Nothing shared is modified (upstream appends kernel arguments to its
 // cached object on every old-client request).
-func servedConfig(res *render.Result, v convert.Version, shared []types.File) (convert.Config, error) {
-	cfg := res.Config
+func servedConfig(cfg convert.Config, res *render.Result, v convert.Version, shared []types.File) (convert.Config, error) {
 	cfg.Storage.Files = slices.Clone(cfg.Storage.Files)
 	mc := *res.MachineConfig
 	mc.Spec.KernelArguments = slices.Clone(mc.Spec.KernelArguments)
