@@ -56,6 +56,9 @@ func Load(paths ...string) (*Set, error) {
 // Loader gathers objects from several places (files, trees, in-memory
 // streams) into one Set; Load is a Loader over paths.
 type Loader struct {
+	// Cache, when set, keeps parsed configs from one load to the next.
+	Cache *ParseCache
+
 	configs []*MachineConfig
 	pools   []*MachineConfigPool
 	ccs     []*ControllerConfig
@@ -85,6 +88,7 @@ func (l *Loader) Data(name string, data []byte) { l.decode(name, data) }
 // every problem found, in every file.
 func (l *Loader) Set() (*Set, error) {
 	s, err := l.build()
+	l.Cache.sweep()
 	if len(l.errs.List) == 0 {
 		return s, err
 	}
@@ -492,7 +496,7 @@ func (l *Loader) build() (*Set, error) {
 			errs.add(dupError(KindMachineConfig, mc.Metadata.Name, prev.mc.Source, mc.Source))
 			continue
 		}
-		e := newEntry(mc)
+		e := newEntry(mc, l.Cache)
 		s.byName[mc.Metadata.Name] = e
 		s.entries = append(s.entries, e)
 	}

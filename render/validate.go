@@ -27,7 +27,7 @@ const MaxRenderedSize = 1572864
 // newEntry parses a MachineConfig's Ignition config and checks what upstream
 // checks before merging (and what it forgets: extensions are checked even
 // when the config is empty).
-func newEntry(mc *MachineConfig) *entry {
+func newEntry(mc *MachineConfig, cache *ParseCache) *entry {
 	e := &entry{mc: mc, generated: mc.Metadata.Annotations[AnnotationGeneratedByController] != ""}
 	obj := KindMachineConfig + "/" + mc.Metadata.Name
 	bad := func(path, msg string, err error) {
@@ -72,7 +72,7 @@ func newEntry(mc *MachineConfig) *entry {
 			}
 		}
 	}
-	p, err := convert.Parse(raw)
+	p, err := cache.parse(raw)
 	if err != nil {
 		for _, x := range configErrors(err) {
 			bad(x.Path, x.Message, err)

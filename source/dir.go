@@ -19,6 +19,8 @@ import (
 type Dir struct {
 	Path    string
 	Options render.Options
+
+	cache render.ParseCache // parsed configs, kept from one load to the next
 	// Poll is how often the tree is checked for changes. Polling, not inotify,
 	// because it also sees Kubernetes ConfigMap symlink swaps, NFS, and a
 	// directory that is removed and recreated.
@@ -72,7 +74,9 @@ const stableTries = 5
 func (d *Dir) loadStable() (*render.Set, error) {
 	for range stableTries {
 		before := d.fingerprint()
-		set, err := render.Load(d.Path)
+		l := &render.Loader{Cache: &d.cache}
+		l.Path(d.Path)
+		set, err := l.Set()
 		if d.fingerprint() == before {
 			return set, err
 		}

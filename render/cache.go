@@ -1,0 +1,72 @@
+package render
+
+import (
+	"crypto/sha256"
+	"sync"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+// ParseCache remembers parsed Ignition configs across loads of a changing
+// tree, so a re-render parses only the MachineConfigs whose config changed
+// (parsing validates every data URL, and is most of a load). Entries that a
+// load did not use are dropped when it ends, so the cache never outgrows the
+// tree. Parsed configs are shared between Sets: rendering never modifies
+// them (TestRenderLeavesSetUnchanged).
+type ParseCache struct {
+	mu   sync.Mutex
+	m    map[[32]byte]parsedConfig
+	used map[[32]byte]bool
+}
+
+type parsedConfig struct {
+	p   *convert.Parsed
+	err error
+}
+
+func (c *ParseCache) parse(raw []byte) (*convert.Parsed, error) {
+	if c == nil {
+		return convert.Parse(raw)
+	}
+	key := sha256.Sum256(raw)
+	c.mu.Lock()
+	hit, ok := c.m[key]
+	if c.used == nil {
+		c.used = map[[32]byte]bool{}
+	}
+	c.used[key] = true
+	c.mu.Unlock()
+	if ok {
+		return hit.p, hit.err
+	}
+	p, err := convert.Parse(raw)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[[32]byte]parsedConfig{}
+	}
+	c.m[key] = parsedConfig{p, err}
+	c.mu.Unlock()
+	return p, err
+}
+
+// sweep drops what the load that just ended did not use.
+func (c *ParseCache) sweep() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m {
+		if !c.used[k] {
+			delete(c.m, k)
+		}
+	}
+	c.used = nil
+}
+
+// Len is the number of configs held.
+func (c *ParseCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}

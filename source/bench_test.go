@@ -1,0 +1,24 @@
+package source
+
+import (
+	"context"
+	"testing"
+
+	"github.com/ignition-mcs/mcs/serve"
+)
+
+// BenchmarkFullRerender is what one change to the directory costs: load the
+// realdata/aws tree, render every pool, precompute every spec of every pool.
+func BenchmarkFullRerender(b *testing.B) {
+	d := &Dir{Path: "../../shared/realdata/aws"}
+	b.ReportAllocs()
+	for b.Loop() {
+		in, err := d.Load(context.Background())
+		if err != nil || len(in.Failed) > 0 {
+			b.Fatal(err, in.Failed)
+		}
+		if _, err := serve.BuildSnapshot(1, in.Results, in.ControllerConfig, serve.NodeFiles{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

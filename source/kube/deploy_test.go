@@ -1,0 +1,222 @@
+package kube
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+var deployDir = filepath.Join("..", "..", "deploy")
+
+// deployObjects reads every manifest of deploy/, keyed "Kind/name".
+func deployObjects(t *testing.T) map[string]*unstructured.Unstructured {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(deployDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests in %s: %v", deployDir, err)
+	}
+	out := map[string]*unstructured.Unstructured{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range decodeObjects(t, data) {
+			if u.GetAPIVersion() == "" || u.GetKind() == "" {
+				t.Errorf("%s: an object without apiVersion or kind", f)
+			}
+			if u.GetKind() != "Kustomization" && u.GetName() == "" {
+				t.Errorf("%s: %s without a name", f, u.GetKind())
+			}
+			key := u.GetKind() + "/" + u.GetName()
+			if _, dup := out[key]; dup {
+				t.Errorf("%s: %s defined twice", f, key)
+			}
+			out[key] = u
+		}
+	}
+	return out
+}
+
+func str(t *testing.T, u *unstructured.Unstructured, path ...string) string {
+	t.Helper()
+	v, ok, err := unstructured.NestedFieldNoCopy(u.Object, path...)
+	if !ok || err != nil {
+		t.Fatalf("%s/%s: no $.%s", u.GetKind(), u.GetName(), strings.Join(path, "."))
+	}
+	if x, ok := v.(string); ok {
+		return x
+	}
+	return yamlString(v)
+}
+
+func yamlString(v any) string {
+	b, _ := yaml.Marshal(v)
+	return strings.TrimSpace(string(b))
+}
+
+// The ClusterRole grants get, list and watch on exactly what the source
+// reads: the integration test runs the source under it (TestDeployRBACIsEnough),
+// so any rule the source needs is there, and this test keeps anything more out.
+func TestDeployRBACIsMinimal(t *testing.T) {
+	objs := deployObjects(t)
+	role := objs["ClusterRole/mcs-reader"]
+	if role == nil {
+		t.Fatal("no ClusterRole mcs-reader")
+	}
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	type rule struct{ Groups, Resources, Verbs []string }
+	var got []rule
+	for _, r := range rules {
+		m := r.(map[string]any)
+		list := func(k string) []string {
+			var out []string
+			for _, v := range m[k].([]any) {
+				out = append(out, v.(string))
+			}
+			slices.Sort(out)
+			return out
+		}
+		for k := range m {
+			if k != "apiGroups" && k != "resources" && k != "verbs" {
+				t.Errorf("rule has %s", k)
+			}
+		}
+		got = append(got, rule{list("apiGroups"), list("resources"), list("verbs")})
+	}
+	resources := []string{MachineConfigs.Resource, MachineConfigPools.Resource, ControllerConfigs.Resource}
+	slices.Sort(resources)
+	want := []rule{{[]string{Group}, resources, []string{"get", "list", "watch"}}}
+	if yamlString(got) != yamlString(want) {
+		t.Errorf("rules\n%s\nwant\n%s", yamlString(got), yamlString(want))
+	}
+
+	binding := objs["ClusterRoleBinding/mcs-reader"]
+	sa := objs["ServiceAccount/mcs"]
+	if binding == nil || sa == nil {
+		t.Fatal("no ClusterRoleBinding mcs-reader or ServiceAccount mcs")
+	}
+	if str(t, binding, "roleRef", "name") != role.GetName() || str(t, binding, "roleRef", "kind") != "ClusterRole" {
+		t.Errorf("binding refers to %s", yamlString(binding.Object["roleRef"]))
+	}
+	subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+	if len(subjects) != 1 || yamlString(subjects[0]) != yamlString(map[string]any{"kind": "ServiceAccount", "name": sa.GetName(), "namespace": sa.GetNamespace()}) {
+		t.Errorf("subjects %s", yamlString(subjects))
+	}
+}
+
+func TestDeployManifests(t *testing.T) {
+	objs := deployObjects(t)
+	dep := objs["Deployment/mcs"]
+	if dep == nil {
+		t.Fatal("no Deployment mcs")
+	}
+	if got := str(t, dep, "spec", "replicas"); got != "2" {
+		t.Errorf("replicas %s", got)
+	}
+	if str(t, dep, "spec", "template", "spec", "serviceAccountName") != objs["ServiceAccount/mcs"].GetName() {
+		t.Error("the Deployment does not run as the ServiceAccount")
+	}
+	labels := yamlString(dep.Object["spec"].(map[string]any)["selector"].(map[string]any)["matchLabels"])
+	if got := yamlString(dep.Object["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)["labels"]); got != labels {
+		t.Errorf("pod labels %s do not match the selector %s", got, labels)
+	}
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	if len(containers) != 1 {
+		t.Fatalf("%d containers", len(containers))
+	}
+	c := &unstructured.Unstructured{Object: containers[0].(map[string]any)}
+	ports := map[string]string{}
+	list, _, _ := unstructured.NestedSlice(c.Object, "ports")
+	for _, p := range list {
+		m := p.(map[string]any)
+		ports[m["name"].(string)] = yamlString(m["containerPort"])
+	}
+	if ports["https"] != "22623" || ports["http"] != "22624" {
+		t.Errorf("container ports %v", ports)
+	}
+	for probe, path := range map[string]string{"readinessProbe": "/readyz", "livenessProbe": "/healthz"} {
+		if got := str(t, c, probe, "httpGet", "path"); got != path {
+			t.Errorf("%s on %s", probe, got)
+		}
+		if port := str(t, c, probe, "httpGet", "port"); ports[port] == "" {
+			t.Errorf("%s on port %s, which the container does not name", probe, port)
+		}
+	}
+	args := yamlString(c.Object["args"])
+	for _, want := range []string{"--source=kube", "--render-mode=self", "--listen-tls=:22623", "--listen-plain=:22624"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args lack %s: %s", want, args)
+		}
+	}
+
+	svc := objs["Service/mcs"]
+	if svc == nil {
+		t.Fatal("no Service mcs")
+	}
+	if got := yamlString(svc.Object["spec"].(map[string]any)["selector"]); got != labels {
+		t.Errorf("Service selects %s, pods are %s", got, labels)
+	}
+	sports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	seen := map[string]bool{}
+	for _, p := range sports {
+		m := p.(map[string]any)
+		port, target := yamlString(m["port"]), m["targetPort"].(string)
+		if ports[target] != port {
+			t.Errorf("Service port %s targets %s (container port %s)", port, target, ports[target])
+		}
+		seen[port] = true
+	}
+	if !seen["22623"] || !seen["22624"] {
+		t.Errorf("Service ports %v", seen)
+	}
+
+	pm := objs["PodMonitor/mcs"]
+	if pm == nil {
+		t.Fatal("no PodMonitor mcs")
+	}
+	if got := yamlString(pm.Object["spec"].(map[string]any)["selector"].(map[string]any)["matchLabels"]); got != labels {
+		t.Errorf("PodMonitor selects %s", got)
+	}
+	eps, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	if len(eps) != 1 || ports[eps[0].(map[string]any)["port"].(string)] == "" || eps[0].(map[string]any)["path"] != "/metrics" {
+		t.Errorf("PodMonitor endpoints %s", yamlString(eps))
+	}
+
+	// Every namespaced object is in the one namespace, and kustomize
+	// applies every manifest.
+	ns := objs["Namespace/mcs"]
+	if ns == nil {
+		t.Fatal("no Namespace mcs")
+	}
+	for key, u := range objs {
+		switch u.GetKind() {
+		case "Namespace", "ClusterRole", "ClusterRoleBinding", "Kustomization":
+			continue
+		}
+		if u.GetNamespace() != ns.GetName() {
+			t.Errorf("%s in namespace %q", key, u.GetNamespace())
+		}
+	}
+	kust := objs["Kustomization/"]
+	if kust == nil {
+		t.Fatal("no kustomization.yaml")
+	}
+	res, _, _ := unstructured.NestedStringSlice(kust.Object, "resources")
+	files, _ := filepath.Glob(filepath.Join(deployDir, "*.yaml"))
+	var names []string
+	for _, f := range files {
+		if b := filepath.Base(f); b != "kustomization.yaml" {
+			names = append(names, b)
+		}
+	}
+	slices.Sort(res)
+	if strings.Join(res, " ") != strings.Join(names, " ") {
+		t.Errorf("kustomization resources %v, files %v", res, names)
+	}
+}

@@ -1,0 +1,399 @@
+// Package kube supplies MachineConfig sets from a Kubernetes API server, through informers, rendered here or as the cluster rendered them.
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve"
+)
+
+// Group is the API group of every object the source reads.
+const Group = "machineconfiguration.openshift.io"
+
+// The resources the source lists and watches; the ClusterRole in deploy/
+// grants get, list and watch on exactly these.
+var (
+	MachineConfigs     = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "machineconfigs"}
+	MachineConfigPools = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "machineconfigpools"}
+	ControllerConfigs  = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "controllerconfigs"}
+)
+
+// DefaultControllerConfig is the ControllerConfig upstream's controller
+// writes and its server reads.
+const DefaultControllerConfig = "machine-config-controller"
+
+// Origin is the Source of every object read from the API server, so errors
+// read "kubernetes: MachineConfig/99-worker-ssh: $.spec.config...: ...".
+const Origin = "kubernetes"
+
+// Mode chooses what a pool serves.
+type Mode string
+
+const (
+	// ModeSelf renders each pool from the MachineConfigs its selector
+	// picks, with the renderer the directory source uses: replicas given
+	// the same objects serve the same bytes.
+	ModeSelf Mode = "self"
+	// ModePool serves the rendered MachineConfig the pool names, as
+	// upstream's server does, re-encoded at the lowest spec that holds it.
+	ModePool Mode = "pool"
+)
+
+// ParseMode reads a --render-mode value.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeSelf, ModePool:
+		return m, nil
+	case "":
+		return ModeSelf, nil
+	}
+	return "", fmt.Errorf("render mode %q: want %s or %s", s, ModeSelf, ModePool)
+}
+
+// Config configures a Source.
+type Config struct {
+	// REST reaches the API server (see RESTConfig).
+	REST *rest.Config
+	Mode Mode // default ModeSelf
+	// Options bound the rendered spec in both modes.
+	Options render.Options
+	// ControllerConfig names the ControllerConfig to read (default
+	// DefaultControllerConfig); others are ignored. A cluster without the
+	// ControllerConfig resource is served without one.
+	ControllerConfig string
+	// SyncWait bounds how long Load waits for the first full list of every
+	// resource before it fails (default 30s); the source signals a change
+	// once synced, so a slow start only delays the first render.
+	SyncWait time.Duration
+	Logger   *slog.Logger
+	// Registerer, when set, receives the source's metrics.
+	Registerer prometheus.Registerer
+}
+
+// Source is a serve.Source over MachineConfigs, MachineConfigPools and the
+// ControllerConfig of one cluster. Start (or Watch) runs its informers; Load
+// renders from their caches, never from the network.
+type Source struct {
+	cfg    Config
+	log    *slog.Logger
+	client dynamic.Interface
+	disco  discoverer
+	host   string
+	m      *metrics
+
+	startOnce sync.Once
+	synced    chan struct{} // closed once every informer has synced
+	notify    chan struct{} // capacity 1: a pending change
+	kick      chan struct{} // capacity 1: wakes the prober
+	health    health
+
+	// Set before synced is closed, read only after.
+	mcs, pools, ccs cache.Store
+}
+
+// discoverer is the part of the discovery client the source uses.
+type discoverer interface {
+	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
+}
+
+// New checks cfg and prepares the clients; nothing reaches the network until
+// Start.
+func New(cfg Config) (*Source, error) {
+	if cfg.REST == nil {
+		return nil, errors.New("kubernetes source: no REST config")
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = ModeSelf
+	}
+	if _, err := ParseMode(string(cfg.Mode)); err != nil {
+		return nil, err
+	}
+	if _, err := normalized(cfg.Options); err != nil {
+		return nil, err
+	}
+	if cfg.ControllerConfig == "" {
+		cfg.ControllerConfig = DefaultControllerConfig
+	}
+	if cfg.SyncWait <= 0 {
+		cfg.SyncWait = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	rc := rest.CopyConfig(cfg.REST)
+	if rc.UserAgent == "" {
+		rc.UserAgent = "mcs"
+	}
+	disco, err := newDiscoverer(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes source: %w", err)
+	}
+	s := &Source{}
+	observed := rest.CopyConfig(rc)
+	observed.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &observer{s: s, next: rt} })
+	client, err := dynamic.NewForConfig(observed)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes source: %w", err)
+	}
+	*s = Source{
+		cfg:    cfg,
+		log:    cfg.Logger.With("source", "kubernetes"),
+		client: client,
+		disco:  disco,
+		host:   rc.Host,
+		synced: make(chan struct{}),
+		notify: make(chan struct{}, 1),
+	}
+	s.m, err = newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes source: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Source) String() string {
+	return fmt.Sprintf("kubernetes %s (render mode %s)", s.host, s.cfg.Mode)
+}
+
+// Start runs the informers until ctx ends; calling it again does nothing.
+// It returns at once: the caches fill in the background, reconnecting with
+// backoff, and a change is signalled once they have.
+func (s *Source) Start(ctx context.Context) {
+	s.startOnce.Do(func() { go s.run(ctx) })
+}
+
+// Synced reports whether every informer has listed its resource once.
+func (s *Source) Synced() bool {
+	select {
+	case <-s.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Source) run(ctx context.Context) {
+	withCC, err := s.discover(ctx)
+	if err != nil {
+		return // ctx ended
+	}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(s.client, 0)
+	var syncs []cache.InformerSynced
+	add := func(gvr schema.GroupVersionResource, key func(*unstructured.Unstructured) string) cache.Store {
+		inf := factory.ForResource(gvr).Informer()
+		// Field managers' bookkeeping is large and never read.
+		_ = inf.SetTransform(stripManagedFields)
+		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+			s.watchFailed(gvr, err)
+		})
+		_, _ = inf.AddEventHandler(s.handler(gvr, key))
+		syncs = append(syncs, inf.HasSynced)
+		return inf.GetStore()
+	}
+	s.mcs = add(MachineConfigs, resourceVersion)
+	s.pools = add(MachineConfigPools, s.poolKey)
+	if withCC {
+		s.ccs = add(ControllerConfigs, controllerConfigKey)
+	}
+	factory.Start(ctx.Done())
+	start := time.Now()
+	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
+		factory.Shutdown()
+		return
+	}
+	s.log.Info("informer caches synced", "host", s.host, "controllerConfig", withCC, "duration", time.Since(start))
+	close(s.synced)
+	s.signal()
+	<-ctx.Done()
+	factory.Shutdown()
+}
+
+// Watch starts the source if needed and passes its changes on until ctx
+// ends: objects that change what is served, the first sync, and the API
+// connection failing or coming back.
+func (s *Source) Watch(ctx context.Context, changed chan<- struct{}) {
+	s.Start(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.notify:
+		}
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *Source) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// NotSyncedError is a Load before the informers have listed everything once.
+type NotSyncedError struct {
+	Host string
+	Wait time.Duration
+	Last error // the last API error seen, if any
+}
+
+func (e *NotSyncedError) Error() string {
+	msg := fmt.Sprintf("kubernetes %s: caches not synced after %s", e.Host, e.Wait)
+	if e.Last != nil {
+		msg += ": " + e.Last.Error()
+	}
+	return msg
+}
+
+func (e *NotSyncedError) Unwrap() error { return e.Last }
+
+// Load renders from the informer caches. While the API server is
+// unreachable it fails (the server keeps its last good snapshot and reports
+// the error) even though the caches still hold the last state: a replica
+// must say when what it serves may be stale.
+func (s *Source) Load(ctx context.Context) (*serve.Input, error) {
+	if !s.Synced() {
+		t := time.NewTimer(s.cfg.SyncWait)
+		defer t.Stop()
+		select {
+		case <-s.synced:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+			return nil, &NotSyncedError{Host: s.host, Wait: s.cfg.SyncWait, Last: s.health.get().err}
+		}
+	}
+	if h := s.health.get(); h.err != nil {
+		return nil, &APIError{Host: s.host, Since: h.since, Err: h.err}
+	}
+	if s.cfg.Mode == ModePool {
+		return s.loadPool()
+	}
+	return s.loadSelf()
+}
+
+// objects returns a store's objects sorted by name, so every replica
+// decodes (and reports) them in the same order.
+func objects(st cache.Store) []*unstructured.Unstructured {
+	if st == nil {
+		return nil
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range st.List() {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	slices.SortFunc(out, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out
+}
+
+// controllerConfig returns the named ControllerConfig's JSON, or nil.
+func (s *Source) controllerConfig() *unstructured.Unstructured {
+	if s.ccs == nil {
+		return nil
+	}
+	o, ok, _ := s.ccs.GetByKey(s.cfg.ControllerConfig)
+	if !ok {
+		return nil
+	}
+	u, _ := o.(*unstructured.Unstructured)
+	return u
+}
+
+// loadSelf renders every pool from the cached objects, through the same
+// loader and renderer as the directory source.
+func (s *Source) loadSelf() (*serve.Input, error) {
+	var l render.Loader
+	for _, u := range objects(s.mcs) {
+		if err := feed(&l, u); err != nil {
+			return nil, err
+		}
+	}
+	for _, u := range objects(s.pools) {
+		if err := feed(&l, u); err != nil {
+			return nil, err
+		}
+	}
+	if cc := s.controllerConfig(); cc != nil {
+		if err := feed(&l, cc); err != nil {
+			return nil, err
+		}
+	}
+	set, err := l.Set()
+	if err != nil {
+		return nil, err
+	}
+	return renderSet(set, s.cfg.Options), nil
+}
+
+// feed hands one object to the loader as JSON. The name given carries no
+// extension, so no object is ever read as Butane.
+func feed(l *render.Loader, u *unstructured.Unstructured) error {
+	js, err := json.Marshal(u.Object)
+	if err != nil {
+		return fmt.Errorf("%s: %s/%s: encoding: %w", Origin, u.GetKind(), u.GetName(), err)
+	}
+	l.Data(Origin, js)
+	return nil
+}
+
+// renderSet renders every pool in parallel, so a failure is the failing
+// pool's alone (as the directory source does).
+func renderSet(set *render.Set, opts render.Options) *serve.Input {
+	names := set.PoolNames()
+	results := make([]*render.Result, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = set.RenderPool(name, opts)
+		}()
+	}
+	wg.Wait()
+	in := &serve.Input{ControllerConfig: set.ControllerConfig()}
+	for i, name := range names {
+		if errs[i] != nil {
+			if in.Failed == nil {
+				in.Failed = map[string]error{}
+			}
+			in.Failed[name] = errs[i]
+			continue
+		}
+		in.Results = append(in.Results, results[i])
+	}
+	return in
+}
+
+// stripManagedFields drops the field managers' bookkeeping, which is large
+// and never read, from objects before they are cached.
+func stripManagedFields(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetManagedFields(nil)
+	}
+	return obj, nil
+}
