@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/ignition-mcs/mcs/render"
@@ -38,32 +37,7 @@ func (d *Dir) Load(ctx context.Context) (*serve.Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Pools render one by one (in parallel), so a failure is the failing
-	// pool's alone.
-	names := set.PoolNames()
-	results := make([]*render.Result, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = set.RenderPool(name, d.Options)
-		}()
-	}
-	wg.Wait()
-	in := &serve.Input{ControllerConfig: set.ControllerConfig()}
-	for i, name := range names {
-		if errs[i] != nil {
-			if in.Failed == nil {
-				in.Failed = map[string]error{}
-			}
-			in.Failed[name] = errs[i]
-			continue
-		}
-		in.Results = append(in.Results, results[i])
-	}
-	return in, nil
+	return RenderPools(set, d.Options), nil
 }
 
 // stableTries bounds how often a load is retried while the tree keeps changing.
