@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/skewgate"
 )
 
 // Source is where rendered pools come from: a directory rendered here, or
@@ -29,6 +30,10 @@ type Input struct {
 	// serving its last good render, as upstream marks only that pool
 	// degraded: one broken custom pool must not hold back the others.
 	Failed map[string]error
+	// SkewPolicy, when set, is the source's boot-image skew policy (a
+	// cluster's MachineConfiguration) and replaces the gate's; nil leaves
+	// the gate's policy (a file's, or none) as it is.
+	SkewPolicy *skewgate.Policy
 }
 
 // Reloader renders the source into snapshots, off the request path: at
@@ -69,6 +74,7 @@ func (r *Reloader) reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.applyPolicy(in.SkewPolicy)
 	failed := failure(in.Failed)
 	if len(in.Results) == 0 && failed != nil {
 		return failed
@@ -88,6 +94,16 @@ func (r *Reloader) reload(ctx context.Context) error {
 	snap.keepFailed(r.Server.Snapshot(), in.Failed)
 	r.Server.Swap(snap)
 	return failed
+}
+
+// applyPolicy hands the gate a policy that differs from the one it has.
+func (r *Reloader) applyPolicy(p *skewgate.Policy) {
+	g := r.Server.cfg.Gate
+	if p == nil || g == nil || g.Policy() == p {
+		return
+	}
+	g.SetPolicy(p)
+	r.log().Info("skew policy from the source in force", "source", r.Source.String(), "mode", p.Mode)
 }
 
 // failure joins per-pool errors, sorted by pool, or returns nil.

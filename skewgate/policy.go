@@ -67,7 +67,11 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid YAML: %w", err)
 	}
+	// A Kubernetes object (a MachineConfiguration as kubectl prints it) is
+	// told from a bare policy by its kind or spec; its policy is
+	// spec.bootImageSkewEnforcement, and an object without one sets none.
 	var probe struct {
+		Kind *string `json:"kind"`
 		Spec *struct {
 			BootImageSkewEnforcement json.RawMessage `json:"bootImageSkewEnforcement"`
 		} `json:"spec"`
@@ -76,10 +80,14 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 		return nil, fmt.Errorf("$: %w", err)
 	}
 	prefix := "$"
-	if probe.Spec != nil && probe.Spec.BootImageSkewEnforcement != nil {
-		// A MachineConfiguration object: its policy, with release limits and
-		// minimums from the top level if given.
-		js = probe.Spec.BootImageSkewEnforcement
+	if probe.Kind != nil || probe.Spec != nil {
+		if probe.Kind != nil && *probe.Kind != "MachineConfiguration" {
+			return nil, fmt.Errorf("$.kind: %q is not MachineConfiguration", *probe.Kind)
+		}
+		js = []byte("{}")
+		if probe.Spec != nil && len(probe.Spec.BootImageSkewEnforcement) > 0 {
+			js = probe.Spec.BootImageSkewEnforcement
+		}
 		prefix = "$.spec.bootImageSkewEnforcement"
 	}
 	var p Policy

@@ -79,6 +79,9 @@ func TestParsePolicy(t *testing.T) {
 		{"manual rhcos legacy", "mode: Manual\nmanual: {mode: RHCOSVersion, rhcosVersion: 48.84.202208021106-0}", ""},
 		{"json", `{"mode":"Manual","manual":{"mode":"RHCOSVersion","rhcosVersion":"9.6.20251023-0"}}`, ""},
 		{"MachineConfiguration object", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nspec:\n  bootImageSkewEnforcement:\n    mode: Manual\n    manual: {mode: OCPVersion, ocpVersion: 4.14.0}\n", ""},
+		{"MachineConfiguration without a policy", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: cluster}\nspec:\n  logLevel: Normal\n", ""},
+		{"MachineConfiguration null policy", `{"kind":"MachineConfiguration","spec":{"bootImageSkewEnforcement":null}}`, ""},
+		{"other kind", "kind: ConfigMap\ndata: {}", `$.kind: "ConfigMap" is not MachineConfiguration`},
 		{"min ignition", "minIgnitionVersion: {worker: 2.15.0, '*': v2.7.0}", ""},
 		{"bad mode", "mode: Sometimes", `$.mode: "Sometimes" is not Manual`},
 		{"manual without manual", "mode: Manual", "$.manual: required"},
@@ -265,4 +268,14 @@ func FuzzParseRHCOS(f *testing.F) {
 			t.Fatalf("%q < itself", s)
 		}
 	})
+}
+
+// A cluster's MachineConfiguration without spec.bootImageSkewEnforcement
+// sets no policy: the gate then blocks only clients that cannot read their
+// config, as with no policy file at all.
+func TestParsePolicyObjectWithoutPolicy(t *testing.T) {
+	p := mustPolicy(t, "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: cluster}\nspec: {logLevel: Normal}\n")
+	if p.Mode != "" || p.Manual != nil || p.Release != DefaultRelease {
+		t.Fatalf("policy = %+v, want none with the default release limits", p)
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
+	"github.com/ignition-mcs/mcs/source/kube"
 )
 
 var errUsage = errors.New("usage")
@@ -42,6 +43,10 @@ type options struct {
 	listenTLS, listenPlain string
 	cert, key              string
 	dir                    string
+	source                 string // dir or kube
+	kubeAPIConfig          string // the kubeconfig mcs reads the cluster with
+	renderMode             string
+	controllerConfig       string
 	kubeconfig, kubeletCA  string
 	authTokenFile          string
 	skewPolicy             string
@@ -66,7 +71,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Func("insecure-port", "alias of --listen-plain :PORT (upstream's flag)", func(s string) error { return portAlias(&o.listenPlain, s) })
 	fs.StringVar(&o.cert, "cert", "", "TLS certificate file (PEM), reloaded when it changes")
 	fs.StringVar(&o.key, "key", "", "TLS key file (PEM), reloaded when it changes")
-	fs.StringVar(&o.dir, "dir", "", "directory of MachineConfigs, pools, Butane files and a ControllerConfig (required)")
+	fs.StringVar(&o.source, "source", "dir", "where MachineConfigs and pools come from: dir (--dir) or kube (the Kubernetes API server)")
+	fs.StringVar(&o.dir, "dir", "", "directory of MachineConfigs, pools, Butane files and a ControllerConfig (with --source dir)")
+	fs.StringVar(&o.kubeAPIConfig, "kubeconfig", "", "kubeconfig for --source kube (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&o.renderMode, "render-mode", string(kube.ModeSelf), "with --source kube: self (render each pool here) or pool (serve the rendered config the pool names, as OpenShift's server does)")
+	fs.StringVar(&o.controllerConfig, "controller-config", kube.DefaultControllerConfig, "with --source kube: the ControllerConfig to read")
 	fs.StringVar(&o.kubeconfig, "bootstrap-kubeconfig", "", "node bootstrap kubeconfig served as /etc/kubernetes/kubeconfig")
 	fs.StringVar(&o.kubeletCA, "kubelet-ca", "", "CA bundle served as /etc/kubernetes/kubelet-ca.crt (default: the ControllerConfig's)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file of bearer tokens, one per line; /config/ then requires one")
@@ -87,7 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.writeTimeout, "write-timeout", 60*time.Second, "time a response may take to write")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 90*time.Second, "time an idle keep-alive connection is kept")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: mcs --dir DIR [flags]\n\nServes /config/<pool> to booting nodes, /healthz, /readyz, /metrics and /status.\nEvery flag can also be set as MCS_<FLAG> (e.g. MCS_LISTEN_PLAIN=127.0.0.1:22624).\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: mcs (--dir DIR | --source kube) [flags]\n\nServes /config/<pool> to booting nodes, /healthz, /readyz, /metrics and /status.\nEvery flag can also be set as MCS_<FLAG> (e.g. MCS_LISTEN_PLAIN=127.0.0.1:22624).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -104,8 +113,23 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		fmt.Fprintf(stderr, "mcs: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
 		return nil, errUsage
 	}
-	if o.dir == "" {
-		fmt.Fprintln(stderr, "mcs: --dir is required")
+	switch o.source {
+	case "dir":
+		if o.dir == "" {
+			fmt.Fprintln(stderr, "mcs: --dir is required (or --source kube)")
+			return nil, errUsage
+		}
+	case "kube":
+		if o.dir != "" {
+			fmt.Fprintln(stderr, "mcs: --dir is for --source dir; --source kube reads the API server")
+			return nil, errUsage
+		}
+		if _, err := kube.ParseMode(o.renderMode); err != nil {
+			fmt.Fprintln(stderr, "mcs: --render-mode:", err)
+			return nil, errUsage
+		}
+	default:
+		fmt.Fprintf(stderr, "mcs: --source %q: want dir or kube\n", o.source)
 		return nil, errUsage
 	}
 	if (o.cert == "") != (o.key == "") {
@@ -235,9 +259,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 
-	srv := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: defaultSpec, Tokens: tokens, Gate: gate, Source: o.dir})
+	src, err := newSource(o, ro, log, reg)
+	if err != nil {
+		return err
+	}
+	srv := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: defaultSpec, Tokens: tokens, Gate: gate, Source: src.String()})
 	rl := &serve.Reloader{
-		Source:   &source.Dir{Path: o.dir, Poll: o.poll, Options: ro},
+		Source:   src,
 		Server:   srv,
 		Debounce: o.debounce,
 		Logger:   log,
@@ -310,6 +338,34 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	wg.Wait()
 	return nil
+}
+
+// newSource is the directory, or the API server: there the cluster's
+// MachineConfiguration is the skew policy unless a policy file is given.
+func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.Registerer) (serve.Source, error) {
+	if o.source != "kube" {
+		return &source.Dir{Path: o.dir, Poll: o.poll, Options: ro}, nil
+	}
+	rc, err := kube.RESTConfig(o.kubeAPIConfig)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := kube.ParseMode(o.renderMode)
+	if err != nil {
+		return nil, err
+	}
+	if o.skewPolicy != "" {
+		log.Info("skew policy from --skew-policy; the cluster's MachineConfiguration is not read")
+	}
+	return kube.New(kube.Config{
+		REST:             rc,
+		Mode:             mode,
+		Options:          ro,
+		ControllerConfig: o.controllerConfig,
+		SkewPolicy:       o.skewPolicy == "",
+		Logger:           log,
+		Registerer:       reg,
+	})
 }
 
 type server struct {

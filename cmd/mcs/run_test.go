@@ -48,6 +48,10 @@ func TestUsage(t *testing.T) {
 		{"bad port alias", []string{"--dir", ".", "--insecure-port", "http"}, nil, errUsage, "not a port"},
 		{"stray argument", []string{"--dir", ".", "extra"}, nil, errUsage, "unexpected arguments"},
 		{"bad env", []string{"--dir", "."}, map[string]string{"MCS_HTTP2": "maybe"}, errUsage, "MCS_HTTP2"},
+		{"kube with dir", []string{"--source", "kube", "--dir", "."}, nil, errUsage, "--dir is for --source dir"},
+		{"unknown source", []string{"--source", "git"}, nil, errUsage, `--source "git": want dir or kube`},
+		{"bad render mode", []string{"--source", "kube", "--render-mode", "cluster"}, nil, errUsage, "--render-mode"},
+		{"source from env", nil, map[string]string{"MCS_SOURCE": "kube", "MCS_RENDER_MODE": "both"}, errUsage, "--render-mode"},
 		{"help", []string{"--help"}, nil, nil, "MCS_<FLAG>"},
 	}
 	for _, c := range cases {
@@ -72,16 +76,21 @@ func TestOptionErrors(t *testing.T) {
 		name string
 		args []string
 		msg  string
+		kube bool
 	}{
-		{"bad spec", []string{"--spec", "3.9.0"}, "--spec: cannot write spec version"},
-		{"bad default spec", []string{"--default-spec", "1.0.0"}, "--default-spec"},
-		{"bad log format", []string{"--log-format", "xml"}, "--log-format"},
-		{"missing token file", []string{"--auth-token-file", "/nonexistent"}, "--auth-token-file"},
-		{"bad policy", []string{"--skew-policy", "/nonexistent"}, "skew policy"},
+		{"bad spec", []string{"--spec", "3.9.0"}, "--spec: cannot write spec version", false},
+		{"bad default spec", []string{"--default-spec", "1.0.0"}, "--default-spec", false},
+		{"bad log format", []string{"--log-format", "xml"}, "--log-format", false},
+		{"missing token file", []string{"--auth-token-file", "/nonexistent"}, "--auth-token-file", false},
+		{"bad policy", []string{"--skew-policy", "/nonexistent"}, "skew policy", false},
+		{"missing kubeconfig", []string{"--source", "kube", "--kubeconfig", "/nonexistent"}, "kubeconfig /nonexistent", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"--dir", t.TempDir(), "--listen-plain", "127.0.0.1:0"}, c.args...)
+			if c.kube {
+				args = append([]string{"--listen-plain", "127.0.0.1:0"}, c.args...)
+			}
 			err := run(context.Background(), args, nil, io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("err %v, want one with %q", err, c.msg)

@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -32,9 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	// The CRDs the tests install come from this module, at the version
-	// go.mod pins; the import keeps it there.
-	_ "github.com/openshift/api/machineconfiguration/v1"
+	"github.com/ignition-mcs/mcs/internal/kubetest"
 )
 
 // One control plane (etcd + kube-apiserver) serves every test of the
@@ -59,13 +56,22 @@ func runTests(m *testing.M) int {
 		sharedMissing = "-short given"
 		return m.Run()
 	}
-	assets, err := kubeAssets()
+	if why := noControlPlaneWanted(); why != "" {
+		sharedMissing = why
+		return m.Run()
+	}
+	assets, err := kubetest.Assets()
 	if err != nil {
 		sharedMissing = err.Error()
 		return m.Run()
 	}
+	crds, err := kubetest.CRDFiles(true)
+	if err != nil {
+		sharedErr = err
+		return m.Run()
+	}
 	start := time.Now()
-	shared, sharedErr = startControlPlane(assets, crdFiles(true))
+	shared, sharedErr = startControlPlane(assets, crds)
 	if sharedErr == nil {
 		fmt.Fprintf(os.Stderr, "kube: control plane (kube-apiserver %s, etcd) up in %s\n", shared.version, time.Since(start).Round(time.Millisecond))
 		defer func() {
@@ -77,43 +83,24 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// kubeAssets finds kube-apiserver and etcd: $KUBEBUILDER_ASSETS, else
-// what `make kube-tools` builds.
-func kubeAssets() (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		tools := os.Getenv("MCS_TOOLS")
-		if tools == "" {
-			home, _ := os.UserHomeDir()
-			tools = filepath.Join(home, ".cache", "mcs-tools")
+// noControlPlaneWanted says why this run needs no control plane: fuzzing
+// (every fuzz worker process runs TestMain too), listing, or benchmarks alone.
+func noControlPlaneWanted() string {
+	val := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
 		}
-		dir = filepath.Join(tools, "kube")
+		return ""
 	}
-	for _, b := range []string{"kube-apiserver", "etcd"} {
-		info, err := os.Stat(filepath.Join(dir, b))
-		if err != nil || info.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("no %s in %s (run `make kube-tools`)", b, dir)
-		}
+	switch {
+	case val("test.fuzz") != "" || val("test.fuzzworker") == "true":
+		return "fuzzing"
+	case val("test.list") != "":
+		return "listing"
+	case val("test.run") == "^$":
+		return "no tests selected"
 	}
-	return dir, nil
-}
-
-// crdFiles are the real MachineConfig CRDs (the Default feature set's
-// where upstream ships several), from github.com/openshift/api.
-func crdFiles(withControllerConfig bool) []string {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
-	if err != nil {
-		panic(fmt.Sprintf("locating github.com/openshift/api: %v", err))
-	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "machineconfiguration", "v1", "zz_generated.crd-manifests")
-	files := []string{
-		filepath.Join(dir, "0000_80_machine-config_01_machineconfigs.crd.yaml"),
-		filepath.Join(dir, "0000_80_machine-config_01_machineconfigpools.crd.yaml"),
-	}
-	if withControllerConfig {
-		files = append(files, filepath.Join(dir, "0000_80_machine-config_01_controllerconfigs-Default.crd.yaml"))
-	}
-	return files
+	return ""
 }
 
 type controlPlane struct {
@@ -172,19 +159,10 @@ func needControlPlane(t *testing.T) *controlPlane {
 		t.Fatal(sharedErr)
 	}
 	if shared == nil {
-		missingControlPlane(t, sharedMissing)
+		kubetest.Missing(t, sharedMissing)
 	}
 	resetObjects(t, shared)
 	return shared
-}
-
-func missingControlPlane(t *testing.T, why string) {
-	t.Helper()
-	msg := "no Kubernetes control plane: " + why
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
 
 // resetObjects deletes every object the tests make, so tests sharing the
@@ -193,15 +171,15 @@ func resetObjects(t *testing.T, cp *controlPlane) {
 	t.Helper()
 	ctx := context.Background()
 	for _, gvr := range []struct {
-		r        string
+		r        schema.GroupVersionResource
 		optional bool
-	}{{MachineConfigs.Resource, false}, {MachineConfigPools.Resource, false}, {ControllerConfigs.Resource, true}} {
-		res := cp.dyn.Resource(MachineConfigs.GroupVersion().WithResource(gvr.r))
+	}{{MachineConfigs, false}, {MachineConfigPools, false}, {ControllerConfigs, true}, {MachineConfigurations, true}} {
+		res := cp.dyn.Resource(gvr.r)
 		err := res.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		if err != nil && !(gvr.optional && apierrors.IsNotFound(err)) {
-			t.Fatalf("deleting %s: %v", gvr.r, err)
+			t.Fatalf("deleting %s: %v", gvr.r.Resource, err)
 		}
-		eventually(t, 10*time.Second, "no "+gvr.r+" left", func() error {
+		eventually(t, 10*time.Second, "no "+gvr.r.Resource+" left", func() error {
 			l, err := res.List(ctx, metav1.ListOptions{})
 			if err != nil {
 				if gvr.optional && apierrors.IsNotFound(err) {

@@ -70,28 +70,33 @@ func TestDeployRBACIsMinimal(t *testing.T) {
 		t.Fatal("no ClusterRole mcs-reader")
 	}
 	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-	type rule struct{ Groups, Resources, Verbs []string }
+	type rule struct{ Groups, Resources, Names, Verbs []string }
 	var got []rule
 	for _, r := range rules {
 		m := r.(map[string]any)
 		list := func(k string) []string {
 			var out []string
-			for _, v := range m[k].([]any) {
+			l, _ := m[k].([]any)
+			for _, v := range l {
 				out = append(out, v.(string))
 			}
 			slices.Sort(out)
 			return out
 		}
 		for k := range m {
-			if k != "apiGroups" && k != "resources" && k != "verbs" {
+			if k != "apiGroups" && k != "resources" && k != "resourceNames" && k != "verbs" {
 				t.Errorf("rule has %s", k)
 			}
 		}
-		got = append(got, rule{list("apiGroups"), list("resources"), list("verbs")})
+		got = append(got, rule{list("apiGroups"), list("resources"), list("resourceNames"), list("verbs")})
 	}
 	resources := []string{MachineConfigs.Resource, MachineConfigPools.Resource, ControllerConfigs.Resource}
 	slices.Sort(resources)
-	want := []rule{{[]string{Group}, resources, []string{"get", "list", "watch"}}}
+	read := []string{"get", "list", "watch"}
+	want := []rule{
+		{[]string{Group}, resources, nil, read},
+		{[]string{MachineConfigurations.Group}, []string{MachineConfigurations.Resource}, []string{ClusterMachineConfiguration}, read},
+	}
 	if yamlString(got) != yamlString(want) {
 		t.Errorf("rules\n%s\nwant\n%s", yamlString(got), yamlString(want))
 	}

@@ -82,15 +82,15 @@ func (h *health) set(key string, err error) (wasHealthy bool) {
 	return wasHealthy
 }
 
-// clear records a success and reports whether it ended the outage.
-func (h *health) clear(key string) (recovered bool) {
+// clear records a success and reports whether all is well now, and
+// whether this success ended an outage.
+func (h *health) clear(key string) (healthy, recovered bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.failing[key]; !ok {
-		return false
-	}
+	_, was := h.failing[key]
 	delete(h.failing, key)
-	return len(h.failing) == 0
+	healthy = len(h.failing) == 0
+	return healthy, was && healthy
 }
 
 func (s *Source) failed(key string, err error) {
@@ -105,8 +105,11 @@ func (s *Source) failed(key string, err error) {
 }
 
 func (s *Source) succeeded(key string) {
-	if s.health.clear(key) {
+	healthy, recovered := s.health.clear(key)
+	if healthy {
 		s.m.up.Set(1)
+	}
+	if recovered {
 		s.log.Info("kubernetes API reachable again", "host", s.host)
 		s.signal()
 	}
@@ -154,54 +157,88 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// resourceOf is the resource a request path is for, or "".
+// resourceOf is the resource a request path is for, or "" when it is not
+// one the source reads.
 func resourceOf(path string) string {
-	rest, ok := strings.CutPrefix(path, "/apis/"+MachineConfigs.GroupVersion().String()+"/")
-	if !ok {
-		return ""
+	for _, gvr := range []schema.GroupVersionResource{MachineConfigs, MachineConfigPools, ControllerConfigs, MachineConfigurations} {
+		rest, ok := strings.CutPrefix(path, "/apis/"+gvr.GroupVersion().String()+"/")
+		if !ok {
+			continue
+		}
+		if r, _, _ := strings.Cut(rest, "/"); r == gvr.Resource {
+			return r
+		}
 	}
-	r, _, _ := strings.Cut(rest, "/")
-	return r
+	return ""
+}
+
+// served is what of the optional resources the API server serves.
+type served struct {
+	controllerConfigs     bool
+	machineConfigurations bool // looked for only with Config.SkewPolicy
 }
 
 // discover waits, with backoff, until the API server serves the
-// MachineConfig resources, and reports whether it serves ControllerConfigs
-// (a cluster without the MCO's CRDs but MachineConfigs is served without).
-func (s *Source) discover(ctx context.Context) (withControllerConfig bool, err error) {
-	gv := MachineConfigs.GroupVersion().String()
+// MachineConfig resources, and reports which optional ones it serves (a
+// cluster with MachineConfigs but without the MCO's other CRDs is served
+// without them).
+func (s *Source) discover(ctx context.Context) (served, error) {
 	b := newBackoff()
 	for {
-		list, err := s.disco.ServerResourcesForGroupVersion(gv)
+		got, err := s.discoverOnce()
 		if err == nil {
-			have := map[string]bool{}
-			for _, r := range list.APIResources {
-				have[r.Name] = true
-			}
-			var missing []string
-			for _, r := range []schema.GroupVersionResource{MachineConfigs, MachineConfigPools} {
-				if !have[r.Resource] {
-					missing = append(missing, r.Resource)
-				}
-			}
-			if len(missing) == 0 {
-				s.succeeded("discovery")
-				return have[ControllerConfigs.Resource], nil
-			}
-			err = fmt.Errorf("the API server does not serve %s.%s: install the MachineConfig CRDs", strings.Join(missing, ", "), gv)
-		} else if apierrors.IsNotFound(err) {
-			err = fmt.Errorf("the API server does not serve %s: install the MachineConfig CRDs: %w", gv, err)
-		} else {
-			err = fmt.Errorf("discovering %s: %w", gv, err)
+			s.succeeded("discovery")
+			return got, nil
 		}
 		s.failed("discovery", err)
 		t := time.NewTimer(b.next())
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return false, ctx.Err()
+			return served{}, ctx.Err()
 		case <-t.C:
 		}
 	}
+}
+
+func (s *Source) discoverOnce() (served, error) {
+	gv := MachineConfigs.GroupVersion().String()
+	list, err := s.disco.ServerResourcesForGroupVersion(gv)
+	if apierrors.IsNotFound(err) {
+		return served{}, fmt.Errorf("the API server does not serve %s: install the MachineConfig CRDs: %w", gv, err)
+	}
+	if err != nil {
+		return served{}, fmt.Errorf("discovering %s: %w", gv, err)
+	}
+	have := map[string]bool{}
+	for _, r := range list.APIResources {
+		have[r.Name] = true
+	}
+	var missing []string
+	for _, r := range []schema.GroupVersionResource{MachineConfigs, MachineConfigPools} {
+		if !have[r.Resource] {
+			missing = append(missing, r.Resource)
+		}
+	}
+	if len(missing) > 0 {
+		return served{}, fmt.Errorf("the API server does not serve %s.%s: install the MachineConfig CRDs", strings.Join(missing, ", "), gv)
+	}
+	out := served{controllerConfigs: have[ControllerConfigs.Resource]}
+	if !s.cfg.SkewPolicy {
+		return out, nil
+	}
+	gv = MachineConfigurations.GroupVersion().String()
+	list, err = s.disco.ServerResourcesForGroupVersion(gv)
+	switch {
+	case apierrors.IsNotFound(err):
+		return out, nil
+	case err != nil:
+		return served{}, fmt.Errorf("discovering %s: %w", gv, err)
+	}
+	for _, r := range list.APIResources {
+		out.machineConfigurations = out.machineConfigurations || r.Name == MachineConfigurations.Resource
+	}
+	return out, nil
 }
 
 func newDiscoverer(rc *rest.Config) (discoverer, error) {
@@ -259,6 +296,15 @@ func (s *Source) poolKey(u *unstructured.Unstructured) string {
 	return jsonKey(sel)
 }
 
+// skewPolicyKey is what of a MachineConfiguration the policy comes from.
+func skewPolicyKey(u *unstructured.Unstructured) string {
+	if u.GetName() != ClusterMachineConfiguration {
+		return ""
+	}
+	p, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "bootImageSkewEnforcement")
+	return jsonKey(p)
+}
+
 func controllerConfigKey(u *unstructured.Unstructured) string {
 	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec")
 	a := u.GetAnnotations()
@@ -280,6 +326,9 @@ type metrics struct {
 	up     prometheus.Gauge
 	errors prometheus.Counter
 	events *prometheus.CounterVec
+	// policyErrors counts versions of the cluster's MachineConfiguration
+	// that did not parse as a skew policy.
+	policyErrors prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -290,14 +339,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Failed requests and broken watches to the Kubernetes API server."}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcs_kube_events_total",
 			Help: "Object changes that can change what is served, by resource."}, []string{"resource"}),
+		policyErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "mcs_kube_skew_policy_errors_total",
+			Help: "Versions of the cluster's MachineConfiguration whose skew policy was invalid; the last good one stays in force."}),
 	}
-	for _, r := range []schema.GroupVersionResource{MachineConfigs, MachineConfigPools, ControllerConfigs} {
+	for _, r := range []schema.GroupVersionResource{MachineConfigs, MachineConfigPools, ControllerConfigs, MachineConfigurations} {
 		m.events.WithLabelValues(r.Resource)
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.up, m.errors, m.events} {
+	for _, c := range []prometheus.Collector{m.up, m.errors, m.events, m.policyErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -25,8 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -41,11 +43,16 @@ type stack struct {
 
 // serveSource runs src behind a Reloader and Server until the test ends.
 func serveSource(t *testing.T, src serve.Source, reg *prometheus.Registry) *stack {
+	return serveSourceGated(t, src, reg, nil)
+}
+
+// serveSourceGated is serveSource with a skew gate in front of /config.
+func serveSourceGated(t *testing.T, src serve.Source, reg *prometheus.Registry, gate *skewgate.Gate) *stack {
 	t.Helper()
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	st := &stack{src: src, reg: reg, srv: serve.New(serve.Config{Registry: reg, Source: src.String()})}
+	st := &stack{src: src, reg: reg, srv: serve.New(serve.Config{Registry: reg, Source: src.String(), Gate: gate})}
 	rl := &serve.Reloader{Source: src, Server: st.srv, Debounce: 20 * time.Millisecond, Logger: testLogger(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -67,11 +74,14 @@ type reply struct {
 	etag, body string
 }
 
-func (st *stack) get(t *testing.T, path, accept string) reply {
+func (st *stack) get(t *testing.T, path, accept string, userAgent ...string) reply {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	if accept != "" {
 		req.Header.Set("Accept", accept)
+	}
+	if len(userAgent) > 0 {
+		req.Header.Set("User-Agent", userAgent[0])
 	}
 	w := httptest.NewRecorder()
 	st.srv.ServeHTTP(w, req)
@@ -417,18 +427,8 @@ func toObject(t *testing.T, v any) *unstructured.Unstructured {
 // in both modes; the identity can read nothing else and write nothing.
 func TestDeployRBACIsEnough(t *testing.T) {
 	cp := needControlPlane(t)
-	deploy := filepath.Join("..", "..", "deploy")
-	cp.applyFiles(t, filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "serviceaccount.yaml"), filepath.Join(deploy, "rbac.yaml"))
 	cp.applyFiles(t, yamlFiles(t, filepath.Join(realdata, "aws"))...)
-
-	// A token for the ServiceAccount, as the kubelet mounts one.
-	tr, err := cp.kube.CoreV1().ServiceAccounts("mcs").CreateToken(context.Background(), "mcs",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa := rest.AnonymousClientConfig(cp.admin)
-	sa.BearerToken = tr.Status.Token
+	sa := cp.serviceAccount(t)
 
 	for _, mode := range []Mode{ModeSelf, ModePool} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -439,10 +439,14 @@ func TestDeployRBACIsEnough(t *testing.T) {
 					cp.apply(t, mc, withConfiguration(t, cp, pool, mc.GetName(), mc.GetName(), 1))
 				}
 			}
-			st := cp.kubeStack(t, Config{REST: sa, Mode: mode})
+			st := cp.kubeStack(t, Config{REST: sa, Mode: mode, SkewPolicy: true})
 			st.waitServing(t, "master", "worker")
-			if n := testutil.ToFloat64(st.src.(*Source).m.errors); n != 0 {
+			m := st.src.(*Source).m
+			if n := testutil.ToFloat64(m.errors); n != 0 {
 				t.Errorf("%v API errors as the ServiceAccount", n)
+			}
+			if up := testutil.ToFloat64(m.up); up != 1 {
+				t.Errorf("mcs_kube_api_up %v", up)
 			}
 		})
 	}
@@ -465,6 +469,25 @@ func TestDeployRBACIsEnough(t *testing.T) {
 	if err := saDyn.Resource(MachineConfigPools).Delete(ctx, "worker", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("deleting a pool: %v, want forbidden", err)
 	}
+	if _, err := saDyn.Resource(MachineConfigurations).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("listing every MachineConfiguration: %v, want forbidden", err)
+	}
+}
+
+// serviceAccount applies deploy/'s ServiceAccount and RBAC and returns a
+// client config carrying a token for it, as the kubelet mounts one.
+func (cp *controlPlane) serviceAccount(t *testing.T) *rest.Config {
+	t.Helper()
+	deploy := filepath.Join("..", "..", "deploy")
+	cp.applyFiles(t, filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "serviceaccount.yaml"), filepath.Join(deploy, "rbac.yaml"))
+	tr, err := cp.kube.CoreV1().ServiceAccounts("mcs").CreateToken(context.Background(), "mcs",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := rest.AnonymousClientConfig(cp.admin)
+	sa.BearerToken = tr.Status.Token
+	return sa
 }
 
 // The control plane's life seen by a replica: started before the CRDs
@@ -473,9 +496,9 @@ func TestDeployRBACIsEnough(t *testing.T) {
 // reported; afterwards, changes are followed again.
 func TestAPIServerLifecycle(t *testing.T) {
 	if shared == nil && sharedErr == nil {
-		missingControlPlane(t, sharedMissing)
+		kubetest.Missing(t, sharedMissing)
 	}
-	assets, err := kubeAssets()
+	assets, err := kubetest.Assets()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +508,7 @@ func TestAPIServerLifecycle(t *testing.T) {
 	certs := t.TempDir()
 	cp, err := startControlPlane(assets, nil, func(e *envtest.Environment) {
 		e.ControlPlane.APIServer = &envtest.APIServer{CertDir: certs}
-		e.ControlPlaneStopTimeout = 5 * time.Second
+		e.ControlPlaneStopTimeout = 2 * time.Second
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -504,7 +527,11 @@ func TestAPIServerLifecycle(t *testing.T) {
 	}
 
 	// Without the ControllerConfig CRD: served without one.
-	if _, err := envtest.InstallCRDs(cp.admin, envtest.CRDInstallOptions{Paths: crdFiles(false), ErrorIfPathMissing: true}); err != nil {
+	crds, err := kubetest.CRDFiles(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(cp.admin, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true}); err != nil {
 		t.Fatal(err)
 	}
 	cp.apply(t, poolObj(t, "worker"), mcObject(t, "50-worker", "worker", "before"))
@@ -538,8 +565,8 @@ func TestAPIServerLifecycle(t *testing.T) {
 	if _, err := src.Load(context.Background()); !errors.As(err, &ae) {
 		t.Errorf("Load during the outage: %v", err)
 	}
-	if testutil.ToFloat64(src.m.up) != 0 {
-		t.Error("mcs_kube_api_up is not 0")
+	if r := st.get(t, "/metrics", ""); !strings.Contains(r.body, "\nmcs_kube_api_up 0\n") {
+		t.Error("/metrics does not say mcs_kube_api_up 0")
 	}
 	for range 3 {
 		if r := st.get(t, "/config/worker", ""); r.code != http.StatusOK || r.etag != before.etag || r.body != before.body {
@@ -579,4 +606,61 @@ func (cp *controlPlane) newDynamic(t *testing.T, c *rest.Config) dynamic.Interfa
 		t.Fatal(err)
 	}
 	return d
+}
+
+// The cluster's MachineConfiguration is the skew policy: absent, none;
+// set to a boot image older than the release supports, every node is
+// answered with the stub; relaxed, nodes join again. All as the
+// ServiceAccount of deploy/, whose rule names only that object.
+func TestSkewPolicyFromCluster(t *testing.T) {
+	cp := needControlPlane(t)
+	cp.applyFiles(t, yamlFiles(t, filepath.Join(realdata, "aws"))...)
+	gate := skewgate.New(nil, testLogger(t))
+	reg := prometheus.NewRegistry()
+	src := cp.newSource(t, Config{REST: cp.serviceAccount(t), SkewPolicy: true, Registerer: reg})
+	st := serveSourceGated(t, src, reg, gate)
+	st.waitServing(t, "master", "worker")
+	if p := gate.Policy(); p.Mode != "" {
+		t.Fatalf("without a MachineConfiguration: policy mode %q", p.Mode)
+	}
+	const ua = "Ignition/v2.27.0"
+	stubbed := func() (bool, error) {
+		r := st.get(t, "/config/worker", accept(convert.V3_5), ua)
+		if r.code != http.StatusOK {
+			return false, fmt.Errorf("%d %s", r.code, r.body)
+		}
+		return strings.Contains(r.body, "/etc/issue.d/mcs-cannot-join-worker.issue"), nil
+	}
+	if s, err := stubbed(); err != nil || s {
+		t.Fatalf("without a policy: stubbed %v, %v", s, err)
+	}
+
+	policy := func(enforcement map[string]any) *unstructured.Unstructured {
+		return toObject(t, map[string]any{
+			"apiVersion": MachineConfigurations.GroupVersion().String(), "kind": "MachineConfiguration",
+			"metadata": map[string]any{"name": ClusterMachineConfiguration},
+			"spec":     map[string]any{"managementState": "Managed", "bootImageSkewEnforcement": enforcement},
+		})
+	}
+	cp.apply(t, policy(map[string]any{"mode": "Manual", "manual": map[string]any{"mode": "OCPVersion", "ocpVersion": "4.12.0"}}))
+	eventually(t, 10*time.Second, "the cluster's Manual policy stubbing nodes", func() error {
+		if p := gate.Policy(); p.Mode != "Manual" {
+			return fmt.Errorf("policy mode %q", p.Mode)
+		}
+		if s, err := stubbed(); err != nil || !s {
+			return fmt.Errorf("stubbed %v, %v", s, err)
+		}
+		return nil
+	})
+
+	cp.apply(t, policy(map[string]any{"mode": "None"}))
+	eventually(t, 10*time.Second, "mode None admitting nodes", func() error {
+		if s, err := stubbed(); err != nil || s {
+			return fmt.Errorf("stubbed %v, %v", s, err)
+		}
+		return nil
+	})
+	if n := testutil.ToFloat64(src.m.errors); n != 0 {
+		t.Errorf("%v API errors as the ServiceAccount", n)
+	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // Group is the API group of every object the source reads.
@@ -35,7 +36,13 @@ var (
 	MachineConfigs     = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "machineconfigs"}
 	MachineConfigPools = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "machineconfigpools"}
 	ControllerConfigs  = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "controllerconfigs"}
+	// MachineConfigurations hold the cluster's boot-image skew policy, in
+	// the one named ClusterMachineConfiguration.
+	MachineConfigurations = schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1", Resource: "machineconfigurations"}
 )
+
+// ClusterMachineConfiguration is the MachineConfiguration the MCO reads.
+const ClusterMachineConfiguration = "cluster"
 
 // DefaultControllerConfig is the ControllerConfig upstream's controller
 // writes and its server reads.
@@ -80,6 +87,12 @@ type Config struct {
 	// DefaultControllerConfig); others are ignored. A cluster without the
 	// ControllerConfig resource is served without one.
 	ControllerConfig string
+	// SkewPolicy makes the cluster's MachineConfiguration the gate's
+	// boot-image skew policy, read as a policy file is (an object without
+	// spec.bootImageSkewEnforcement, or none at all, sets no policy). Off
+	// when the policy comes from a file; ignored when the API server does
+	// not serve the resource.
+	SkewPolicy bool
 	// SyncWait bounds how long Load waits for the first full list of every
 	// resource before it fails (default 30s); the source signals a change
 	// once synced, so a slow start only delays the first render.
@@ -103,12 +116,16 @@ type Source struct {
 	startOnce sync.Once
 	synced    chan struct{} // closed once every informer has synced
 	notify    chan struct{} // capacity 1: a pending change
-	kick      chan struct{} // capacity 1: wakes the prober
 	health    health
+	cache     render.ParseCache // parsed configs, kept from one load to the next
 
 	// Set before synced is closed, read only after.
-	mcs, pools, ccs cache.Store
+	mcs, pools, ccs, mcfgs cache.Store
+
+	policy policyCache
 }
+
+var _ serve.Source = (*Source)(nil)
 
 // discoverer is the part of the discovery client the source uses.
 type discoverer interface {
@@ -192,14 +209,19 @@ func (s *Source) Synced() bool {
 }
 
 func (s *Source) run(ctx context.Context) {
-	withCC, err := s.discover(ctx)
+	served, err := s.discover(ctx)
 	if err != nil {
 		return // ctx ended
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(s.client, 0)
+	// Only the MCO's own MachineConfiguration is read, so the ClusterRole
+	// can name it (resourceNames) rather than grant every one.
+	one := dynamicinformer.NewFilteredDynamicSharedInformerFactory(s.client, 0, metav1.NamespaceAll, func(o *metav1.ListOptions) {
+		o.FieldSelector = "metadata.name=" + ClusterMachineConfiguration
+	})
 	var syncs []cache.InformerSynced
-	add := func(gvr schema.GroupVersionResource, key func(*unstructured.Unstructured) string) cache.Store {
-		inf := factory.ForResource(gvr).Informer()
+	add := func(f dynamicinformer.DynamicSharedInformerFactory, gvr schema.GroupVersionResource, key func(*unstructured.Unstructured) string) cache.Store {
+		inf := f.ForResource(gvr).Informer()
 		// Field managers' bookkeeping is large and never read.
 		_ = inf.SetTransform(stripManagedFields)
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
@@ -209,22 +231,29 @@ func (s *Source) run(ctx context.Context) {
 		syncs = append(syncs, inf.HasSynced)
 		return inf.GetStore()
 	}
-	s.mcs = add(MachineConfigs, resourceVersion)
-	s.pools = add(MachineConfigPools, s.poolKey)
-	if withCC {
-		s.ccs = add(ControllerConfigs, controllerConfigKey)
+	s.mcs = add(factory, MachineConfigs, resourceVersion)
+	s.pools = add(factory, MachineConfigPools, s.poolKey)
+	if served.controllerConfigs {
+		s.ccs = add(factory, ControllerConfigs, controllerConfigKey)
+	}
+	if served.machineConfigurations {
+		s.mcfgs = add(one, MachineConfigurations, skewPolicyKey)
 	}
 	factory.Start(ctx.Done())
+	one.Start(ctx.Done())
 	start := time.Now()
 	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
 		factory.Shutdown()
+		one.Shutdown()
 		return
 	}
-	s.log.Info("informer caches synced", "host", s.host, "controllerConfig", withCC, "duration", time.Since(start))
+	s.log.Info("informer caches synced", "host", s.host, "controllerConfig", served.controllerConfigs,
+		"skewPolicy", served.machineConfigurations, "duration", time.Since(start))
 	close(s.synced)
 	s.signal()
 	<-ctx.Done()
 	factory.Shutdown()
+	one.Shutdown()
 }
 
 // Watch starts the source if needed and passes its changes on until ctx
@@ -288,10 +317,16 @@ func (s *Source) Load(ctx context.Context) (*serve.Input, error) {
 	if h := s.health.get(); h.err != nil {
 		return nil, &APIError{Host: s.host, Since: h.since, Err: h.err}
 	}
+	load := s.loadSelf
 	if s.cfg.Mode == ModePool {
-		return s.loadPool()
+		load = s.loadPool
 	}
-	return s.loadSelf()
+	in, err := load()
+	if err != nil {
+		return nil, err
+	}
+	in.SkewPolicy = s.skewPolicy()
+	return in, nil
 }
 
 // objects returns a store's objects sorted by name, so every replica
@@ -324,9 +359,9 @@ func (s *Source) controllerConfig() *unstructured.Unstructured {
 }
 
 // loadSelf renders every pool from the cached objects, through the same
-// loader and renderer as the directory source.
+// loader, parse cache and per-pool render loop as the directory source.
 func (s *Source) loadSelf() (*serve.Input, error) {
-	var l render.Loader
+	l := render.Loader{Cache: &s.cache}
 	for _, u := range objects(s.mcs) {
 		if err := feed(&l, u); err != nil {
 			return nil, err
@@ -346,7 +381,7 @@ func (s *Source) loadSelf() (*serve.Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	return renderSet(set, s.cfg.Options), nil
+	return source.RenderPools(set, s.cfg.Options), nil
 }
 
 // feed hands one object to the loader as JSON. The name given carries no
@@ -358,35 +393,6 @@ func feed(l *render.Loader, u *unstructured.Unstructured) error {
 	}
 	l.Data(Origin, js)
 	return nil
-}
-
-// renderSet renders every pool in parallel, so a failure is the failing
-// pool's alone (as the directory source does).
-func renderSet(set *render.Set, opts render.Options) *serve.Input {
-	names := set.PoolNames()
-	results := make([]*render.Result, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = set.RenderPool(name, opts)
-		}()
-	}
-	wg.Wait()
-	in := &serve.Input{ControllerConfig: set.ControllerConfig()}
-	for i, name := range names {
-		if errs[i] != nil {
-			if in.Failed == nil {
-				in.Failed = map[string]error{}
-			}
-			in.Failed[name] = errs[i]
-			continue
-		}
-		in.Results = append(in.Results, results[i])
-	}
-	return in
 }
 
 // stripManagedFields drops the field managers' bookkeeping, which is large

@@ -3,6 +3,7 @@ package kube
 import (
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -203,4 +204,51 @@ func FuzzRendered(f *testing.F) {
 			t.Fatalf("re-encoding changed the config (%v %v):\n%s\n%s", err1, err2, a, b)
 		}
 	})
+}
+
+// FuzzRenderedConfig: any pool object yields a name or a located error.
+func FuzzRenderedConfig(f *testing.F) {
+	for _, seed := range []string{
+		`{"metadata":{"name":"w"},"spec":{"configuration":{"name":"a"}},"status":{"updatedMachineCount":1,"configuration":{"name":"b","source":[{"name":"x"}]}}}`,
+		`{"status":{"updatedMachineCount":"1"}}`,
+		`{"spec":{"configuration":{"source":[1,{"name":2},{"name":"y"}]}}}`,
+		`{"spec":[],"status":null}`,
+		`{}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		u := &unstructured.Unstructured{}
+		if u.UnmarshalJSON(data) != nil {
+			return
+		}
+		name, _, err := renderedConfig(u)
+		if (name == "") == (err == nil) {
+			t.Fatalf("name %q, err %v", name, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "$.") {
+			t.Fatalf("error without a path: %v", err)
+		}
+	})
+}
+
+func BenchmarkRendered(b *testing.B) {
+	set, err := render.Load(filepath.Join(realdata, "aws"))
+	if err != nil {
+		b.Skip(err)
+	}
+	res, err := set.RenderPool("worker", render.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mc := *res.MachineConfig
+	if mc.Spec.Config, err = convert.Encode(&res.Config, convert.V3_5, false); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Rendered("worker", &mc, render.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -174,7 +174,8 @@ func TestResourceOf(t *testing.T) {
 		"/apis/machineconfiguration.openshift.io/v2/machineconfigs":        "",
 		"/api/v1/namespaces/x/secrets":                                     "",
 		"/apis/machineconfiguration.openshift.io/v1":                       "",
-		"/apis/operator.openshift.io/v1/machineconfigurations/cluster":     "",
+		"/apis/operator.openshift.io/v1/machineconfigurations/cluster":     "machineconfigurations",
+		"/apis/operator.openshift.io/v1/ingresscontrollers":                "",
 		"/prefix/apis/machineconfiguration.openshift.io/v1/machineconfigs": "",
 	} {
 		if got := resourceOf(path); got != want {

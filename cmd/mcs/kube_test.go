@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/source/kube"
+)
+
+// The server as deployed: --source kube with a kubeconfig, against a real
+// kube-apiserver. It serves the cluster's pools, follows an edit, and
+// takes the skew policy from the cluster's MachineConfiguration.
+func TestServeKubernetes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: no control plane")
+	}
+	assets, err := kubetest.Assets()
+	if err != nil {
+		kubetest.Missing(t, err.Error())
+	}
+	crds, err := kubetest.CRDFiles(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrllog.SetLogger(logr.Discard())
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDInstallOptions: envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true}}
+	env.ControlPlane.GetAPIServer().Configure().Set("endpoint-reconciler-type", "none")
+	admin, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Stop() })
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "mcs-test", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(gvr schema.GroupVersionResource, doc string) {
+		t.Helper()
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		res := dyn.Resource(gvr)
+		cur, err := res.Get(ctx, u.GetName(), metav1.GetOptions{})
+		if err == nil {
+			u.SetResourceVersion(cur.GetResourceVersion())
+			_, err = res.Update(ctx, u, metav1.UpdateOptions{})
+		} else {
+			_, err = res.Create(ctx, u, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatalf("applying %s: %v", u.GetName(), err)
+		}
+	}
+	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
+  spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
+	apply(kube.MachineConfigs, strings.Replace(workerMC, "GEN", "one", 1))
+
+	in := start(t, "--source", "kube", "--kubeconfig", kubeconfig, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--debounce", "20ms")
+	const ua, v35 = "Ignition/v2.27.0", "application/vnd.coreos.ignition+json;version=3.5.0"
+	serves := func(want string) func() bool {
+		return func() bool {
+			code, body, err := in.get("/config/worker", "Accept", v35, "User-Agent", ua)
+			return err == nil && code == 200 && strings.Contains(string(body), want)
+		}
+	}
+	waitFor(t, "the cluster's worker pool served", serves("data:,one"))
+	if code, _, err := in.get("/readyz"); err != nil || code != 200 {
+		t.Fatalf("/readyz: %d %v", code, err)
+	}
+	_, status, _ := in.get("/status")
+	if !strings.Contains(string(status), "kubernetes https://127.0.0.1") {
+		t.Errorf("/status does not name the API server: %s", status)
+	}
+
+	apply(kube.MachineConfigs, strings.Replace(workerMC, "GEN", "two", 1))
+	waitFor(t, "the edited MachineConfig served", serves("data:,two"))
+
+	apply(kube.MachineConfigurations, `{apiVersion: operator.openshift.io/v1, kind: MachineConfiguration, metadata: {name: cluster},
+  spec: {managementState: Managed, bootImageSkewEnforcement: {mode: Manual, manual: {mode: OCPVersion, ocpVersion: 4.12.0}}}}`)
+	waitFor(t, "the cluster's skew policy refusing nodes", serves("/etc/issue.d/mcs-cannot-join-worker.issue"))
+
+	if err := in.stop(); err != nil {
+		t.Fatalf("run: %v\n%s", err, in.stderr.String())
+	}
+}

@@ -1,0 +1,74 @@
+// Package kubetest finds what the tests run a real Kubernetes control plane with: the binaries and the MachineConfig CRDs.
+package kubetest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	// The CRDs come from this module, at the version go.mod pins; the
+	// import keeps it there.
+	_ "github.com/openshift/api/machineconfiguration/v1"
+)
+
+// Assets finds kube-apiserver and etcd for envtest: $KUBEBUILDER_ASSETS,
+// else what `make kube-tools` builds under $MCS_TOOLS (default
+// ~/.cache/mcs-tools).
+func Assets() (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		tools := os.Getenv("MCS_TOOLS")
+		if tools == "" {
+			home, _ := os.UserHomeDir()
+			tools = filepath.Join(home, ".cache", "mcs-tools")
+		}
+		dir = filepath.Join(tools, "kube")
+	}
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		info, err := os.Stat(filepath.Join(dir, b))
+		if err != nil || info.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("no %s in %s (run `make kube-tools`)", b, dir)
+		}
+	}
+	return dir, nil
+}
+
+// CRDFiles are the real CRDs from github.com/openshift/api: MachineConfigs
+// and MachineConfigPools, and with all the ControllerConfig (the Default
+// feature set's) and the MachineConfiguration of a feature set with the
+// BootImageSkewEnforcement gate on (CustomNoUpgrade: in this release
+// neither Default nor TechPreviewNoUpgrade has the field, and the API
+// server would prune spec.bootImageSkewEnforcement).
+func CRDFiles(all bool) ([]string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
+	if err != nil {
+		return nil, fmt.Errorf("locating github.com/openshift/api: %w", err)
+	}
+	api := strings.TrimSpace(string(out))
+	mc := filepath.Join(api, "machineconfiguration", "v1", "zz_generated.crd-manifests")
+	files := []string{
+		filepath.Join(mc, "0000_80_machine-config_01_machineconfigs.crd.yaml"),
+		filepath.Join(mc, "0000_80_machine-config_01_machineconfigpools.crd.yaml"),
+	}
+	if all {
+		files = append(files,
+			filepath.Join(mc, "0000_80_machine-config_01_controllerconfigs-Default.crd.yaml"),
+			filepath.Join(api, "operator", "v1", "zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigurations-CustomNoUpgrade.crd.yaml"))
+	}
+	return files, nil
+}
+
+// Missing ends a test that has no control plane: a skip saying why, or
+// under CI (CI=true) a failure, so a pipeline cannot pass without having
+// run it.
+func Missing(t testing.TB, why string) {
+	t.Helper()
+	msg := "no Kubernetes control plane: " + why
+	if os.Getenv("CI") == "true" && !testing.Short() {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}

@@ -1,0 +1,63 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/skewgate"
+)
+
+// inputs is a Source that returns its loads in turn.
+type inputs struct {
+	loads []load
+	n     int
+}
+
+type load struct {
+	in  *Input
+	err error
+}
+
+func (s *inputs) Load(context.Context) (*Input, error) {
+	l := s.loads[s.n]
+	s.n++
+	return l.in, l.err
+}
+func (s *inputs) Watch(ctx context.Context, _ chan<- struct{}) { <-ctx.Done() }
+func (s *inputs) String() string                               { return "test inputs" }
+
+func TestReloadSkewPolicy(t *testing.T) {
+	file, err := skewgate.ParsePolicy([]byte("mode: None"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := skewgate.ParsePolicy([]byte("kind: MachineConfiguration\nspec:\n  bootImageSkewEnforcement:\n    mode: Manual\n    manual: {mode: OCPVersion, ocpVersion: 4.12.0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := skewgate.New(file, nil)
+	w := result(t, "worker", plainIgn)
+	src := &inputs{loads: []load{
+		{in: &Input{Results: []*render.Result{w}}},                      // no policy from the source: the file's stays
+		{in: &Input{Results: []*render.Result{w}, SkewPolicy: cluster}}, // the cluster's replaces it
+		{err: errors.New("api down")},                                   // a failed load changes nothing
+		{in: &Input{Results: []*render.Result{w}}},                      // nor does a load without one
+	}}
+	rl := &Reloader{Source: src, Server: New(Config{Gate: gate})}
+	want := []struct {
+		policy *skewgate.Policy
+		err    string
+	}{{file, ""}, {cluster, ""}, {cluster, "api down"}, {cluster, ""}}
+	for i, w := range want {
+		err := rl.Reload(context.Background())
+		if (err == nil) != (w.err == "") || err != nil && !strings.Contains(err.Error(), w.err) {
+			t.Fatalf("load %d: error %v, want %q", i, err, w.err)
+		}
+		if got := gate.Policy(); got != w.policy {
+			t.Errorf("load %d: policy in force %+v, want %+v", i, got, w.policy)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package kube
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ignition-mcs/mcs/skewgate"
+)
+
+// policyCache keeps the policy parsed from one version of the cluster's
+// MachineConfiguration, so an unchanged object yields the same *Policy (the
+// reloader swaps the gate's only on a new one) and a bad one is reported once.
+type policyCache struct {
+	mu       sync.Mutex
+	version  string // the object's resourceVersion; "-" when there is none
+	policy   *skewgate.Policy
+	lastGood *skewgate.Policy
+}
+
+// skewPolicy is the cluster's policy, or nil when the source does not read
+// one. An invalid object (the CRD's validation makes one unlikely) keeps the
+// last good policy in force and is logged and counted.
+func (s *Source) skewPolicy() *skewgate.Policy {
+	if s.mcfgs == nil {
+		return nil
+	}
+	c := &s.policy
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	version, raw := "-", []byte("{}")
+	if o, ok, _ := s.mcfgs.GetByKey(ClusterMachineConfiguration); ok {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			version = u.GetResourceVersion()
+			var err error
+			if raw, err = json.Marshal(u.Object); err != nil {
+				raw = nil
+			}
+		}
+	}
+	if version == c.version && c.policy != nil {
+		return c.policy
+	}
+	c.version = version
+	p, err := skewgate.ParsePolicy(raw)
+	if err != nil {
+		s.m.policyErrors.Inc()
+		s.log.Error("skew policy not changed: the cluster's MachineConfiguration is invalid",
+			"object", fmt.Sprintf("MachineConfiguration/%s", ClusterMachineConfiguration), "resourceVersion", version, "err", err)
+		c.policy = c.lastGood
+		return c.policy
+	}
+	if c.lastGood != nil && samePolicy(p, c.lastGood) {
+		p = c.lastGood // a write elsewhere in the object: nothing new to apply
+	}
+	c.policy, c.lastGood = p, p
+	return p
+}
+
+func samePolicy(a, b *skewgate.Policy) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}

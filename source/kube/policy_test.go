@@ -1,0 +1,119 @@
+package kube
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ignition-mcs/mcs/skewgate"
+)
+
+func machineConfiguration(t *testing.T, name, version, enforcement string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	js := `{"apiVersion":"operator.openshift.io/v1","kind":"MachineConfiguration","metadata":{"name":"` + name + `","resourceVersion":"` + version + `"},"spec":{"logLevel":"Normal"`
+	if enforcement != "" {
+		js += `,"bootImageSkewEnforcement":` + enforcement
+	}
+	if err := u.UnmarshalJSON([]byte(js + `}}`)); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// The cluster's MachineConfiguration is the policy, as a policy file holding
+// it would be; a bad version keeps the last good one; other objects of the
+// kind are not the MCO's and are ignored.
+func TestSkewPolicyFromMachineConfiguration(t *testing.T) {
+	s := cachedSource(t, filepath.Join(realdata, "aws"), Config{SkewPolicy: true})
+	s.mcfgs = newStore()
+	load := func() *skewgate.Policy {
+		t.Helper()
+		in, err := s.Load(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.SkewPolicy == nil {
+			t.Fatal("no skew policy in the input")
+		}
+		return in.SkewPolicy
+	}
+	set := func(u *unstructured.Unstructured) {
+		t.Helper()
+		if err := s.mcfgs.Update(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	none := load()
+	if none.Mode != "" {
+		t.Errorf("without a MachineConfiguration: mode %q, want none", none.Mode)
+	}
+	if again := load(); again != none {
+		t.Error("an unchanged cluster gave a new policy")
+	}
+
+	set(machineConfiguration(t, "other", "1", `{"mode":"None"}`))
+	if p := load(); p != none {
+		t.Errorf("another object's policy %q taken", p.Mode)
+	}
+	set(machineConfiguration(t, ClusterMachineConfiguration, "1", ""))
+	if p := load(); p != none {
+		t.Error("a MachineConfiguration without a policy gave a new one")
+	}
+
+	set(machineConfiguration(t, ClusterMachineConfiguration, "2", `{"mode":"Manual","manual":{"mode":"OCPVersion","ocpVersion":"4.12.0"}}`))
+	manual := load()
+	if manual.Mode != "Manual" || manual.Manual == nil || manual.Manual.OCPVersion != "4.12.0" {
+		t.Fatalf("policy %+v, want the cluster's Manual 4.12.0", manual)
+	}
+
+	set(machineConfiguration(t, ClusterMachineConfiguration, "3", `{"mode":"Sometimes"}`))
+	if p := load(); p != manual {
+		t.Errorf("an invalid MachineConfiguration replaced the policy with %+v", p)
+	}
+	if n := testutil.ToFloat64(s.m.policyErrors); n != 1 {
+		t.Errorf("mcs_kube_skew_policy_errors_total %v, want 1", n)
+	}
+	load()
+	if n := testutil.ToFloat64(s.m.policyErrors); n != 1 {
+		t.Errorf("the same bad version counted again: %v", n)
+	}
+
+	set(machineConfiguration(t, ClusterMachineConfiguration, "4", ""))
+	if p := load(); p.Mode != "" {
+		t.Errorf("a MachineConfiguration without a policy: mode %q, want none", p.Mode)
+	}
+}
+
+// Without Config.SkewPolicy (the policy comes from a file) the source
+// leaves the gate alone.
+func TestSkewPolicyOff(t *testing.T) {
+	s := cachedSource(t, filepath.Join(realdata, "aws"), Config{})
+	in, err := s.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.SkewPolicy != nil {
+		t.Errorf("skew policy %+v without Config.SkewPolicy", in.SkewPolicy)
+	}
+}
+
+func TestSkewPolicyKey(t *testing.T) {
+	a := machineConfiguration(t, ClusterMachineConfiguration, "1", `{"mode":"None"}`)
+	b := machineConfiguration(t, ClusterMachineConfiguration, "2", `{"mode":"None"}`)
+	b.Object["status"] = map[string]any{"observedGeneration": int64(2)}
+	c := machineConfiguration(t, ClusterMachineConfiguration, "3", `{"mode":"Automatic"}`)
+	if skewPolicyKey(a) != skewPolicyKey(b) {
+		t.Error("a status write changes the key")
+	}
+	if skewPolicyKey(a) == skewPolicyKey(c) {
+		t.Error("a new mode leaves the key")
+	}
+	if skewPolicyKey(machineConfiguration(t, "other", "1", `{"mode":"None"}`)) != skewPolicyKey(machineConfiguration(t, "other", "2", `{"mode":"Manual"}`)) {
+		t.Error("another object's policy changes the key")
+	}
+}
