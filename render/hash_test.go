@@ -11,7 +11,8 @@ import (
 )
 
 // The name is over sigs.k8s.io/yaml's YAML of the spec; specYAML builds the
-// same bytes without re-parsing. Both must agree on every real config.
+// same bytes without re-parsing, and the render builds them with the large
+// contents swapped out. All must agree on every real config.
 func TestSpecYAMLMatchesLibrary(t *testing.T) {
 	var sets []string
 	for _, d := range []string{filepath.Join(realdata, "aws"), filepath.Join(realdata, "none"), filepath.Join("..", "fixtures", "cluster")} {
@@ -42,6 +43,19 @@ func TestSpecYAMLMatchesLibrary(t *testing.T) {
 				}
 				if !bytes.Equal(fast, slow) {
 					t.Errorf("%s pool %s: fast and library YAML differ", dir, r.Pool)
+				}
+				// The render writes the config and the YAML of its name with the
+				// large contents swapped out (convert.Placeholders): the same
+				// bytes and name as without.
+				direct, err := convert.Encode(&r.Config, r.Spec, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(direct, r.MachineConfig.Spec.Config) {
+					t.Errorf("%s pool %s: the rendered config differs from encoding the merged config", dir, r.Pool)
+				}
+				if name, err := HashedName(r.Pool, r.MachineConfig.Spec); err != nil || name != r.Name {
+					t.Errorf("%s pool %s: rendered as %s, its spec hashes to %s (%v)", dir, r.Pool, r.Name, name, err)
 				}
 			}
 		}

@@ -176,7 +176,13 @@ func (r *renderer) run() *Result {
 		r.ceiling(ceiling, need, r.attribute(m, above))
 		return nil
 	}
-	typed, err := convert.Translate(&m.cfg, target)
+	// The merged contents are validated (above, or each config's when it
+	// was loaded), so the large ones are swapped for tokens while the config
+	// is translated, encoded and written as the YAML its name is hashed over:
+	// that is most of those bytes (see convert.Placeholders).
+	ph := convert.NewPlaceholders()
+	swapped := ph.Swap(m.cfg, true)
+	tokens, err := convert.Encode(&swapped, target, false)
 	if !wait() {
 		return nil
 	}
@@ -189,15 +195,19 @@ func (r *renderer) run() *Result {
 		}
 		return nil
 	}
-	js, err := convert.Marshal(typed, false)
-	if err != nil {
-		r.poolErr("$", "encoding the merged config: "+err.Error(), err)
-		return nil
+	js, n := ph.RestoreJSON(tokens)
+	if n != ph.Len() {
+		// Cannot happen; if it does, the slow way is still right.
+		ph, tokens = nil, nil
+		if js, err = convert.Encode(&m.cfg, target, false); err != nil {
+			r.poolErr("$", fmt.Sprintf("cannot write the merged config at spec %s: %v", target, err), err)
+			return nil
+		}
 	}
 	spec.Config = js
 	res.Spec = target
 
-	name, err := HashedName(res.Pool, spec)
+	name, err := hashedName(res.Pool, spec, tokens, ph)
 	if err != nil {
 		r.poolErr("$", err.Error(), err)
 		return nil
@@ -374,7 +384,27 @@ type hashedSpec struct {
 // of the salt followed by the YAML (sigs.k8s.io/yaml: JSON with sorted keys,
 // as YAML) of the spec. The same spec bytes give OpenShift's name.
 func HashedName(pool string, spec MachineConfigSpec) (string, error) {
-	y, err := specYAML(spec)
+	return hashedName(pool, spec, nil, nil)
+}
+
+// hashedName is HashedName, given with ph the config with its contents
+// swapped for tokens (spec.Config is the real one): the YAML is written from
+// the tokens and the contents put back in it, byte for byte the same.
+func hashedName(pool string, spec MachineConfigSpec, tokens []byte, ph *convert.Placeholders) (string, error) {
+	var y []byte
+	var err error
+	if ph != nil {
+		swapped := spec
+		swapped.Config = tokens
+		if y, err = specYAML(swapped); err == nil {
+			var n int
+			if y, n = ph.RestoreYAML(y); n != ph.Len() {
+				y, err = specYAML(spec) // cannot happen; the slow way is still right
+			}
+		}
+	} else {
+		y, err = specYAML(spec)
+	}
 	if err != nil {
 		return "", fmt.Errorf("hashing the rendered spec: %w", err)
 	}

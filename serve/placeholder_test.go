@@ -61,7 +61,7 @@ spec:
 				if werr == nil && !bytes.Equal(p.responses[v].body, want) {
 					t.Fatalf("%s %s %s: bodies differ", dir, res.Pool, v)
 				}
-				if werr == nil && bytes.Contains(p.responses[v].body, []byte("mcs-placeholder")) {
+				if werr == nil && bytes.Contains(p.responses[v].body, []byte("mcsph-")) {
 					t.Fatalf("%s %s %s: a token was left in the body", dir, res.Pool, v)
 				}
 			}

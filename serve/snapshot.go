@@ -159,15 +159,12 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 	if err != nil {
 		return nil, err
 	}
-	// Large contents are swapped for tokens once per pool (see placeholders).
-	ph := &placeholders{prefix: "mcs-placeholder-" + res.Name}
-	base, err := ph.swap(res.Config)
-	if err != nil {
-		return nil, err
-	}
-	if shared, err = ph.swapFiles(shared); err != nil {
-		return nil, err
-	}
+	// Large contents are swapped for tokens once per pool: the render
+	// validated the pool's, and the node files are ours (see
+	// convert.Placeholders).
+	ph := convert.NewPlaceholders()
+	base := ph.Swap(res.Config, false)
+	shared = ph.SwapFiles(shared, false)
 	vs := convert.OutputVersions
 	bodies := make([][]byte, len(vs))
 	errs := make([]error, len(vs))
@@ -176,7 +173,8 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 		if err == nil {
 			bodies[i], err = convert.Encode(&cfg, vs[i], false)
 		}
-		bodies[i], errs[i] = ph.restore(bodies[i]), err
+		bodies[i], _ = ph.RestoreJSON(bodies[i])
+		errs[i] = err
 	})
 	for i, v := range vs {
 		if errs[i] != nil {

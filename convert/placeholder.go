@@ -1,0 +1,176 @@
+package convert
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+)
+
+// Placeholders stand in for large inline file contents while a config is
+// translated and encoded. Translating validates the result, and Ignition's
+// validation decodes every data URL; writing JSON (or the YAML a rendered
+// name is hashed over) scans every byte. Where the contents were validated
+// already, each large data URL is swapped for a short token, and the
+// original is put back in the output bytes: no spec version changes a data
+// URL, so the bytes are those of encoding the config itself.
+//
+// Tokens carry a random nonce, so no content can name one; Restore* report
+// how many they put back, so a caller can check that none went missing.
+type Placeholders struct {
+	lead string   // "data:,mcsph-<nonce>-"; a token is lead + index
+	orig []string // the originals, by index
+
+	jsOnce sync.Once
+	js     [][]byte // their JSON encodings less the closing quote, made on first use
+}
+
+// MinPlaceholder is the size below which a source is left in place: the
+// swap would cost more than it saves.
+const MinPlaceholder = 512
+
+// NewPlaceholders returns an empty set with a fresh nonce.
+func NewPlaceholders() *Placeholders {
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
+	return &Placeholders{lead: "data:,mcsph-" + hex.EncodeToString(nonce[:]) + "-"}
+}
+
+// Len is the number of contents swapped out.
+func (p *Placeholders) Len() int { return len(p.orig) }
+
+// Swap returns a copy of cfg whose large data URLs are tokens; cfg is not
+// changed. With plainOnly, only contents YAML writes as a plain scalar
+// (see RestoreYAML) are swapped.
+func (p *Placeholders) Swap(cfg Config, plainOnly bool) Config {
+	cfg.Storage.Files = p.SwapFiles(cfg.Storage.Files, plainOnly)
+	return cfg
+}
+
+// SwapFiles returns a copy of files with large data URLs swapped.
+func (p *Placeholders) SwapFiles(in []types.File, plainOnly bool) []types.File {
+	files := slices.Clone(in)
+	for i := range files {
+		f := &files[i]
+		p.swapResource(&f.Contents, plainOnly)
+		if len(f.Append) > 0 {
+			f.Append = slices.Clone(f.Append)
+			for j := range f.Append {
+				p.swapResource(&f.Append[j], plainOnly)
+			}
+		}
+	}
+	return files
+}
+
+func (p *Placeholders) swapResource(r *types.Resource, plainOnly bool) {
+	if r.Source == nil || len(*r.Source) < MinPlaceholder || !bytes.HasPrefix([]byte(*r.Source), []byte("data:")) {
+		return
+	}
+	if plainOnly && !yamlPlain(*r.Source) {
+		return
+	}
+	tok := p.lead + strconv.Itoa(len(p.orig))
+	p.orig = append(p.orig, *r.Source)
+	r.Source = &tok
+}
+
+// yamlPlain reports whether s, known to start with "data:", is written by
+// go.yaml.in/yaml/v2 (what sigs.k8s.io/yaml uses) as a plain scalar, byte
+// for byte, wherever it stands in a block mapping: printable ASCII with no
+// whitespace (so never folded), none of the characters JSON or YAML escape
+// or that start a comment or indicator inside a scalar, and not ending in
+// ":" (read as a mapping key there).
+func yamlPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !plainByte[s[i]] {
+			return false
+		}
+	}
+	return s[len(s)-1] != ':'
+}
+
+var plainByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	for _, c := range []byte(":;,/+=%._-~()*!$'@?") {
+		t[c] = true
+	}
+	return t
+}()
+
+// RestoreJSON puts the originals, JSON-encoded, back into JSON bytes in
+// one pass that finds the tokens wherever they are, and returns how many it
+// put back. body is not changed. Safe for concurrent use.
+func (p *Placeholders) RestoreJSON(body []byte) ([]byte, int) {
+	p.jsOnce.Do(func() {
+		p.js = make([][]byte, len(p.orig))
+		for i, o := range p.orig {
+			js, _ := Marshal(o, false) // a string always encodes
+			p.js[i] = js[:len(js)-1]
+		}
+	})
+	return p.restore(body, []byte(`"`+p.lead), '"', func(n int) []byte { return p.js[n] })
+}
+
+// RestoreYAML puts the originals back into YAML bytes written from the
+// swapped config (after JSON decoding, as sigs.k8s.io/yaml does), where each
+// token and each original is a plain scalar ending its line. Only contents
+// swapped with plainOnly may be in body.
+func (p *Placeholders) RestoreYAML(body []byte) ([]byte, int) {
+	return p.restore(body, []byte(" "+p.lead), '\n', func(n int) []byte {
+		return append([]byte(" "), p.orig[n]...)
+	})
+}
+
+// restore replaces each lead+index+end in body with with(index)+end.
+func (p *Placeholders) restore(body, lead []byte, end byte, with func(int) []byte) ([]byte, int) {
+	if len(p.orig) == 0 || body == nil {
+		return body, 0
+	}
+	var out []byte
+	count := 0
+	rest := body
+	for {
+		at := bytes.Index(rest, lead)
+		if at < 0 {
+			break
+		}
+		n, width := 0, 0
+		for at+len(lead)+width < len(rest) && rest[at+len(lead)+width] >= '0' && rest[at+len(lead)+width] <= '9' && width < 9 {
+			n = n*10 + int(rest[at+len(lead)+width]-'0')
+			width++
+		}
+		stop := at + len(lead) + width
+		if width == 0 || n >= len(p.orig) || stop >= len(rest) || rest[stop] != end {
+			// Not one of ours after all: copy past the lead and go on.
+			out = append(out, rest[:at+len(lead)]...)
+			rest = rest[at+len(lead):]
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, len(body)+p.size())
+		}
+		out = append(out, rest[:at]...)
+		out = append(out, with(n)...)
+		count++
+		rest = rest[stop:] // the end byte stays
+	}
+	if out == nil {
+		return body, 0
+	}
+	return append(out, rest...), count
+}
+
+func (p *Placeholders) size() int {
+	n := 0
+	for _, o := range p.orig {
+		n += len(o) + len(o)/8 // room for some escaping
+	}
+	return n
+}
