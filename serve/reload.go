@@ -34,6 +34,9 @@ type Input struct {
 	// cluster's MachineConfiguration) and replaces the gate's; nil leaves
 	// the gate's policy (a file's, or none) as it is.
 	SkewPolicy *skewgate.Policy
+	// SkewPolicyError is why the source's newest policy was refused (the
+	// last good one, SkewPolicy, stays in force); shown in /status.
+	SkewPolicyError error
 }
 
 // Reloader renders the source into snapshots, off the request path: at
@@ -75,6 +78,7 @@ func (r *Reloader) reload(ctx context.Context) error {
 		return err
 	}
 	r.applyPolicy(in.SkewPolicy)
+	r.Server.setPolicyError(in.SkewPolicyError)
 	failed := failure(in.Failed)
 	if len(in.Results) == 0 && failed != nil {
 		return failed

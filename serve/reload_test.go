@@ -41,16 +41,18 @@ func TestReloadSkewPolicy(t *testing.T) {
 	gate := skewgate.New(file, nil)
 	w := result(t, "worker", plainIgn)
 	src := &inputs{loads: []load{
-		{in: &Input{Results: []*render.Result{w}}},                      // no policy from the source: the file's stays
-		{in: &Input{Results: []*render.Result{w}, SkewPolicy: cluster}}, // the cluster's replaces it
-		{err: errors.New("api down")},                                   // a failed load changes nothing
-		{in: &Input{Results: []*render.Result{w}}},                      // nor does a load without one
+		{in: &Input{Results: []*render.Result{w}}},                                                                // no policy from the source: the file's stays
+		{in: &Input{Results: []*render.Result{w}, SkewPolicy: cluster}},                                           // the cluster's replaces it
+		{err: errors.New("api down")},                                                                             // a failed load changes nothing
+		{in: &Input{Results: []*render.Result{w}, SkewPolicy: cluster, SkewPolicyError: errors.New("mode: bad")}}, // a refused newer one: shown, the last good stays
+		{in: &Input{Results: []*render.Result{w}}},                                                                // nor does a load without one
 	}}
 	rl := &Reloader{Source: src, Server: New(Config{Gate: gate})}
 	want := []struct {
-		policy *skewgate.Policy
-		err    string
-	}{{file, ""}, {cluster, ""}, {cluster, "api down"}, {cluster, ""}}
+		policy    *skewgate.Policy
+		err       string
+		policyErr string
+	}{{file, "", ""}, {cluster, "", ""}, {cluster, "api down", ""}, {cluster, "", "mode: bad"}, {cluster, "", ""}}
 	for i, w := range want {
 		err := rl.Reload(context.Background())
 		if (err == nil) != (w.err == "") || err != nil && !strings.Contains(err.Error(), w.err) {
@@ -58,6 +60,9 @@ func TestReloadSkewPolicy(t *testing.T) {
 		}
 		if got := gate.Policy(); got != w.policy {
 			t.Errorf("load %d: policy in force %+v, want %+v", i, got, w.policy)
+		}
+		if got := rl.Server.Status().SkewPolicyError; got != w.policyErr {
+			t.Errorf("load %d: /status skewPolicyError %q, want %q", i, got, w.policyErr)
 		}
 	}
 }

@@ -54,6 +54,8 @@ type Server struct {
 
 	mu      sync.Mutex // guards the render status below
 	lastErr *renderError
+	// policyErr is why the source's newest skew policy was refused.
+	policyErr string
 	lastTry time.Time
 }
 
@@ -124,6 +126,16 @@ func (s *Server) RenderFailed(err error) {
 	s.mu.Unlock()
 	s.m.renderErrors.Inc()
 	s.m.renderFailing.Set(1)
+}
+
+func (s *Server) setPolicyError(err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	s.mu.Lock()
+	s.policyErr = msg
+	s.mu.Unlock()
 }
 
 // ObserveRender records how long a render attempt took.

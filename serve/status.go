@@ -23,6 +23,9 @@ type Status struct {
 	Pools       []PoolStatus     `json:"pools"`
 	Conditions  []Condition      `json:"conditions"`
 	SkewPolicy  *skewgate.Policy `json:"skewPolicy,omitempty"`
+	// SkewPolicyError is why the source's newest skew policy (a cluster's
+	// MachineConfiguration) was refused; the one shown stays in force.
+	SkewPolicyError string `json:"skewPolicyError,omitempty"`
 }
 
 // PoolStatus describes one pool of the served snapshot.
@@ -52,6 +55,7 @@ func (s *Server) Status() Status {
 	st := Status{Source: s.cfg.Source, Pools: []PoolStatus{}, Conditions: []Condition{}}
 	s.mu.Lock()
 	st.LastError = s.lastErr
+	st.SkewPolicyError = s.policyErr
 	if !s.lastTry.IsZero() {
 		t := s.lastTry
 		st.LastAttempt = &t

@@ -325,7 +325,7 @@ func (s *Source) Load(ctx context.Context) (*serve.Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	in.SkewPolicy = s.skewPolicy()
+	in.SkewPolicy, in.SkewPolicyError = s.skewPolicy()
 	return in, nil
 }
 

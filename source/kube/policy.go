@@ -18,14 +18,16 @@ type policyCache struct {
 	version  string // the object's resourceVersion; "-" when there is none
 	policy   *skewgate.Policy
 	lastGood *skewgate.Policy
+	err      error // why the current version was refused
 }
 
 // skewPolicy is the cluster's policy, or nil when the source does not read
 // one. An invalid object (the CRD's validation makes one unlikely) keeps the
-// last good policy in force and is logged and counted.
-func (s *Source) skewPolicy() *skewgate.Policy {
+// last good policy in force, and is logged, counted and returned as the
+// error while it stands.
+func (s *Source) skewPolicy() (*skewgate.Policy, error) {
 	if s.mcfgs == nil {
-		return nil
+		return nil, nil
 	}
 	c := &s.policy
 	c.mu.Lock()
@@ -40,23 +42,25 @@ func (s *Source) skewPolicy() *skewgate.Policy {
 			}
 		}
 	}
-	if version == c.version && c.policy != nil {
-		return c.policy
+	if version == c.version && (c.policy != nil || c.err != nil) {
+		return c.policy, c.err
 	}
 	c.version = version
 	p, err := skewgate.ParsePolicy(raw)
 	if err != nil {
 		s.m.policyErrors.Inc()
-		s.log.Error("skew policy not changed: the cluster's MachineConfiguration is invalid",
-			"object", fmt.Sprintf("MachineConfiguration/%s", ClusterMachineConfiguration), "resourceVersion", version, "err", err)
+		c.err = fmt.Errorf("%s: MachineConfiguration/%s (resourceVersion %s): %w; the last good skew policy stays in force",
+			Origin, ClusterMachineConfiguration, version, err)
+		s.log.Error("skew policy not changed", "err", c.err)
 		c.policy = c.lastGood
-		return c.policy
+		return c.policy, c.err
 	}
+	c.err = nil
 	if c.lastGood != nil && samePolicy(p, c.lastGood) {
 		p = c.lastGood // a write elsewhere in the object: nothing new to apply
 	}
 	c.policy, c.lastGood = p, p
-	return p
+	return p, nil
 }
 
 func samePolicy(a, b *skewgate.Policy) bool {

@@ -2,7 +2,7 @@ package kube
 
 import (
 	"context"
-	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -28,8 +28,9 @@ func machineConfiguration(t *testing.T, name, version, enforcement string) *unst
 // it would be; a bad version keeps the last good one; other objects of the
 // kind are not the MCO's and are ignored.
 func TestSkewPolicyFromMachineConfiguration(t *testing.T) {
-	s := cachedSource(t, filepath.Join(realdata, "aws"), Config{SkewPolicy: true})
+	s := cachedSource(t, clusterDir("aws"), Config{SkewPolicy: true})
 	s.mcfgs = newStore()
+	var policyErr error
 	load := func() *skewgate.Policy {
 		t.Helper()
 		in, err := s.Load(context.Background())
@@ -39,6 +40,7 @@ func TestSkewPolicyFromMachineConfiguration(t *testing.T) {
 		if in.SkewPolicy == nil {
 			t.Fatal("no skew policy in the input")
 		}
+		policyErr = in.SkewPolicyError
 		return in.SkewPolicy
 	}
 	set := func(u *unstructured.Unstructured) {
@@ -78,21 +80,31 @@ func TestSkewPolicyFromMachineConfiguration(t *testing.T) {
 	if n := testutil.ToFloat64(s.m.policyErrors); n != 1 {
 		t.Errorf("mcs_kube_skew_policy_errors_total %v, want 1", n)
 	}
+	const wantErr = `kubernetes: MachineConfiguration/cluster (resourceVersion 3): $.spec.bootImageSkewEnforcement.mode: "Sometimes" is not Manual, None or Automatic`
+	if policyErr == nil || !strings.Contains(policyErr.Error(), wantErr) {
+		t.Errorf("policy error %v, want one with %q", policyErr, wantErr)
+	}
 	load()
 	if n := testutil.ToFloat64(s.m.policyErrors); n != 1 {
 		t.Errorf("the same bad version counted again: %v", n)
+	}
+	if policyErr == nil {
+		t.Error("the error went away while the bad version stands")
 	}
 
 	set(machineConfiguration(t, ClusterMachineConfiguration, "4", ""))
 	if p := load(); p.Mode != "" {
 		t.Errorf("a MachineConfiguration without a policy: mode %q, want none", p.Mode)
 	}
+	if policyErr != nil {
+		t.Errorf("error %v after a valid version", policyErr)
+	}
 }
 
 // Without Config.SkewPolicy (the policy comes from a file) the source
 // leaves the gate alone.
 func TestSkewPolicyOff(t *testing.T) {
-	s := cachedSource(t, filepath.Join(realdata, "aws"), Config{})
+	s := cachedSource(t, clusterDir("aws"), Config{})
 	in, err := s.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package kube
 import (
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -233,7 +232,7 @@ func FuzzRenderedConfig(f *testing.F) {
 }
 
 func BenchmarkRendered(b *testing.B) {
-	set, err := render.Load(filepath.Join(realdata, "aws"))
+	set, err := render.Load(clusterDir("aws"))
 	if err != nil {
 		b.Skip(err)
 	}
