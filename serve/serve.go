@@ -56,7 +56,7 @@ type Server struct {
 	lastErr *renderError
 	// policyErr is why the source's newest skew policy was refused.
 	policyErr string
-	lastTry time.Time
+	lastTry   time.Time
 }
 
 type renderError struct {
