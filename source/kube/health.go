@@ -15,9 +15,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -241,8 +241,61 @@ func (s *Source) discoverOnce() (served, error) {
 	return out, nil
 }
 
+// apiDiscoverer asks the API server which resources a group version
+// serves, as client-go's discovery client does for the one call used here;
+// that client's package links every built-in API type (k8s.io/api) into the
+// binary and its scheme into the heap.
+type apiDiscoverer struct {
+	client *http.Client
+	base   string // the server's URL, no trailing slash
+}
+
 func newDiscoverer(rc *rest.Config) (discoverer, error) {
-	return discovery.NewDiscoveryClientForConfig(rc)
+	client, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, err
+	}
+	u, _, err := rest.DefaultServerUrlFor(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &apiDiscoverer{client: client, base: strings.TrimSuffix(u.String(), "/")}, nil
+}
+
+func (d *apiDiscoverer) ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error) {
+	gv, err := schema.ParseGroupVersion(groupVersion)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequest(http.MethodGet, d.base+"/apis/"+gv.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group}, gv.Version)
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg := strings.TrimSpace(string(body))
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		return nil, fmt.Errorf("GET /apis/%s: %s: %s", gv, resp.Status, msg)
+	}
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("discovering %s: %w", groupVersion, err)
+	}
+	return &list, nil
 }
 
 // backoff is exponential from 500ms to 30s with ±20% jitter, so replicas

@@ -16,9 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -213,15 +214,15 @@ func (s *Source) run(ctx context.Context) {
 	if err != nil {
 		return // ctx ended
 	}
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(s.client, 0)
-	// Only the MCO's own MachineConfiguration is read, so the ClusterRole
-	// can name it (resourceNames) rather than grant every one.
-	one := dynamicinformer.NewFilteredDynamicSharedInformerFactory(s.client, 0, metav1.NamespaceAll, func(o *metav1.ListOptions) {
-		o.FieldSelector = "metadata.name=" + ClusterMachineConfiguration
-	})
-	var syncs []cache.InformerSynced
-	add := func(f dynamicinformer.DynamicSharedInformerFactory, gvr schema.GroupVersionResource, key func(*unstructured.Unstructured) string) cache.Store {
-		inf := f.ForResource(gvr).Informer()
+	var (
+		wg    sync.WaitGroup
+		syncs []cache.InformerSynced
+	)
+	// Informers are started only once the ones needed are known, and all
+	// stopped together when ctx ends.
+	defer wg.Wait()
+	add := func(gvr schema.GroupVersionResource, fieldSelector string, key func(*unstructured.Unstructured) string) cache.Store {
+		inf := newInformer(s.client.Resource(gvr), gvr, fieldSelector)
 		// Field managers' bookkeeping is large and never read.
 		_ = inf.SetTransform(stripManagedFields)
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
@@ -229,22 +230,22 @@ func (s *Source) run(ctx context.Context) {
 		})
 		_, _ = inf.AddEventHandler(s.handler(gvr, key))
 		syncs = append(syncs, inf.HasSynced)
+		wg.Add(1)
+		go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
 		return inf.GetStore()
 	}
-	s.mcs = add(factory, MachineConfigs, resourceVersion)
-	s.pools = add(factory, MachineConfigPools, s.poolKey)
+	s.mcs = add(MachineConfigs, "", resourceVersion)
+	s.pools = add(MachineConfigPools, "", s.poolKey)
 	if served.controllerConfigs {
-		s.ccs = add(factory, ControllerConfigs, controllerConfigKey)
+		s.ccs = add(ControllerConfigs, "", controllerConfigKey)
 	}
 	if served.machineConfigurations {
-		s.mcfgs = add(one, MachineConfigurations, skewPolicyKey)
+		// Only the MCO's own MachineConfiguration is read, so the
+		// ClusterRole can name it (resourceNames) rather than grant all.
+		s.mcfgs = add(MachineConfigurations, "metadata.name="+ClusterMachineConfiguration, skewPolicyKey)
 	}
-	factory.Start(ctx.Done())
-	one.Start(ctx.Done())
 	start := time.Now()
 	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
-		factory.Shutdown()
-		one.Shutdown()
 		return
 	}
 	s.log.Info("informer caches synced", "host", s.host, "controllerConfig", served.controllerConfigs,
@@ -252,8 +253,32 @@ func (s *Source) run(ctx context.Context) {
 	close(s.synced)
 	s.signal()
 	<-ctx.Done()
-	factory.Shutdown()
-	one.Shutdown()
+}
+
+// newInformer lists and watches one resource as unstructured objects. It is
+// dynamicinformer's informer without its factory, whose package links every
+// typed client-go informer and clientset: about 40 MB of binary and 6 MB of
+// heap at start for nothing this source reads.
+func newInformer(res dynamic.NamespaceableResourceInterface, gvr schema.GroupVersionResource, fieldSelector string) cache.SharedIndexInformer {
+	tweak := func(o *metav1.ListOptions) {
+		if fieldSelector != "" {
+			o.FieldSelector = fieldSelector
+		}
+	}
+	return cache.NewSharedIndexInformerWithOptions(
+		&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				tweak(&o)
+				return res.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				tweak(&o)
+				return res.Watch(ctx, o)
+			},
+		},
+		&unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{ObjectDescription: gvr.String()},
+	)
 }
 
 // Watch starts the source if needed and passes its changes on until ctx

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -217,5 +218,40 @@ func TestHandlerKeys(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The discoverer reads what client-go's discovery client reads, and fails
+// the same ways: not found (the group is not served) is apierrors' NotFound.
+func TestAPIDiscoverer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/apis/machineconfiguration.openshift.io/v1":
+			w.Write([]byte(`{"kind":"APIResourceList","groupVersion":"machineconfiguration.openshift.io/v1","resources":[{"name":"machineconfigs","namespaced":false,"kind":"MachineConfig","verbs":["get","list","watch"]}]}`))
+		case "/apis/broken.example.com/v1":
+			w.Write([]byte(`{"resources":`))
+		case "/apis/down.example.com/v1":
+			http.Error(w, "etcd unavailable", http.StatusServiceUnavailable)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	d, err := newDiscoverer(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := d.ServerResourcesForGroupVersion("machineconfiguration.openshift.io/v1")
+	if err != nil || len(list.APIResources) != 1 || list.APIResources[0].Name != "machineconfigs" {
+		t.Fatalf("list %+v, %v", list, err)
+	}
+	if _, err := d.ServerResourcesForGroupVersion("operator.openshift.io/v1"); !apierrors.IsNotFound(err) {
+		t.Errorf("unserved group: %v, want not found", err)
+	}
+	if _, err := d.ServerResourcesForGroupVersion("down.example.com/v1"); err == nil || apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "etcd unavailable") {
+		t.Errorf("503: %v", err)
+	}
+	if _, err := d.ServerResourcesForGroupVersion("broken.example.com/v1"); err == nil || !strings.Contains(err.Error(), "broken.example.com/v1") {
+		t.Errorf("bad JSON: %v", err)
 	}
 }
