@@ -15,6 +15,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:-${HOME}/.cache/mcs-tools/ignition}
 GO=${GO:-go}
+# shellcheck source=../lib/tools.sh
+source "$here/../lib/tools.sh"
 
 # version → main package; the main package lives under internal/ and may be
 # built by path from another module.
@@ -100,23 +102,5 @@ fi
 install_blkid
 
 for v in "${todo[@]}"; do
-	bin=$out/ignition-$v
-	echo "ignition-clients: building $bin"
-	start=$SECONDS
-	# Build next to the target and rename, so an interrupted build never
-	# leaves a binary that looks complete.
-	tmp=$(mktemp "$out/.ignition-$v.XXXXXX")
-	trap 'rm -f "$tmp"' EXIT
-	(cd "$here/$v" && CGO_ENABLED=1 "$GO" build -trimpath \
-		-ldflags "$(ldflags "$v")" -o "$tmp" "${pkg[$v]}")
-	got=$("$tmp" --version 2>&1 || true)
-	if [[ $got != *"$v"* ]]; then
-		echo "ignition-clients: $tmp reports version \"$got\", want $v" >&2
-		exit 1
-	fi
-	chmod 0755 "$tmp"
-	mv -f "$tmp" "$bin"
-	trap - EXIT
-	stamp_of "$v" >"$bin.stamp"
-	echo "ignition-clients: built $v in $((SECONDS - start))s"
+	build_verified ignition-clients "$here/$v" "${pkg[$v]}" 1 "$(ldflags "$v")" "$v" "$out/ignition-$v" "$(stamp_of "$v")"
 done

@@ -13,6 +13,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:-${HOME}/.cache/mcs-tools/kube}
 GO=${GO:-go}
+# shellcheck source=../lib/tools.sh
+source "$here/../lib/tools.sh"
 
 kube_version=v1.34.4
 
@@ -65,23 +67,6 @@ if ((${#todo[@]} == 0)); then
 fi
 
 for b in "${todo[@]}"; do
-	bin=$out/$b
-	echo "kube-tools: building $bin (cold: minutes on 2 cores)"
-	start=$SECONDS
-	# Build next to the target and rename, so an interrupted build never
-	# leaves a binary that looks complete.
-	tmp=$(mktemp "$out/.$b.XXXXXX")
-	trap 'rm -f "$tmp"' EXIT
-	(cd "$here/$b" && CGO_ENABLED=0 "$GO" build -trimpath \
-		-ldflags "$(ldflags "$b")" -o "$tmp" "${pkg[$b]}")
-	got=$("$tmp" --version 2>&1 || true)
-	if [[ $got != *"${want[$b]}"* ]]; then
-		echo "kube-tools: $tmp reports version \"$got\", want ${want[$b]}" >&2
-		exit 1
-	fi
-	chmod 0755 "$tmp"
-	mv -f "$tmp" "$bin"
-	trap - EXIT
-	stamp_of "$b" >"$bin.stamp"
-	echo "kube-tools: built $b in $((SECONDS - start))s"
+	echo "kube-tools: $b (cold: minutes on 2 cores)"
+	build_verified kube-tools "$here/$b" "${pkg[$b]}" 0 "$(ldflags "$b")" "${want[$b]}" "$out/$b" "$(stamp_of "$b")"
 done

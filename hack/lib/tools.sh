@@ -1,0 +1,25 @@
+# Shared by the tool build scripts (hack/*/build.sh); sourced, not run.
+
+# build_verified LABEL MODDIR PKG CGO LDFLAGS WANT BIN STAMP builds PKG from
+# the scratch module MODDIR into BIN, checks that `BIN --version` mentions
+# WANT, and writes STAMP next to it. It builds next to BIN and renames, so an
+# interrupted build never leaves a binary that looks complete. Needs $GO.
+build_verified() {
+	local label=$1 moddir=$2 pkg=$3 cgo=$4 ldflags=$5 want=$6 bin=$7 stamp=$8
+	local start=$SECONDS tmp got
+	echo "$label: building $bin"
+	tmp=$(mktemp "$(dirname "$bin")/.$(basename "$bin").XXXXXX")
+	# shellcheck disable=SC2064 # expand now: $tmp is local
+	trap "rm -f '$tmp'" EXIT
+	(cd "$moddir" && CGO_ENABLED=$cgo "$GO" build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg")
+	got=$("$tmp" --version 2>&1 || true)
+	if [[ $got != *"$want"* ]]; then
+		echo "$label: $tmp reports version \"$got\", want $want" >&2
+		exit 1
+	fi
+	chmod 0755 "$tmp"
+	mv -f "$tmp" "$bin"
+	trap - EXIT
+	printf '%s\n' "$stamp" >"$bin.stamp"
+	echo "$label: built $(basename "$bin") in $((SECONDS - start))s"
+}
