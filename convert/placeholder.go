@@ -44,7 +44,8 @@ func NewPlaceholders() *Placeholders {
 func (p *Placeholders) Len() int { return len(p.orig) }
 
 // Swap returns a copy of cfg whose large data URLs are tokens; cfg is not
-// changed. With plainOnly, only contents YAML writes as a plain scalar
+// changed. Swaps come before the first RestoreJSON: contents swapped after
+// it are left as tokens there (and found by Leftover). With plainOnly, only contents YAML writes as a plain scalar
 // (see RestoreYAML) are swapped.
 func (p *Placeholders) Swap(cfg Config, plainOnly bool) Config {
 	cfg.Storage.Files = p.SwapFiles(cfg.Storage.Files, plainOnly)
@@ -115,7 +116,7 @@ func (p *Placeholders) RestoreJSON(body []byte) ([]byte, int) {
 			p.js[i] = js[:len(js)-1]
 		}
 	})
-	return p.restore(body, []byte(`"`+p.lead), '"', func(n int) []byte { return p.js[n] })
+	return p.restore(body, []byte(`"`+p.lead), '"', len(p.js), func(n int) []byte { return p.js[n] })
 }
 
 // RestoreYAML puts the originals back into YAML bytes written from the
@@ -123,13 +124,20 @@ func (p *Placeholders) RestoreJSON(body []byte) ([]byte, int) {
 // token and each original is a plain scalar ending its line. Only contents
 // swapped with plainOnly may be in body.
 func (p *Placeholders) RestoreYAML(body []byte) ([]byte, int) {
-	return p.restore(body, []byte(" "+p.lead), '\n', func(n int) []byte {
+	return p.restore(body, []byte(" "+p.lead), '\n', len(p.orig), func(n int) []byte {
 		return append([]byte(" "), p.orig[n]...)
 	})
 }
 
-// restore replaces each lead+index+end in body with with(index)+end.
-func (p *Placeholders) restore(body, lead []byte, end byte, with func(int) []byte) ([]byte, int) {
+// Leftover reports whether body still holds a token: one a restore did not
+// put back (a caller then encodes without placeholders).
+func (p *Placeholders) Leftover(body []byte) bool {
+	return len(p.orig) > 0 && bytes.Contains(body, []byte(p.lead))
+}
+
+// restore replaces each lead+index+end in body, index below limit, with
+// with(index)+end.
+func (p *Placeholders) restore(body, lead []byte, end byte, limit int, with func(int) []byte) ([]byte, int) {
 	if len(p.orig) == 0 || body == nil {
 		return body, 0
 	}
@@ -147,7 +155,7 @@ func (p *Placeholders) restore(body, lead []byte, end byte, with func(int) []byt
 			width++
 		}
 		stop := at + len(lead) + width
-		if width == 0 || n >= len(p.orig) || stop >= len(rest) || rest[stop] != end {
+		if width == 0 || n >= limit || stop >= len(rest) || rest[stop] != end {
 			// Not one of ours after all: copy past the lead and go on.
 			out = append(out, rest[:at+len(lead)]...)
 			rest = rest[at+len(lead):]

@@ -119,3 +119,26 @@ func FuzzYAMLPlain(f *testing.F) {
 		}
 	})
 }
+
+// Contents swapped after the first RestoreJSON are not restored there (and
+// nothing panics); Leftover finds them, so the caller can encode without.
+func TestPlaceholdersLateSwap(t *testing.T) {
+	big := "data:," + strings.Repeat("z", MinPlaceholder)
+	ph := NewPlaceholders()
+	first := ph.Swap(placeholderConfig(big), false)
+	js, _ := Marshal(&first, false)
+	if out, n := ph.RestoreJSON(js); n != 1 || ph.Leftover(out) {
+		t.Fatalf("restored %d, leftover %v", n, ph.Leftover(out))
+	}
+	late := ph.Swap(placeholderConfig(big), false)
+	js, _ = Marshal(&late, false)
+	out, n := ph.RestoreJSON(js)
+	if n != 0 || !ph.Leftover(out) {
+		t.Fatalf("late swap: restored %d, leftover %v", n, ph.Leftover(out))
+	}
+	other := NewPlaceholders()
+	other.Swap(placeholderConfig(big), false)
+	if other.Leftover(out) {
+		t.Error("another set's tokens are taken for leftovers")
+	}
+}

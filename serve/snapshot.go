@@ -164,6 +164,7 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 	// convert.Placeholders).
 	ph := convert.NewPlaceholders()
 	base := ph.Swap(res.Config, false)
+	unswapped := shared
 	shared = ph.SwapFiles(shared, false)
 	vs := convert.OutputVersions
 	bodies := make([][]byte, len(vs))
@@ -174,6 +175,13 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 			bodies[i], err = convert.Encode(&cfg, vs[i], false)
 		}
 		bodies[i], _ = ph.RestoreJSON(bodies[i])
+		if err == nil && ph.Leftover(bodies[i]) {
+			// Cannot happen; if it does, a node must still never get a
+			// token: encode the unswapped config.
+			if cfg, err = servedConfig(res.Config, res, vs[i], unswapped); err == nil {
+				bodies[i], err = convert.Encode(&cfg, vs[i], false)
+			}
+		}
 		errs[i] = err
 	})
 	for i, v := range vs {

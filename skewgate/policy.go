@@ -68,31 +68,42 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 		return nil, fmt.Errorf("invalid YAML: %w", err)
 	}
 	// A Kubernetes object (a MachineConfiguration as kubectl prints it) is
-	// told from a bare policy by its kind or spec; its policy is
-	// spec.bootImageSkewEnforcement, and an object without one sets none.
+	// told from a bare policy by its kind or spec. Its policy is
+	// spec.bootImageSkewEnforcement; without one, the mode the MCO put in
+	// status.bootImageSkewEnforcementStatus (the default it chose, such as
+	// Automatic); without either, none. Fields this reader does not know
+	// are ignored there: a newer cluster must not make an older mcs drop
+	// its policy.
 	var probe struct {
 		Kind *string `json:"kind"`
 		Spec *struct {
 			BootImageSkewEnforcement json.RawMessage `json:"bootImageSkewEnforcement"`
 		} `json:"spec"`
+		Status *struct {
+			BootImageSkewEnforcementStatus json.RawMessage `json:"bootImageSkewEnforcementStatus"`
+		} `json:"status"`
 	}
 	if err := json.Unmarshal(js, &probe); err != nil {
 		return nil, fmt.Errorf("$: %w", err)
 	}
-	prefix := "$"
+	prefix, strict := "$", true
 	if probe.Kind != nil || probe.Spec != nil {
 		if probe.Kind != nil && *probe.Kind != "MachineConfiguration" {
 			return nil, fmt.Errorf("$.kind: %q is not MachineConfiguration", *probe.Kind)
 		}
-		js = []byte("{}")
-		if probe.Spec != nil && len(probe.Spec.BootImageSkewEnforcement) > 0 {
+		js, prefix, strict = []byte("{}"), "$.spec.bootImageSkewEnforcement", false
+		switch {
+		case probe.Spec != nil && !isNull(probe.Spec.BootImageSkewEnforcement):
 			js = probe.Spec.BootImageSkewEnforcement
+		case probe.Status != nil && !isNull(probe.Status.BootImageSkewEnforcementStatus):
+			js, prefix = probe.Status.BootImageSkewEnforcementStatus, "$.status.bootImageSkewEnforcementStatus"
 		}
-		prefix = "$.spec.bootImageSkewEnforcement"
 	}
 	var p Policy
 	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(&p); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -104,6 +115,10 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 		return nil, err
 	}
 	return &p, nil
+}
+
+func isNull(js json.RawMessage) bool {
+	return len(js) == 0 || string(js) == "null"
 }
 
 func (p *Policy) validate(prefix string) error {

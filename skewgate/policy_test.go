@@ -81,6 +81,9 @@ func TestParsePolicy(t *testing.T) {
 		{"MachineConfiguration object", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nspec:\n  bootImageSkewEnforcement:\n    mode: Manual\n    manual: {mode: OCPVersion, ocpVersion: 4.14.0}\n", ""},
 		{"MachineConfiguration without a policy", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: cluster}\nspec:\n  logLevel: Normal\n", ""},
 		{"MachineConfiguration null policy", `{"kind":"MachineConfiguration","spec":{"bootImageSkewEnforcement":null}}`, ""},
+		{"MachineConfiguration status only", "kind: MachineConfiguration\nspec: {}\nstatus:\n  bootImageSkewEnforcementStatus:\n    mode: Automatic\n    automatic: {ocpVersion: 4.19.0}\n", ""},
+		{"MachineConfiguration newer field", "kind: MachineConfiguration\nspec:\n  bootImageSkewEnforcement:\n    mode: None\n    gracePeriod: 7d\n", ""},
+		{"MachineConfiguration bad status", "kind: MachineConfiguration\nspec: {}\nstatus:\n  bootImageSkewEnforcementStatus: {mode: Later}\n", "$.status.bootImageSkewEnforcementStatus.mode"},
 		{"other kind", "kind: ConfigMap\ndata: {}", `$.kind: "ConfigMap" is not MachineConfiguration`},
 		{"min ignition", "minIgnitionVersion: {worker: 2.15.0, '*': v2.7.0}", ""},
 		{"bad mode", "mode: Sometimes", `$.mode: "Sometimes" is not Manual`},
@@ -277,5 +280,18 @@ func TestParsePolicyObjectWithoutPolicy(t *testing.T) {
 	p := mustPolicy(t, "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: cluster}\nspec: {logLevel: Normal}\n")
 	if p.Mode != "" || p.Manual != nil || p.Release != DefaultRelease {
 		t.Fatalf("policy = %+v, want none with the default release limits", p)
+	}
+}
+
+// The MCO's status says which mode it chose when the spec names none; the
+// spec, when set, is what the admin asked for and wins.
+func TestParsePolicyObjectStatus(t *testing.T) {
+	p := mustPolicy(t, "kind: MachineConfiguration\nspec: {}\nstatus:\n  bootImageSkewEnforcementStatus:\n    mode: Manual\n    manual: {mode: RHCOSVersion, rhcosVersion: 9.2.20240101-0}\n")
+	if p.Mode != "Manual" || p.Manual == nil || p.Manual.RHCOSVersion != "9.2.20240101-0" {
+		t.Errorf("from status: %+v", p)
+	}
+	p = mustPolicy(t, "kind: MachineConfiguration\nspec:\n  bootImageSkewEnforcement: {mode: None}\nstatus:\n  bootImageSkewEnforcementStatus: {mode: Automatic}\n")
+	if p.Mode != "None" {
+		t.Errorf("spec and status: mode %q, want the spec's None", p.Mode)
 	}
 }

@@ -130,6 +130,28 @@ func (s *Source) watchFailed(gvr schema.GroupVersionResource, err error) {
 	s.failed(gvr.Resource, fmt.Errorf("%s: %w", gvr.Resource, err))
 }
 
+// policyWatchFailed is the skew policy informer's watch error handler:
+// the policy is optional, so its trouble is the policy's, shown in /status
+// with it, and never fails the pools' render.
+func (s *Source) policyWatchFailed(err error) {
+	if errors.Is(err, io.EOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return
+	}
+	if s.policy.setWatchErr(fmt.Errorf("%s: reading MachineConfiguration/%s: %w", Origin, ClusterMachineConfiguration, err)) {
+		s.log.Warn("the cluster's skew policy cannot be read; the last one read stays in force", "err", err)
+		s.signal()
+	}
+}
+
+// observePolicy clears the skew policy's read error once a request for it
+// succeeds again.
+func (s *Source) observePolicy(req *http.Request, resp *http.Response, err error) {
+	if err == nil && resp.StatusCode < 300 && req.Context().Err() == nil && s.policy.setWatchErr(nil) {
+		s.log.Info("the cluster's skew policy is read again")
+		s.signal()
+	}
+}
+
 // observer sees every request the informers make. It is how an outage is
 // noticed: a reflector retries a watch refused at the connection on its own,
 // without telling its error handler, and its successful rewatch is the
@@ -142,6 +164,10 @@ type observer struct {
 func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := o.next.RoundTrip(req)
 	key := resourceOf(req.URL.Path)
+	if key == MachineConfigurations.Resource {
+		o.s.observePolicy(req, resp, err)
+		return resp, err
+	}
 	switch {
 	case key == "" || req.Context().Err() != nil:
 		// Not ours, or cancelled by the source shutting down.
@@ -185,7 +211,7 @@ type served struct {
 func (s *Source) discover(ctx context.Context) (served, error) {
 	b := newBackoff()
 	for {
-		got, err := s.discoverOnce()
+		got, err := s.discoverOnce(ctx)
 		if err == nil {
 			s.succeeded("discovery")
 			return got, nil
@@ -201,9 +227,9 @@ func (s *Source) discover(ctx context.Context) (served, error) {
 	}
 }
 
-func (s *Source) discoverOnce() (served, error) {
+func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 	gv := MachineConfigs.GroupVersion().String()
-	list, err := s.disco.ServerResourcesForGroupVersion(gv)
+	list, err := s.disco.ServerResourcesForGroupVersion(ctx, gv)
 	if apierrors.IsNotFound(err) {
 		return served{}, fmt.Errorf("the API server does not serve %s: install the MachineConfig CRDs: %w", gv, err)
 	}
@@ -227,13 +253,18 @@ func (s *Source) discoverOnce() (served, error) {
 	if !s.cfg.SkewPolicy {
 		return out, nil
 	}
+	// The skew policy is optional: failing to find it must not hold back
+	// what nodes are served. It is then not read until a restart, and
+	// /status says so.
 	gv = MachineConfigurations.GroupVersion().String()
-	list, err = s.disco.ServerResourcesForGroupVersion(gv)
+	list, err = s.disco.ServerResourcesForGroupVersion(ctx, gv)
 	switch {
 	case apierrors.IsNotFound(err):
 		return out, nil
 	case err != nil:
-		return served{}, fmt.Errorf("discovering %s: %w", gv, err)
+		s.policy.setUnread(fmt.Errorf("%s: the cluster's skew policy is not read: discovering %s: %w", Origin, gv, err))
+		s.log.Warn("the cluster's skew policy is not read", "err", err)
+		return out, nil
 	}
 	for _, r := range list.APIResources {
 		out.machineConfigurations = out.machineConfigurations || r.Name == MachineConfigurations.Resource
@@ -262,12 +293,19 @@ func newDiscoverer(rc *rest.Config) (discoverer, error) {
 	return &apiDiscoverer{client: client, base: strings.TrimSuffix(u.String(), "/")}, nil
 }
 
-func (d *apiDiscoverer) ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error) {
+// discoveryTimeout bounds one discovery request, as client-go's discovery
+// client does (32 s there): a server that accepts and never answers must not
+// stall the source, and an in-cluster config sets no timeout of its own.
+const discoveryTimeout = 30 * time.Second
+
+func (d *apiDiscoverer) ServerResourcesForGroupVersion(ctx context.Context, groupVersion string) (*metav1.APIResourceList, error) {
 	gv, err := schema.ParseGroupVersion(groupVersion)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequest(http.MethodGet, d.base+"/apis/"+gv.String(), nil)
+	ctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.base+"/apis/"+gv.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -354,8 +392,9 @@ func skewPolicyKey(u *unstructured.Unstructured) string {
 	if u.GetName() != ClusterMachineConfiguration {
 		return ""
 	}
-	p, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "bootImageSkewEnforcement")
-	return jsonKey(p)
+	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "bootImageSkewEnforcement")
+	status, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "bootImageSkewEnforcementStatus")
+	return jsonKey([]any{spec, status})
 }
 
 func controllerConfigKey(u *unstructured.Unstructured) string {

@@ -677,3 +677,41 @@ func TestSkewPolicyFromCluster(t *testing.T) {
 		t.Errorf("%v API errors as the ServiceAccount", n)
 	}
 }
+
+// A replica whose ClusterRole predates the skew policy rule (deploy/ of an
+// older mcs) is refused the MachineConfiguration: it serves every pool all
+// the same and says in /status why the cluster's policy is not in force.
+func TestSkewPolicyRefusedStillServes(t *testing.T) {
+	cp := needControlPlane(t)
+	cp.applyFiles(t, yamlFiles(t, clusterDir("aws"))...)
+	cp.serviceAccount(t) // the namespace and ServiceAccount
+	const name = "mcs-reader-without-policy"
+	cp.apply(t,
+		toObject(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": name},
+			"rules": []any{map[string]any{"apiGroups": []any{Group}, "resources": []any{MachineConfigs.Resource, MachineConfigPools.Resource, ControllerConfigs.Resource},
+				"verbs": []any{"get", "list", "watch"}}}}),
+		toObject(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": name},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "old", "namespace": "mcs"}}}),
+		toObject(t, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "old", "namespace": "mcs"}}),
+	)
+	tr, err := cp.kube.CoreV1().ServiceAccounts("mcs").CreateToken(context.Background(), "old",
+		&authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := rest.AnonymousClientConfig(cp.admin)
+	old.BearerToken = tr.Status.Token
+
+	st := serveSourceGated(t, cp.newSource(t, Config{REST: old, SkewPolicy: true}), nil, skewgate.New(nil, testLogger(t)))
+	st.waitServing(t, "master", "worker")
+	eventually(t, 15*time.Second, "the refused policy in /status", func() error {
+		if e := st.srv.Status().SkewPolicyError; !strings.Contains(e, "forbidden") {
+			return fmt.Errorf("skewPolicyError %q", e)
+		}
+		return nil
+	})
+	if le := st.srv.Status().LastError; le != nil {
+		t.Errorf("the refused policy failed the render: %s", le.Message)
+	}
+}

@@ -130,7 +130,7 @@ var _ serve.Source = (*Source)(nil)
 
 // discoverer is the part of the discovery client the source uses.
 type discoverer interface {
-	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
+	ServerResourcesForGroupVersion(ctx context.Context, groupVersion string) (*metav1.APIResourceList, error)
 }
 
 // New checks cfg and prepares the clients; nothing reaches the network until
@@ -214,39 +214,64 @@ func (s *Source) run(ctx context.Context) {
 	if err != nil {
 		return // ctx ended
 	}
-	var (
-		wg    sync.WaitGroup
-		syncs []cache.InformerSynced
-	)
+	var wg sync.WaitGroup
 	// Informers are started only once the ones needed are known, and all
 	// stopped together when ctx ends.
 	defer wg.Wait()
-	add := func(gvr schema.GroupVersionResource, fieldSelector string, key func(*unstructured.Unstructured) string) cache.Store {
+	add := func(gvr schema.GroupVersionResource, fieldSelector string, key func(*unstructured.Unstructured) string,
+		onWatchErr func(error)) (cache.Store, cache.InformerSynced) {
 		inf := newInformer(s.client.Resource(gvr), gvr, fieldSelector)
 		// Field managers' bookkeeping is large and never read.
 		_ = inf.SetTransform(stripManagedFields)
-		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-			s.watchFailed(gvr, err)
-		})
+		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) { onWatchErr(err) })
 		_, _ = inf.AddEventHandler(s.handler(gvr, key))
-		syncs = append(syncs, inf.HasSynced)
 		wg.Add(1)
 		go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
-		return inf.GetStore()
+		return inf.GetStore(), inf.HasSynced
 	}
-	s.mcs = add(MachineConfigs, "", resourceVersion)
-	s.pools = add(MachineConfigPools, "", s.poolKey)
+	failed := func(gvr schema.GroupVersionResource) func(error) {
+		return func(err error) { s.watchFailed(gvr, err) }
+	}
+	var syncs []cache.InformerSynced
+	var synced cache.InformerSynced
+	s.mcs, synced = add(MachineConfigs, "", resourceVersion, failed(MachineConfigs))
+	syncs = append(syncs, synced)
+	s.pools, synced = add(MachineConfigPools, "", s.poolKey, failed(MachineConfigPools))
+	syncs = append(syncs, synced)
 	if served.controllerConfigs {
-		s.ccs = add(ControllerConfigs, "", controllerConfigKey)
+		s.ccs, synced = add(ControllerConfigs, "", controllerConfigKey, failed(ControllerConfigs))
+		syncs = append(syncs, synced)
 	}
+	var policySynced cache.InformerSynced
 	if served.machineConfigurations {
 		// Only the MCO's own MachineConfiguration is read, so the
 		// ClusterRole can name it (resourceNames) rather than grant all.
-		s.mcfgs = add(MachineConfigurations, "metadata.name="+ClusterMachineConfiguration, skewPolicyKey)
+		// It is optional: its failures go with the policy, not the pools.
+		var st cache.Store
+		st, policySynced = add(MachineConfigurations, "metadata.name="+ClusterMachineConfiguration, skewPolicyKey, s.policyWatchFailed)
+		s.policy.mu.Lock()
+		s.mcfgs, s.policy.synced = st, policySynced
+		s.policy.mu.Unlock()
 	}
 	start := time.Now()
 	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
 		return
+	}
+	if policySynced != nil {
+		// The policy gets a moment, so nodes are not admitted on none at
+		// start; if it takes longer, its first list signals a reload.
+		pctx, cancel := context.WithTimeout(ctx, policySyncWait)
+		if !cache.WaitForCacheSync(pctx.Done(), policySynced) {
+			s.log.Warn("the cluster's skew policy is not listed yet; serving without it until it is", "waited", policySyncWait)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if cache.WaitForCacheSync(ctx.Done(), policySynced) {
+					s.signal()
+				}
+			}()
+		}
+		cancel()
 	}
 	s.log.Info("informer caches synced", "host", s.host, "controllerConfig", served.controllerConfigs,
 		"skewPolicy", served.machineConfigurations, "duration", time.Since(start))
@@ -254,6 +279,10 @@ func (s *Source) run(ctx context.Context) {
 	s.signal()
 	<-ctx.Done()
 }
+
+// policySyncWait is how long the first render waits for the skew policy
+// once everything it renders from is listed.
+const policySyncWait = 5 * time.Second
 
 // newInformer lists and watches one resource as unstructured objects. It is
 // dynamicinformer's informer without its factory, whose package links every

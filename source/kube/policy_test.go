@@ -2,10 +2,14 @@ package kube
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ignition-mcs/mcs/skewgate"
@@ -30,6 +34,12 @@ func machineConfiguration(t *testing.T, name, version, enforcement string) *unst
 func TestSkewPolicyFromMachineConfiguration(t *testing.T) {
 	s := cachedSource(t, clusterDir("aws"), Config{SkewPolicy: true})
 	s.mcfgs = newStore()
+	synced := false
+	s.policy.synced = func() bool { return synced }
+	if in, err := s.Load(context.Background()); err != nil || in.SkewPolicy != nil {
+		t.Fatalf("before the policy is listed: %+v, %v; want no policy, the gate's left alone", in.SkewPolicy, err)
+	}
+	synced = true
 	var policyErr error
 	load := func() *skewgate.Policy {
 		t.Helper()
@@ -125,7 +135,49 @@ func TestSkewPolicyKey(t *testing.T) {
 	if skewPolicyKey(a) == skewPolicyKey(c) {
 		t.Error("a new mode leaves the key")
 	}
+	d := machineConfiguration(t, ClusterMachineConfiguration, "4", `{"mode":"None"}`)
+	d.Object["status"] = map[string]any{"bootImageSkewEnforcementStatus": map[string]any{"mode": "None"}}
+	if skewPolicyKey(a) == skewPolicyKey(d) {
+		t.Error("the MCO's status of the policy leaves the key")
+	}
 	if skewPolicyKey(machineConfiguration(t, "other", "1", `{"mode":"None"}`)) != skewPolicyKey(machineConfiguration(t, "other", "2", `{"mode":"Manual"}`)) {
 		t.Error("another object's policy changes the key")
+	}
+}
+
+// The policy is optional: failing to discover or read it is shown with the
+// policy, and the pools are served regardless.
+func TestSkewPolicyReadErrors(t *testing.T) {
+	s := cachedSource(t, clusterDir("aws"), Config{SkewPolicy: true})
+	s.policy.setUnread(errors.New("discovering operator.openshift.io/v1: timeout"))
+	in, err := s.Load(context.Background())
+	if err != nil || len(in.Results) == 0 {
+		t.Fatalf("pools not served: %v", err)
+	}
+	if in.SkewPolicy != nil || in.SkewPolicyError == nil || !strings.Contains(in.SkewPolicyError.Error(), "timeout") {
+		t.Errorf("undiscovered policy: %+v, %v", in.SkewPolicy, in.SkewPolicyError)
+	}
+
+	s = cachedSource(t, clusterDir("aws"), Config{SkewPolicy: true})
+	s.mcfgs = newStore()
+	s.policy.synced = func() bool { return true }
+	if err := s.mcfgs.Add(machineConfiguration(t, ClusterMachineConfiguration, "1", `{"mode":"None"}`)); err != nil {
+		t.Fatal(err)
+	}
+	s.policyWatchFailed(apierrors.NewForbidden(MachineConfigurations.GroupResource(), "", errors.New("RBAC")))
+	in, err = s.Load(context.Background())
+	if err != nil || len(in.Results) == 0 {
+		t.Fatalf("a refused policy held back the pools: %v", err)
+	}
+	if in.SkewPolicy == nil || in.SkewPolicy.Mode != "None" || in.SkewPolicyError == nil || !strings.Contains(in.SkewPolicyError.Error(), "forbidden") {
+		t.Errorf("refused watch: %+v, %v; want the last policy read and the error", in.SkewPolicy, in.SkewPolicyError)
+	}
+	if n := testutil.ToFloat64(s.m.errors); n != 0 {
+		t.Errorf("the policy's trouble counted as %v API errors", n)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/apis/operator.openshift.io/v1/machineconfigurations?watch=true", nil)
+	s.observePolicy(req, &http.Response{StatusCode: http.StatusOK}, nil)
+	if in, _ = s.Load(context.Background()); in.SkewPolicyError != nil {
+		t.Errorf("error %v after a successful read", in.SkewPolicyError)
 	}
 }

@@ -241,17 +241,44 @@ func TestAPIDiscoverer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := d.ServerResourcesForGroupVersion("machineconfiguration.openshift.io/v1")
+	list, err := d.ServerResourcesForGroupVersion(context.Background(), "machineconfiguration.openshift.io/v1")
 	if err != nil || len(list.APIResources) != 1 || list.APIResources[0].Name != "machineconfigs" {
 		t.Fatalf("list %+v, %v", list, err)
 	}
-	if _, err := d.ServerResourcesForGroupVersion("operator.openshift.io/v1"); !apierrors.IsNotFound(err) {
+	if _, err := d.ServerResourcesForGroupVersion(context.Background(), "operator.openshift.io/v1"); !apierrors.IsNotFound(err) {
 		t.Errorf("unserved group: %v, want not found", err)
 	}
-	if _, err := d.ServerResourcesForGroupVersion("down.example.com/v1"); err == nil || apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "etcd unavailable") {
+	if _, err := d.ServerResourcesForGroupVersion(context.Background(), "down.example.com/v1"); err == nil || apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "etcd unavailable") {
 		t.Errorf("503: %v", err)
 	}
-	if _, err := d.ServerResourcesForGroupVersion("broken.example.com/v1"); err == nil || !strings.Contains(err.Error(), "broken.example.com/v1") {
+	if _, err := d.ServerResourcesForGroupVersion(context.Background(), "broken.example.com/v1"); err == nil || !strings.Contains(err.Error(), "broken.example.com/v1") {
 		t.Errorf("bad JSON: %v", err)
+	}
+}
+
+// A discovery request the server never answers ends with the source's
+// context (and after discoveryTimeout at the latest).
+func TestAPIDiscovererHangs(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	d, err := newDiscoverer(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := d.ServerResourcesForGroupVersion(ctx, "machineconfiguration.openshift.io/v1"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err %v, want the context's deadline", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("returned after %s", took)
 	}
 }
