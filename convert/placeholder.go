@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
@@ -44,9 +45,9 @@ func NewPlaceholders() *Placeholders {
 func (p *Placeholders) Len() int { return len(p.orig) }
 
 // Swap returns a copy of cfg whose large data URLs are tokens; cfg is not
-// changed. Swaps come before the first RestoreJSON: contents swapped after
-// it are left as tokens there (and found by Leftover). With plainOnly, only contents YAML writes as a plain scalar
-// (see RestoreYAML) are swapped.
+// changed. With plainOnly, only contents YAML writes as a plain scalar (see
+// RestoreYAML) are swapped. Swaps come before the first RestoreJSON:
+// contents swapped after it stay tokens there (and Leftover finds them).
 func (p *Placeholders) Swap(cfg Config, plainOnly bool) Config {
 	cfg.Storage.Files = p.SwapFiles(cfg.Storage.Files, plainOnly)
 	return cfg
@@ -69,7 +70,7 @@ func (p *Placeholders) SwapFiles(in []types.File, plainOnly bool) []types.File {
 }
 
 func (p *Placeholders) swapResource(r *types.Resource, plainOnly bool) {
-	if r.Source == nil || len(*r.Source) < MinPlaceholder || !bytes.HasPrefix([]byte(*r.Source), []byte("data:")) {
+	if r.Source == nil || len(*r.Source) < MinPlaceholder || !strings.HasPrefix(*r.Source, "data:") {
 		return
 	}
 	if plainOnly && !yamlPlain(*r.Source) {

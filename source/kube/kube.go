@@ -89,10 +89,10 @@ type Config struct {
 	// ControllerConfig resource is served without one.
 	ControllerConfig string
 	// SkewPolicy makes the cluster's MachineConfiguration the gate's
-	// boot-image skew policy, read as a policy file is (an object without
-	// spec.bootImageSkewEnforcement, or none at all, sets no policy). Off
-	// when the policy comes from a file; ignored when the API server does
-	// not serve the resource.
+	// boot-image skew policy, read as a policy file holding the object is
+	// (see skewgate.ParsePolicy; no object sets no policy). Off when the
+	// policy comes from a file; ignored when the API server does not serve
+	// the resource. Optional: trouble reading it never fails the pools.
 	SkewPolicy bool
 	// SyncWait bounds how long Load waits for the first full list of every
 	// resource before it fails (default 30s); the source signals a change
@@ -229,18 +229,17 @@ func (s *Source) run(ctx context.Context) {
 		go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
 		return inf.GetStore(), inf.HasSynced
 	}
-	failed := func(gvr schema.GroupVersionResource) func(error) {
-		return func(err error) { s.watchFailed(gvr, err) }
-	}
+	// What is rendered from must be listed before the first render.
 	var syncs []cache.InformerSynced
-	var synced cache.InformerSynced
-	s.mcs, synced = add(MachineConfigs, "", resourceVersion, failed(MachineConfigs))
-	syncs = append(syncs, synced)
-	s.pools, synced = add(MachineConfigPools, "", s.poolKey, failed(MachineConfigPools))
-	syncs = append(syncs, synced)
-	if served.controllerConfigs {
-		s.ccs, synced = add(ControllerConfigs, "", controllerConfigKey, failed(ControllerConfigs))
+	required := func(gvr schema.GroupVersionResource, key func(*unstructured.Unstructured) string) cache.Store {
+		st, synced := add(gvr, "", key, func(err error) { s.watchFailed(gvr, err) })
 		syncs = append(syncs, synced)
+		return st
+	}
+	s.mcs = required(MachineConfigs, resourceVersion)
+	s.pools = required(MachineConfigPools, s.poolKey)
+	if served.controllerConfigs {
+		s.ccs = required(ControllerConfigs, controllerConfigKey)
 	}
 	var policySynced cache.InformerSynced
 	if served.machineConfigurations {
