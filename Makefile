@@ -11,7 +11,7 @@ LISTEN ?= 127.0.0.1:22624
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_UPDATE := $(SUDO) apt-get update -qq
 
-.PHONY: all build test vet fmt-check run bench wrk fuzz clean
+.PHONY: all build test vet fmt-check run bench wrk fuzz clean image container-engine
 RUN_DIR ?= fixtures/cluster
 URL := http://$(LISTEN)
 
@@ -30,7 +30,7 @@ vet:
 # The real Ignition clients and the Kubernetes control plane are built first
 # (once; cached under $(TOOLS)); tests that need them fail, not skip, under
 # CI=true.
-test: fmt-check vet ignition-clients kube-tools
+test: fmt-check vet ignition-clients kube-tools container-engine
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Go benchmarks, then the load test: mcs against a bare server writing the
@@ -69,6 +69,18 @@ KUBE_TOOLS := $(TOOLS)/kube
 .PHONY: kube-tools
 kube-tools:
 	GO=$(GO) hack/kube-tools/build.sh $(KUBE_TOOLS)
+
+# The image: the static binary on an empty base (Containerfile), built with
+# podman (installed when missing). IMAGE names it.
+IMAGE ?= localhost/mcs:dev
+image: container-engine
+	GO=$(GO) hack/image/build.sh $(IMAGE)
+
+# podman, and runc for hosts with hybrid cgroups, which crun refuses; the image
+# test (e2e) builds and runs the image with them.
+container-engine:
+	@command -v podman >/dev/null && command -v runc >/dev/null || \
+	  { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq podman runc >/dev/null; }
 
 clean:
 	rm -rf $(BIN)
