@@ -38,6 +38,16 @@ test: fmt-check vet ignition-clients kube-tools container-engine
 bench: wrk
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	bash hack/loadtest/run.sh
+	$(MAKE) scale
+
+# How memory and render times grow with pools: SCALE_N custom pools added to
+# SCALE_TREE (hack/scale).
+SCALE_TREE ?= $(firstword $(wildcard ../shared/realdata/aws) fixtures/cluster)
+SCALE_N ?= 10,50,100
+.PHONY: scale
+scale:
+	$(GO) build -o $(BIN)/ ./cmd/mcs
+	$(GO) run ./hack/scale -mcs $(BIN)/mcs -tree $(SCALE_TREE) -n $(SCALE_N)
 
 wrk:
 	@command -v wrk >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq wrk; }
