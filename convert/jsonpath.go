@@ -1,0 +1,105 @@
+package convert
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// jsonSyntax turns a JSON syntax error into one with a line and column, and
+// returns nil for any other error.
+func jsonSyntax(raw []byte, err error) *SyntaxError {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := lineCol(raw, se.Offset)
+		return &SyntaxError{Format: "JSON", Line: line, Column: col, Offset: se.Offset, Msg: se.Error()}
+	}
+	return nil
+}
+
+// lineCol turns a byte offset into a 1-based line and column (in bytes).
+func lineCol(raw []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(raw)))
+	before := raw[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1)
+	return line, max(col, 1)
+}
+
+// typeError finds a JSON value of the wrong type for t and says where.
+// Ignition's parsers give only a line and column for it.
+func typeError(raw []byte, t reflect.Type) *Problem {
+	var te *json.UnmarshalTypeError
+	if err := json.Unmarshal(raw, reflect.New(t).Interface()); !errors.As(err, &te) {
+		return nil
+	}
+	return &Problem{Path: pathAt(raw, te.Offset), Message: fmt.Sprintf("want a %s, not a JSON %s", te.Type, te.Value)}
+}
+
+// pathAt returns the JSON path of the innermost value that ends at or
+// contains the byte offset off.
+func pathAt(raw []byte, off int64) string {
+	type frame struct {
+		obj, wantKey bool
+		key          string
+		idx          int
+	}
+	var stack []frame
+	path := func() string {
+		var b strings.Builder
+		b.WriteString("$")
+		for _, f := range stack {
+			if f.obj {
+				b.WriteString("." + f.key)
+			} else {
+				fmt.Fprintf(&b, ".%d", f.idx)
+			}
+		}
+		return b.String()
+	}
+	next := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].obj {
+				stack[n-1].wantKey = true
+			} else {
+				stack[n-1].idx++
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return "$"
+		}
+		hit := start < off && off <= dec.InputOffset()
+		if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].wantKey {
+			if key, ok := tok.(string); ok {
+				stack[n-1].key, stack[n-1].wantKey = key, false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if hit {
+				return path()
+			}
+			stack = append(stack, frame{obj: tok == json.Delim('{'), wantKey: tok == json.Delim('{')})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if hit {
+				return path()
+			}
+			next()
+		default:
+			if hit {
+				return path()
+			}
+			next()
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package convert
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	v24tov31 "github.com/coreos/ign-converter/translate/v24tov31"
+	ign2types "github.com/coreos/ignition/config/v2_4/types"
+	t31 "github.com/coreos/ignition/v2/config/v3_1/types"
+)
+
+// spec2To3 translates spec 2.4 types to the newest spec. Files name their
+// filesystem in spec 2; "root" is "/", and a filesystem with a path (or one
+// named by its mount point, as spec-2 output of Translate names them) maps
+// there. Spec 2 allows repeated files, units and users, applied in order on
+// the node; spec 3 does not, so they are folded into one entry each.
+func spec2To3(cfg ign2types.Config) (Config, error) {
+	fsMap := map[string]string{"root": "/"}
+	used := map[string]bool{}
+	for _, f := range cfg.Storage.Files {
+		used[f.Filesystem] = true
+	}
+	for _, d := range cfg.Storage.Directories {
+		used[d.Filesystem] = true
+	}
+	for _, l := range cfg.Storage.Links {
+		used[l.Filesystem] = true
+	}
+	for _, fs := range cfg.Storage.Filesystems {
+		switch {
+		case fs.Path != nil:
+			fsMap[fs.Name] = *fs.Path
+		case strings.HasPrefix(fs.Name, "/"):
+			fsMap[fs.Name] = fs.Name
+		case !used[fs.Name]:
+			// Formatted but never written to: spec 3 leaves its path unset.
+			fsMap[fs.Name] = ""
+		}
+	}
+	// Spec 2.0–2.2 count partition sizes in sectors of the disk's logical
+	// size, which spec 3 cannot express; 0 means "the default" in both.
+	// Spec 2.3 and 2.4 deprecated them, and v24tov31 refuses them.
+	cfg.Storage.Disks = slices.Clone(cfg.Storage.Disks)
+	for i, d := range cfg.Storage.Disks {
+		parts := slices.Clone(d.Partitions)
+		for j := range parts {
+			for _, f := range []struct {
+				name string
+				v    **int
+			}{{"size", &parts[j].Size}, {"start", &parts[j].Start}} {
+				switch {
+				case *f.v == nil:
+				case **f.v == 0:
+					*f.v = nil
+				default:
+					// Worded as a report, so that reportProblems finds the path.
+					return Config{}, fmt.Errorf("error at $.storage.disks.%d.partitions.%d.%s: %d sectors: spec 3 counts MiB, and the sector size is the disk's", i, j, f.name, **f.v)
+				}
+			}
+		}
+		cfg.Storage.Disks[i].Partitions = parts
+	}
+	files, appends := foldSpec2Files(cfg.Storage.Files, fsMap)
+	cfg.Storage.Files = files
+	cfg.Systemd.Units = foldSpec2Units(cfg.Systemd.Units)
+	cfg.Passwd.Users = foldSpec2Users(cfg.Passwd.Users)
+	// v24tov31 points every merged config and CA at its loop variable's
+	// source (its module predates Go 1.22's loop variables), so all of them
+	// get the last one's: they are translated here instead.
+	merges, cas := cfg.Ignition.Config.Append, cfg.Ignition.Security.TLS.CertificateAuthorities
+	cfg.Ignition.Config.Append, cfg.Ignition.Security.TLS.CertificateAuthorities = nil, nil
+	c31, err := v24tov31.Translate(cfg, fsMap)
+	if err != nil {
+		return Config{}, fmt.Errorf("translating spec 2 to 3.1.0: %w", err)
+	}
+	for _, m := range merges {
+		c31.Ignition.Config.Merge = append(c31.Ignition.Config.Merge, t31.Resource{
+			Source:       new(m.Source),
+			Verification: t31.Verification{Hash: m.Verification.Hash},
+			HTTPHeaders:  spec2Headers(m.HTTPHeaders),
+		})
+	}
+	for _, ca := range cas {
+		c31.Ignition.Security.TLS.CertificateAuthorities = append(c31.Ignition.Security.TLS.CertificateAuthorities, t31.Resource{
+			Source:       new(ca.Source),
+			Verification: t31.Verification{Hash: ca.Verification.Hash},
+			HTTPHeaders:  spec2Headers(ca.HTTPHeaders),
+		})
+	}
+	for i, later := range appends {
+		f := &c31.Storage.Files[i]
+		for _, a := range later {
+			f.Append = append(f.Append, t31.Resource{
+				Compression:  strPtr(a.Contents.Compression),
+				Source:       &a.Contents.Source,
+				HTTPHeaders:  spec2Headers(a.Contents.HTTPHeaders),
+				Verification: t31.Verification{Hash: a.Contents.Verification.Hash},
+			})
+			// Each append sets the file's mode and owner when it names them.
+			if a.Mode != nil {
+				f.Mode = a.Mode
+			}
+			if a.User != nil {
+				f.User = t31.NodeUser{ID: a.User.ID, Name: strPtr(a.User.Name)}
+			}
+			if a.Group != nil {
+				f.Group = t31.NodeGroup{ID: a.Group.ID, Name: strPtr(a.Group.Name)}
+			}
+		}
+	}
+	return upFrom(V3_1, c31)
+}
+
+// foldSpec2Files keeps one entry per file, where its path first appears: the
+// last write of it (a later write replaces earlier contents and appends), or
+// its first append when it is never written. appends[i] lists the appends
+// that follow entry i, which v24tov31 cannot express (one source per entry).
+func foldSpec2Files(in []ign2types.File, fsMap map[string]string) (out []ign2types.File, appends [][]ign2types.File) {
+	at := map[string]int{}
+	for _, f := range in {
+		key := f.Filesystem + ":" + f.Path
+		if m, ok := fsMap[f.Filesystem]; ok {
+			key = path.Join("/", m, f.Path)
+		}
+		i, seen := at[key]
+		switch {
+		case !seen:
+			at[key] = len(out)
+			out = append(out, f)
+			appends = append(appends, nil)
+		case f.Append:
+			appends[i] = append(appends[i], f)
+		default:
+			out[i], appends[i] = f, nil
+		}
+	}
+	return out, appends
+}
+
+// foldSpec2Units keeps one entry per unit where it first appears. Ignition
+// v0.x applies repeats in order and skips empty contents, so the last
+// non-empty contents and the last enabled setting win, a mask stays, and
+// drop-ins accumulate by name.
+func foldSpec2Units(in []ign2types.Unit) []ign2types.Unit {
+	var out []ign2types.Unit
+	at := map[string]int{}
+	for _, u := range in {
+		i, seen := at[u.Name]
+		if !seen {
+			at[u.Name] = len(out)
+			out = append(out, u)
+			continue
+		}
+		o := &out[i]
+		if u.Contents != "" {
+			o.Contents = u.Contents
+		}
+		if u.Enabled != nil {
+			o.Enabled = u.Enabled
+		}
+		if u.Enable {
+			o.Enable = true
+		}
+		o.Mask = o.Mask || u.Mask
+		o.Dropins = append([]ign2types.SystemdDropin(nil), o.Dropins...)
+		for _, d := range u.Dropins {
+			j := slices.IndexFunc(o.Dropins, func(x ign2types.SystemdDropin) bool { return x.Name == d.Name })
+			switch {
+			case j < 0:
+				o.Dropins = append(o.Dropins, d)
+			case d.Contents != "":
+				o.Dropins[j] = d
+			}
+		}
+	}
+	return out
+}
+
+// foldSpec2Users keeps one entry per user where it first appears, with the
+// last entry's fields and every entry's SSH keys, as the MCO folds them.
+func foldSpec2Users(in []ign2types.PasswdUser) []ign2types.PasswdUser {
+	var out []ign2types.PasswdUser
+	at := map[string]int{}
+	for _, u := range in {
+		i, seen := at[u.Name]
+		if !seen {
+			at[u.Name] = len(out)
+			out = append(out, u)
+			continue
+		}
+		keys := slices.Clone(out[i].SSHAuthorizedKeys)
+		for _, k := range u.SSHAuthorizedKeys {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+		out[i] = u
+		out[i].SSHAuthorizedKeys = keys
+	}
+	return out
+}
+
+func spec2Headers(hs ign2types.HTTPHeaders) t31.HTTPHeaders {
+	var out t31.HTTPHeaders
+	for _, h := range hs {
+		out = append(out, t31.HTTPHeader{Name: h.Name, Value: strPtr(h.Value)})
+	}
+	return out
+}
+
+// strPtr maps "" to nil, as ign-converter does for spec 2's plain strings.
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
