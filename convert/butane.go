@@ -5,37 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
 
-	butane "github.com/coreos/ignition/v2/butane/config"
 	butanecommon "github.com/coreos/ignition/v2/butane/config/common"
-	"sigs.k8s.io/yaml"
+
+	"github.com/ignition-mcs/mcs/internal/intake"
 )
-
-var yamlLine = regexp.MustCompile(`line (\d+)`)
-
-// yamlError keeps the line the YAML parser names; it names no column.
-func yamlError(err error) error {
-	se := &SyntaxError{Format: "YAML", Offset: -1, Msg: strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")}
-	if m := yamlLine.FindStringSubmatch(se.Msg); m != nil {
-		se.Line, _ = strconv.Atoi(m[1])
-	}
-	return se
-}
 
 // parseYAML reads Butane (YAML with a variant). YAML without a variant that
 // holds an Ignition object is read as that object.
 func parseYAML(raw []byte) (*Parsed, error) {
-	js, err := yaml.YAMLToJSON(raw)
+	js, err := intake.YAMLToJSON(raw, 1)
 	if err != nil {
-		return nil, yamlError(err)
+		var ye *intake.YAMLError
+		errors.As(err, &ye)
+		return nil, &SyntaxError{Format: "YAML", Line: ye.Line, Offset: -1, Msg: ye.Msg}
 	}
-	var head struct {
-		Variant *string `json:"variant"`
-		Version string  `json:"version"`
-	}
+	var head intake.Head
 	if err := json.Unmarshal(js, &head); err != nil {
 		return nil, &InvalidError{Problems: []Problem{{Path: "$", Message: "not an Ignition or Butane config: " + err.Error()}}}
 	}
@@ -45,39 +30,34 @@ func parseYAML(raw []byte) (*Parsed, error) {
 		}
 		return nil, &InvalidError{Problems: []Problem{{Path: "$", Message: "not an Ignition or Butane config"}}}
 	}
-	name := *head.Variant + " " + head.Version
-	out, rpt, err := butane.TranslateBytes(raw, butanecommon.TranslateBytesOptions{Raw: true})
-	var uv butanecommon.ErrUnknownVersion
-	if errors.As(err, &uv) || errors.Is(err, butanecommon.ErrInvalidVersion) || errors.Is(err, butanecommon.ErrRhcosVariantUnsupported) {
+	// In raw mode the openshift variant drops what only a MachineConfig
+	// holds (kernel arguments, extensions, FIPS, kernel type): intake
+	// refuses that as it refuses unknown keys.
+	name := head.Name()
+	out, warnings, err := intake.Butane(name, raw, butanecommon.TranslateBytesOptions{Raw: true})
+	if errors.Is(err, intake.ErrUnsupported) {
 		return nil, &UnsupportedVersionError{Version: name, Butane: true}
 	}
-	if err != nil || rpt.IsFatal() {
-		ps := problems(rpt, err)
-		for i := range ps {
-			ps[i].Message = "butane " + name + ": " + ps[i].Message
-		}
-		return nil, &InvalidError{Problems: ps}
-	}
-	// Butane drops what it does not know, and in raw mode the openshift
-	// variant drops what only a MachineConfig holds (kernel arguments,
-	// extensions, FIPS, kernel type): both would lose content.
-	var dropped, warnings []Problem
-	for _, e := range rpt.Entries {
-		pr := Problem{Path: e.Context.String(), Message: "butane " + name + ": " + e.Message}
-		if isUnusedKey(e.Message) || e.Message == butanecommon.ErrFieldElided.Error() {
-			dropped = append(dropped, pr)
-			continue
-		}
-		warnings = append(warnings, pr)
-	}
-	if len(dropped) > 0 {
-		return nil, &InvalidError{Problems: dropped}
+	var be *intake.ButaneError
+	if errors.As(err, &be) {
+		return nil, &InvalidError{Problems: butaneProblems(name, be.Problems)}
 	}
 	p, err := Parse(out)
 	if err != nil {
 		return nil, fmt.Errorf("butane %s: %w", name, err)
 	}
 	p.Butane = name
-	p.Warnings = append(p.Warnings, warnings...)
+	p.Warnings = append(p.Warnings, butaneProblems(name, warnings)...)
 	return p, nil
+}
+
+func butaneProblems(name string, in []intake.Problem) []Problem {
+	out := make([]Problem, len(in))
+	for i, p := range in {
+		out[i] = Problem{Path: p.Path, Message: "butane " + name + ": " + p.Message}
+		if w := p.Where(); w != "" {
+			out[i].Message += " (" + w + ")"
+		}
+	}
+	return out
 }

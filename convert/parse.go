@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 
 	ignerr "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/ignition/v2/config/v3_0"
@@ -19,6 +18,8 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/coreos/vcontext/report"
+
+	"github.com/ignition-mcs/mcs/internal/intake"
 )
 
 // Config is the internal form of every config: the newest stable spec's types.
@@ -141,7 +142,7 @@ func (p *Parsed) takeWarnings(rpt report.Report) error {
 	var unknown []Problem
 	for _, e := range rpt.Entries {
 		pr := Problem{Path: e.Context.String(), Message: e.Message}
-		if isUnusedKey(e.Message) {
+		if intake.IsUnusedKey(e.Message) {
 			pr.Message = fmt.Sprintf("unknown key in spec %s (a newer spec's field, or a typo): %s", p.Version, e.Message)
 			unknown = append(unknown, pr)
 			continue
@@ -156,12 +157,6 @@ func (p *Parsed) takeWarnings(rpt report.Report) error {
 		return &InvalidError{Version: p.Version, Problems: unknown}
 	}
 	return nil
-}
-
-// isUnusedKey recognises Ignition's and Butane's warning for a key the
-// parser dropped ("unused key foo"; older releases capitalised it).
-func isUnusedKey(msg string) bool {
-	return strings.HasPrefix(strings.ToLower(msg), "unused key")
 }
 
 func problems(rpt report.Report, err error) []Problem {

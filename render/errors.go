@@ -18,9 +18,11 @@ var (
 )
 
 // Error is one problem with one object, located the way CI logs and editors
-// want it: "file: object: $.path: message".
+// want it: "file: object: $.path: message", or "file:line: ..." where the
+// line is known.
 type Error struct {
 	File    string // where the object was read from; may be empty
+	Line    int    // 1-based line in File; 0 when unknown
 	Object  string // "MachineConfig/99-worker-ssh", "MachineConfigPool/worker"
 	Path    string // JSON path inside the object, "$" for the whole object
 	Message string
@@ -29,7 +31,12 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	for _, s := range []string{e.File, e.Object, e.Path} {
+	if e.File != "" && e.Line > 0 {
+		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+	} else if e.File != "" {
+		b.WriteString(e.File + ": ")
+	}
+	for _, s := range []string{e.Object, e.Path} {
 		if s != "" {
 			b.WriteString(s)
 			b.WriteString(": ")

@@ -11,13 +11,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
-	butane "github.com/coreos/ignition/v2/butane/config"
 	butanecommon "github.com/coreos/ignition/v2/butane/config/common"
+
 	"github.com/ignition-mcs/mcs/convert"
-	"sigs.k8s.io/yaml"
+	"github.com/ignition-mcs/mcs/internal/intake"
 )
 
 // Set is everything loaded from a source, ready to render. It is not changed
@@ -266,8 +265,6 @@ func splitDocuments(data []byte) (docs [][]byte, starts []int) {
 	return docs, starts
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
-
 // decodeDocuments reads a file's objects: JSON (an object or an array of
 // them) or a YAML stream; Lists are flattened.
 func decodeDocuments(file string, data []byte) ([]rawObject, []*Error) {
@@ -283,14 +280,9 @@ func decodeDocuments(file string, data []byte) ([]rawObject, []*Error) {
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
-		js, err := yaml.YAMLToJSON(doc)
+		js, err := intake.YAMLToJSON(doc, starts[i])
 		if err != nil {
-			msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-			msg = yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
-				n, _ := strconv.Atoi(m[len("line "):])
-				return fmt.Sprintf("line %d", n+starts[i]-1)
-			})
-			errs = append(errs, &Error{File: file, Message: "invalid YAML: " + msg, Err: ErrInvalid})
+			errs = append(errs, &Error{File: file, Message: "invalid YAML: " + err.Error(), Err: ErrInvalid})
 			continue
 		}
 		if bytes.Equal(js, []byte("null")) {
@@ -355,39 +347,47 @@ func describeJSON(js []byte) string {
 
 // butane translates an openshift-variant Butane file to its MachineConfig.
 // Local file references resolve next to the Butane file, as a user running
-// butane in that directory expects.
+// butane in that directory expects. A key Butane would drop is an error
+// naming its line (see intake.Butane).
 func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
-	var head struct {
-		Variant string `json:"variant"`
-		Version string `json:"version"`
+	var head intake.Head
+	js, err := intake.YAMLToJSON(data, 1)
+	if err == nil {
+		err = json.Unmarshal(js, &head)
 	}
-	if err := yaml.Unmarshal(data, &head); err != nil {
+	if err != nil {
 		return nil, []*Error{{File: file, Message: "invalid Butane YAML: " + err.Error(), Err: ErrInvalid}}
 	}
-	if head.Variant != "openshift" {
-		return nil, []*Error{{File: file, Path: "$.variant", Message: fmt.Sprintf("Butane variant %q does not produce a MachineConfig: use variant openshift", head.Variant), Err: ErrInvalid}}
+	if head.Variant == nil || *head.Variant != "openshift" {
+		variant := ""
+		if head.Variant != nil {
+			variant = *head.Variant
+		}
+		return nil, []*Error{{File: file, Path: "$.variant", Message: fmt.Sprintf("Butane variant %q does not produce a MachineConfig: use variant openshift", variant), Err: ErrInvalid}}
 	}
-	out, rpt, err := butane.TranslateBytes(data, butanecommon.TranslateBytesOptions{
+	name := head.Name()
+	out, warnings, err := intake.Butane(name, data, butanecommon.TranslateBytesOptions{
 		TranslateOptions: butanecommon.TranslateOptions{FilesDir: filepath.Dir(file)},
 	})
-	var errs []*Error
-	for _, e := range rpt.Entries {
-		x := &Error{File: file, Path: e.Context.String(), Message: fmt.Sprintf("butane %s %s: %s", head.Variant, head.Version, e.Message)}
-		if e.Kind.IsFatal() {
-			x.Err = ErrInvalid
-			errs = append(errs, x)
-		} else {
-			x.Message = "warning: " + x.Message
-			l.notices = append(l.notices, x)
+	for _, w := range warnings {
+		l.notices = append(l.notices, butaneError(file, name, w, "warning: ", nil))
+	}
+	var be *intake.ButaneError
+	if errors.As(err, &be) {
+		errs := make([]*Error, len(be.Problems))
+		for i, p := range be.Problems {
+			errs[i] = butaneError(file, name, p, "", ErrInvalid)
 		}
-	}
-	if err != nil && len(errs) == 0 {
-		errs = append(errs, &Error{File: file, Message: fmt.Sprintf("butane %s %s: %v", head.Variant, head.Version, err), Err: errors.Join(ErrInvalid, err)})
-	}
-	if len(errs) > 0 {
 		return nil, errs
 	}
+	if err != nil {
+		return nil, []*Error{{File: file, Message: err.Error(), Err: errors.Join(ErrInvalid, err)}}
+	}
 	return decodeDocuments(file, out)
+}
+
+func butaneError(file, name string, p intake.Problem, prefix string, err error) *Error {
+	return &Error{File: file, Line: p.Line, Path: p.Path, Message: prefix + "butane " + name + ": " + p.Message, Err: err}
 }
 
 func (l *Loader) object(o rawObject) {

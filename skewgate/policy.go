@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	"github.com/ignition-mcs/mcs/internal/intake"
 )
 
 // Policy is shaped like OpenShift's MachineConfiguration
@@ -63,7 +63,7 @@ func LoadPolicy(path string) (*Policy, error) {
 
 // ParsePolicy parses and validates a policy document.
 func ParsePolicy(raw []byte) (*Policy, error) {
-	js, err := yaml.YAMLToJSON(raw)
+	js, err := intake.YAMLToJSON(raw, 1)
 	if err != nil {
 		return nil, fmt.Errorf("invalid YAML: %w", err)
 	}

@@ -46,7 +46,7 @@ renderer merges and names them, and writes each pool's Ignition config at
 the lowest spec that can express it, so older boot images can read it.
 
 Output goes to stdout (or -o); problems go to stderr, one per line, as
-"file: object: $.json.path: message". A tree without pools gets the default
+"file[:line]: object: $.json.path: message". A tree without pools gets the default
 master and worker pools.
 
 Flags:

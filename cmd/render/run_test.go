@@ -106,6 +106,11 @@ func TestExitCodes(t *testing.T) {
 	cluster := filepath.Join("fixtures", "cluster")
 	bad := t.TempDir()
 	os.WriteFile(filepath.Join(bad, "a.yaml"), []byte("kind: MachineConfig\nmetadata: {name: a, labels: {machineconfiguration.openshift.io/role: worker}}\nspec: {kernelType: rt, extensions: [wasm]}\n"), 0o644)
+	// Butane drops a key it does not know with a warning; a MachineConfig
+	// that loses a file's contents to a typo must not render.
+	typo := filepath.Join(t.TempDir(), "99-worker-x.bu")
+	os.WriteFile(typo, []byte("variant: openshift\nversion: 4.14.0\nmetadata:\n  name: 99-worker-x\n  labels:\n    machineconfiguration.openshift.io/role: worker\n"+
+		"storage:\n  files:\n    - path: /etc/x\n      contnts:\n        inline: lost\n"), 0o644)
 	tests := []struct {
 		name   string
 		args   []string
@@ -125,6 +130,7 @@ func TestExitCodes(t *testing.T) {
 		{"ignition of two pools to stdout", []string{"--format", "ignition", cluster}, exitUsage, "--format ignition writes one pool"},
 		{"missing path", []string{filepath.Join(bad, "nope")}, exitInvalid, "no such file"},
 		{"invalid input, every problem", []string{bad}, exitInvalid, "a.yaml: MachineConfig/a: $.spec.extensions.0: extension \"wasm\""},
+		{"misspelled Butane key", []string{typo}, exitInvalid, typo + ":10: $.storage.files.0.contnts: butane openshift 4.14.0: unused key contnts"},
 		{"ceiling", []string{"--max-spec", "3.1.0", luks}, exitCeiling,
 			"fixtures/features/luks-3.2/50-worker-luks.yaml: MachineConfig/50-worker-luks: $.spec.config.storage.luks.0: LUKS volumes need spec 3.2.0, above the ceiling 3.1.0 of pool worker"},
 		{"forced spec below the content", []string{"--spec", "3.1.0", luks}, exitCeiling, "above the ceiling 3.1.0"},

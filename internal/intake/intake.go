@@ -1,0 +1,155 @@
+// Package intake turns the YAML and Butane that people write into JSON, keeping the line of every problem.
+package intake
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	butane "github.com/coreos/ignition/v2/butane/config"
+	butanecommon "github.com/coreos/ignition/v2/butane/config/common"
+	"github.com/coreos/vcontext/report"
+	"sigs.k8s.io/yaml"
+)
+
+// YAMLError is a YAML syntax error. Its message is the parser's, with its
+// line numbers counted in the file.
+type YAMLError struct {
+	Line int // 1-based, in the file; 0 when the parser names none
+	Msg  string
+}
+
+func (e *YAMLError) Error() string { return e.Msg }
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// YAMLToJSON converts one YAML document (JSON is YAML too) that starts on
+// line firstLine of its file. A syntax error is a *YAMLError.
+func YAMLToJSON(doc []byte, firstLine int) ([]byte, error) {
+	js, err := yaml.YAMLToJSON(doc)
+	if err == nil {
+		return js, nil
+	}
+	ye := &YAMLError{}
+	ye.Msg = yamlLine.ReplaceAllStringFunc(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "), func(m string) string {
+		n, _ := strconv.Atoi(m[len("line "):])
+		n += firstLine - 1
+		if ye.Line == 0 {
+			ye.Line = n
+		}
+		return "line " + strconv.Itoa(n)
+	})
+	return nil, ye
+}
+
+// Problem is one finding in a Butane config.
+type Problem struct {
+	Path         string // JSON path, e.g. "$.storage.files.0.contnts"; "" for the whole config
+	Line, Column int    // 1-based; 0 when unknown
+	Message      string
+}
+
+// Where is "line L col C", or "" when the line is unknown.
+func (p Problem) Where() string {
+	if p.Line == 0 {
+		return ""
+	}
+	return fmt.Sprintf("line %d col %d", p.Line, p.Column)
+}
+
+// ButaneError is a Butane config that is invalid, or that Butane would
+// translate with a loss. Problems is never empty.
+type ButaneError struct {
+	Config   string // "openshift 4.14.0"
+	Problems []Problem
+	Err      error // Butane's error, when it returned one
+}
+
+func (e *ButaneError) Error() string {
+	s := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		s[i] = p.Message
+		if p.Path != "" {
+			s[i] = p.Path + ": " + s[i]
+		}
+		if w := p.Where(); w != "" {
+			s[i] += " (" + w + ")"
+		}
+	}
+	return "butane " + e.Config + ": " + strings.Join(s, "; ")
+}
+
+func (e *ButaneError) Unwrap() error { return e.Err }
+
+// Head is how a Butane config starts; Variant is nil in anything else.
+type Head struct {
+	Variant *string `json:"variant"`
+	Version string  `json:"version"`
+}
+
+// Name is "variant version", as messages name the config.
+func (h Head) Name() string {
+	if h.Variant == nil {
+		return h.Version
+	}
+	return *h.Variant + " " + h.Version
+}
+
+// ErrUnsupported is a Butane variant or version Butane cannot translate.
+var ErrUnsupported = errors.New("unsupported Butane variant or version")
+
+// Butane translates a Butane config (name is its "variant version", for
+// messages) with Butane's own translator, under one rule: nothing is lost.
+// Butane warns and goes on where it drops a key it does not know (a typo,
+// or a newer release's field) and, in raw mode, a field only a MachineConfig
+// holds; those are errors here, as fatal findings are. Other warnings are
+// returned. An unknown variant or version is ErrUnsupported.
+func Butane(name string, data []byte, opts butanecommon.TranslateBytesOptions) ([]byte, []Problem, error) {
+	out, rpt, err := butane.TranslateBytes(data, opts)
+	var uv butanecommon.ErrUnknownVersion
+	if errors.As(err, &uv) || errors.Is(err, butanecommon.ErrInvalidVersion) || errors.Is(err, butanecommon.ErrRhcosVariantUnsupported) {
+		return nil, nil, fmt.Errorf("butane %s: %w: %w", name, ErrUnsupported, err)
+	}
+	var bad, warnings []Problem
+	for _, e := range rpt.Entries {
+		p := problem(e)
+		switch {
+		case e.Kind.IsFatal():
+			bad = append(bad, p)
+		case IsUnusedKey(e.Message):
+			p.Message += ": Butane would drop it (a typo, or a newer release's field)"
+			bad = append(bad, p)
+		case e.Message == butanecommon.ErrFieldElided.Error():
+			p.Message += ": only a MachineConfig holds it"
+			bad = append(bad, p)
+		default:
+			warnings = append(warnings, p)
+		}
+	}
+	if err != nil && len(bad) == 0 {
+		bad = append(bad, Problem{Message: err.Error()})
+	}
+	if len(bad) > 0 {
+		return nil, nil, &ButaneError{Config: name, Problems: bad, Err: err}
+	}
+	return out, warnings, nil
+}
+
+func problem(e report.Entry) Problem {
+	p := Problem{Path: e.Context.String(), Message: e.Message}
+	if p.Path == "$" {
+		p.Path = ""
+	}
+	if e.Marker.StartP != nil {
+		p.Line, p.Column = int(e.Marker.StartP.Line), int(e.Marker.StartP.Column)
+	}
+	return p
+}
+
+// IsUnusedKey recognises Ignition's and Butane's warning for a key the
+// parser dropped ("unused key foo"; older releases capitalised it).
+func IsUnusedKey(msg string) bool {
+	return strings.HasPrefix(strings.ToLower(msg), "unused key")
+}

@@ -1,0 +1,104 @@
+package intake
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	butanecommon "github.com/coreos/ignition/v2/butane/config/common"
+)
+
+func TestYAMLToJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		doc       string
+		firstLine int
+		json      string
+		line      int // of the error; 0: no error
+	}{
+		{"yaml", "a: 1\nb: [x]\n", 1, `{"a":1,"b":["x"]}`, 0},
+		{"json", `{"a":"b"}`, 1, `{"a":"b"}`, 0},
+		{"error on line 2", "a: 1\n\tb: 2\n", 1, "", 2},
+		{"error in a later document", "a: 1\nb: [\n", 11, "", 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js, err := YAMLToJSON([]byte(tc.doc), tc.firstLine)
+			if tc.line == 0 {
+				if err != nil || string(js) != tc.json {
+					t.Fatalf("got %s, %v; want %s", js, err, tc.json)
+				}
+				return
+			}
+			var ye *YAMLError
+			if !errors.As(err, &ye) || ye.Line != tc.line || !strings.Contains(ye.Msg, "line ") || strings.Contains(ye.Msg, "converting") {
+				t.Fatalf("got %#v, want a YAMLError at line %d", err, tc.line)
+			}
+		})
+	}
+}
+
+func FuzzYAMLToJSON(f *testing.F) {
+	for _, s := range []string{"a: 1\n", "a: [\n", "- x\n- y: {z: 1}\n", "\tx", "line 99: x"} {
+		f.Add(s, 1)
+	}
+	f.Fuzz(func(t *testing.T, doc string, first int) {
+		first = 1 + first%1000
+		if first < 1 {
+			first = 1
+		}
+		_, err := YAMLToJSON([]byte(doc), first)
+		var ye *YAMLError
+		if err != nil && (!errors.As(err, &ye) || ye.Line != 0 && ye.Line < first) {
+			t.Fatalf("error %#v from a document starting on line %d", err, first)
+		}
+	})
+}
+
+// One rule: a key Butane would drop is an error at its line, whatever the mode.
+func TestButane(t *testing.T) {
+	const head = "variant: openshift\nversion: 4.14.0\nmetadata:\n  name: x\n  labels:\n    machineconfiguration.openshift.io/role: worker\n"
+	for _, tc := range []struct {
+		name  string
+		src   string
+		raw   bool
+		want  []Problem // nil: translates
+		unsup bool
+	}{
+		{"clean", head + "storage:\n  files:\n    - path: /etc/x\n", false, nil, false},
+		{"typo", head + "storage:\n  files:\n    - path: /etc/x\n      contnts: {inline: x}\n", false,
+			[]Problem{{Path: "$.storage.files.0.contnts", Line: 10, Column: 7}}, false},
+		{"typo, raw", head + "systemd:\n  unitz: []\n", true, []Problem{{Path: "$.systemd.unitz", Line: 8, Column: 3}}, false},
+		{"MachineConfig field in raw mode", head + "openshift:\n  fips: true\n", true, []Problem{{Path: "$.openshift.fips", Line: 8, Column: 9}}, false},
+		{"MachineConfig field", head + "openshift:\n  fips: true\n", false, nil, false},
+		{"unknown version", "variant: openshift\nversion: 9.0.0\n", false, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := Butane("openshift", []byte(tc.src), butanecommon.TranslateBytesOptions{Raw: tc.raw})
+			if tc.unsup {
+				if !errors.Is(err, ErrUnsupported) {
+					t.Fatalf("got %v, want ErrUnsupported", err)
+				}
+				return
+			}
+			var be *ButaneError
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.As(err, &be) || len(be.Problems) != len(tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			for i, w := range tc.want {
+				g := be.Problems[i]
+				if g.Path != w.Path || g.Line != w.Line || g.Column != w.Column {
+					t.Errorf("problem %d at %s %s, want %s line %d col %d", i, g.Path, g.Where(), w.Path, w.Line, w.Column)
+				}
+			}
+			if !strings.Contains(err.Error(), "butane openshift: ") {
+				t.Errorf("error %q does not name the config", err)
+			}
+		})
+	}
+}
