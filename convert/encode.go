@@ -17,9 +17,108 @@ func Marshal(typed any, pretty bool) ([]byte, error) {
 
 // Encode translates cfg to spec target and marshals it.
 func Encode(cfg *Config, target Version, pretty bool) ([]byte, error) {
-	typed, err := Translate(cfg, target)
+	_, reasons := MinVersion(cfg)
+	return encode(cfg, target, reasons, pretty)
+}
+
+// encode is Encode given what MinVersion found for cfg.
+func encode(cfg *Config, target Version, reasons []Reason, pretty bool) ([]byte, error) {
+	typed, err := translate(cfg, target, reasons)
 	if err != nil {
 		return nil, err
 	}
 	return Marshal(typed, pretty)
+}
+
+// Encoder writes one config, whose contents were validated already (by
+// Parse, or a render's validation of its merge), at any output spec: the
+// bytes of Encode, faster. It finds what the config needs once, and holds
+// its large inline contents out of translation and encoding: translating
+// validates, and Ignition's validation decodes every data URL; writing JSON
+// (or YAML) scans every byte. Each large data URL is swapped for a short
+// token, and the original is put back in the bytes written; no spec version
+// changes a data URL, so they are the bytes of encoding the config itself.
+type Encoder struct {
+	cfg, swapped Config
+	reasons      []Reason
+	need         Version
+	ph           *placeholders
+}
+
+// NewEncoder prepares cfg; it is not changed. With forYAML, only contents
+// YAML writes as they are in JSON are held out, so that Encoded.YAML can put
+// them back too.
+func NewEncoder(cfg Config, forYAML bool) *Encoder {
+	ph := newPlaceholders(forYAML)
+	e := &Encoder{cfg: cfg, swapped: ph.swap(cfg), ph: ph}
+	// A token is a data URL as the original is, so the needs are the same.
+	e.need, e.reasons = MinVersion(&e.swapped)
+	return e
+}
+
+// MinVersion is MinVersion of the config.
+func (e *Encoder) MinVersion() (Version, []Reason) { return e.need, e.reasons }
+
+// Encoded is a config an Encoder wrote.
+type Encoded struct {
+	JSON   []byte // compact, as Encode writes it
+	tokens []byte // JSON with tokens for the large contents; nil when none
+	ph     *placeholders
+}
+
+// Encode writes the config at spec v as compact JSON. edit, when not nil,
+// first changes a shallow copy of the config (a slice must be copied before
+// its elements change), whose needs are then found anew. Safe for
+// concurrent use.
+func (e *Encoder) Encode(v Version, edit func(*Config) error) (*Encoded, error) {
+	cfg, reasons, err := e.edited(e.swapped, edit)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := encode(&cfg, v, reasons, false)
+	if err != nil {
+		return nil, err
+	}
+	if len(e.ph.orig) == 0 {
+		return &Encoded{JSON: tokens}, nil
+	}
+	if js, _ := e.ph.restoreJSON(tokens); !e.ph.leftover(js) {
+		return &Encoded{JSON: js, tokens: tokens, ph: e.ph}, nil
+	}
+	// A token went missing, which translation cannot do: a node must still
+	// never get one, so the config is written the slow way.
+	if cfg, reasons, err = e.edited(e.cfg, edit); err != nil {
+		return nil, err
+	}
+	js, err := encode(&cfg, v, reasons, false)
+	return &Encoded{JSON: js}, err
+}
+
+func (e *Encoder) edited(cfg Config, edit func(*Config) error) (Config, []Reason, error) {
+	if edit == nil {
+		return cfg, e.reasons, nil
+	}
+	if err := edit(&cfg); err != nil {
+		return cfg, nil, err
+	}
+	_, reasons := MinVersion(&cfg)
+	return cfg, reasons, nil
+}
+
+// YAML returns write(x.JSON): a YAML document that write builds around the
+// config's JSON. Where the Encoder was made forYAML, write is given the
+// JSON with tokens, and the contents are put back in what it wrote: the
+// same bytes, without writing large contents through a YAML writer.
+func (x *Encoded) YAML(write func(config []byte) ([]byte, error)) ([]byte, error) {
+	if x.tokens == nil || !x.ph.plainOnly {
+		return write(x.JSON)
+	}
+	y, err := write(x.tokens)
+	if err == nil {
+		y, _ = x.ph.restoreYAML(y)
+	}
+	if err != nil || x.ph.leftover(y) {
+		return write(x.JSON) // as Encode: the slow way is still right
+	}
+	return y, nil
 }

@@ -12,68 +12,61 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 )
 
-// Placeholders stand in for large inline file contents while a config is
-// translated and encoded. Translating validates the result, and Ignition's
+// placeholders stand in for large inline file contents while an Encoder
+// translates and encodes a config. Translating validates the result, and Ignition's
 // validation decodes every data URL; writing JSON (or the YAML a rendered
 // name is hashed over) scans every byte. Where the contents were validated
 // already, each large data URL is swapped for a short token, and the
 // original is put back in the output bytes: no spec version changes a data
 // URL, so the bytes are those of encoding the config itself.
 //
-// Tokens carry a random nonce, so no content can name one; Restore* report
-// how many they put back, so a caller can check that none went missing.
-type Placeholders struct {
-	lead string   // "data:,mcsph-<nonce>-"; a token is lead + index
-	orig []string // the originals, by index
+// Tokens carry a random nonce, so no content can name one; leftover finds
+// any a restore did not put back.
+type placeholders struct {
+	lead      string   // "data:,mcsph-<nonce>-"; a token is lead + index
+	orig      []string // the originals, by index
+	plainOnly bool     // only contents YAML writes as plain scalars are swapped
 
 	jsOnce sync.Once
 	js     [][]byte // their JSON encodings less the closing quote, made on first use
 }
 
-// MinPlaceholder is the size below which a source is left in place: the
+// minPlaceholder is the size below which a source is left in place: the
 // swap would cost more than it saves.
-const MinPlaceholder = 512
+const minPlaceholder = 512
 
-// NewPlaceholders returns an empty set with a fresh nonce.
-func NewPlaceholders() *Placeholders {
+// newPlaceholders returns an empty set with a fresh nonce. With plainOnly,
+// only contents YAML writes as a plain scalar (see restoreYAML) are swapped.
+func newPlaceholders(plainOnly bool) *placeholders {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
-	return &Placeholders{lead: "data:,mcsph-" + hex.EncodeToString(nonce[:]) + "-"}
+	return &placeholders{lead: "data:,mcsph-" + hex.EncodeToString(nonce[:]) + "-", plainOnly: plainOnly}
 }
 
-// Len is the number of contents swapped out.
-func (p *Placeholders) Len() int { return len(p.orig) }
-
-// Swap returns a copy of cfg whose large data URLs are tokens; cfg is not
-// changed. With plainOnly, only contents YAML writes as a plain scalar (see
-// RestoreYAML) are swapped. Swaps come before the first RestoreJSON:
-// contents swapped after it stay tokens there (and Leftover finds them).
-func (p *Placeholders) Swap(cfg Config, plainOnly bool) Config {
-	cfg.Storage.Files = p.SwapFiles(cfg.Storage.Files, plainOnly)
-	return cfg
-}
-
-// SwapFiles returns a copy of files with large data URLs swapped.
-func (p *Placeholders) SwapFiles(in []types.File, plainOnly bool) []types.File {
-	files := slices.Clone(in)
+// swap returns a copy of cfg whose large data URLs are tokens; cfg is not
+// changed. Swaps come before the first restoreJSON: contents swapped after
+// it stay tokens there (and leftover finds them).
+func (p *placeholders) swap(cfg Config) Config {
+	files := slices.Clone(cfg.Storage.Files)
 	for i := range files {
 		f := &files[i]
-		p.swapResource(&f.Contents, plainOnly)
+		p.swapResource(&f.Contents)
 		if len(f.Append) > 0 {
 			f.Append = slices.Clone(f.Append)
 			for j := range f.Append {
-				p.swapResource(&f.Append[j], plainOnly)
+				p.swapResource(&f.Append[j])
 			}
 		}
 	}
-	return files
+	cfg.Storage.Files = files
+	return cfg
 }
 
-func (p *Placeholders) swapResource(r *types.Resource, plainOnly bool) {
-	if r.Source == nil || len(*r.Source) < MinPlaceholder || !strings.HasPrefix(*r.Source, "data:") {
+func (p *placeholders) swapResource(r *types.Resource) {
+	if r.Source == nil || len(*r.Source) < minPlaceholder || !strings.HasPrefix(*r.Source, "data:") {
 		return
 	}
-	if plainOnly && !yamlPlain(*r.Source) {
+	if p.plainOnly && !yamlPlain(*r.Source) {
 		return
 	}
 	tok := p.lead + strconv.Itoa(len(p.orig))
@@ -106,10 +99,10 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
-// RestoreJSON puts the originals, JSON-encoded, back into JSON bytes in
+// restoreJSON puts the originals, JSON-encoded, back into JSON bytes in
 // one pass that finds the tokens wherever they are, and returns how many it
 // put back. body is not changed. Safe for concurrent use.
-func (p *Placeholders) RestoreJSON(body []byte) ([]byte, int) {
+func (p *placeholders) restoreJSON(body []byte) ([]byte, int) {
 	p.jsOnce.Do(func() {
 		p.js = make([][]byte, len(p.orig))
 		for i, o := range p.orig {
@@ -120,25 +113,25 @@ func (p *Placeholders) RestoreJSON(body []byte) ([]byte, int) {
 	return p.restore(body, []byte(`"`+p.lead), '"', len(p.js), func(n int) []byte { return p.js[n] })
 }
 
-// RestoreYAML puts the originals back into YAML bytes written from the
+// restoreYAML puts the originals back into YAML bytes written from the
 // swapped config (after JSON decoding, as sigs.k8s.io/yaml does), where each
-// token and each original is a plain scalar ending its line. Only contents
-// swapped with plainOnly may be in body.
-func (p *Placeholders) RestoreYAML(body []byte) ([]byte, int) {
+// token and each original is a plain scalar ending its line. Only a set
+// made with plainOnly can restore YAML.
+func (p *placeholders) restoreYAML(body []byte) ([]byte, int) {
 	return p.restore(body, []byte(" "+p.lead), '\n', len(p.orig), func(n int) []byte {
 		return append([]byte(" "), p.orig[n]...)
 	})
 }
 
-// Leftover reports whether body still holds a token: one a restore did not
-// put back (a caller then encodes without placeholders).
-func (p *Placeholders) Leftover(body []byte) bool {
+// leftover reports whether body still holds a token: one a restore did not
+// put back (the Encoder then encodes without placeholders).
+func (p *placeholders) leftover(body []byte) bool {
 	return len(p.orig) > 0 && bytes.Contains(body, []byte(p.lead))
 }
 
 // restore replaces each lead+index+end in body, index below limit, with
 // with(index)+end.
-func (p *Placeholders) restore(body, lead []byte, end byte, limit int, with func(int) []byte) ([]byte, int) {
+func (p *placeholders) restore(body, lead []byte, end byte, limit int, with func(int) []byte) ([]byte, int) {
 	if len(p.orig) == 0 || body == nil {
 		return body, 0
 	}
@@ -176,7 +169,7 @@ func (p *Placeholders) restore(body, lead []byte, end byte, limit int, with func
 	return append(out, rest...), count
 }
 
-func (p *Placeholders) size() int {
+func (p *placeholders) size() int {
 	n := 0
 	for _, o := range p.orig {
 		n += len(o) + len(o)/8 // room for some escaping

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ func placeholderConfig(sources ...string) Config {
 // Swapping, encoding and restoring gives the bytes of encoding the config
 // itself, in JSON and in the YAML sigs.k8s.io/yaml writes from that JSON.
 func TestPlaceholdersRoundTrip(t *testing.T) {
-	big := func(s string) string { return "data:," + strings.Repeat(s, MinPlaceholder/len(s)+1) }
+	big := func(s string) string { return "data:," + strings.Repeat(s, minPlaceholder/len(s)+1) }
 	cases := []struct {
 		name      string
 		sources   []string
@@ -49,10 +50,10 @@ func TestPlaceholdersRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ph := NewPlaceholders()
-			swapped := ph.Swap(cfg, c.plainOnly)
-			if ph.Len() != c.swapped {
-				t.Fatalf("%d swapped, want %d", ph.Len(), c.swapped)
+			ph := newPlaceholders(c.plainOnly)
+			swapped := ph.swap(cfg)
+			if len(ph.orig) != c.swapped {
+				t.Fatalf("%d swapped, want %d", len(ph.orig), c.swapped)
 			}
 			again, _ := Marshal(&cfg, false)
 			if !bytes.Equal(again, want) {
@@ -62,9 +63,9 @@ func TestPlaceholdersRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, n := ph.RestoreJSON(tokens)
-			if n != ph.Len() || !bytes.Equal(got, want) {
-				t.Fatalf("JSON: %d restored of %d; equal %v\n got %.300s\nwant %.300s", n, ph.Len(), bytes.Equal(got, want), got, want)
+			got, n := ph.restoreJSON(tokens)
+			if n != len(ph.orig) || !bytes.Equal(got, want) {
+				t.Fatalf("JSON: %d restored of %d; equal %v\n got %.300s\nwant %.300s", n, len(ph.orig), bytes.Equal(got, want), got, want)
 			}
 			if !c.plainOnly {
 				return
@@ -77,9 +78,9 @@ func TestPlaceholdersRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gotY, n := ph.RestoreYAML(tokY)
-			if n != ph.Len() || !bytes.Equal(gotY, wantY) {
-				t.Fatalf("YAML: %d restored of %d\n got %.300s\nwant %.300s", n, ph.Len(), gotY, wantY)
+			gotY, n := ph.restoreYAML(tokY)
+			if n != len(ph.orig) || !bytes.Equal(gotY, wantY) {
+				t.Fatalf("YAML: %d restored of %d\n got %.300s\nwant %.300s", n, len(ph.orig), gotY, wantY)
 			}
 		})
 	}
@@ -87,7 +88,7 @@ func TestPlaceholdersRoundTrip(t *testing.T) {
 
 // Two sets never share tokens.
 func TestPlaceholdersNonce(t *testing.T) {
-	a, b := NewPlaceholders(), NewPlaceholders()
+	a, b := newPlaceholders(false), newPlaceholders(false)
 	if a.lead == b.lead {
 		t.Fatalf("both leads %q", a.lead)
 	}
@@ -120,25 +121,71 @@ func FuzzYAMLPlain(f *testing.F) {
 	})
 }
 
-// Contents swapped after the first RestoreJSON are not restored there (and
-// nothing panics); Leftover finds them, so the caller can encode without.
+// Contents swapped after the first restoreJSON are not restored there (and
+// nothing panics); leftover finds them, so the Encoder can encode without.
 func TestPlaceholdersLateSwap(t *testing.T) {
-	big := "data:," + strings.Repeat("z", MinPlaceholder)
-	ph := NewPlaceholders()
-	first := ph.Swap(placeholderConfig(big), false)
+	big := "data:," + strings.Repeat("z", minPlaceholder)
+	ph := newPlaceholders(false)
+	first := ph.swap(placeholderConfig(big))
 	js, _ := Marshal(&first, false)
-	if out, n := ph.RestoreJSON(js); n != 1 || ph.Leftover(out) {
-		t.Fatalf("restored %d, leftover %v", n, ph.Leftover(out))
+	if out, n := ph.restoreJSON(js); n != 1 || ph.leftover(out) {
+		t.Fatalf("restored %d, leftover %v", n, ph.leftover(out))
 	}
-	late := ph.Swap(placeholderConfig(big), false)
+	late := ph.swap(placeholderConfig(big))
 	js, _ = Marshal(&late, false)
-	out, n := ph.RestoreJSON(js)
-	if n != 0 || !ph.Leftover(out) {
-		t.Fatalf("late swap: restored %d, leftover %v", n, ph.Leftover(out))
+	out, n := ph.restoreJSON(js)
+	if n != 0 || !ph.leftover(out) {
+		t.Fatalf("late swap: restored %d, leftover %v", n, ph.leftover(out))
 	}
-	other := NewPlaceholders()
-	other.Swap(placeholderConfig(big), false)
-	if other.Leftover(out) {
+	other := newPlaceholders(false)
+	other.swap(placeholderConfig(big))
+	if other.leftover(out) {
 		t.Error("another set's tokens are taken for leftovers")
+	}
+}
+
+// The Encoder writes the bytes of Encode at every output spec, with or
+// without an edit, and the YAML a writer builds around them.
+func TestEncoder(t *testing.T) {
+	big := "data:," + strings.Repeat("p", minPlaceholder)
+	for _, c := range []struct {
+		name    string
+		sources []string
+		forYAML bool
+	}{
+		{"none held out", []string{"data:,small"}, false},
+		{"held out", []string{big, "data:," + strings.Repeat("a%20b", 200), big}, false},
+		{"held out for YAML", []string{big, "data:," + strings.Repeat("a b", 200)}, true},
+	} {
+		cfg := placeholderConfig(c.sources...)
+		enc := NewEncoder(cfg, c.forYAML)
+		edit := func(c *Config) error {
+			c.Storage.Files = append(slices.Clone(c.Storage.Files), types.File{Node: types.Node{Path: "/etc/added"}, FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: new(big)}}})
+			return nil
+		}
+		edited := cfg
+		_ = edit(&edited)
+		for _, v := range OutputVersions {
+			t.Run(c.name+"/"+v.String(), func(t *testing.T) {
+				for _, tc := range []struct {
+					edit func(*Config) error
+					cfg  Config
+				}{{nil, cfg}, {edit, edited}} {
+					want, werr := Encode(&tc.cfg, v, false)
+					got, err := enc.Encode(v, tc.edit)
+					if (err != nil) != (werr != nil) || err == nil && !bytes.Equal(got.JSON, want) {
+						t.Fatalf("Encoder: %v; Encode: %v; equal bytes: %v", err, werr, err == nil && bytes.Equal(got.JSON, want))
+					}
+					if err != nil {
+						continue
+					}
+					wrap := func(js []byte) ([]byte, error) { return yaml.JSONToYAML(append(append([]byte(`{"config":`), js...), '}')) }
+					wantY, _ := wrap(want)
+					if gotY, err := got.YAML(wrap); err != nil || !bytes.Equal(gotY, wantY) {
+						t.Fatalf("YAML differs (%v)", err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -99,10 +99,15 @@ func upFrom(v Version, c any) (Config, error) {
 // back up, it must equal cfg, or a LossError names what differs. The result
 // passes Ignition's validation for the target spec, or an InvalidError says why.
 func Translate(cfg *Config, target Version) (any, error) {
+	_, reasons := MinVersion(cfg)
+	return translate(cfg, target, reasons)
+}
+
+// translate is Translate given what MinVersion found for cfg.
+func translate(cfg *Config, target Version, reasons []Reason) (any, error) {
 	if !IsOutputVersion(target) {
 		return nil, &UnsupportedVersionError{Version: target.String(), Output: true}
 	}
-	_, reasons := MinVersion(cfg)
 	blocked := ReasonsAbove(reasons, target)
 	if target == V2_2 {
 		blocked = append(blocked, spec2Blockers(cfg)...)

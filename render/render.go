@@ -159,7 +159,12 @@ func (r *renderer) run() *Result {
 	for _, e := range order {
 		res.Warnings = append(res.Warnings, e.warnings...)
 	}
-	need, reasons := convert.MinVersion(&m.cfg)
+	// The merged contents are validated (see validateMerged, or each
+	// config's when it was loaded), so the encoder holds the large ones out
+	// while the config is translated, encoded and written as the YAML its
+	// name is hashed over: that is most of those bytes.
+	enc := convert.NewEncoder(m.cfg, true)
+	need, reasons := enc.MinVersion()
 	res.MinSpec = need
 	res.Reasons = r.attribute(m, reasons)
 
@@ -176,13 +181,7 @@ func (r *renderer) run() *Result {
 		r.ceiling(ceiling, need, r.attribute(m, above))
 		return nil
 	}
-	// The merged contents are validated (above, or each config's when it
-	// was loaded), so the large ones are swapped for tokens while the config
-	// is translated, encoded and written as the YAML its name is hashed over:
-	// that is most of those bytes (see convert.Placeholders).
-	ph := convert.NewPlaceholders()
-	swapped := ph.Swap(m.cfg, true)
-	tokens, err := convert.Encode(&swapped, target, false)
+	out, err := enc.Encode(target, nil)
 	if !wait() {
 		return nil
 	}
@@ -195,19 +194,10 @@ func (r *renderer) run() *Result {
 		}
 		return nil
 	}
-	js, n := ph.RestoreJSON(tokens)
-	if n != ph.Len() {
-		// Cannot happen; if it does, the slow way is still right.
-		ph, tokens = nil, nil
-		if js, err = convert.Encode(&m.cfg, target, false); err != nil {
-			r.poolErr("$", fmt.Sprintf("cannot write the merged config at spec %s: %v", target, err), err)
-			return nil
-		}
-	}
-	spec.Config = js
+	spec.Config = out.JSON
 	res.Spec = target
 
-	name, err := hashedName(res.Pool, spec, tokens, ph)
+	name, err := hashedName(res.Pool, spec, out)
 	if err != nil {
 		r.poolErr("$", err.Error(), err)
 		return nil
@@ -384,26 +374,24 @@ type hashedSpec struct {
 // of the salt followed by the YAML (sigs.k8s.io/yaml: JSON with sorted keys,
 // as YAML) of the spec. The same spec bytes give OpenShift's name.
 func HashedName(pool string, spec MachineConfigSpec) (string, error) {
-	return hashedName(pool, spec, nil, nil)
+	return hashedName(pool, spec, nil)
 }
 
-// hashedName is HashedName, given with ph the config with its contents
-// swapped for tokens (spec.Config is the real one): the YAML is written from
-// the tokens and the contents put back in it, byte for byte the same.
-func hashedName(pool string, spec MachineConfigSpec, tokens []byte, ph *convert.Placeholders) (string, error) {
+// hashedName is HashedName, given the encoder's output (nil when there is
+// none) whose JSON is spec.Config: its YAML is written from that (see
+// convert.Encoded.YAML), byte for byte the same.
+func hashedName(pool string, spec MachineConfigSpec, enc *convert.Encoded) (string, error) {
+	write := func(cfg []byte) ([]byte, error) {
+		s := spec
+		s.Config = cfg
+		return specYAML(s)
+	}
 	var y []byte
 	var err error
-	if ph != nil {
-		swapped := spec
-		swapped.Config = tokens
-		if y, err = specYAML(swapped); err == nil {
-			var n int
-			if y, n = ph.RestoreYAML(y); n != ph.Len() {
-				y, err = specYAML(spec) // cannot happen; the slow way is still right
-			}
-		}
+	if enc != nil {
+		y, err = enc.YAML(write)
 	} else {
-		y, err = specYAML(spec)
+		y, err = write(spec.Config)
 	}
 	if err != nil {
 		return "", fmt.Errorf("hashing the rendered spec: %w", err)

@@ -57,8 +57,12 @@ spec:
 				t.Fatal(err)
 			}
 			for _, v := range convert.OutputVersions {
-				cfg, _ := servedConfig(res.Config, res, v, shared)
-				want, werr := convert.Encode(&cfg, v, false)
+				cfg := withNodeFiles(res.Config, shared)
+				var want []byte
+				werr := servedConfig(&cfg, res, v)
+				if werr == nil {
+					want, werr = convert.Encode(&cfg, v, false)
+				}
 				if (p.responses[v] == nil) != (werr != nil) {
 					t.Fatalf("%s %s %s: served %v, direct encoding: %v", dir, res.Pool, v, p.responses[v] != nil, werr)
 				}

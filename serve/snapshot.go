@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
-	"github.com/vincent-petithory/dataurl"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
@@ -159,28 +158,17 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 	if err != nil {
 		return nil, err
 	}
-	// Large contents are swapped for tokens once per pool: the render
-	// validated the pool's, and the node files are ours (see
-	// convert.Placeholders).
-	ph := convert.NewPlaceholders()
-	base := ph.Swap(res.Config, false)
-	unswapped := shared
-	shared = ph.SwapFiles(shared, false)
+	// The render validated the pool's contents and the node files are ours,
+	// so the large ones are held out of every version's translation (see
+	// convert.Encoder), and what the config needs is found once.
+	enc := convert.NewEncoder(withNodeFiles(res.Config, shared), false)
 	vs := convert.OutputVersions
 	bodies := make([][]byte, len(vs))
 	errs := make([]error, len(vs))
 	parallel(len(vs), func(i int) {
-		cfg, err := servedConfig(base, res, vs[i], shared)
+		out, err := enc.Encode(vs[i], func(cfg *convert.Config) error { return servedConfig(cfg, res, vs[i]) })
 		if err == nil {
-			bodies[i], err = convert.Encode(&cfg, vs[i], false)
-		}
-		bodies[i], _ = ph.RestoreJSON(bodies[i])
-		if err == nil && ph.Leftover(bodies[i]) {
-			// Cannot happen; if it does, a node must still never get a
-			// token: encode the unswapped config.
-			if cfg, err = servedConfig(res.Config, res, vs[i], unswapped); err == nil {
-				bodies[i], err = convert.Encode(&cfg, vs[i], false)
-			}
+			bodies[i] = out.JSON
 		}
 		errs[i] = err
 	})
@@ -230,10 +218,10 @@ func nodeFiles(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) ([
 	}
 	var files []types.File
 	if len(kubeletCA) > 0 {
-		files = append(files, dataFile(pathKubeletCA, kubeletCA))
+		files = append(files, convert.DataFile(pathKubeletCA, kubeletCA))
 	}
 	if len(cloudCA) > 0 {
-		files = append(files, dataFile(pathCloudCA, cloudCA))
+		files = append(files, convert.DataFile(pathCloudCA, cloudCA))
 	}
 	annotations, _ := json.Marshal(map[string]string{
 		"machineconfiguration.openshift.io/currentConfig":    res.Name,
@@ -241,18 +229,28 @@ func nodeFiles(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) ([
 		"machineconfiguration.openshift.io/firstPivotConfig": res.Name,
 		"machineconfiguration.openshift.io/state":            "Done",
 	})
-	files = append(files, dataFile(pathAnnotations, annotations))
+	files = append(files, convert.DataFile(pathAnnotations, annotations))
 	if len(nf.Kubeconfig) > 0 {
-		files = append(files, dataFile(pathKubeconfig, nf.Kubeconfig))
+		files = append(files, convert.DataFile(pathKubeconfig, nf.Kubeconfig))
 	}
-	return append(files, dataFile(pathContent, content)), nil
+	return append(files, convert.DataFile(pathContent, content)), nil
 }
 
-// servedConfig is the pool's config (cfg: res.Config, possibly with
-// placeholders) as a node of spec v receives it: the render plus the files upstream's server adds, the encapsulated MachineConfig
-// last. Nothing shared is modified (upstream appends kernel arguments to its
-// cached object on every old-client request).
-func servedConfig(cfg convert.Config, res *render.Result, v convert.Version, shared []types.File) (convert.Config, error) {
+// withNodeFiles is the pool's config with the node files upstream's server
+// adds, in its order; cfg is not changed.
+func withNodeFiles(cfg convert.Config, files []types.File) convert.Config {
+	cfg.Storage.Files = slices.Clone(cfg.Storage.Files)
+	for _, f := range files {
+		putFile(&cfg, f)
+	}
+	return cfg
+}
+
+// servedConfig turns cfg (withNodeFiles, possibly with large contents held
+// out) into the config a node of spec v receives: the encapsulated
+// MachineConfig goes last. Nothing shared is modified (upstream appends
+// kernel arguments to its cached object on every old-client request).
+func servedConfig(cfg *convert.Config, res *render.Result, v convert.Version) error {
 	cfg.Storage.Files = slices.Clone(cfg.Storage.Files)
 	mc := *res.MachineConfig
 	mc.Spec.KernelArguments = slices.Clone(mc.Spec.KernelArguments)
@@ -269,24 +267,10 @@ func servedConfig(cfg convert.Config, res *render.Result, v convert.Version, sha
 	mc.Spec.Config = json.RawMessage(`{"ignition":{"version":"` + v.String() + `"}}`)
 	encapsulated, err := json.Marshal(&mc)
 	if err != nil {
-		return cfg, fmt.Errorf("encoding encapsulated MachineConfig: %w", err)
+		return fmt.Errorf("encoding encapsulated MachineConfig: %w", err)
 	}
-	for _, f := range shared {
-		putFile(&cfg, f)
-	}
-	putFile(&cfg, dataFile(pathEncapsulated, encapsulated))
-	return cfg, nil
-}
-
-// dataFile is a file as upstream's server writes them: mode 0644,
-// overwrite, contents as a percent-escaped data URL.
-func dataFile(path string, data []byte) types.File {
-	src := "data:," + dataurl.Escape(data)
-	mode, overwrite := 0o644, true
-	return types.File{
-		Node:          types.Node{Path: path, Overwrite: &overwrite},
-		FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: &src}, Mode: &mode},
-	}
+	putFile(cfg, convert.DataFile(pathEncapsulated, encapsulated))
+	return nil
 }
 
 // putFile adds a file, or replaces the pool's file at the same path.

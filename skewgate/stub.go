@@ -4,7 +4,6 @@ import (
 	"regexp"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
-	"github.com/vincent-petithory/dataurl"
 
 	"github.com/ignition-mcs/mcs/convert"
 )
@@ -20,15 +19,9 @@ func IssuePath(pool string) string {
 // StubConfig is a config of spec v whose only content is the decision's
 // message in /etc/issue.d: the node boots, cannot join, and says why.
 func StubConfig(pool string, d Decision, v convert.Version) ([]byte, error) {
-	msg := "\n" + d.Message + "\n"
-	src := "data:," + dataurl.Escape([]byte(msg))
-	mode, overwrite := 0o644, true
 	cfg := convert.Config{
 		Ignition: types.Ignition{Version: convert.Newest.String()},
-		Storage: types.Storage{Files: []types.File{{
-			Node:          types.Node{Path: IssuePath(pool), Overwrite: &overwrite},
-			FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: &src}, Mode: &mode},
-		}}},
+		Storage:  types.Storage{Files: []types.File{convert.DataFile(IssuePath(pool), []byte("\n"+d.Message+"\n"))}},
 	}
 	return convert.Encode(&cfg, v, false)
 }
