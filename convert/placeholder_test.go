@@ -179,7 +179,9 @@ func TestEncoder(t *testing.T) {
 					if err != nil {
 						continue
 					}
-					wrap := func(js []byte) ([]byte, error) { return yaml.JSONToYAML(append(append([]byte(`{"config":`), js...), '}')) }
+					wrap := func(js []byte) ([]byte, error) {
+						return yaml.JSONToYAML(append(append([]byte(`{"config":`), js...), '}'))
+					}
 					wantY, _ := wrap(want)
 					if gotY, err := got.YAML(wrap); err != nil || !bytes.Equal(gotY, wantY) {
 						t.Fatalf("YAML differs (%v)", err)
