@@ -1,9 +1,11 @@
 package serve
 
 import (
-	"regexp"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ignition-mcs/mcs/skewgate"
 )
 
 // metrics live on a registry the caller passes in, so tests and embedders
@@ -71,17 +73,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-var uaVersion = regexp.MustCompile(`^Ignition/v(\d{1,2})\.(\d{1,2})(?:\.\d{1,4})?(?:$|[-+ ])`)
-
 // clientLabel bounds the ignition label: a User-Agent becomes "v2.27", or
 // "other" / "none", so a flood of bogus agents cannot grow the series.
 func clientLabel(ua string) string {
 	if ua == "" {
 		return "none"
 	}
-	m := uaVersion.FindStringSubmatch(ua)
-	if m == nil || (m[1] != "0" && m[1] != "2") {
+	v, ok := skewgate.ParseUserAgent(ua)
+	if !ok || (v.Major != 0 && v.Major != 2) || v.Minor > 99 {
 		return "other"
 	}
-	return "v" + m[1] + "." + m[2]
+	return "v" + strconv.Itoa(v.Major) + "." + strconv.Itoa(v.Minor)
 }

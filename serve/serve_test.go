@@ -391,6 +391,8 @@ func TestClientLabel(t *testing.T) {
 		"curl/8.0":                        "other",
 		"Ignition/v9.1.0":                 "other",
 		"Ignition/v2.123456.0":            "other",
+		"Ignition/v2.14.0-3-gabc1234":     "v2.14",
+		"Ignition/v2.27.0x":               "other",
 	} {
 		if got := clientLabel(ua); got != want {
 			t.Errorf("clientLabel(%q) = %q, want %q", ua, got, want)

@@ -216,8 +216,10 @@ func TestReleasesTable(t *testing.T) {
 			t.Errorf("first reader %s of %s reads %s", first, s, SpecFor(first))
 		}
 	}
-	if _, ok := ParseUserAgent("Ignition/was not built properly"); ok {
-		t.Error("parsed an unversioned agent")
+	for _, ua := range []string{"Ignition/was not built properly", "Ignition/v2.27", "Ignition/v2.27.0x", "Ignition/v99999999999.0.0"} {
+		if v, ok := ParseUserAgent(ua); ok {
+			t.Errorf("%q read as %s", ua, v)
+		}
 	}
 }
 

@@ -62,9 +62,13 @@ func FirstReader(s convert.Version) (IgnitionVersion, bool) {
 	return IgnitionVersion{}, false
 }
 
-var userAgent = regexp.MustCompile(`^Ignition/v(\d+)\.(\d+)\.(\d+)`)
+// userAgent is what Ignition sends: "Ignition/v" and its git version
+// ("v2.27.0", "v2.14.0-3-gabc1234"). It is the one reading of User-Agents:
+// the server's metrics label them with it too.
+var userAgent = regexp.MustCompile(`^Ignition/v(\d{1,9})\.(\d{1,9})\.(\d{1,9})(?:$|[-+ ])`)
 
-// ParseUserAgent reads "Ignition/vX.Y.Z"; ok is false for anything else.
+// ParseUserAgent reads "Ignition/vX.Y.Z", optionally followed by a "-",
+// "+" or " " and more; ok is false for anything else.
 func ParseUserAgent(ua string) (IgnitionVersion, bool) {
 	m := userAgent.FindStringSubmatch(ua)
 	if m == nil {
