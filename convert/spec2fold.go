@@ -11,12 +11,43 @@ import (
 	t31 "github.com/coreos/ignition/v2/config/v3_1/types"
 )
 
-// spec2To3 translates spec 2.4 types to the newest spec. Files name their
-// filesystem in spec 2; "root" is "/", and a filesystem with a path (or one
-// named by its mount point, as spec-2 output of Translate names them) maps
-// there. Spec 2 allows repeated files, units and users, applied in order on
-// the node; spec 3 does not, so they are folded into one entry each.
+// spec2To3 translates spec 2.4 types to the newest spec. Spec 2 allows
+// repeated files, units and users, applied in order on the node; spec 3
+// does not, so they are folded into one entry each.
 func spec2To3(cfg ign2types.Config) (Config, error) {
+	fsMap := spec2Filesystems(cfg)
+	if err := spec2Partitions(&cfg); err != nil {
+		return Config{}, err
+	}
+	files, appends := foldSpec2Files(cfg.Storage.Files, fsMap)
+	cfg.Storage.Files = files
+	cfg.Systemd.Units = foldSpec2Units(cfg.Systemd.Units)
+	cfg.Passwd.Users = foldSpec2Users(cfg.Passwd.Users)
+	// v24tov31 points every merged config and CA at its loop variable's
+	// source (its module predates Go 1.22's loop variables), so all of them
+	// get the last one's: they are translated here instead.
+	merges, cas := cfg.Ignition.Config.Append, cfg.Ignition.Security.TLS.CertificateAuthorities
+	cfg.Ignition.Config.Append, cfg.Ignition.Security.TLS.CertificateAuthorities = nil, nil
+	c31, err := v24tov31.Translate(cfg, fsMap)
+	if err != nil {
+		return Config{}, fmt.Errorf("translating spec 2 to 3.1.0: %w", err)
+	}
+	for _, m := range merges {
+		c31.Ignition.Config.Merge = append(c31.Ignition.Config.Merge, spec2Reference(m.Source, m.Verification.Hash, m.HTTPHeaders))
+	}
+	for _, ca := range cas {
+		c31.Ignition.Security.TLS.CertificateAuthorities = append(c31.Ignition.Security.TLS.CertificateAuthorities, spec2Reference(ca.Source, ca.Verification.Hash, ca.HTTPHeaders))
+	}
+	for i, later := range appends {
+		spec2Appends(&c31.Storage.Files[i], later)
+	}
+	return upFrom(V3_1, c31)
+}
+
+// spec2Filesystems maps spec 2's filesystem names to paths: "root" is "/",
+// and a filesystem with a path (or one named by its mount point, as spec-2
+// output of Translate names them) maps there.
+func spec2Filesystems(cfg ign2types.Config) map[string]string {
 	fsMap := map[string]string{"root": "/"}
 	used := map[string]bool{}
 	for _, f := range cfg.Storage.Files {
@@ -39,9 +70,14 @@ func spec2To3(cfg ign2types.Config) (Config, error) {
 			fsMap[fs.Name] = ""
 		}
 	}
-	// Spec 2.0–2.2 count partition sizes in sectors of the disk's logical
-	// size, which spec 3 cannot express; 0 means "the default" in both.
-	// Spec 2.3 and 2.4 deprecated them, and v24tov31 refuses them.
+	return fsMap
+}
+
+// spec2Partitions drops partition sizes and starts of 0. Spec 2.0–2.2 count
+// them in sectors of the disk's logical size, which spec 3 cannot express;
+// 0 means "the default" in both. Spec 2.3 and 2.4 deprecated them, and
+// v24tov31 refuses them.
+func spec2Partitions(cfg *ign2types.Config) error {
 	cfg.Storage.Disks = slices.Clone(cfg.Storage.Disks)
 	for i, d := range cfg.Storage.Disks {
 		parts := slices.Clone(d.Partitions)
@@ -56,61 +92,39 @@ func spec2To3(cfg ign2types.Config) (Config, error) {
 					*f.v = nil
 				default:
 					// Worded as a report, so that reportProblems finds the path.
-					return Config{}, fmt.Errorf("error at $.storage.disks.%d.partitions.%d.%s: %d sectors: spec 3 counts MiB, and the sector size is the disk's", i, j, f.name, **f.v)
+					return fmt.Errorf("error at $.storage.disks.%d.partitions.%d.%s: %d sectors: spec 3 counts MiB, and the sector size is the disk's", i, j, f.name, **f.v)
 				}
 			}
 		}
 		cfg.Storage.Disks[i].Partitions = parts
 	}
-	files, appends := foldSpec2Files(cfg.Storage.Files, fsMap)
-	cfg.Storage.Files = files
-	cfg.Systemd.Units = foldSpec2Units(cfg.Systemd.Units)
-	cfg.Passwd.Users = foldSpec2Users(cfg.Passwd.Users)
-	// v24tov31 points every merged config and CA at its loop variable's
-	// source (its module predates Go 1.22's loop variables), so all of them
-	// get the last one's: they are translated here instead.
-	merges, cas := cfg.Ignition.Config.Append, cfg.Ignition.Security.TLS.CertificateAuthorities
-	cfg.Ignition.Config.Append, cfg.Ignition.Security.TLS.CertificateAuthorities = nil, nil
-	c31, err := v24tov31.Translate(cfg, fsMap)
-	if err != nil {
-		return Config{}, fmt.Errorf("translating spec 2 to 3.1.0: %w", err)
-	}
-	for _, m := range merges {
-		c31.Ignition.Config.Merge = append(c31.Ignition.Config.Merge, t31.Resource{
-			Source:       new(m.Source),
-			Verification: t31.Verification{Hash: m.Verification.Hash},
-			HTTPHeaders:  spec2Headers(m.HTTPHeaders),
+	return nil
+}
+
+func spec2Reference(source string, hash *string, hs ign2types.HTTPHeaders) t31.Resource {
+	return t31.Resource{Source: new(source), Verification: t31.Verification{Hash: hash}, HTTPHeaders: spec2Headers(hs)}
+}
+
+// spec2Appends adds to f the appends that followed it. Each sets the file's
+// mode and owner when it names them.
+func spec2Appends(f *t31.File, later []ign2types.File) {
+	for _, a := range later {
+		f.Append = append(f.Append, t31.Resource{
+			Compression:  strPtr(a.Contents.Compression),
+			Source:       &a.Contents.Source,
+			HTTPHeaders:  spec2Headers(a.Contents.HTTPHeaders),
+			Verification: t31.Verification{Hash: a.Contents.Verification.Hash},
 		})
-	}
-	for _, ca := range cas {
-		c31.Ignition.Security.TLS.CertificateAuthorities = append(c31.Ignition.Security.TLS.CertificateAuthorities, t31.Resource{
-			Source:       new(ca.Source),
-			Verification: t31.Verification{Hash: ca.Verification.Hash},
-			HTTPHeaders:  spec2Headers(ca.HTTPHeaders),
-		})
-	}
-	for i, later := range appends {
-		f := &c31.Storage.Files[i]
-		for _, a := range later {
-			f.Append = append(f.Append, t31.Resource{
-				Compression:  strPtr(a.Contents.Compression),
-				Source:       &a.Contents.Source,
-				HTTPHeaders:  spec2Headers(a.Contents.HTTPHeaders),
-				Verification: t31.Verification{Hash: a.Contents.Verification.Hash},
-			})
-			// Each append sets the file's mode and owner when it names them.
-			if a.Mode != nil {
-				f.Mode = a.Mode
-			}
-			if a.User != nil {
-				f.User = t31.NodeUser{ID: a.User.ID, Name: strPtr(a.User.Name)}
-			}
-			if a.Group != nil {
-				f.Group = t31.NodeGroup{ID: a.Group.ID, Name: strPtr(a.Group.Name)}
-			}
+		if a.Mode != nil {
+			f.Mode = a.Mode
+		}
+		if a.User != nil {
+			f.User = t31.NodeUser{ID: a.User.ID, Name: strPtr(a.User.Name)}
+		}
+		if a.Group != nil {
+			f.Group = t31.NodeGroup{ID: a.Group.ID, Name: strPtr(a.Group.Name)}
 		}
 	}
-	return upFrom(V3_1, c31)
 }
 
 // foldSpec2Files keeps one entry per file, where its path first appears: the
@@ -139,21 +153,28 @@ func foldSpec2Files(in []ign2types.File, fsMap map[string]string) (out []ign2typ
 	return out, appends
 }
 
+// foldBy keeps one entry per key, where it first appears, and merges each
+// repeat into it.
+func foldBy[T any](in []T, key func(T) string, merge func(first *T, repeat T)) []T {
+	var out []T
+	at := map[string]int{}
+	for _, x := range in {
+		if i, seen := at[key(x)]; seen {
+			merge(&out[i], x)
+			continue
+		}
+		at[key(x)] = len(out)
+		out = append(out, x)
+	}
+	return out
+}
+
 // foldSpec2Units keeps one entry per unit where it first appears. Ignition
 // v0.x applies repeats in order and skips empty contents, so the last
 // non-empty contents and the last enabled setting win, a mask stays, and
 // drop-ins accumulate by name.
 func foldSpec2Units(in []ign2types.Unit) []ign2types.Unit {
-	var out []ign2types.Unit
-	at := map[string]int{}
-	for _, u := range in {
-		i, seen := at[u.Name]
-		if !seen {
-			at[u.Name] = len(out)
-			out = append(out, u)
-			continue
-		}
-		o := &out[i]
+	return foldBy(in, func(u ign2types.Unit) string { return u.Name }, func(o *ign2types.Unit, u ign2types.Unit) {
 		if u.Contents != "" {
 			o.Contents = u.Contents
 		}
@@ -174,32 +195,22 @@ func foldSpec2Units(in []ign2types.Unit) []ign2types.Unit {
 				o.Dropins[j] = d
 			}
 		}
-	}
-	return out
+	})
 }
 
 // foldSpec2Users keeps one entry per user where it first appears, with the
 // last entry's fields and every entry's SSH keys, as the MCO folds them.
 func foldSpec2Users(in []ign2types.PasswdUser) []ign2types.PasswdUser {
-	var out []ign2types.PasswdUser
-	at := map[string]int{}
-	for _, u := range in {
-		i, seen := at[u.Name]
-		if !seen {
-			at[u.Name] = len(out)
-			out = append(out, u)
-			continue
-		}
-		keys := slices.Clone(out[i].SSHAuthorizedKeys)
+	return foldBy(in, func(u ign2types.PasswdUser) string { return u.Name }, func(o *ign2types.PasswdUser, u ign2types.PasswdUser) {
+		keys := slices.Clone(o.SSHAuthorizedKeys)
 		for _, k := range u.SSHAuthorizedKeys {
 			if !slices.Contains(keys, k) {
 				keys = append(keys, k)
 			}
 		}
-		out[i] = u
-		out[i].SSHAuthorizedKeys = keys
-	}
-	return out
+		*o = u
+		o.SSHAuthorizedKeys = keys
+	})
 }
 
 func spec2Headers(hs ign2types.HTTPHeaders) t31.HTTPHeaders {

@@ -290,8 +290,16 @@ func intPtr(i int) *int { return &i }
 //   - A file's overwrite defaults to false, its mode (when it has contents) to
 //     0644 and a directory's mode to 0755: down32to22 writes those out.
 func spec2Equivalent(c Config) Config {
-	units := make([]types.Unit, len(c.Systemd.Units))
-	for i, u := range c.Systemd.Units {
+	spec2EquivalentSystemd(&c.Systemd)
+	spec2EquivalentPasswd(&c.Passwd)
+	spec2EquivalentDevices(&c.Storage)
+	spec2EquivalentNodes(&c.Storage)
+	return c
+}
+
+func spec2EquivalentSystemd(sd *types.Systemd) {
+	units := make([]types.Unit, len(sd.Units))
+	for i, u := range sd.Units {
 		u.Contents = nilIfZero(u.Contents)
 		u.Mask = nilIfZero(u.Mask)
 		if len(u.Dropins) > 0 {
@@ -304,23 +312,27 @@ func spec2Equivalent(c Config) Config {
 		}
 		units[i] = u
 	}
-	c.Systemd.Units = units
+	sd.Units = units
+}
 
-	users := make([]types.PasswdUser, len(c.Passwd.Users))
-	for i, u := range c.Passwd.Users {
+func spec2EquivalentPasswd(pw *types.Passwd) {
+	users := make([]types.PasswdUser, len(pw.Users))
+	for i, u := range pw.Users {
 		u.Gecos, u.HomeDir, u.PrimaryGroup, u.Shell = nilIfZero(u.Gecos), nilIfZero(u.HomeDir), nilIfZero(u.PrimaryGroup), nilIfZero(u.Shell)
 		u.NoCreateHome, u.NoUserGroup, u.NoLogInit, u.System = nilIfZero(u.NoCreateHome), nilIfZero(u.NoUserGroup), nilIfZero(u.NoLogInit), nilIfZero(u.System)
 		users[i] = u
 	}
-	c.Passwd.Users = users
-	groups := make([]types.PasswdGroup, len(c.Passwd.Groups))
-	for i, g := range c.Passwd.Groups {
+	pw.Users = users
+	groups := make([]types.PasswdGroup, len(pw.Groups))
+	for i, g := range pw.Groups {
 		g.PasswordHash, g.System = nilIfZero(g.PasswordHash), nilIfZero(g.System)
 		groups[i] = g
 	}
-	c.Passwd.Groups = groups
+	pw.Groups = groups
+}
 
-	s := &c.Storage
+// spec2EquivalentDevices covers disks, RAID arrays and filesystems.
+func spec2EquivalentDevices(s *types.Storage) {
 	disks := make([]types.Disk, len(s.Disks))
 	for i, d := range s.Disks {
 		d.WipeTable = nilIfZero(d.WipeTable)
@@ -345,7 +357,10 @@ func spec2Equivalent(c Config) Config {
 		fss[i] = f
 	}
 	s.Filesystems = fss
+}
 
+// spec2EquivalentNodes covers files, directories and links.
+func spec2EquivalentNodes(s *types.Storage) {
 	files := make([]types.File, len(s.Files))
 	for i, f := range s.Files {
 		f.Node = spec2Node(f.Node)
@@ -383,7 +398,6 @@ func spec2Equivalent(c Config) Config {
 		links[i] = l
 	}
 	s.Links = links
-	return c
 }
 
 func spec2Node(n types.Node) types.Node {
