@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/coreos/ignition/v2/config/validate"
@@ -103,6 +104,49 @@ func (r *renderer) poolErr(path, msg string, err error) {
 }
 
 func (r *renderer) run() *Result {
+	order := r.members()
+	if order == nil {
+		return nil
+	}
+	m := mergeIgnition(order)
+	spec := r.mergeSpec(order)
+	if len(r.errs.List) > 0 {
+		return nil
+	}
+	// Validating the merged config reads what translating it reads; neither
+	// writes, so the two run side by side.
+	invalid := make(chan []*Error, 1)
+	go func() { invalid <- r.validateMerged(m) }()
+	res, out := r.encode(m, order, invalid)
+	if out == nil {
+		return nil
+	}
+	spec.Config = out.JSON
+	name, err := hashedName(res.Pool, spec, out)
+	if err != nil {
+		r.poolErr("$", err.Error(), err)
+		return nil
+	}
+	res.Name = name
+	res.MachineConfig = &MachineConfig{
+		APIVersion: APIVersion,
+		Kind:       KindMachineConfig,
+		Metadata:   ObjectMeta{Name: name, Annotations: r.annotations(order, spec.OSImageURL, res)},
+		Spec:       spec,
+	}
+	if n, err := encodedSize(res.MachineConfig); err != nil {
+		r.poolErr("$", "encoding the rendered MachineConfig: "+err.Error(), err)
+		return nil
+	} else if n > MaxRenderedSize {
+		r.poolErr("$", fmt.Sprintf("the rendered MachineConfig %s is %d bytes of JSON, above the limit of %d", name, n, MaxRenderedSize), ErrInvalid)
+		return nil
+	}
+	return res
+}
+
+// members are the pool's MachineConfigs in merge order; nil, with the
+// problems recorded, when there are none or one is invalid.
+func (r *renderer) members() []*entry {
 	sel := r.pool.Spec.MachineConfigSelector
 	var members []*entry
 	for _, e := range r.set.entries {
@@ -125,31 +169,22 @@ func (r *renderer) run() *Result {
 	if len(r.errs.List) > 0 {
 		return nil
 	}
+	return order
+}
 
-	m := mergeIgnition(order)
-	spec := r.mergeSpec(order)
-	if len(r.errs.List) > 0 {
-		return nil
-	}
-	// Validating the merged config reads what translating it reads; neither
-	// writes, so the two run side by side.
-	invalid := make(chan []*Error, 1)
-	go func() { invalid <- r.validateMerged(m) }()
-	defer func() {
-		// A render that stopped early still must not leave the goroutine
-		// behind with a reference to the merged config.
-		if invalid != nil {
-			<-invalid
-		}
-	}()
-	wait := func() bool {
+// encode writes the merged config at the lowest spec the options allow, and
+// records why. It takes the merged config's validation from invalid before
+// it returns, whatever happens: a render that stops early must not leave the
+// goroutine behind with a reference to the merged config. out is nil when
+// the pool fails.
+func (r *renderer) encode(m *merged, order []*entry, invalid <-chan []*Error) (res *Result, out *convert.Encoded) {
+	valid := sync.OnceValue(func() bool {
 		bad := <-invalid
-		invalid = nil
 		r.errs.add(bad...)
 		return len(bad) == 0
-	}
-
-	res := &Result{
+	})
+	defer valid()
+	res = &Result{
 		Pool:           r.pool.Metadata.Name,
 		Config:         m.cfg,
 		Options:        r.opts,
@@ -177,13 +212,13 @@ func (r *renderer) run() *Result {
 		target = ceiling
 	}
 	if above := convert.ReasonsAbove(reasons, ceiling); len(above) > 0 {
-		wait()
+		valid()
 		r.ceiling(ceiling, need, r.attribute(m, above))
-		return nil
+		return nil, nil
 	}
 	out, err := enc.Encode(target, nil)
-	if !wait() {
-		return nil
+	if !valid() {
+		return nil, nil
 	}
 	if err != nil {
 		var ce *convert.CannotExpressError
@@ -192,31 +227,10 @@ func (r *renderer) run() *Result {
 		} else {
 			r.poolErr("$", fmt.Sprintf("cannot write the merged config at spec %s: %v", target, err), err)
 		}
-		return nil
+		return nil, nil
 	}
-	spec.Config = out.JSON
 	res.Spec = target
-
-	name, err := hashedName(res.Pool, spec, out)
-	if err != nil {
-		r.poolErr("$", err.Error(), err)
-		return nil
-	}
-	res.Name = name
-	res.MachineConfig = &MachineConfig{
-		APIVersion: APIVersion,
-		Kind:       KindMachineConfig,
-		Metadata:   ObjectMeta{Name: name, Annotations: r.annotations(order, spec.OSImageURL, res)},
-		Spec:       spec,
-	}
-	if n, err := encodedSize(res.MachineConfig); err != nil {
-		r.poolErr("$", "encoding the rendered MachineConfig: "+err.Error(), err)
-		return nil
-	} else if n > MaxRenderedSize {
-		r.poolErr("$", fmt.Sprintf("the rendered MachineConfig %s is %d bytes of JSON, above the limit of %d", name, n, MaxRenderedSize), ErrInvalid)
-		return nil
-	}
-	return res
+	return res, out
 }
 
 func names(order []*entry) []string {
