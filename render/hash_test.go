@@ -54,7 +54,7 @@ func TestSpecYAMLMatchesLibrary(t *testing.T) {
 				if !bytes.Equal(direct, r.MachineConfig.Spec.Config) {
 					t.Errorf("%s pool %s: the rendered config differs from encoding the merged config", dir, r.Pool)
 				}
-				if name, err := HashedName(r.Pool, r.MachineConfig.Spec); err != nil || name != r.Name {
+				if name, err := hashedName(r.Pool, r.MachineConfig.Spec, nil); err != nil || name != r.Name {
 					t.Errorf("%s pool %s: rendered as %s, its spec hashes to %s (%v)", dir, r.Pool, r.Name, name, err)
 				}
 			}
@@ -64,14 +64,14 @@ func TestSpecYAMLMatchesLibrary(t *testing.T) {
 
 func TestHashedNameStable(t *testing.T) {
 	spec := MachineConfigSpec{Config: json.RawMessage(`{"ignition":{"version":"3.5.0"}}`), KernelArguments: []string{}, Extensions: []string{}, KernelType: "default"}
-	a, err := HashedName("worker", spec)
+	a, err := hashedName("worker", spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := HashedName("worker", spec)
-	c, _ := HashedName("infra", spec)
+	b, _ := hashedName("worker", spec, nil)
+	c, _ := hashedName("infra", spec, nil)
 	spec.FIPS = true
-	d, _ := HashedName("worker", spec)
+	d, _ := hashedName("worker", spec, nil)
 	if a != b || len(a) != len("rendered-worker-")+32 || c[len("rendered-infra-"):] != a[len("rendered-worker-"):] || d == a {
 		t.Errorf("names %s %s %s %s", a, b, c, d)
 	}

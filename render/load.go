@@ -20,7 +20,7 @@ import (
 )
 
 // Set is everything loaded from a source, ready to render. It is not changed
-// after Load or NewSet, so its methods are safe for concurrent use.
+// after Load or Loader.Set, so its methods are safe for concurrent use.
 type Set struct {
 	entries []*entry // sorted by name
 	byName  map[string]*entry
@@ -97,16 +97,6 @@ func (l *Loader) Set() (*Set, error) {
 		all.add(es.List...)
 	}
 	return nil, &all
-}
-
-// NewSet builds a Set from objects read elsewhere (from Kubernetes, say).
-// Objects carry their origin in Source; cc may be nil.
-func NewSet(configs []*MachineConfig, pools []*MachineConfigPool, cc *ControllerConfig) (*Set, error) {
-	l := &Loader{configs: configs, pools: pools}
-	if cc != nil {
-		l.ccs = []*ControllerConfig{cc}
-	}
-	return l.build()
 }
 
 // PoolNames lists the pools, sorted.
@@ -408,7 +398,7 @@ func (l *Loader) object(o rawObject) {
 			return
 		}
 		l.pools = append(l.pools, p)
-	case o.Kind == KindControllerConfig && ours:
+	case o.Kind == kindControllerConfig && ours:
 		cc, err := decodeControllerConfig(o)
 		if err != nil {
 			l.errs.add(objectError(o, err))
@@ -529,7 +519,7 @@ func (l *Loader) build() (*Set, error) {
 
 	for i, cc := range l.ccs {
 		if i > 0 {
-			errs.add(dupError(KindControllerConfig, cc.Name, l.ccs[0].Source, cc.Source))
+			errs.add(dupError(kindControllerConfig, cc.Name, l.ccs[0].Source, cc.Source))
 			continue
 		}
 		s.cc = cc
@@ -566,8 +556,8 @@ func orUnknown(s string) string {
 	return s
 }
 
-// DefaultPoolSource is the Source of the pools made up when a tree has none.
-const DefaultPoolSource = "(default pool)"
+// defaultPoolSource is the Source of the pools made up when a tree has none.
+const defaultPoolSource = "(default pool)"
 
 // defaultPools are upstream's two built-in pools, selecting by role.
 func defaultPools() []*MachineConfigPool {
@@ -578,7 +568,7 @@ func defaultPools() []*MachineConfigPool {
 			Kind:       KindMachineConfigPool,
 			Metadata:   ObjectMeta{Name: role},
 			Spec:       MachineConfigPoolSpec{MachineConfigSelector: &LabelSelector{MatchLabels: map[string]string{RoleLabel: role}}},
-			Source:     DefaultPoolSource,
+			Source:     defaultPoolSource,
 		})
 	}
 	return out

@@ -46,10 +46,10 @@ func TestMCOBootstrapInputs(t *testing.T) {
 	}
 }
 
-// A spec-2 MachineConfig from upstream's server tests, given through NewSet
+// A spec-2 MachineConfig from upstream's server tests, given as objects read elsewhere (from Kubernetes, say)
 // as a Kubernetes source would: it overrides the OS image, and its kernel
 // arguments and Ignition content come through.
-func TestMCOServerConfigThroughNewSet(t *testing.T) {
+func TestMCOServerConfigAsObjects(t *testing.T) {
 	file := filepath.Join(mcoTestdata, "server", "machine-configs", "test-config.yaml")
 	if _, err := os.Stat(file); err != nil {
 		t.Skip(err)
@@ -61,13 +61,14 @@ func TestMCOServerConfigThroughNewSet(t *testing.T) {
 	mc := loaded.MachineConfigs()[0]
 	mc.Metadata.Labels = map[string]string{RoleLabel: "test"}
 	pool := &MachineConfigPool{Metadata: ObjectMeta{Name: "test"}, Spec: MachineConfigPoolSpec{MachineConfigSelector: &LabelSelector{MatchLabels: map[string]string{RoleLabel: "test"}}}, Source: "kubernetes"}
-	s, err := NewSet([]*MachineConfig{mc}, []*MachineConfigPool{pool}, &ControllerConfig{BaseOSContainerImage: "registry.example.com/release-os@sha256:0"})
+	l := &Loader{configs: []*MachineConfig{mc}, pools: []*MachineConfigPool{pool}, ccs: []*ControllerConfig{{BaseOSContainerImage: "registry.example.com/release-os@sha256:0"}}}
+	s, err := l.build()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := mustRender(t, s, "test", Options{})
 	spec := r.MachineConfig.Spec
-	if !strings.HasPrefix(spec.OSImageURL, "registry.example.com/oscontainer@") || r.MachineConfig.Metadata.Annotations[AnnotationOSImageURLOverridden] != "true" {
+	if !strings.HasPrefix(spec.OSImageURL, "registry.example.com/oscontainer@") || r.MachineConfig.Metadata.Annotations[annotationOSImageURLOverridden] != "true" {
 		t.Errorf("osImageURL %q annotations %v", spec.OSImageURL, r.MachineConfig.Metadata.Annotations)
 	}
 	if strings.Join(spec.KernelArguments, " ") != "foo=bar nosmt" {

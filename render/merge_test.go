@@ -155,7 +155,7 @@ spec:
 				if s.OSImageURL != "registry.example.com/os@sha256:0000" || s.BaseOSExtensionsContainerImage != "registry.example.com/ext@sha256:0000" {
 					t.Errorf("images %q %q", s.OSImageURL, s.BaseOSExtensionsContainerImage)
 				}
-				if ann[AnnotationReleaseImageVersion] != "4.99.0" || ann[AnnotationOSImageURLOverridden] != "" {
+				if ann[AnnotationReleaseImageVersion] != "4.99.0" || ann[annotationOSImageURLOverridden] != "" {
 					t.Errorf("annotations %v", ann)
 				}
 			}},
@@ -167,7 +167,7 @@ spec:
 				if s.OSImageURL != "registry.example.com/custom@sha256:2222" || s.BaseOSExtensionsContainerImage != "registry.example.com/ext@sha256:2222" {
 					t.Errorf("images %q %q", s.OSImageURL, s.BaseOSExtensionsContainerImage)
 				}
-				if ann[AnnotationOSImageURLOverridden] != "true" || ann[AnnotationGeneratedByController] != "abc" {
+				if ann[annotationOSImageURLOverridden] != "true" || ann[AnnotationGeneratedByController] != "abc" {
 					t.Errorf("annotations %v", ann)
 				}
 			}},

@@ -13,7 +13,7 @@ const (
 
 	KindMachineConfig     = "MachineConfig"
 	KindMachineConfigPool = "MachineConfigPool"
-	KindControllerConfig  = "ControllerConfig"
+	kindControllerConfig  = "ControllerConfig"
 
 	// RoleLabel selects MachineConfigs into the default pools and decides
 	// the merge order (role worker first).
@@ -23,7 +23,7 @@ const (
 	// one its template controllers write on the configs they generate.
 	AnnotationGeneratedByController = "machineconfiguration.openshift.io/generated-by-controller-version"
 	AnnotationReleaseImageVersion   = "machineconfiguration.openshift.io/release-image-version"
-	AnnotationOSImageURLOverridden  = "machineconfiguration.openshift.io/os-image-url-overridden"
+	annotationOSImageURLOverridden  = "machineconfiguration.openshift.io/os-image-url-overridden"
 	// AnnotationControllerConfigVersion is on the ControllerConfig.
 	AnnotationControllerConfigVersion = "machineconfiguration.openshift.io/generated-by-version"
 )

@@ -356,7 +356,7 @@ func (r *renderer) annotations(order []*entry, osImageURL string, res *Result) m
 		def = cc.BaseOSContainerImage
 	}
 	if osImageURL != def {
-		a[AnnotationOSImageURLOverridden] = "true"
+		a[annotationOSImageURLOverridden] = "true"
 	}
 	return a
 }
@@ -384,16 +384,11 @@ type hashedSpec struct {
 	KernelType                     string          `json:"kernelType"`
 }
 
-// HashedName is upstream's rendered name: "rendered-<pool>-" and the hex MD5
+// hashedName is upstream's rendered name: "rendered-<pool>-" and the hex MD5
 // of the salt followed by the YAML (sigs.k8s.io/yaml: JSON with sorted keys,
-// as YAML) of the spec. The same spec bytes give OpenShift's name.
-func HashedName(pool string, spec MachineConfigSpec) (string, error) {
-	return hashedName(pool, spec, nil)
-}
-
-// hashedName is HashedName, given the encoder's output (nil when there is
-// none) whose JSON is spec.Config: its YAML is written from that (see
-// convert.Encoded.YAML), byte for byte the same.
+// as YAML) of the spec. The same spec bytes give OpenShift's name. Given
+// the encoder's output whose JSON is spec.Config (or nil), the YAML is
+// written from that (see convert.Encoded.YAML), byte for byte the same.
 func hashedName(pool string, spec MachineConfigSpec, enc *convert.Encoded) (string, error) {
 	write := func(cfg []byte) ([]byte, error) {
 		s := spec

@@ -21,10 +21,10 @@ type LabelSelectorRequirement struct {
 
 // Selector operators, spelled as Kubernetes spells them.
 const (
-	OpIn           = "In"
-	OpNotIn        = "NotIn"
-	OpExists       = "Exists"
-	OpDoesNotExist = "DoesNotExist"
+	opIn           = "In"
+	opNotIn        = "NotIn"
+	opExists       = "Exists"
+	opDoesNotExist = "DoesNotExist"
 )
 
 // Empty reports whether the selector has no terms. Upstream's renderer lets
@@ -45,11 +45,11 @@ func (s *LabelSelector) Validate() *fieldError {
 			return &fieldError{at + ".key", "key must not be empty"}
 		}
 		switch r.Operator {
-		case OpIn, OpNotIn:
+		case opIn, opNotIn:
 			if len(r.Values) == 0 {
 				return &fieldError{at + ".values", fmt.Sprintf("operator %s needs at least one value", r.Operator)}
 			}
-		case OpExists, OpDoesNotExist:
+		case opExists, opDoesNotExist:
 			if len(r.Values) > 0 {
 				return &fieldError{at + ".values", fmt.Sprintf("operator %s takes no values", r.Operator)}
 			}
@@ -74,19 +74,19 @@ func (s *LabelSelector) Matches(labels map[string]string) bool {
 	for _, r := range s.MatchExpressions {
 		v, ok := labels[r.Key]
 		switch r.Operator {
-		case OpIn:
+		case opIn:
 			if !ok || !slices.Contains(r.Values, v) {
 				return false
 			}
-		case OpNotIn:
+		case opNotIn:
 			if ok && slices.Contains(r.Values, v) {
 				return false
 			}
-		case OpExists:
+		case opExists:
 			if !ok {
 				return false
 			}
-		case OpDoesNotExist:
+		case opDoesNotExist:
 			if ok {
 				return false
 			}

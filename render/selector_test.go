@@ -20,16 +20,16 @@ func TestSelector(t *testing.T) {
 		{"matchLabels", &LabelSelector{MatchLabels: worker}, worker, true},
 		{"matchLabels other value", &LabelSelector{MatchLabels: worker}, infra, false},
 		{"matchLabels missing", &LabelSelector{MatchLabels: worker}, none, false},
-		{"In", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, OpIn, "worker", "infra")}}, infra, true},
-		{"In missing label", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, OpIn, "worker")}}, none, false},
-		{"NotIn", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, OpNotIn, "worker")}}, infra, true},
-		{"NotIn excluded", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, OpNotIn, "worker")}}, worker, false},
-		{"NotIn missing label matches", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, OpNotIn, "worker")}}, none, true},
-		{"Exists", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req("zone", OpExists)}}, infra, true},
-		{"Exists missing", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req("zone", OpExists)}}, worker, false},
-		{"DoesNotExist", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req("zone", OpDoesNotExist)}}, worker, true},
-		{"DoesNotExist present", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req("zone", OpDoesNotExist)}}, infra, false},
-		{"all terms must hold", &LabelSelector{MatchLabels: map[string]string{"zone": "a"}, MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, OpIn, "worker")}}, infra, false},
+		{"In", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, opIn, "worker", "infra")}}, infra, true},
+		{"In missing label", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, opIn, "worker")}}, none, false},
+		{"NotIn", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, opNotIn, "worker")}}, infra, true},
+		{"NotIn excluded", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, opNotIn, "worker")}}, worker, false},
+		{"NotIn missing label matches", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, opNotIn, "worker")}}, none, true},
+		{"Exists", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req("zone", opExists)}}, infra, true},
+		{"Exists missing", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req("zone", opExists)}}, worker, false},
+		{"DoesNotExist", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req("zone", opDoesNotExist)}}, worker, true},
+		{"DoesNotExist present", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req("zone", opDoesNotExist)}}, infra, false},
+		{"all terms must hold", &LabelSelector{MatchLabels: map[string]string{"zone": "a"}, MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, opIn, "worker")}}, infra, false},
 		{"unknown operator matches nothing", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, "Like", "w")}}, worker, false},
 	}
 	for _, tc := range tests {
@@ -47,11 +47,11 @@ func TestSelectorValidate(t *testing.T) {
 		r    LabelSelectorRequirement
 		path string // "" when valid
 	}{
-		{"In with values", LabelSelectorRequirement{Key: "k", Operator: OpIn, Values: []string{"v"}}, ""},
-		{"In without values", LabelSelectorRequirement{Key: "k", Operator: OpIn}, "$.matchExpressions.0.values"},
-		{"Exists with values", LabelSelectorRequirement{Key: "k", Operator: OpExists, Values: []string{"v"}}, "$.matchExpressions.0.values"},
+		{"In with values", LabelSelectorRequirement{Key: "k", Operator: opIn, Values: []string{"v"}}, ""},
+		{"In without values", LabelSelectorRequirement{Key: "k", Operator: opIn}, "$.matchExpressions.0.values"},
+		{"Exists with values", LabelSelectorRequirement{Key: "k", Operator: opExists, Values: []string{"v"}}, "$.matchExpressions.0.values"},
 		{"unknown operator", LabelSelectorRequirement{Key: "k", Operator: "in"}, "$.matchExpressions.0.operator"},
-		{"empty key", LabelSelectorRequirement{Operator: OpExists}, "$.matchExpressions.0.key"},
+		{"empty key", LabelSelectorRequirement{Operator: opExists}, "$.matchExpressions.0.key"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

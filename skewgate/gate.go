@@ -115,7 +115,7 @@ func (g *Gate) Decide(r Request) Decision {
 			fmt.Fprintf(&b, " for %s", strings.Join(names, ", "))
 		}
 		b.WriteString(".\n")
-		if first, ok := FirstReader(r.NeededSpec); ok && r.NeededSpec.Major == 3 {
+		if first, ok := firstReader(r.NeededSpec); ok && r.NeededSpec.Major == 3 {
 			fmt.Fprintf(&b, "Boot this machine from a newer boot image (Ignition %s or newer)", first)
 		} else {
 			b.WriteString("Boot this machine from a newer boot image")
@@ -154,8 +154,8 @@ func bootImageTooOld(p *Policy) (string, bool) {
 			return fmt.Sprintf("the cluster's boot image is from OpenShift %s, older than %s, the oldest this release supports.", have, limit), true
 		}
 	case "RHCOSVersion":
-		have, _ := ParseRHCOS(p.Manual.RHCOSVersion)
-		limit, _ := ParseRHCOS(p.Release.RHCOSVersion)
+		have, _ := parseRHCOS(p.Manual.RHCOSVersion)
+		limit, _ := parseRHCOS(p.Release.RHCOSVersion)
 		if have.Less(limit) {
 			return fmt.Sprintf("the cluster's boot image is RHCOS %s (%s), older than RHCOS %s, the oldest this release supports.", have.Raw, have.RHEL(), limit.Raw), true
 		}
@@ -207,7 +207,7 @@ func (g *Gate) Stub(pool string, d Decision, v convert.Version) ([]byte, error) 
 	if ok {
 		return body, nil
 	}
-	body, err := StubConfig(pool, d, v)
+	body, err := stubConfig(pool, d, v)
 	if err != nil {
 		return nil, err
 	}

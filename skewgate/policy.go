@@ -43,8 +43,8 @@ type ReleaseLimits struct {
 	RHCOSVersion string `json:"rhcosVersion,omitempty"`
 }
 
-// DefaultRelease is today's limit (reference: OCP 4.13.0, RHCOS 9.2).
-var DefaultRelease = ReleaseLimits{OCPVersion: "4.13.0", RHCOSVersion: "9.2"}
+// defaultRelease is today's limit (reference: OCP 4.13.0, RHCOS 9.2).
+var defaultRelease = ReleaseLimits{OCPVersion: "4.13.0", RHCOSVersion: "9.2"}
 
 // LoadPolicy reads a policy file (YAML or JSON). A bare policy, a
 // MachineConfiguration object, or {spec: {bootImageSkewEnforcement: ...}}
@@ -134,7 +134,7 @@ func (p *Policy) validate(prefix string) error {
 				return fmt.Errorf("%s.manual.ocpVersion: %w", prefix, err)
 			}
 		case "RHCOSVersion":
-			if _, err := ParseRHCOS(p.Manual.RHCOSVersion); err != nil {
+			if _, err := parseRHCOS(p.Manual.RHCOSVersion); err != nil {
 				return fmt.Errorf("%s.manual.rhcosVersion: %w", prefix, err)
 			}
 		default:
@@ -144,15 +144,15 @@ func (p *Policy) validate(prefix string) error {
 		return fmt.Errorf("%s.mode: %q is not Manual, None or Automatic", prefix, p.Mode)
 	}
 	if p.Release.OCPVersion == "" {
-		p.Release.OCPVersion = DefaultRelease.OCPVersion
+		p.Release.OCPVersion = defaultRelease.OCPVersion
 	}
 	if p.Release.RHCOSVersion == "" {
-		p.Release.RHCOSVersion = DefaultRelease.RHCOSVersion
+		p.Release.RHCOSVersion = defaultRelease.RHCOSVersion
 	}
 	if _, err := parseOCP(p.Release.OCPVersion); err != nil {
 		return fmt.Errorf("%s.release.ocpVersion: %w", prefix, err)
 	}
-	if _, err := ParseRHCOS(p.Release.RHCOSVersion); err != nil {
+	if _, err := parseRHCOS(p.Release.RHCOSVersion); err != nil {
 		return fmt.Errorf("%s.release.rhcosVersion: %w", prefix, err)
 	}
 	p.minIgnition = map[string]IgnitionVersion{}
@@ -194,10 +194,10 @@ func (a ocpVersion) less(b ocpVersion) bool {
 
 func (a ocpVersion) String() string { return fmt.Sprintf("%d.%d.%d", a[0], a[1], a[2]) }
 
-// RHCOS is a boot image version: the RHEL release it is built on and a build
+// rhcos is a boot image version: the RHEL release it is built on and a build
 // stamp. Both forms are read: "9.6.20251023-0" (RHEL 9.6) and the legacy
 // "48.84.202208021106-0" (OCP 4.8 on RHEL 8.4).
-type RHCOS struct {
+type rhcos struct {
 	RHELMajor, RHELMinor int
 	Build                string // date stamp and serial; "" in a limit like "9.2"
 	Raw                  string
@@ -210,27 +210,27 @@ var (
 	rhcosLegacy = regexp.MustCompile(`^(4)(\d{1,2})\.(\d)(\d{1,2})(?:\.(\d{12}-\d+))?$`)
 )
 
-// ParseRHCOS reads an RHCOS version in either form.
-func ParseRHCOS(s string) (RHCOS, error) {
+// parseRHCOS reads an RHCOS version in either form.
+func parseRHCOS(s string) (rhcos, error) {
 	s = strings.TrimSpace(s)
 	if m := rhcosLegacy.FindStringSubmatch(s); m != nil {
 		major, _ := strconv.Atoi(m[3])
 		minor, _ := strconv.Atoi(m[4])
-		return RHCOS{RHELMajor: major, RHELMinor: minor, Build: m[5], Raw: s}, nil
+		return rhcos{RHELMajor: major, RHELMinor: minor, Build: m[5], Raw: s}, nil
 	}
 	if m := rhcosNew.FindStringSubmatch(s); m != nil {
 		major, _ := strconv.Atoi(m[1])
 		minor, _ := strconv.Atoi(m[2])
 		if major < 8 || major > 40 {
-			return RHCOS{}, fmt.Errorf("%q is not an RHCOS version: no RHCOS is built on RHEL %d", s, major)
+			return rhcos{}, fmt.Errorf("%q is not an RHCOS version: no RHCOS is built on RHEL %d", s, major)
 		}
-		return RHCOS{RHELMajor: major, RHELMinor: minor, Build: m[3], Raw: s}, nil
+		return rhcos{RHELMajor: major, RHELMinor: minor, Build: m[3], Raw: s}, nil
 	}
-	return RHCOS{}, fmt.Errorf("%q is not an RHCOS version like 9.6.20251023-0 or 48.84.202208021106-0", s)
+	return rhcos{}, fmt.Errorf("%q is not an RHCOS version like 9.6.20251023-0 or 48.84.202208021106-0", s)
 }
 
 // Less compares RHEL release first, then the build stamp when both have one.
-func (a RHCOS) Less(b RHCOS) bool {
+func (a rhcos) Less(b rhcos) bool {
 	if a.RHELMajor != b.RHELMajor {
 		return a.RHELMajor < b.RHELMajor
 	}
@@ -243,4 +243,4 @@ func (a RHCOS) Less(b RHCOS) bool {
 	return a.Build < b.Build
 }
 
-func (a RHCOS) RHEL() string { return fmt.Sprintf("RHEL %d.%d", a.RHELMajor, a.RHELMinor) }
+func (a rhcos) RHEL() string { return fmt.Sprintf("RHEL %d.%d", a.RHELMajor, a.RHELMinor) }

@@ -29,7 +29,7 @@ func TestParseRHCOS(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
-			got, err := ParseRHCOS(c.in)
+			got, err := parseRHCOS(c.in)
 			if c.err {
 				if err == nil {
 					t.Fatalf("accepted %q as %+v", c.in, got)
@@ -60,8 +60,8 @@ func TestRHCOSOrder(t *testing.T) {
 		{"413.92.202305021736-0", "9.2", false},
 	}
 	for _, c := range cases {
-		a, _ := ParseRHCOS(c.a)
-		b, _ := ParseRHCOS(c.b)
+		a, _ := parseRHCOS(c.a)
+		b, _ := parseRHCOS(c.b)
 		if got := a.Less(b); got != c.less {
 			t.Errorf("%s < %s = %v, want %v", c.a, c.b, got, c.less)
 		}
@@ -201,19 +201,19 @@ func TestReleasesTable(t *testing.T) {
 		if !ok {
 			t.Fatalf("cannot parse %q", ua)
 		}
-		if got := SpecFor(v).String(); got != want {
+		if got := specFor(v).String(); got != want {
 			t.Errorf("%s reads %s, want %s", ua, got, want)
 		}
 	}
 	// The table covers every spec we write, and its first readers read them.
 	for _, s := range convert.OutputVersions {
-		first, ok := FirstReader(s)
+		first, ok := firstReader(s)
 		if !ok {
 			t.Errorf("no release listed for spec %s", s)
 			continue
 		}
-		if SpecFor(first) != s {
-			t.Errorf("first reader %s of %s reads %s", first, s, SpecFor(first))
+		if specFor(first) != s {
+			t.Errorf("first reader %s of %s reads %s", first, s, specFor(first))
 		}
 	}
 	for _, ua := range []string{"Ignition/was not built properly", "Ignition/v2.27", "Ignition/v2.27.0x", "Ignition/v99999999999.0.0"} {
@@ -268,7 +268,7 @@ func FuzzParseRHCOS(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := ParseRHCOS(s)
+		v, err := parseRHCOS(s)
 		if err == nil && v.Less(v) {
 			t.Fatalf("%q < itself", s)
 		}
@@ -280,7 +280,7 @@ func FuzzParseRHCOS(f *testing.F) {
 // config, as with no policy file at all.
 func TestParsePolicyObjectWithoutPolicy(t *testing.T) {
 	p := mustPolicy(t, "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: cluster}\nspec: {logLevel: Normal}\n")
-	if p.Mode != "" || p.Manual != nil || p.Release != DefaultRelease {
+	if p.Mode != "" || p.Manual != nil || p.Release != defaultRelease {
 		t.Fatalf("policy = %+v, want none with the default release limits", p)
 	}
 }

@@ -24,10 +24,10 @@ func (v IgnitionVersion) Less(o IgnitionVersion) bool {
 	return v.Patch < o.Patch
 }
 
-// Releases maps each Ignition release that first read a spec to that spec
+// releases maps each Ignition release that first read a spec to that spec
 // (reference: the spec table). Ignition reads every older spec of its major
 // too; v0.x reads spec 2 (served as 2.2.0).
-var Releases = []struct {
+var releases = []struct {
 	Ignition IgnitionVersion
 	Spec     convert.Version
 }{
@@ -41,10 +41,10 @@ var Releases = []struct {
 	{IgnitionVersion{2, 26, 0}, convert.V3_6},
 }
 
-// SpecFor returns the newest spec an Ignition release reads.
-func SpecFor(v IgnitionVersion) convert.Version {
+// specFor returns the newest spec an Ignition release reads.
+func specFor(v IgnitionVersion) convert.Version {
 	spec := convert.V2_2
-	for _, r := range Releases {
+	for _, r := range releases {
 		if !v.Less(r.Ignition) {
 			spec = r.Spec
 		}
@@ -52,9 +52,9 @@ func SpecFor(v IgnitionVersion) convert.Version {
 	return spec
 }
 
-// FirstReader returns the oldest Ignition release that reads spec s.
-func FirstReader(s convert.Version) (IgnitionVersion, bool) {
-	for _, r := range Releases {
+// firstReader returns the oldest Ignition release that reads spec s.
+func firstReader(s convert.Version) (IgnitionVersion, bool) {
+	for _, r := range releases {
 		if r.Spec == s {
 			return r.Ignition, true
 		}

@@ -16,9 +16,9 @@ func IssuePath(pool string) string {
 	return "/etc/issue.d/mcs-cannot-join-" + unsafeName.ReplaceAllString(pool, "_") + ".issue"
 }
 
-// StubConfig is a config of spec v whose only content is the decision's
+// stubConfig is a config of spec v whose only content is the decision's
 // message in /etc/issue.d: the node boots, cannot join, and says why.
-func StubConfig(pool string, d Decision, v convert.Version) ([]byte, error) {
+func stubConfig(pool string, d Decision, v convert.Version) ([]byte, error) {
 	cfg := convert.Config{
 		Ignition: types.Ignition{Version: convert.Newest.String()},
 		Storage:  types.Storage{Files: []types.File{convert.DataFile(IssuePath(pool), []byte("\n"+d.Message+"\n"))}},
