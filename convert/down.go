@@ -1,13 +1,14 @@
 package convert
 
 import (
+	"reflect"
+
 	t30 "github.com/coreos/ignition/v2/config/v3_0/types"
 	t31 "github.com/coreos/ignition/v2/config/v3_1/types"
 	t32 "github.com/coreos/ignition/v2/config/v3_2/types"
 	t33 "github.com/coreos/ignition/v2/config/v3_3/types"
 	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
 	t35 "github.com/coreos/ignition/v2/config/v3_5/types"
-	"github.com/coreos/ignition/v2/config/v3_6/types"
 )
 
 // The steps between spec-3 versions, down and up, as copies between the
@@ -116,23 +117,9 @@ func copyStep[F, T any](c *copier, old F, ret T, v Version) T {
 	return ret
 }
 
+// setVersion sets ignition.version of a typed config of any spec 3 version.
 func setVersion(cfg any, v Version) {
-	switch c := cfg.(type) {
-	case *types.Config:
-		c.Ignition.Version = v.String()
-	case *t35.Config:
-		c.Ignition.Version = v.String()
-	case *t34.Config:
-		c.Ignition.Version = v.String()
-	case *t33.Config:
-		c.Ignition.Version = v.String()
-	case *t32.Config:
-		c.Ignition.Version = v.String()
-	case *t31.Config:
-		c.Ignition.Version = v.String()
-	case *t30.Config:
-		c.Ignition.Version = v.String()
-	}
+	reflect.ValueOf(cfg).Elem().FieldByName("Ignition").FieldByName("Version").SetString(v.String())
 }
 
 func deref(s *string) string {

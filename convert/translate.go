@@ -297,72 +297,63 @@ func spec2Equivalent(c Config) Config {
 	return c
 }
 
-func spec2EquivalentSystemd(sd *types.Systemd) {
-	units := make([]types.Unit, len(sd.Units))
-	for i, u := range sd.Units {
-		u.Contents = nilIfZero(u.Contents)
-		u.Mask = nilIfZero(u.Mask)
-		if len(u.Dropins) > 0 {
-			ds := make([]types.Dropin, len(u.Dropins))
-			for j, d := range u.Dropins {
-				d.Contents = nilIfZero(d.Contents)
-				ds[j] = d
-			}
-			u.Dropins = ds
-		}
-		units[i] = u
+// mapped returns f applied to a copy of each element.
+func mapped[T any](in []T, f func(T) T) []T {
+	out := make([]T, len(in))
+	for i, x := range in {
+		out[i] = f(x)
 	}
-	sd.Units = units
+	return out
+}
+
+func spec2EquivalentSystemd(sd *types.Systemd) {
+	sd.Units = mapped(sd.Units, func(u types.Unit) types.Unit {
+		u.Contents, u.Mask = nilIfZero(u.Contents), nilIfZero(u.Mask)
+		if len(u.Dropins) > 0 {
+			u.Dropins = mapped(u.Dropins, func(d types.Dropin) types.Dropin {
+				d.Contents = nilIfZero(d.Contents)
+				return d
+			})
+		}
+		return u
+	})
 }
 
 func spec2EquivalentPasswd(pw *types.Passwd) {
-	users := make([]types.PasswdUser, len(pw.Users))
-	for i, u := range pw.Users {
+	pw.Users = mapped(pw.Users, func(u types.PasswdUser) types.PasswdUser {
 		u.Gecos, u.HomeDir, u.PrimaryGroup, u.Shell = nilIfZero(u.Gecos), nilIfZero(u.HomeDir), nilIfZero(u.PrimaryGroup), nilIfZero(u.Shell)
 		u.NoCreateHome, u.NoUserGroup, u.NoLogInit, u.System = nilIfZero(u.NoCreateHome), nilIfZero(u.NoUserGroup), nilIfZero(u.NoLogInit), nilIfZero(u.System)
-		users[i] = u
-	}
-	pw.Users = users
-	groups := make([]types.PasswdGroup, len(pw.Groups))
-	for i, g := range pw.Groups {
+		return u
+	})
+	pw.Groups = mapped(pw.Groups, func(g types.PasswdGroup) types.PasswdGroup {
 		g.PasswordHash, g.System = nilIfZero(g.PasswordHash), nilIfZero(g.System)
-		groups[i] = g
-	}
-	pw.Groups = groups
+		return g
+	})
 }
 
 // spec2EquivalentDevices covers disks, RAID arrays and filesystems.
 func spec2EquivalentDevices(s *types.Storage) {
-	disks := make([]types.Disk, len(s.Disks))
-	for i, d := range s.Disks {
+	s.Disks = mapped(s.Disks, func(d types.Disk) types.Disk {
 		d.WipeTable = nilIfZero(d.WipeTable)
-		parts := make([]types.Partition, len(d.Partitions))
-		for j, p := range d.Partitions {
+		d.Partitions = mapped(d.Partitions, func(p types.Partition) types.Partition {
 			p.Label, p.TypeGUID, p.GUID = nilIfZero(p.Label), nilIfZero(p.TypeGUID), nilIfZero(p.GUID)
-			parts[j] = p
-		}
-		d.Partitions = parts
-		disks[i] = d
-	}
-	s.Disks = disks
-	raids := make([]types.Raid, len(s.Raid))
-	for i, r := range s.Raid {
+			return p
+		})
+		return d
+	})
+	s.Raid = mapped(s.Raid, func(r types.Raid) types.Raid {
 		r.Spares = nilIfZero(r.Spares)
-		raids[i] = r
-	}
-	s.Raid = raids
-	fss := make([]types.Filesystem, len(s.Filesystems))
-	for i, f := range s.Filesystems {
+		return r
+	})
+	s.Filesystems = mapped(s.Filesystems, func(f types.Filesystem) types.Filesystem {
 		f.Format, f.WipeFilesystem = nilIfZero(f.Format), nilIfZero(f.WipeFilesystem)
-		fss[i] = f
-	}
-	s.Filesystems = fss
+		return f
+	})
 }
 
 // spec2EquivalentNodes covers files, directories and links.
 func spec2EquivalentNodes(s *types.Storage) {
-	files := make([]types.File, len(s.Files))
-	for i, f := range s.Files {
+	s.Files = mapped(s.Files, func(f types.File) types.File {
 		f.Node = spec2Node(f.Node)
 		if f.Overwrite == nil {
 			f.Overwrite = new(false)
@@ -372,32 +363,25 @@ func spec2EquivalentNodes(s *types.Storage) {
 		}
 		f.Contents.Compression = nilIfZero(f.Contents.Compression)
 		if len(f.Append) > 0 {
-			as := make([]types.Resource, len(f.Append))
-			for j, a := range f.Append {
+			f.Append = mapped(f.Append, func(a types.Resource) types.Resource {
 				a.Compression, a.Source = nilIfZero(a.Compression), nilIfZero(a.Source)
-				as[j] = a
-			}
-			f.Append = as
+				return a
+			})
 		}
-		files[i] = f
-	}
-	s.Files = files
-	dirs := make([]types.Directory, len(s.Directories))
-	for i, d := range s.Directories {
+		return f
+	})
+	s.Directories = mapped(s.Directories, func(d types.Directory) types.Directory {
 		d.Node = spec2Node(d.Node)
 		if d.Mode == nil {
 			d.Mode = intPtr(0o755)
 		}
-		dirs[i] = d
-	}
-	s.Directories = dirs
-	links := make([]types.Link, len(s.Links))
-	for i, l := range s.Links {
+		return d
+	})
+	s.Links = mapped(s.Links, func(l types.Link) types.Link {
 		l.Node = spec2Node(l.Node)
 		l.Hard = nilIfZero(l.Hard)
-		links[i] = l
-	}
-	s.Links = links
+		return l
+	})
 }
 
 func spec2Node(n types.Node) types.Node {

@@ -424,17 +424,22 @@ func objectError(o rawObject, err error) *Error {
 func decodePool(o rawObject) (*MachineConfigPool, error) {
 	var p MachineConfigPool
 	if err := json.Unmarshal(o.JSON, &p); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return nil, &fieldError{"$." + te.Field, fmt.Sprintf("want %s, got a JSON %s", goKind(te.Type.String()), te.Value)}
-		}
-		return nil, err
+		return nil, typeError(err)
 	}
 	p.Source = o.File
 	if fe := p.Spec.MachineConfigSelector.Validate(); fe != nil {
 		return nil, &fieldError{"$.spec.machineConfigSelector" + fe.Path[1:], fe.Msg}
 	}
 	return &p, nil
+}
+
+// typeError locates a JSON value of the wrong type; other errors pass.
+func typeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return &fieldError{"$." + te.Field, fmt.Sprintf("want %s, got a JSON %s", goKind(te.Type.String()), te.Value)}
+	}
+	return err
 }
 
 func decodeControllerConfig(o rawObject) (*ControllerConfig, error) {
@@ -449,15 +454,11 @@ func decodeControllerConfig(o rawObject) (*ControllerConfig, error) {
 		} `json:"spec"`
 	}
 	if err := json.Unmarshal(o.JSON, &c); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return nil, &fieldError{"$." + te.Field, fmt.Sprintf("want %s, got a JSON %s", goKind(te.Type.String()), te.Value)}
-		}
 		var ce base64.CorruptInputError
 		if errors.As(err, &ce) {
 			return nil, &fieldError{"$.spec", "CA data is not valid base64: " + err.Error()}
 		}
-		return nil, err
+		return nil, typeError(err)
 	}
 	return &ControllerConfig{
 		Name:                           c.Metadata.Name,

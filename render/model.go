@@ -45,29 +45,13 @@ func (m MachineConfig) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads known fields and keeps the rest in Extra.
 func (m *MachineConfig) UnmarshalJSON(b []byte) error {
-	fields, err := objectFields(b, "$")
-	if err != nil {
-		return err
-	}
 	*m = MachineConfig{Source: m.Source}
-	for k, v := range fields {
-		switch k {
-		case "apiVersion":
-			err = decodeField(v, &m.APIVersion, "$.apiVersion")
-		case "kind":
-			err = decodeField(v, &m.Kind, "$.kind")
-		case "metadata":
-			err = m.Metadata.decode(v, "$.metadata")
-		case "spec":
-			err = m.Spec.decode(v, "$.spec")
-		default:
-			m.Extra = setExtra(m.Extra, k, v)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return decodeObject(b, "$", &m.Extra, map[string]fieldDecoder{
+		"apiVersion": into(&m.APIVersion),
+		"kind":       into(&m.Kind),
+		"metadata":   m.Metadata.decode,
+		"spec":       m.Spec.decode,
+	})
 }
 
 // MarshalJSON writes name, labels and annotations, then Extra.
@@ -88,27 +72,12 @@ func (o ObjectMeta) MarshalJSON() ([]byte, error) {
 func (o *ObjectMeta) UnmarshalJSON(b []byte) error { return o.decode(b, "$") }
 
 func (o *ObjectMeta) decode(b []byte, at string) error {
-	fields, err := objectFields(b, at)
-	if err != nil {
-		return err
-	}
 	*o = ObjectMeta{}
-	for k, v := range fields {
-		switch k {
-		case "name":
-			err = decodeField(v, &o.Name, at+".name")
-		case "labels":
-			err = decodeField(v, &o.Labels, at+".labels")
-		case "annotations":
-			err = decodeField(v, &o.Annotations, at+".annotations")
-		default:
-			o.Extra = setExtra(o.Extra, k, v)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return decodeObject(b, at, &o.Extra, map[string]fieldDecoder{
+		"name":        into(&o.Name),
+		"labels":      into(&o.Labels),
+		"annotations": into(&o.Annotations),
+	})
 }
 
 // MarshalJSON writes every field upstream's API writes (none is omitted
@@ -134,33 +103,44 @@ func (s MachineConfigSpec) MarshalJSON() ([]byte, error) {
 func (s *MachineConfigSpec) UnmarshalJSON(b []byte) error { return s.decode(b, "$") }
 
 func (s *MachineConfigSpec) decode(b []byte, at string) error {
+	*s = MachineConfigSpec{}
+	return decodeObject(b, at, &s.Extra, map[string]fieldDecoder{
+		"osImageURL":                     into(&s.OSImageURL),
+		"baseOSExtensionsContainerImage": into(&s.BaseOSExtensionsContainerImage),
+		"config": func(v []byte, _ string) error {
+			if t := bytes.TrimSpace(v); !bytes.Equal(t, []byte("null")) {
+				s.Config = slices.Clone(t)
+			}
+			return nil
+		},
+		"kernelArguments": into(&s.KernelArguments),
+		"extensions":      into(&s.Extensions),
+		"fips":            into(&s.FIPS),
+		"kernelType":      into(&s.KernelType),
+	})
+}
+
+// fieldDecoder decodes the value v of the field at path at.
+type fieldDecoder func(v []byte, at string) error
+
+func into[T any](p *T) fieldDecoder {
+	return func(v []byte, at string) error { return decodeField(v, p, at) }
+}
+
+// decodeObject reads the object b at path at: each known field with its
+// decoder, every other into extra.
+func decodeObject(b []byte, at string, extra *map[string]json.RawMessage, known map[string]fieldDecoder) error {
 	fields, err := objectFields(b, at)
 	if err != nil {
 		return err
 	}
-	*s = MachineConfigSpec{}
 	for k, v := range fields {
-		switch k {
-		case "osImageURL":
-			err = decodeField(v, &s.OSImageURL, at+".osImageURL")
-		case "baseOSExtensionsContainerImage":
-			err = decodeField(v, &s.BaseOSExtensionsContainerImage, at+".baseOSExtensionsContainerImage")
-		case "config":
-			if t := bytes.TrimSpace(v); !bytes.Equal(t, []byte("null")) {
-				s.Config = slices.Clone(t)
-			}
-		case "kernelArguments":
-			err = decodeField(v, &s.KernelArguments, at+".kernelArguments")
-		case "extensions":
-			err = decodeField(v, &s.Extensions, at+".extensions")
-		case "fips":
-			err = decodeField(v, &s.FIPS, at+".fips")
-		case "kernelType":
-			err = decodeField(v, &s.KernelType, at+".kernelType")
-		default:
-			s.Extra = setExtra(s.Extra, k, v)
+		dec, ok := known[k]
+		if !ok {
+			*extra = setExtra(*extra, k, v)
+			continue
 		}
-		if err != nil {
+		if err := dec(v, at+"."+k); err != nil {
 			return err
 		}
 	}
