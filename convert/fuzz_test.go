@@ -107,25 +107,32 @@ func FuzzTranslate(f *testing.F) {
 			}
 			return
 		}
-		out, err := Marshal(typed, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := Parse(out)
-		if err != nil {
-			t.Fatalf("output of Translate to %s does not parse: %v\n%s", v, err, out)
-		}
-		if q.Version != v {
-			t.Fatalf("output declares %s, want %s", q.Version, v)
-		}
-		want, got := normalVersion(p.Config), normalVersion(q.Config)
-		if v == V2_2 {
-			want, got = spec2Equivalent(want), spec2Equivalent(got)
-		}
-		if d := diff(want, got); len(d) > 0 {
-			t.Fatalf("output of Translate to %s reads back different: %v\n%s", v, d, out)
-		}
+		readsBack(t, typed, p.Config, v, false)
 	})
+}
+
+// readsBack checks that typed, what Translate wrote from cfg at spec v,
+// declares v and parses back to cfg, written compact or pretty.
+func readsBack(t *testing.T, typed any, cfg Config, v Version, pretty bool) {
+	t.Helper()
+	out, err := Marshal(typed, pretty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Parse(out)
+	if err != nil {
+		t.Fatalf("output of Translate to %s does not parse: %v\n%s", v, err, out)
+	}
+	if q.Version != v {
+		t.Fatalf("output declares %s, want %s", q.Version, v)
+	}
+	want, got := normalVersion(cfg), normalVersion(q.Config)
+	if v == V2_2 {
+		want, got = spec2Equivalent(want), spec2Equivalent(got)
+	}
+	if d := diff(want, got); len(d) > 0 {
+		t.Fatalf("output of Translate to %s reads back different: %v\n%s", v, d, out)
+	}
 }
 
 // generator builds a config from fuzz bytes: each byte picks whether a field
@@ -266,21 +273,7 @@ func FuzzTranslateGenerated(f *testing.F) {
 			case err != nil:
 				t.Fatalf("Translate to %s: %v", v, err)
 			}
-			out, err := Marshal(typed, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			q, err := Parse(out)
-			if err != nil {
-				t.Fatalf("output of Translate to %s does not parse: %v\n%s", v, err, out)
-			}
-			want, got := normalVersion(cfg), normalVersion(q.Config)
-			if v == V2_2 {
-				want, got = spec2Equivalent(want), spec2Equivalent(got)
-			}
-			if d := diff(want, got); len(d) > 0 {
-				t.Fatalf("output of Translate to %s reads back different: %v\n%s", v, d, out)
-			}
+			readsBack(t, typed, cfg, v, false)
 		}
 	})
 }

@@ -159,15 +159,7 @@ func TestParseRefusesUnknownKeys(t *testing.T) {
 		{"butane openshift raw", "variant: openshift\nversion: 4.14.0\n" + ocp + "openshift:\n  kernel_arguments: [nosmt]\n", []string{"$.openshift.kernel_arguments"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.raw))
-			var ie *InvalidError
-			if !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) {
-				t.Fatalf("Parse = %v, want an InvalidError", err)
-			}
-			var got []string
-			for _, p := range ie.Problems {
-				got = append(got, p.Path)
-			}
+			got, err := invalidPaths(t, tc.raw)
 			if !slices.Equal(got, tc.paths) {
 				t.Errorf("problems at %q, want %q (%v)", got, tc.paths, err)
 			}
@@ -194,15 +186,7 @@ func TestParseValidationPaths(t *testing.T) {
 		{"spec 2 duplicate groups", `{"ignition":{"version":"2.2.0"},"passwd":{"groups":[{"name":"g"},{"name":"g"}]}}`, "$.passwd.groups.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.raw))
-			var ie *InvalidError
-			if !errors.As(err, &ie) {
-				t.Fatalf("Parse = %v, want an InvalidError", err)
-			}
-			var got []string
-			for _, p := range ie.Problems {
-				got = append(got, p.Path)
-			}
+			got, err := invalidPaths(t, tc.raw)
 			if !slices.Contains(got, tc.path) {
 				t.Errorf("problems at %q, want %q among them (%v)", got, tc.path, err)
 			}
@@ -211,6 +195,22 @@ func TestParseValidationPaths(t *testing.T) {
 			}
 		})
 	}
+}
+
+// invalidPaths parses raw, which must fail with an InvalidError, and
+// returns the paths of its problems.
+func invalidPaths(t *testing.T, raw string) ([]string, error) {
+	t.Helper()
+	_, err := Parse([]byte(raw))
+	var ie *InvalidError
+	if !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Parse = %v, want an InvalidError", err)
+	}
+	var got []string
+	for _, p := range ie.Problems {
+		got = append(got, p.Path)
+	}
+	return got, err
 }
 
 func TestParseEmpty(t *testing.T) {

@@ -34,24 +34,7 @@ func TestRoundTrip(t *testing.T) {
 					forms = forms[:1] // pretty adds only whitespace; spare -race the big ones
 				}
 				for _, pretty := range forms {
-					b, err := Marshal(typed, pretty)
-					if err != nil {
-						t.Fatal(err)
-					}
-					back, err := Parse(b)
-					if err != nil {
-						t.Fatalf("Parse(output, pretty=%v): %v\n%s", pretty, err, b)
-					}
-					if back.Version != v {
-						t.Errorf("output declares %s, want %s", back.Version, v)
-					}
-					want, got := normalVersion(p.Config), normalVersion(back.Config)
-					if v == V2_2 {
-						want, got = spec2Equivalent(want), spec2Equivalent(got)
-					}
-					if d := diff(want, got); len(d) > 0 {
-						t.Errorf("round trip through %s (pretty=%v) differs: %v", v, pretty, d)
-					}
+					readsBack(t, typed, p.Config, v, pretty)
 				}
 			})
 		}
