@@ -55,11 +55,12 @@ func filled[T any](version Version) any {
 	return c
 }
 
-// Every field of every spec survives the way up to the newest spec and the
-// way back down. Ignition's own 3.4→3.5 step fails this (it drops tang
-// advertisements); upFrom repairs it, and this is the test that says so.
-func TestStepsKeepEveryField(t *testing.T) {
-	for _, tc := range []struct {
+// filledConfigs are a config of every spec 3 version with every field set.
+func filledConfigs() []struct {
+	v Version
+	c any
+} {
+	return []struct {
 		v Version
 		c any
 	}{
@@ -70,7 +71,14 @@ func TestStepsKeepEveryField(t *testing.T) {
 		{V3_4, filled[t34.Config](V3_4)},
 		{V3_5, filled[t35.Config](V3_5)},
 		{V3_6, filled[Config](V3_6)},
-	} {
+	}
+}
+
+// Every field of every spec survives the way up to the newest spec and the
+// way back down. Ignition's own 3.4→3.5 step fails this (it drops tang
+// advertisements); upFrom repairs it, and this is the test that says so.
+func TestStepsKeepEveryField(t *testing.T) {
+	for _, tc := range filledConfigs() {
 		t.Run(tc.v.String(), func(t *testing.T) {
 			up, err := upFrom(tc.v, tc.c)
 			if err != nil {
@@ -100,24 +108,20 @@ func TestStepsKeepEveryField(t *testing.T) {
 
 // ignitionUp is Ignition's own chain of steps up from spec v.
 func ignitionUp(v Version, c any) Config {
-	switch v {
-	case V3_0:
-		c = up31.Translate(c.(t30.Config))
-		fallthrough
-	case V3_1:
-		c = up32.Translate(c.(t31.Config))
-		fallthrough
-	case V3_2:
-		c = up33.Translate(c.(t32.Config))
-		fallthrough
-	case V3_3:
-		c = up34.Translate(c.(t33.Config))
-		fallthrough
-	case V3_4:
-		c = up35.Translate(c.(t34.Config))
-		fallthrough
-	case V3_5:
-		c = up36.Translate(c.(t35.Config))
+	for _, s := range []struct {
+		from Version
+		up   func(any) any
+	}{
+		{V3_0, func(c any) any { return up31.Translate(c.(t30.Config)) }},
+		{V3_1, func(c any) any { return up32.Translate(c.(t31.Config)) }},
+		{V3_2, func(c any) any { return up33.Translate(c.(t32.Config)) }},
+		{V3_3, func(c any) any { return up34.Translate(c.(t33.Config)) }},
+		{V3_4, func(c any) any { return up35.Translate(c.(t34.Config)) }},
+		{V3_5, func(c any) any { return up36.Translate(c.(t35.Config)) }},
+	} {
+		if !s.from.Less(v) {
+			c = s.up(c)
+		}
 	}
 	return c.(Config)
 }
@@ -138,17 +142,7 @@ func TestUpStepsMatchIgnition(t *testing.T) {
 			t.Errorf("from %s: differs from Ignition's steps at %s", v, d)
 		}
 	}
-	for _, tc := range []struct {
-		v Version
-		c any
-	}{
-		{V3_0, filled[t30.Config](V3_0)},
-		{V3_1, filled[t31.Config](V3_1)},
-		{V3_2, filled[t32.Config](V3_2)},
-		{V3_3, filled[t33.Config](V3_3)},
-		{V3_4, filled[t34.Config](V3_4)},
-		{V3_5, filled[t35.Config](V3_5)},
-	} {
+	for _, tc := range filledConfigs() {
 		t.Run("filled "+tc.v.String(), func(t *testing.T) { check(t, tc.v, tc.c) })
 	}
 	for _, fx := range fixtures(t) {

@@ -64,33 +64,31 @@ func chain(target Version) []step {
 // upFrom translates a typed config of spec v up to the newest spec, with the
 // steps up in down.go (Ignition's, repaired) and, from spec 2, ign-converter's.
 func upFrom(v Version, c any) (Config, error) {
-	switch v {
-	case V2_2:
-		c24 := ign24.Translate(ign23.Translate(c.(ign22.Config)))
-		c3, err := spec2To3(c24)
-		return c3, err
-	case V3_0:
-		c = up30to31(c.(t30.Config))
-		fallthrough
-	case V3_1:
-		c = up31to32(c.(t31.Config))
-		fallthrough
-	case V3_2:
-		c = up32to33(c.(t32.Config))
-		fallthrough
-	case V3_3:
-		c = up33to34(c.(t33.Config))
-		fallthrough
-	case V3_4:
-		c = up34to35(c.(t34.Config))
-		fallthrough
-	case V3_5:
-		c = up35to36(c.(t35.Config))
-		fallthrough
-	case V3_6:
-		return c.(Config), nil
+	if v == V2_2 {
+		return spec2To3(ign24.Translate(ign23.Translate(c.(ign22.Config))))
 	}
-	return Config{}, &UnsupportedVersionError{Version: v.String(), Output: true}
+	if v.Major != 3 || !IsOutputVersion(v) {
+		return Config{}, &UnsupportedVersionError{Version: v.String(), Output: true}
+	}
+	for _, s := range upSteps {
+		if !s.from.Less(v) {
+			c = s.up(c)
+		}
+	}
+	return c.(Config), nil
+}
+
+// upSteps translate one spec up to the next, oldest first.
+var upSteps = []struct {
+	from Version
+	up   func(any) any
+}{
+	{V3_0, func(c any) any { return up30to31(c.(t30.Config)) }},
+	{V3_1, func(c any) any { return up31to32(c.(t31.Config)) }},
+	{V3_2, func(c any) any { return up32to33(c.(t32.Config)) }},
+	{V3_3, func(c any) any { return up33to34(c.(t33.Config)) }},
+	{V3_4, func(c any) any { return up34to35(c.(t34.Config)) }},
+	{V3_5, func(c any) any { return up35to36(c.(t35.Config)) }},
 }
 
 // Translate writes cfg as the typed config of spec target (a value of that

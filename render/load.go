@@ -386,30 +386,28 @@ func (l *Loader) object(o rawObject) {
 	switch {
 	case o.Kind == KindMachineConfig && ours:
 		mc := &MachineConfig{Source: o.File}
-		if err := json.Unmarshal(o.JSON, mc); err != nil {
-			l.errs.add(objectError(o, err))
-			return
-		}
-		l.configs = append(l.configs, mc)
+		keepObject(l, o, mc, json.Unmarshal(o.JSON, mc), &l.configs)
 	case o.Kind == KindMachineConfigPool && ours:
 		p, err := decodePool(o)
-		if err != nil {
-			l.errs.add(objectError(o, err))
-			return
-		}
-		l.pools = append(l.pools, p)
+		keepObject(l, o, p, err, &l.pools)
 	case o.Kind == kindControllerConfig && ours:
 		cc, err := decodeControllerConfig(o)
-		if err != nil {
-			l.errs.add(objectError(o, err))
-			return
-		}
-		l.ccs = append(l.ccs, cc)
+		keepObject(l, o, cc, err, &l.ccs)
 	case o.Kind == "":
 		l.notices = append(l.notices, &Error{File: o.File, Path: "$.kind", Message: "notice: object has no kind; skipped"})
 	default:
 		l.notices = append(l.notices, &Error{File: o.File, Object: o.ident(), Path: "$", Message: fmt.Sprintf("notice: %s %s is not used for rendering; skipped", o.APIVersion, o.Kind)})
 	}
+}
+
+// keepObject adds a decoded object to its list, or its decoding error to the
+// loader's.
+func keepObject[T any](l *Loader, o rawObject, v T, err error, list *[]T) {
+	if err != nil {
+		l.errs.add(objectError(o, err))
+		return
+	}
+	*list = append(*list, v)
 }
 
 func objectError(o rawObject, err error) *Error {
