@@ -185,6 +185,14 @@ openshift:
 		t.Fatalf("errors %v, want one for the fcos variant", errs)
 	}
 	os.Remove(filepath.Join(dir, "fcos.bu"))
+	// A key Butane would drop (a typo here) fails the load at its line.
+	os.WriteFile(filepath.Join(dir, "typo.bu"), []byte("variant: openshift\nversion: 4.14.0\nmetadata:\n  name: 99-worker-typo\n  labels: {machineconfiguration.openshift.io/role: worker}\nsystemd:\n  unitz: []\n"), 0o644)
+	errs = loadErrs(t, dir)
+	if len(errs) != 1 || errs[0].Line != 7 || errs[0].Path != "$.systemd.unitz" || !errors.Is(errs[0], ErrInvalid) ||
+		!strings.Contains(errs[0].Error(), "typo.bu:7: $.systemd.unitz: butane openshift 4.14.0: unused key unitz") {
+		t.Fatalf("errors %v, want one at typo.bu line 7", errs)
+	}
+	os.Remove(filepath.Join(dir, "typo.bu"))
 	s, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
