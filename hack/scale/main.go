@@ -76,7 +76,7 @@ func run(args []string, stdout io.Writer) error {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 type result struct {
-	rssMiB, peakMiB           float64
+	rssMiB, peakMiB          float64
 	first, onePool, allPools time.Duration
 }
 
