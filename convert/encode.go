@@ -18,12 +18,13 @@ func Marshal(typed any, pretty bool) ([]byte, error) {
 // Encode translates cfg to spec target and marshals it.
 func Encode(cfg *Config, target Version, pretty bool) ([]byte, error) {
 	_, reasons := MinVersion(cfg)
-	return encode(cfg, target, reasons, pretty)
+	return encode(cfg, target, reasons, nil, pretty)
 }
 
-// encode is Encode given what MinVersion found for cfg.
-func encode(cfg *Config, target Version, reasons []Reason, pretty bool) ([]byte, error) {
-	typed, err := translate(cfg, target, reasons)
+// encode is Encode given what MinVersion found for cfg, with directory
+// modes as written (see WrittenModes).
+func encode(cfg *Config, target Version, reasons []Reason, written WrittenModes, pretty bool) ([]byte, error) {
+	typed, err := translate(cfg, target, reasons, written)
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +44,7 @@ type Encoder struct {
 	reasons      []Reason
 	need         Version
 	ph           *placeholders
+	written      WrittenModes
 }
 
 // NewEncoder prepares cfg; it is not changed. With forYAML, only contents
@@ -53,6 +55,13 @@ func NewEncoder(cfg Config, forYAML bool) *Encoder {
 	e := &Encoder{cfg: cfg, swapped: ph.swap(cfg), ph: ph}
 	// A token is a data URL as the original is, so the needs are the same.
 	e.need, e.reasons = MinVersion(&e.swapped)
+	return e
+}
+
+// Written has the encoder write directories' modes as the config's inputs
+// wrote them (see WrittenModes) at specs before 3.6. Call it before Encode.
+func (e *Encoder) Written(w WrittenModes) *Encoder {
+	e.written = w
 	return e
 }
 
@@ -75,7 +84,7 @@ func (e *Encoder) Encode(v Version, edit func(*Config) error) (*Encoded, error) 
 	if err != nil {
 		return nil, err
 	}
-	tokens, err := encode(&cfg, v, reasons, false)
+	tokens, err := encode(&cfg, v, reasons, e.written, false)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +99,7 @@ func (e *Encoder) Encode(v Version, edit func(*Config) error) (*Encoded, error) 
 	if cfg, reasons, err = e.edited(e.cfg, edit); err != nil {
 		return nil, err
 	}
-	js, err := encode(&cfg, v, reasons, false)
+	js, err := encode(&cfg, v, reasons, e.written, false)
 	return &Encoded{JSON: js}, err
 }
 

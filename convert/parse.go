@@ -31,6 +31,8 @@ type Parsed struct {
 	Version  Version   // the spec the input declared (for Butane: the spec Butane emitted)
 	Butane   string    // "variant version" when the input was Butane, else ""
 	Warnings []Problem // non-fatal findings from Ignition's or Butane's validation
+	// WrittenModes are the directory modes parsing masked (specs before 3.6).
+	WrittenModes WrittenModes
 }
 
 // Parse reads an Ignition config of any supported spec (JSON), or a Butane
@@ -73,7 +75,11 @@ func Parse(raw []byte) (*Parsed, error) {
 		return nil, &UnsupportedVersionError{Version: vs}
 	}
 	if v.Major == 2 {
-		return parseSpec2(raw, v)
+		p, err := parseSpec2(raw, v)
+		if err == nil {
+			p.keepWrittenModes(raw)
+		}
+		return p, err
 	}
 	// Each spec is parsed by its own parser and brought up by upFrom rather
 	// than by Ignition's ParseCompatibleVersion, whose 3.4→3.5 step loses
@@ -100,6 +106,7 @@ func Parse(raw []byte) (*Parsed, error) {
 			return nil, err
 		}
 	}
+	p.keepWrittenModes(raw)
 	return p, nil
 }
 

@@ -288,7 +288,7 @@ func TestParseSpec2Folds(t *testing.T) {
 		t.Errorf("a.service = %+v", u[0])
 	}
 	users := p.Config.Passwd.Users
-	if len(users) != 1 || !slices.Equal(users[0].SSHAuthorizedKeys, []types.SSHAuthorizedKey{"k1", "k2"}) || users[0].Shell == nil || *users[0].Shell != "/bin/zsh" {
+	if len(users) != 1 || !slices.Equal(users[0].SSHAuthorizedKeys, []types.SSHAuthorizedKey{"k2", "k1"}) || users[0].Shell == nil || *users[0].Shell != "/bin/zsh" {
 		t.Errorf("users = %+v", users)
 	}
 }

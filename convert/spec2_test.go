@@ -160,3 +160,46 @@ func normalVersion(c Config) Config {
 	c.Ignition.Version = ""
 	return c
 }
+
+// TestSpec2UserKeys checks the MCO's fold of a spec 2 config's repeated
+// users, as removeIgnDuplicateFilesUnitsUsers and dedupePasswdUserSSHKeys
+// (machine-config-operator pkg/controller/common/helpers.go) write it: start
+// from the last entry (its fields and keys), append each earlier entry's
+// keys from the last entry to the first, then drop repeated keys, keeping
+// the first. The order is in the rendered name.
+func TestSpec2UserKeys(t *testing.T) {
+	cases := []struct {
+		name  string
+		users string
+		keys  []types.SSHAuthorizedKey
+		shell string
+	}{
+		{"one entry, repeated key", `{"name":"core","sshAuthorizedKeys":["a","b","a"]}`, []types.SSHAuthorizedKey{"a", "b"}, ""},
+		{"two entries: the last one's keys first", `{"name":"core","sshAuthorizedKeys":["old"]},{"name":"core","sshAuthorizedKeys":["new"]}`,
+			[]types.SSHAuthorizedKey{"new", "old"}, ""},
+		{"three entries: then the earlier ones, last to first",
+			`{"name":"core","sshAuthorizedKeys":["a1","a2"]},{"name":"core","sshAuthorizedKeys":["b1"]},{"name":"core","sshAuthorizedKeys":["c1","c2"]}`,
+			[]types.SSHAuthorizedKey{"c1", "c2", "b1", "a1", "a2"}, ""},
+		{"a key in several entries stays where it first comes",
+			`{"name":"core","sshAuthorizedKeys":["x","a"]},{"name":"core","sshAuthorizedKeys":["b","x"]}`,
+			[]types.SSHAuthorizedKey{"b", "x", "a"}, ""},
+		{"the last entry's fields win", `{"name":"core","shell":"/bin/sh","sshAuthorizedKeys":["a"]},{"name":"core","shell":"/bin/zsh"}`,
+			[]types.SSHAuthorizedKey{"a"}, "/bin/zsh"},
+		{"an entry without keys", `{"name":"core"},{"name":"core"}`, nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustParse(t, tc.name, []byte(`{"ignition":{"version":"2.2.0"},"passwd":{"users":[`+tc.users+`]}}`))
+			users := p.Config.Passwd.Users
+			if len(users) != 1 {
+				t.Fatalf("users = %+v, want one", users)
+			}
+			if !slices.Equal(users[0].SSHAuthorizedKeys, tc.keys) {
+				t.Errorf("keys = %q, want %q", users[0].SSHAuthorizedKeys, tc.keys)
+			}
+			if got := deref(users[0].Shell); got != tc.shell {
+				t.Errorf("shell = %q, want %q", got, tc.shell)
+			}
+		})
+	}
+}

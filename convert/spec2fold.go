@@ -169,48 +169,80 @@ func foldBy[T any](in []T, key func(T) string, merge func(first *T, repeat T)) [
 	return out
 }
 
-// foldSpec2Units keeps one entry per unit where it first appears. Ignition
-// v0.x applies repeats in order and skips empty contents, so the last
-// non-empty contents and the last enabled setting win, a mask stays, and
-// drop-ins accumulate by name.
+// foldSpec2Units keeps one entry per unit, where its name first appears,
+// folded as the MCO folds them (removeIgnDuplicateFilesUnitsUsers in
+// machine-config-operator's pkg/controller/common/helpers.go): the last
+// entry of a name, to which the earlier entries add the drop-ins it lacks,
+// the later entries first. Where the MCO would then lose what an earlier
+// entry set and the last one leaves out, the earlier entry's is kept, as
+// Ignition v0.x applies spec 2's repeats: the last non-empty contents (of
+// the unit and of each drop-in) and the last enabled setting win, and a
+// mask stays.
 func foldSpec2Units(in []ign2types.Unit) []ign2types.Unit {
-	return foldBy(in, func(u ign2types.Unit) string { return u.Name }, func(o *ign2types.Unit, u ign2types.Unit) {
-		if u.Contents != "" {
+	name := func(u ign2types.Unit) string { return u.Name }
+	out := foldBy(reversed(in), name, func(o *ign2types.Unit, u ign2types.Unit) {
+		if o.Contents == "" {
 			o.Contents = u.Contents
 		}
-		if u.Enabled != nil {
+		if o.Enabled == nil {
 			o.Enabled = u.Enabled
 		}
-		if u.Enable {
-			o.Enable = true
-		}
+		o.Enable = o.Enable || u.Enable
 		o.Mask = o.Mask || u.Mask
-		o.Dropins = append([]ign2types.SystemdDropin(nil), o.Dropins...)
+		o.Dropins = slices.Clone(o.Dropins)
 		for _, d := range u.Dropins {
 			j := slices.IndexFunc(o.Dropins, func(x ign2types.SystemdDropin) bool { return x.Name == d.Name })
 			switch {
 			case j < 0:
 				o.Dropins = append(o.Dropins, d)
-			case d.Contents != "":
-				o.Dropins[j] = d
+			case o.Dropins[j].Contents == "":
+				o.Dropins[j].Contents = d.Contents
 			}
 		}
 	})
+	return inFirstOrder(out, in, name)
 }
 
-// foldSpec2Users keeps one entry per user where it first appears, with the
-// last entry's fields and every entry's SSH keys, as the MCO folds them.
+// foldSpec2Users keeps one entry per user, where its name first appears, as
+// the MCO folds a spec 2 config's users (removeIgnDuplicateFilesUnitsUsers
+// and dedupePasswdUserSSHKeys, above): the last entry's fields, with its SSH
+// keys first, then each earlier entry's, from the last to the first, each
+// key once. The key order is in the rendered name.
 func foldSpec2Users(in []ign2types.PasswdUser) []ign2types.PasswdUser {
-	return foldBy(in, func(u ign2types.PasswdUser) string { return u.Name }, func(o *ign2types.PasswdUser, u ign2types.PasswdUser) {
-		keys := slices.Clone(o.SSHAuthorizedKeys)
-		for _, k := range u.SSHAuthorizedKeys {
-			if !slices.Contains(keys, k) {
+	name := func(u ign2types.PasswdUser) string { return u.Name }
+	out := foldBy(reversed(in), name, func(o *ign2types.PasswdUser, u ign2types.PasswdUser) {
+		o.SSHAuthorizedKeys = append(slices.Clip(o.SSHAuthorizedKeys), u.SSHAuthorizedKeys...)
+	})
+	for i := range out {
+		var keys []ign2types.SSHAuthorizedKey
+		seen := map[ign2types.SSHAuthorizedKey]bool{}
+		for _, k := range out[i].SSHAuthorizedKeys {
+			if !seen[k] {
+				seen[k] = true
 				keys = append(keys, k)
 			}
 		}
-		*o = u
-		o.SSHAuthorizedKeys = keys
-	})
+		out[i].SSHAuthorizedKeys = keys
+	}
+	return inFirstOrder(out, in, name)
+}
+
+// reversed is a reversed copy: folded from the last entry to the first, the
+// last entry of each key is the one kept, as the MCO keeps it.
+func reversed[T any](in []T) []T {
+	out := slices.Clone(in)
+	slices.Reverse(out)
+	return out
+}
+
+// inFirstOrder sorts folded entries by where their key first appears in in.
+func inFirstOrder[T any](out, in []T, key func(T) string) []T {
+	first := map[string]int{}
+	for n := len(in) - 1; n >= 0; n-- {
+		first[key(in[n])] = n
+	}
+	slices.SortStableFunc(out, func(a, b T) int { return first[key(a)] - first[key(b)] })
+	return out
 }
 
 func spec2Headers(hs ign2types.HTTPHeaders) t31.HTTPHeaders {

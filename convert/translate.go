@@ -98,11 +98,12 @@ var upSteps = []struct {
 // passes Ignition's validation for the target spec, or an InvalidError says why.
 func Translate(cfg *Config, target Version) (any, error) {
 	_, reasons := MinVersion(cfg)
-	return translate(cfg, target, reasons)
+	return translate(cfg, target, reasons, nil)
 }
 
-// translate is Translate given what MinVersion found for cfg.
-func translate(cfg *Config, target Version, reasons []Reason) (any, error) {
+// translate is Translate given what MinVersion found for cfg, writing the
+// directory modes in written as written when target is before 3.6.
+func translate(cfg *Config, target Version, reasons []Reason, written WrittenModes) (any, error) {
 	if !IsOutputVersion(target) {
 		return nil, &UnsupportedVersionError{Version: target.String(), Output: true}
 	}
@@ -127,6 +128,11 @@ func translate(cfg *Config, target Version, reasons []Reason) (any, error) {
 				ps[i].Message = fmt.Sprintf("translating spec %s to %s: %s", s.from, s.to, ps[i].Message)
 			}
 			return nil, &InvalidError{Version: s.to, Problems: ps}
+		}
+		if s.to == V3_5 {
+			// Every spec before 3.6 carries the bits (and ignores them), and
+			// each step down copies modes as they are.
+			next = written.apply35(next.(t35.Config))
 		}
 		cur = next
 	}

@@ -64,6 +64,10 @@ type Result struct {
 	// Config is the merged Ignition config in convert's internal (newest) form;
 	// the server translates it per client.
 	Config convert.Config
+	// WrittenModes are directory modes with special bits that Config holds
+	// masked, as its inputs (specs before 3.6) wrote them; encoders of
+	// Config are given them (convert.Encoder.Written), as the render's is.
+	WrittenModes convert.WrittenModes
 	// Spec is the spec the rendered config is written at.
 	Spec convert.Version
 	// MinSpec is the lowest spec able to express Config (before --min-spec);

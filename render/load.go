@@ -33,8 +33,9 @@ type Set struct {
 // so that rendering (which the server repeats on every change) does not.
 type entry struct {
 	mc        *MachineConfig
-	cfg       *convert.Config // nil when the MachineConfig has no Ignition config
-	problems  []*Error        // any of these fails every pool selecting it
+	cfg       *convert.Config      // nil when the MachineConfig has no Ignition config
+	written   convert.WrittenModes // directory modes its parse masked
+	problems  []*Error             // any of these fails every pool selecting it
 	warnings  []*Error
 	generated bool // written by an upstream controller, not by a user
 }

@@ -29,6 +29,20 @@ func mergeOrder(members []*entry) []*entry {
 	return append(workers, others...)
 }
 
+// unlabelled refuses a selected MachineConfig that has no labels at all, as
+// upstream's MergeMachineConfigs (pkg/controller/common/helpers.go) does
+// before it sorts by role. Only a selector of NotIn or DoesNotExist terms
+// selects one. As there, an empty labels map read from a file counts as
+// labels; in a cluster the API server stores it as none.
+func unlabelled(e *entry) *Error {
+	if e.mc.Metadata.Labels != nil {
+		return nil
+	}
+	return &Error{File: e.mc.Source, Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: "$.metadata.labels",
+		Message: fmt.Sprintf("a pool selects MachineConfig %s, which has no labels (upstream: cannot find label in MachineConfig %s); give it the role label of its pool", e.mc.Metadata.Name, e.mc.Metadata.Name),
+		Err:     ErrInvalid}
+}
+
 // merged is the Ignition merge of a pool, with what is needed to say which
 // MachineConfig supplied any value in it.
 type merged struct {
@@ -83,6 +97,34 @@ func mergeIgnition(order []*entry) *merged {
 	}
 	m.cfg.Storage.Files = files
 	return m
+}
+
+// writtenModes are the special bits of directory modes that the merged
+// config holds masked, as its inputs wrote them: for each directory, the
+// last config in merge order to give it a mode decides, as in Ignition's
+// merge, so a later mode without the bits leaves none.
+func writtenModes(order []*entry) convert.WrittenModes {
+	var out convert.WrittenModes
+	for _, e := range order {
+		if e.cfg == nil {
+			continue
+		}
+		for _, d := range e.cfg.Storage.Directories {
+			if d.Mode == nil {
+				continue
+			}
+			m, ok := e.written[d.Path]
+			switch {
+			case ok && out == nil:
+				out = convert.WrittenModes{d.Path: m}
+			case ok:
+				out[d.Path] = m
+			default:
+				delete(out, d.Path)
+			}
+		}
+	}
+	return out
 }
 
 // childCompression works around Ignition's merge keeping the parent's

@@ -165,6 +165,9 @@ func (r *renderer) members() []*entry {
 	order := mergeOrder(members)
 	for _, e := range order {
 		r.errs.add(e.problems...)
+		if x := unlabelled(e); x != nil {
+			r.errs.add(x)
+		}
 	}
 	if len(r.errs.List) > 0 {
 		return nil
@@ -187,6 +190,7 @@ func (r *renderer) encode(m *merged, order []*entry, invalid <-chan []*Error) (r
 	res = &Result{
 		Pool:           r.pool.Metadata.Name,
 		Config:         m.cfg,
+		WrittenModes:   writtenModes(order),
 		Options:        r.opts,
 		Provenance:     provenance(order, &m.cfg),
 		MachineConfigs: names(order),
@@ -198,7 +202,7 @@ func (r *renderer) encode(m *merged, order []*entry, invalid <-chan []*Error) (r
 	// config's when it was loaded), so the encoder holds the large ones out
 	// while the config is translated, encoded and written as the YAML its
 	// name is hashed over: that is most of those bytes.
-	enc := convert.NewEncoder(m.cfg, true)
+	enc := convert.NewEncoder(m.cfg, true).Written(res.WrittenModes)
 	need, reasons := enc.MinVersion()
 	res.MinSpec = need
 	res.Reasons = r.attribute(m, reasons)

@@ -46,30 +46,23 @@ func newEntry(mc *MachineConfig, cache *ParseCache) *entry {
 	}
 
 	raw := bytes.TrimSpace(mc.Spec.Config)
-	if len(raw) == 0 || isEmptyObject(raw) {
+	if len(raw) == 0 {
+		return e
+	}
+	if isEmptyObject(raw) {
+		// Upstream keeps only a null or absent config for "no Ignition config":
+		// ValidateMachineConfig parses {} and refuses it as having no version.
+		bad("$.spec.config", "config is an empty object without ignition.version (upstream: parsing Ignition config failed: invalid version); leave spec.config out for a MachineConfig without an Ignition config", nil)
 		return e
 	}
 	if raw[0] != '{' {
 		bad("$.spec.config", "config must be an Ignition config object", nil)
 		return e
 	}
-	// Upstream refuses special bits on files, as written (parsing a spec
-	// older than 3.6 would mask them first); directories it leaves alone,
-	// and spec 3.6 honours their bits, so those raise the spec instead.
-	var modes struct {
-		Storage struct {
-			Files []struct {
-				Path string
-				Mode *int
-			}
-		}
-	}
-	if json.Unmarshal(raw, &modes) == nil {
-		for i, f := range modes.Storage.Files {
-			if f.Mode != nil && (*f.Mode > 0o777 || *f.Mode < 0) {
-				bad(fmt.Sprintf("$.spec.config.storage.files.%d.mode", i),
-					fmt.Sprintf("mode %#o of %s has bits above 0777 (setuid, setgid or sticky): MachineConfigs may not set them on files", *f.Mode, f.Path), nil)
-			}
+	var written writtenConfig
+	if json.Unmarshal(raw, &written) == nil {
+		for _, x := range written.fileModeProblems() {
+			bad(x.Path, x.Message, nil)
 		}
 	}
 	p, err := cache.parse(raw)
@@ -79,11 +72,51 @@ func newEntry(mc *MachineConfig, cache *ParseCache) *entry {
 		}
 		return e
 	}
-	e.cfg = &p.Config
+	e.cfg, e.written = &p.Config, p.WrittenModes
+	if p.Version.Major == 2 {
+		for _, x := range written.spec2UserProblems(p.Version) {
+			bad(x.Path, x.Message, nil)
+		}
+		c := written.spec2Order(p.Config)
+		e.cfg = &c
+	}
 	for _, w := range p.Warnings {
 		e.warnings = append(e.warnings, &Error{File: mc.Source, Object: obj, Path: configPath(w.Path), Message: "warning: " + w.Message})
 	}
 	return e
+}
+
+// writtenConfig is what some checks read from a config as written, before
+// parsing changes it: parsing a spec before 3.6 masks special mode bits, and
+// parsing spec 2 folds repeated users into one.
+type writtenConfig struct {
+	Storage struct {
+		Files []struct {
+			Filesystem string // spec 2
+			Path       string
+			Mode       *int
+		}
+	}
+	Systemd struct {
+		Units []struct{ Name string }
+	}
+	Passwd struct {
+		Users []struct{ Name string }
+	}
+}
+
+// fileModeProblems: upstream refuses special bits on files, as written
+// (validateIgn3FileModes and validateIgn2FileModes in
+// pkg/controller/common/helpers.go); directories it leaves alone.
+func (w *writtenConfig) fileModeProblems() []convert.Problem {
+	var out []convert.Problem
+	for i, f := range w.Storage.Files {
+		if f.Mode != nil && (*f.Mode > 0o777 || *f.Mode < 0) {
+			out = append(out, convert.Problem{Path: fmt.Sprintf("$.spec.config.storage.files.%d.mode", i),
+				Message: fmt.Sprintf("mode %#o of %s has bits above 0777 (setuid, setgid or sticky): MachineConfigs may not set them on files", *f.Mode, f.Path)})
+		}
+	}
+	return out
 }
 
 func isEmptyObject(b []byte) bool {
