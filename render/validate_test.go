@@ -40,7 +40,7 @@ func TestValidation(t *testing.T) {
 }
 
 func TestEmptyConfigs(t *testing.T) {
-	s := setOf(t, doc("10-a", "worker", `{}`, "kernelArguments: [a]"), doc("20-b", "worker", "null"))
+	s := setOf(t, doc("10-a", "worker", "", "kernelArguments: [a]"), doc("20-b", "worker", "null"))
 	r := mustRender(t, s, "worker", Options{})
 	if string(r.MachineConfig.Spec.Config) != `{"ignition":{"version":"3.0.0"}}` {
 		t.Errorf("config %s", r.MachineConfig.Spec.Config)
