@@ -23,7 +23,7 @@ type WrittenModes map[string]int
 // step up folds or reorders them), so they pair by index; a pair whose
 // modes do not agree without the special bits is left out.
 func (p *Parsed) keepWrittenModes(raw []byte) {
-	if !p.Version.Less(V3_6) {
+	if !p.Version.Less(V3_6) || len(p.Config.Storage.Directories) == 0 {
 		return
 	}
 	var w struct {
