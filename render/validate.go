@@ -88,7 +88,7 @@ func newEntry(mc *MachineConfig, cache *ParseCache) *entry {
 
 // writtenConfig is what some checks read from a config as written, before
 // parsing changes it: parsing a spec before 3.6 masks special mode bits, and
-// parsing spec 2 folds repeated users into one.
+// parsing spec 2 folds repeated files, units and users into one entry each.
 type writtenConfig struct {
 	Storage struct {
 		Files []struct {
