@@ -36,7 +36,7 @@ func TestWrittenModes(t *testing.T) {
 				}
 			}
 			for _, v := range OutputVersions {
-				out, err := EncodeWritten(&p.Config, v, p.WrittenModes, false)
+				enc, err := NewEncoder(p.Config, false).Written(p.WrittenModes).Encode(v, nil)
 				if err != nil {
 					// Only a 3.6 config's bits need 3.6.
 					if p.Version != V3_6 || v == V3_6 {
@@ -44,6 +44,7 @@ func TestWrittenModes(t *testing.T) {
 					}
 					continue
 				}
+				out := enc.JSON
 				for path, m := range tc.written {
 					want := `"mode":` + strconv.Itoa(m)
 					if v == V3_6 {
@@ -61,8 +62,8 @@ func TestWrittenModes(t *testing.T) {
 // A mode the merge changed since is left alone.
 func TestWrittenModesOnlyWhereTheModeAgrees(t *testing.T) {
 	p := mustParse(t, "3.5", []byte(`{"ignition":{"version":"3.5.0"},"storage":{"directories":[{"path":"/tmp/x","mode":493}]}}`))
-	out, err := EncodeWritten(&p.Config, V3_5, WrittenModes{"/tmp/x": 0o1777}, false)
-	if err != nil || !strings.Contains(string(out), `"mode":493`) {
-		t.Fatalf("%s (%v), want mode 493", out, err)
+	enc, err := NewEncoder(p.Config, false).Written(WrittenModes{"/tmp/x": 0o1777}).Encode(V3_5, nil)
+	if err != nil || !strings.Contains(string(enc.JSON), `"mode":493`) {
+		t.Fatalf("%v (%v), want mode 493", enc, err)
 	}
 }

@@ -160,8 +160,9 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 	}
 	// The render validated the pool's contents and the node files are ours,
 	// so the large ones are held out of every version's translation (see
-	// convert.Encoder), and what the config needs is found once.
-	enc := convert.NewEncoder(withNodeFiles(res.Config, shared), false)
+	// convert.Encoder), and what the config needs is found once. Directory
+	// modes are written as the render wrote them.
+	enc := convert.NewEncoder(withNodeFiles(res.Config, shared), false).Written(res.WrittenModes)
 	vs := convert.OutputVersions
 	bodies := make([][]byte, len(vs))
 	errs := make([]error, len(vs))
