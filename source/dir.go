@@ -18,6 +18,8 @@ import (
 type Dir struct {
 	Path    string
 	Options render.Options
+	// Limits bound the bytes a load reads (per file, whole tree).
+	Limits render.Limits
 
 	cache render.ParseCache // parsed configs, kept from one load to the next
 	// Poll is how often the tree is checked for changes. Polling, not inotify,
@@ -28,16 +30,23 @@ type Dir struct {
 
 func (d *Dir) String() string { return d.Path }
 
-// Load reads and renders the tree.
+// Load reads and renders the tree. What it skipped (a FIFO, a device, a
+// directory symlink loop) is in the Input's Warnings, even when it fails.
 func (d *Dir) Load(ctx context.Context) (*serve.Input, error) {
 	if _, err := os.Stat(d.Path); err != nil {
 		return nil, fmt.Errorf("source directory: %w", err)
 	}
-	set, err := d.loadStable()
-	if err != nil {
-		return nil, err
+	set, skipped, err := d.loadStable(ctx)
+	warnings := make([]string, len(skipped))
+	for i, s := range skipped {
+		warnings[i] = s.Error()
 	}
-	return RenderPools(set, d.Options), nil
+	if err != nil {
+		return &serve.Input{Warnings: warnings}, err
+	}
+	in := RenderPools(set, d.Options)
+	in.Warnings = warnings
+	return in, nil
 }
 
 // stableTries bounds how often a load is retried while the tree keeps changing.
@@ -45,17 +54,21 @@ const stableTries = 5
 
 // loadStable reads the tree until it reads the same before and after: a
 // render must not mix files from before and after a writer's update.
-func (d *Dir) loadStable() (*render.Set, error) {
+func (d *Dir) loadStable(ctx context.Context) (*render.Set, []*render.Error, error) {
+	var skipped []*render.Error
 	for range stableTries {
+		serve.Reading(ctx, d.Path)
 		before := d.fingerprint()
-		l := &render.Loader{Cache: &d.cache}
+		l := &render.Loader{Cache: &d.cache, Limits: d.Limits, Reading: func(p string) { serve.Reading(ctx, p) }}
 		l.Path(d.Path)
 		set, err := l.Set()
+		skipped = l.Skipped()
+		serve.Reading(ctx, d.Path)
 		if d.fingerprint() == before {
-			return set, err
+			return set, skipped, err
 		}
 	}
-	return nil, fmt.Errorf("%s: the directory kept changing while it was read (%d tries); will retry on the next change", d.Path, stableTries)
+	return nil, skipped, fmt.Errorf("%s: the directory kept changing while it was read (%d tries); will retry on the next change", d.Path, stableTries)
 }
 
 // Watch sends on changed whenever the tree's fingerprint (names, sizes,
@@ -84,22 +97,19 @@ func (d *Dir) Watch(ctx context.Context, changed chan<- struct{}) {
 	}
 }
 
+// fingerprint hashes every entry of the tree, hidden ones too (a Butane
+// file may name any file beside it), walked as Load walks it: symbolic links
+// followed, loops not entered, and nothing opened but directories.
 func (d *Dir) fingerprint() [32]byte {
 	h := sha256.New()
-	// A root that is a symlink (a mounted ConfigMap swaps one) is resolved,
-	// since WalkDir would not descend into it.
+	// A root that is a symlink (a mounted ConfigMap swaps one) is named by
+	// what it resolves to, so a swap shows even between identical trees.
 	root, err := filepath.EvalSymlinks(d.Path)
 	if err != nil {
 		fmt.Fprintf(h, "err %v\n", err)
-		root = d.Path
 	}
 	fmt.Fprintf(h, "root %s\n", root)
-	err = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			fmt.Fprintf(h, "err %s %v\n", p, err)
-			return nil
-		}
-		info, err := os.Stat(p) // follows symlinks, as Load does
+	render.WalkTree(d.Path, func(p string, info fs.FileInfo, err error) error {
 		if err != nil {
 			fmt.Fprintf(h, "err %s %v\n", p, err)
 			return nil
@@ -107,9 +117,6 @@ func (d *Dir) fingerprint() [32]byte {
 		fmt.Fprintf(h, "%s %d %d %v\n", p, info.Size(), info.ModTime().UnixNano(), info.Mode())
 		return nil
 	})
-	if err != nil {
-		fmt.Fprintf(h, "err %v\n", err)
-	}
 	var out [32]byte
 	copy(out[:], h.Sum(nil))
 	return out
