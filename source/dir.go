@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ignition-mcs/mcs/render"
@@ -56,19 +58,42 @@ const stableTries = 5
 // render must not mix files from before and after a writer's update.
 func (d *Dir) loadStable(ctx context.Context) (*render.Set, []*render.Error, error) {
 	var skipped []*render.Error
+	var changed []string
 	for range stableTries {
 		serve.Reading(ctx, d.Path)
-		before := d.fingerprint()
+		before := d.entries()
 		l := &render.Loader{Cache: &d.cache, Limits: d.Limits, Reading: func(p string) { serve.Reading(ctx, p) }}
 		l.Path(d.Path)
 		set, err := l.Set()
 		skipped = l.Skipped()
 		serve.Reading(ctx, d.Path)
-		if d.fingerprint() == before {
+		after := d.entries()
+		if slices.Equal(before, after) {
 			return set, skipped, err
 		}
+		changed = changedPaths(before, after)
 	}
-	return nil, skipped, fmt.Errorf("%s: the directory kept changing while it was read (%d tries); will retry on the next change", d.Path, stableTries)
+	return nil, skipped, fmt.Errorf("%s: the directory kept changing while it was read (%d tries; last changed: %s); will retry on the next change",
+		d.Path, stableTries, strings.Join(changed, ", "))
+}
+
+// changedPaths names (up to a few of) the entries that differ.
+func changedPaths(before, after []string) []string {
+	was := map[string]bool{}
+	for _, e := range before {
+		was[e] = true
+	}
+	var out []string
+	for _, e := range after {
+		if !was[e] && len(out) < 5 {
+			p, _, _ := strings.Cut(e, "\x00")
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "an entry was removed")
+	}
+	return out
 }
 
 // Watch sends on changed whenever the tree's fingerprint (names, sizes,
@@ -97,27 +122,27 @@ func (d *Dir) Watch(ctx context.Context, changed chan<- struct{}) {
 	}
 }
 
-// fingerprint hashes every entry of the tree, hidden ones too (a Butane
-// file may name any file beside it), walked as Load walks it: symbolic links
-// followed, loops not entered, and nothing opened but directories.
+// fingerprint hashes entries, as Watch keeps only that.
 func (d *Dir) fingerprint() [32]byte {
-	h := sha256.New()
+	return sha256.Sum256([]byte(strings.Join(d.entries(), "\n")))
+}
+
+// entries describes every entry of the tree, hidden ones too (a Butane file
+// may name any file beside it), walked as Load walks it: symbolic links
+// followed, loops not entered, and nothing opened but directories. Each is
+// "path\x00size mtime mode", or "path\x00err …".
+func (d *Dir) entries() []string {
 	// A root that is a symlink (a mounted ConfigMap swaps one) is named by
 	// what it resolves to, so a swap shows even between identical trees.
 	root, err := filepath.EvalSymlinks(d.Path)
-	if err != nil {
-		fmt.Fprintf(h, "err %v\n", err)
-	}
-	fmt.Fprintf(h, "root %s\n", root)
+	out := []string{fmt.Sprintf("root\x00%s %v", root, err)}
 	render.WalkTree(d.Path, func(p string, info fs.FileInfo, err error) error {
 		if err != nil {
-			fmt.Fprintf(h, "err %s %v\n", p, err)
+			out = append(out, fmt.Sprintf("%s\x00err %v", p, err))
 			return nil
 		}
-		fmt.Fprintf(h, "%s %d %d %v\n", p, info.Size(), info.ModTime().UnixNano(), info.Mode())
+		out = append(out, fmt.Sprintf("%s\x00%d %d %v", p, info.Size(), info.ModTime().UnixNano(), info.Mode()))
 		return nil
 	})
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/hazards"
 )
 
 var markerRe = regexp.MustCompile(`"/etc/(a|b)-part","contents":\{"source":"data:,(gen-\d+|BROKEN)"`)
@@ -368,4 +370,91 @@ func TestOnePoolFailing(t *testing.T) {
 			t.Errorf("pool %s error %q", p.Name, p.Error)
 		}
 	}
+}
+
+// hazardPoll is the --poll of the hazard tests: an edit made after a hazard
+// must be served within hazardPolls of it.
+const (
+	hazardPoll  = 100 * time.Millisecond
+	hazardPolls = 20
+)
+
+// Each hazard dropped into a served tree: /status shows its warning or error
+// naming it while the last good render serves, the process's peak RSS stays
+// under twice that of a normal reload, and a valid edit made afterwards is
+// served within a few poll intervals (for a hazard that fails the load, the
+// edit removes it: until then the last good render is what serves).
+func TestSourceHazards(t *testing.T) {
+	for _, c := range hazards.Cases() {
+		if c.Unprivileged && os.Geteuid() == 0 {
+			continue // root reads a mode-000 file; render TestLoadHazards loads it as nobody
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-1"))
+			in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", hazardPoll.String(), "--debounce", "10ms",
+				"--max-file-size", strconv.Itoa(hazards.GrowLimit), "--log-level", "warn")
+			served := func(marker string) func() bool {
+				return func() bool { c, b, _ := in.get("/config/worker"); return c == 200 && strings.Contains(string(b), marker) }
+			}
+			waitFor(t, "gen-1", served("gen-1"))
+			hazards.ResetPeakRSS(t)
+			writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-2"))
+			waitFor(t, "gen-2", served("gen-2"))
+			normal := hazards.PeakRSS(t)
+
+			hazards.ResetPeakRSS(t)
+			p := filepath.Join(dir, "97-x.yaml")
+			stop := c.Make(t, p)
+			var shown string
+			waitFor(t, "the hazard in /status", func() bool {
+				shown = hazardShown(in, p, c)
+				return shown != ""
+			})
+			if !served("gen-2")() {
+				t.Fatal("the last good render stopped serving")
+			}
+			if stop != nil {
+				stop()
+			}
+			if c.Error {
+				os.Remove(p)
+			}
+			writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-3"))
+			edited := time.Now()
+			waitFor(t, "the edit after the hazard", served("gen-3"))
+			took := time.Since(edited)
+			peak := hazards.PeakRSS(t)
+			if took > hazardPolls*hazardPoll {
+				t.Errorf("the edit was served after %v, over %d polls of %v", took, hazardPolls, hazardPoll)
+			}
+			if peak > 2*normal {
+				t.Errorf("peak RSS %s, over twice the %s of a normal reload", hazards.MiB(peak), hazards.MiB(normal))
+			}
+			if !c.Error && !strings.Contains(in.stderr.String(), "level=WARN msg=\"source: not read\" warning=\""+p) {
+				t.Errorf("no WARN log naming %s:\n%s", p, in.stderr.String())
+			}
+			t.Logf("shown: %s\npeak RSS %s (a normal reload: %s); the edit after it served in %v", shown, hazards.MiB(peak), hazards.MiB(normal), took.Round(time.Millisecond))
+		})
+	}
+}
+
+// hazardShown is the /status warning or error about the hazard at p, or "".
+func hazardShown(in *instance, p string, c hazards.Case) string {
+	_, b, _ := in.get("/status")
+	var s struct {
+		LastError *struct{ Message string }
+		Warnings  []string
+	}
+	json.Unmarshal(b, &s)
+	lines := s.Warnings
+	if c.Error && s.LastError != nil {
+		lines = strings.Split(s.LastError.Message, "\n")
+	}
+	for _, l := range lines {
+		if strings.Contains(l, p) && c.Want.MatchString(l) {
+			return l
+		}
+	}
+	return ""
 }
