@@ -395,7 +395,10 @@ func TestSourceHazards(t *testing.T) {
 			in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", hazardPoll.String(), "--debounce", "10ms",
 				"--max-file-size", strconv.Itoa(hazards.GrowLimit), "--log-level", "warn")
 			served := func(marker string) func() bool {
-				return func() bool { c, b, _ := in.get("/config/worker"); return c == 200 && strings.Contains(string(b), marker) }
+				return func() bool {
+					c, b, _ := in.get("/config/worker")
+					return c == 200 && strings.Contains(string(b), marker)
+				}
 			}
 			waitFor(t, "gen-1", served("gen-1"))
 			hazards.ResetPeakRSS(t)
