@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,9 +33,12 @@ import (
 var markerRe = regexp.MustCompile(`"/etc/(a|b)-part","contents":\{"source":"data:,(gen-\d+|BROKEN)"`)
 
 // Soak: under load, the source is rewritten every ~100 ms: valid generations,
-// then an invalid MachineConfig, then valid again. No request fails; every
-// body parses and is one whole generation (both of its files agree); during
-// the invalid period the last good one serves and /status shows the error.
+// then an invalid MachineConfig, then valid again; midway a FIFO and a
+// symlink to /dev/zero are dropped in, named like MachineConfigs. No request
+// fails; every body parses and is one whole generation (both of its files
+// agree); during the invalid period the last good one serves and /status
+// shows the error; each hazard is warned about and the generations after it
+// are served, to the last.
 func TestSoakRewrites(t *testing.T) {
 	dir := t.TempDir()
 	// Each generation is one file, replaced by rename: the writer's update is
@@ -100,8 +104,28 @@ func TestSoakRewrites(t *testing.T) {
 		}
 		return s.LastError.Message
 	}
+	warned := func(p string) bool {
+		_, b, _ := in.get("/status")
+		var s struct{ Warnings []string }
+		json.Unmarshal(b, &s)
+		return slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, p+": warning: not a regular file") })
+	}
+	hazardAt := map[int]hazards.Case{}
+	for _, c := range hazards.Cases() {
+		switch c.Name {
+		case "fifo":
+			hazardAt[10] = c
+		case "symlink to /dev/zero":
+			hazardAt[14] = c
+		}
+	}
 	for g := 1; g <= 24; g++ {
 		marker := fmt.Sprintf("gen-%d", g)
+		if c, ok := hazardAt[g]; ok {
+			p := filepath.Join(dir, fmt.Sprintf("97-hazard-%d.yaml", g))
+			c.Make(t, p)
+			waitFor(t, c.Name+" warned about in /status", func() bool { return warned(p) })
+		}
 		if g%8 == 4 {
 			// Invalid: a file mode that is not a number. Both parts change, so
 			// a half-applied render would show as a torn body.
@@ -114,6 +138,11 @@ func TestSoakRewrites(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	waitFor(t, "the error to clear", func() bool { return statusErr() == "" })
+	waitFor(t, "the last generation, written after the hazards", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen["gen-24"]
+	})
 	stop()
 	wg.Wait()
 	if failures.Load() > 0 {
