@@ -143,11 +143,18 @@ func openRegular(p string) (*os.File, fs.FileInfo, error) {
 	if !info.Mode().IsRegular() {
 		return nil, info, fmt.Errorf("%w: %s, so never opened", ErrNotRegular, describeMode(info.Mode()))
 	}
+	return openChecked(p)
+}
+
+// openChecked opens p without blocking (O_NONBLOCK: a FIFO with no writer
+// opens at once) and keeps it only if the descriptor is a regular file.
+func openChecked(p string) (*os.File, fs.FileInfo, error) {
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	if info, err = f.Stat(); err != nil || !info.Mode().IsRegular() {
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
 		f.Close()
 		if err == nil {
 			err = fmt.Errorf("%w: %s (swapped in as it was opened; closed unread)", ErrNotRegular, describeMode(info.Mode()))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,5 +176,30 @@ func TestWalkTreeLinks(t *testing.T) {
 	}
 	if got := s.MachineConfigs()[0].Source; got != filepath.Join(dir, "one", "10-a.yaml") {
 		t.Fatalf("read from %s", got)
+	}
+}
+
+// A FIFO that replaces a checked file before its open neither blocks the
+// open nor is read.
+func TestOpenCheckedFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "swapped.yaml")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		f, _, err := openChecked(p)
+		if f != nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "a named pipe (FIFO) (swapped in as it was opened; closed unread)") {
+			t.Fatalf("err %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("opening a FIFO blocked")
 	}
 }
