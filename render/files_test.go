@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,5 +202,51 @@ func TestOpenCheckedFIFO(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("opening a FIFO blocked")
+	}
+}
+
+// The files a Butane config embeds are held to the same rules before Butane,
+// which reads them unchecked, gets to them.
+func TestLoadButaneLocalHazards(t *testing.T) {
+	const bu = `variant: openshift
+version: 4.14.0
+metadata:
+  name: 99-worker-x
+  labels:
+    machineconfiguration.openshift.io/role: worker
+`
+	cases := []struct {
+		name, body, hazard, path, want string
+	}{
+		{"file contents from a FIFO", "storage:\n  files:\n    - path: /etc/x\n      contents:\n        local: LOCAL\n", "fifo",
+			"$.storage.files.0.contents.local", "a named pipe (FIFO), so not read"},
+		{"unit contents from /dev/zero", "systemd:\n  units:\n    - name: x.service\n      contents_local: LOCAL\n", "symlink to /dev/zero",
+			"$.systemd.units.0.contents_local", "a character device, so not read"},
+		{"a sparse 1 GB file appended", "storage:\n  files:\n    - path: /etc/x\n      append:\n        - local: LOCAL\n", "sparse 1 GB file",
+			"$.storage.files.0.append.0.local", "file is 1073741824 bytes, over the per-file limit of 16777216 bytes"},
+		{"a tree holding a sparse 1 GB file", "storage:\n  trees:\n    - local: tree\n", "sparse 1 GB file",
+			"$.storage.trees.0.local", "file is 1073741824 bytes, over the per-file limit"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeTree(t, map[string]string{"99-worker-x.bu": bu + strings.ReplaceAll(c.body, "LOCAL", "tree/local")})
+			os.Mkdir(filepath.Join(dir, "tree"), 0o755)
+			i := slices.IndexFunc(hazards.Cases(), func(h hazards.Case) bool { return h.Name == c.hazard })
+			if stop := hazards.Cases()[i].Make(t, filepath.Join(dir, "tree", "local")); stop != nil {
+				defer stop()
+			}
+			done := make(chan []*Error, 1)
+			go func() { done <- loadErrs(t, dir) }()
+			var errs []*Error
+			select {
+			case errs = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the load hung")
+			}
+			if len(errs) != 1 || errs[0].File != filepath.Join(dir, "99-worker-x.bu") || errs[0].Path != c.path ||
+				!strings.Contains(errs[0].Message, filepath.Join(dir, "tree", "local")) || !strings.Contains(errs[0].Message, c.want) {
+				t.Fatalf("errors %v", errs)
+			}
+		})
 	}
 }

@@ -371,6 +371,9 @@ func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
 		}
 		return nil, []*Error{{File: file, Path: "$.variant", Message: fmt.Sprintf("Butane variant %q does not produce a MachineConfig: use variant openshift", variant), Err: ErrInvalid}}
 	}
+	if errs := l.butaneLocals(file, data); len(errs) > 0 {
+		return nil, errs
+	}
 	name := head.Name()
 	out, warnings, err := intake.Butane(name, data, butanecommon.TranslateBytesOptions{
 		TranslateOptions: butanecommon.TranslateOptions{FilesDir: filepath.Dir(file)},
