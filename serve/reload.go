@@ -15,7 +15,8 @@ import (
 
 // Source is where rendered pools come from: a directory rendered here, or
 // Kubernetes objects. Load does all the work a render needs, so the
-// Reloader is the same for every source.
+// Reloader is the same for every source. Load tells Reading what it reads,
+// so that a load that hangs is reported with where.
 type Source interface {
 	Load(ctx context.Context) (*Input, error)
 	Watch(ctx context.Context, changed chan<- struct{})

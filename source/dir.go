@@ -36,7 +36,7 @@ func (d *Dir) String() string { return d.Path }
 // directory symlink loop) is in the Input's Warnings, even when it fails.
 func (d *Dir) Load(ctx context.Context) (*serve.Input, error) {
 	if _, err := os.Stat(d.Path); err != nil {
-		return nil, fmt.Errorf("source directory: %w", err)
+		return &serve.Input{}, fmt.Errorf("source directory: %w", err) // no warnings: nothing was read
 	}
 	set, skipped, err := d.loadStable(ctx)
 	warnings := make([]string, len(skipped))
