@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -150,7 +149,7 @@ func TestLoadTreeLimit(t *testing.T) {
 func TestLoadNamedFIFO(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.yaml")
-	if stop := hazards.Cases()[0].Make(t, p); stop != nil {
+	if stop := hazards.Named("fifo").Make(t, p); stop != nil {
 		defer stop()
 	}
 	errs := loadErrs(t, p)
@@ -231,8 +230,7 @@ metadata:
 		t.Run(c.name, func(t *testing.T) {
 			dir := writeTree(t, map[string]string{"99-worker-x.bu": bu + strings.ReplaceAll(c.body, "LOCAL", "tree/local")})
 			os.Mkdir(filepath.Join(dir, "tree"), 0o755)
-			i := slices.IndexFunc(hazards.Cases(), func(h hazards.Case) bool { return h.Name == c.hazard })
-			if stop := hazards.Cases()[i].Make(t, filepath.Join(dir, "tree", "local")); stop != nil {
+			if stop := hazards.Named(c.hazard).Make(t, filepath.Join(dir, "tree", "local")); stop != nil {
 				defer stop()
 			}
 			done := make(chan []*Error, 1)

@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,10 +49,7 @@ func TestSoakRewrites(t *testing.T) {
 	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", "10ms", "--debounce", "20ms", "--log-level", "error")
 	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
 
-	var requests, failures atomic.Int64
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	var failure string
+	tally := &soakTally{seen: map[string]bool{}}
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i := range 6 {
@@ -63,34 +59,7 @@ func TestSoakRewrites(t *testing.T) {
 			accept := []string{"application/vnd.coreos.ignition+json;version=3.6.0, */*;q=0.1", "application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1",
 				"application/vnd.coreos.ignition+json; version=2.2.0, */*; q=0.1"}[i%3]
 			for ctx.Err() == nil {
-				code, body, err := in.get("/config/worker", "Accept", accept)
-				requests.Add(1)
-				problem := ""
-				switch {
-				case err != nil:
-					problem = err.Error()
-				case code != 200:
-					problem = fmt.Sprintf("status %d: %s", code, body)
-				default:
-					if _, perr := convert.Parse(body); perr != nil {
-						problem = "body does not parse: " + perr.Error()
-						break
-					}
-					m := markerRe.FindAllStringSubmatch(string(body), -1)
-					if len(m) != 2 || m[0][2] != m[1][2] || m[0][2] == "BROKEN" {
-						problem = fmt.Sprintf("torn or invalid body: %v", m)
-						break
-					}
-					mu.Lock()
-					seen[m[0][2]] = true
-					mu.Unlock()
-				}
-				if problem != "" {
-					failures.Add(1)
-					mu.Lock()
-					failure = problem
-					mu.Unlock()
-				}
+				tally.record(in.get("/config/worker", "Accept", accept))
 			}
 		}()
 	}
@@ -104,27 +73,11 @@ func TestSoakRewrites(t *testing.T) {
 		}
 		return s.LastError.Message
 	}
-	warned := func(p string) bool {
-		_, b, _ := in.get("/status")
-		var s struct{ Warnings []string }
-		json.Unmarshal(b, &s)
-		return slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, p+": warning: not a regular file") })
-	}
-	hazardAt := map[int]hazards.Case{}
-	for _, c := range hazards.Cases() {
-		switch c.Name {
-		case "fifo":
-			hazardAt[10] = c
-		case "symlink to /dev/zero":
-			hazardAt[14] = c
-		}
-	}
+	hazardAt := map[int]string{10: "fifo", 14: "symlink to /dev/zero"}
 	for g := 1; g <= 24; g++ {
 		marker := fmt.Sprintf("gen-%d", g)
-		if c, ok := hazardAt[g]; ok {
-			p := filepath.Join(dir, fmt.Sprintf("97-hazard-%d.yaml", g))
-			c.Make(t, p)
-			waitFor(t, c.Name+" warned about in /status", func() bool { return warned(p) })
+		if name, ok := hazardAt[g]; ok {
+			dropHazard(t, in, filepath.Join(dir, fmt.Sprintf("97-hazard-%d.yaml", g)), name)
 		}
 		if g%8 == 4 {
 			// Invalid: a file mode that is not a number. Both parts change, so
@@ -138,24 +91,74 @@ func TestSoakRewrites(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	waitFor(t, "the error to clear", func() bool { return statusErr() == "" })
-	waitFor(t, "the last generation, written after the hazards", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return seen["gen-24"]
-	})
+	waitFor(t, "the last generation, written after the hazards", func() bool { return tally.saw("gen-24") })
 	stop()
 	wg.Wait()
-	if failures.Load() > 0 {
-		t.Fatalf("%d of %d requests failed; last: %s", failures.Load(), requests.Load(), failure)
+	if n := tally.failures.Load(); n > 0 {
+		t.Fatalf("%d of %d requests failed; last: %s", n, tally.requests.Load(), tally.failure)
 	}
-	if len(seen) < 5 {
-		t.Fatalf("only %d generations were seen across %d requests", len(seen), requests.Load())
+	if len(tally.seen) < 5 {
+		t.Fatalf("only %d generations were seen across %d requests", len(tally.seen), tally.requests.Load())
 	}
 	_, metrics, _ := in.get("/metrics")
 	if !strings.Contains(string(metrics), "mcs_render_errors_total") || strings.Contains(string(metrics), "mcs_render_errors_total 0\n") {
 		t.Fatal("render errors were not counted")
 	}
-	t.Logf("%d requests, %d generations seen, no failure", requests.Load(), len(seen))
+	t.Logf("%d requests, %d generations seen, no failure", tally.requests.Load(), len(tally.seen))
+}
+
+// soakTally is what the soak's clients saw.
+type soakTally struct {
+	requests, failures atomic.Int64
+	mu                 sync.Mutex
+	seen               map[string]bool // generations served
+	failure            string          // the last failure
+}
+
+// record checks one answer: a 200 whose body parses and is one whole, valid
+// generation.
+func (s *soakTally) record(code int, body []byte, err error) {
+	s.requests.Add(1)
+	problem := ""
+	switch {
+	case err != nil:
+		problem = err.Error()
+	case code != 200:
+		problem = fmt.Sprintf("status %d: %s", code, body)
+	default:
+		if _, perr := convert.Parse(body); perr != nil {
+			problem = "body does not parse: " + perr.Error()
+			break
+		}
+		m := markerRe.FindAllStringSubmatch(string(body), -1)
+		if len(m) != 2 || m[0][2] != m[1][2] || m[0][2] == "BROKEN" {
+			problem = fmt.Sprintf("torn or invalid body: %v", m)
+			break
+		}
+		s.mu.Lock()
+		s.seen[m[0][2]] = true
+		s.mu.Unlock()
+	}
+	if problem != "" {
+		s.failures.Add(1)
+		s.mu.Lock()
+		s.failure = problem
+		s.mu.Unlock()
+	}
+}
+
+func (s *soakTally) saw(marker string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[marker]
+}
+
+// dropHazard puts the named hazard at p in a served tree and waits for its
+// warning in /status.
+func dropHazard(t *testing.T, in *instance, p, name string) {
+	c := hazards.Named(name)
+	c.Make(t, p)
+	waitFor(t, name+" warned about in /status", func() bool { return hazardShown(in, p, c) != "" })
 }
 
 // The source directory disappears and comes back: serving goes on.

@@ -58,6 +58,16 @@ func Cases() []Case {
 	}
 }
 
+// Named is the case of that name; it panics on a name not in Cases.
+func Named(name string) Case {
+	for _, c := range Cases() {
+		if c.Name == name {
+			return c
+		}
+	}
+	panic("no hazard named " + name)
+}
+
 func fifo(t testing.TB, p string) func() {
 	if err := syscall.Mkfifo(p, 0o644); err != nil {
 		t.Fatal(err)
