@@ -73,12 +73,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // A load that hangs is reported stuck (in /status, the metrics and a WARN
 // log naming the file) while the last good render serves; changes meanwhile
 // start no second load; once it ends, the one change pending is loaded and
-// the report clears.
+// the report clears. The timeout, 1 s, is one the other loads stay far below
+// even on a loaded machine.
 func TestReloadWatchdog(t *testing.T) {
 	logs := &lockedBuffer{}
 	srv := New(Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	src := &hanging{result: result(t, "worker", plainIgn), release: make(chan struct{})}
-	rl := &Reloader{Source: src, Server: srv, Timeout: 50 * time.Millisecond, Debounce: time.Millisecond, Logger: srv.log}
+	rl := &Reloader{Source: src, Server: srv, Timeout: time.Second, Debounce: time.Millisecond, Logger: srv.log}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	trigger := make(chan struct{}, 1)
