@@ -58,15 +58,26 @@ func Load(paths ...string) (*Set, error) {
 type Loader struct {
 	// Cache, when set, keeps parsed configs from one load to the next.
 	Cache *ParseCache
+	// Limits bound the bytes read from files; zero fields take the defaults.
+	Limits Limits
+	// Reading, when set, is told each file's path before it is opened, so
+	// a load that hangs (on a dead NFS server, say) can be named.
+	Reading func(path string)
 
 	configs []*MachineConfig
 	pools   []*MachineConfigPool
 	ccs     []*ControllerConfig
 	notices []*Error
 	errs    Errors
+
+	skipped  []*Error // files not read: not regular, or a symlink loop
+	read     int64    // bytes read from files so far
+	treeFull bool     // the whole-tree limit was reached: read no more
 }
 
-// Path reads a file or a directory tree, as Load does.
+// Path reads a file or a directory tree, as Load does. In a tree, only
+// regular files are read (FIFOs, sockets and devices are skipped with a
+// warning, never opened); a file named here that is not one is an error.
 func (l *Loader) Path(p string) {
 	info, err := os.Stat(p)
 	if err != nil {
@@ -74,10 +85,10 @@ func (l *Loader) Path(p string) {
 		return
 	}
 	if !info.IsDir() {
-		l.file(p)
+		l.file(p, true)
 		return
 	}
-	l.dir(p, map[string]bool{})
+	l.dir(p)
 }
 
 // Data reads a stream of objects (JSON, or YAML documents) held in memory,
@@ -142,52 +153,57 @@ var readExts = map[string]bool{".yaml": true, ".yml": true, ".json": true, ".bu"
 // dir walks a tree in lexical order. Hidden entries are skipped: editors'
 // swap files, and the ..data links Kubernetes puts in mounted ConfigMaps,
 // which would otherwise be read twice. Symbolic links are followed.
-func (l *Loader) dir(root string, seen map[string]bool) {
-	real, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		l.errs.add(fileError(root, err))
-		return
-	}
-	if seen[real] {
-		return
-	}
-	seen[real] = true
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		l.errs.add(fileError(root, err))
-		return
-	}
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		p := filepath.Join(root, e.Name())
-		isDir := e.IsDir()
-		if e.Type()&fs.ModeSymlink != 0 {
-			info, err := os.Stat(p)
-			if err != nil {
-				l.errs.add(fileError(p, err))
-				continue
+func (l *Loader) dir(root string) {
+	WalkTree(root, func(p string, info fs.FileInfo, err error) error {
+		if p != root && strings.HasPrefix(filepath.Base(p), ".") {
+			if info != nil && info.IsDir() {
+				return fs.SkipDir
 			}
-			isDir = info.IsDir()
+			return nil
 		}
 		switch {
-		case isDir:
-			l.dir(p, seen)
-		case readExts[strings.ToLower(filepath.Ext(p))]:
-			l.file(p)
+		case errors.Is(err, ErrSymlinkLoop):
+			l.skip(p, err)
+		case err != nil:
+			l.errs.add(fileError(p, err))
+		case !info.IsDir() && readExts[strings.ToLower(filepath.Ext(p))]:
+			l.file(p, false)
 		}
+		return nil
+	})
+}
+
+// file reads one file; named says the caller named it rather than a tree
+// holding it, so that a file which cannot be read is an error, not skipped.
+func (l *Loader) file(p string, named bool) {
+	if l.treeFull {
+		return // reported once, on the file that reached the limit
+	}
+	if l.Reading != nil {
+		l.Reading(p)
+	}
+	data, err := l.readFile(p)
+	switch {
+	case errors.Is(err, ErrNotRegular) && !named:
+		l.skip(p, err)
+	case err != nil:
+		l.errs.add(fileError(p, err))
+	default:
+		l.decode(p, data)
 	}
 }
 
-func (l *Loader) file(p string) {
-	data, err := os.ReadFile(p)
-	if err != nil {
-		l.errs.add(fileError(p, err))
-		return
-	}
-	l.decode(p, data)
+// skip records a file not read, with a warning naming it.
+func (l *Loader) skip(p string, err error) {
+	x := &Error{File: p, Message: "warning: " + err.Error() + "; skipped", Err: err}
+	l.skipped = append(l.skipped, x)
+	l.notices = append(l.notices, x)
 }
+
+// Skipped lists the files the load did not read, each with a warning: the
+// FIFOs, sockets and devices in a tree, and directory symlink loops. It is
+// set whether or not the load failed.
+func (l *Loader) Skipped() []*Error { return l.skipped }
 
 func (l *Loader) decode(p string, data []byte) {
 	var objs []rawObject
@@ -355,6 +371,9 @@ func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
 			variant = *head.Variant
 		}
 		return nil, []*Error{{File: file, Path: "$.variant", Message: fmt.Sprintf("Butane variant %q does not produce a MachineConfig: use variant openshift", variant), Err: ErrInvalid}}
+	}
+	if errs := l.butaneLocals(file, data); len(errs) > 0 {
+		return nil, errs
 	}
 	name := head.Name()
 	out, warnings, err := intake.Butane(name, data, butanecommon.TranslateBytesOptions{

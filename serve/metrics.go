@@ -21,6 +21,9 @@ type metrics struct {
 	renderFailing  prometheus.Gauge
 	renderLastOK   prometheus.Gauge
 	skew           *prometheus.CounterVec // pool, decision, reason
+	reloadStuck    prometheus.Gauge
+	// reloadStuckTotal counts loads that ran past the timeout.
+	reloadStuckTotal prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -67,9 +70,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "mcs_skew_decisions_total",
 			Help: "Boot-image skew decisions by pool, decision (admit, stub) and reason.",
 		}, []string{"pool", "decision", "reason"}),
+		reloadStuck: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcs_reload_stuck",
+			Help: "1 while a load and render of the source runs past --reload-timeout; the last good render is served.",
+		}),
+		reloadStuckTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcs_reload_stuck_total",
+			Help: "Loads and renders of the source that ran past --reload-timeout.",
+		}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.servedBytes, m.clients, m.renderGen,
-		m.renderDuration, m.renderErrors, m.renderFailing, m.renderLastOK, m.skew)
+		m.renderDuration, m.renderErrors, m.renderFailing, m.renderLastOK, m.skew, m.reloadStuck, m.reloadStuckTotal)
 	return m
 }
 

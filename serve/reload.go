@@ -15,7 +15,8 @@ import (
 
 // Source is where rendered pools come from: a directory rendered here, or
 // Kubernetes objects. Load does all the work a render needs, so the
-// Reloader is the same for every source.
+// Reloader is the same for every source. Load tells Reading what it reads,
+// so that a load that hangs is reported with where.
 type Source interface {
 	Load(ctx context.Context) (*Input, error)
 	Watch(ctx context.Context, changed chan<- struct{})
@@ -37,6 +38,10 @@ type Input struct {
 	// SkewPolicyError is why the source's newest policy was refused (the
 	// last good one, SkewPolicy, stays in force); shown in /status.
 	SkewPolicyError error
+	// Warnings are what the load skipped (a FIFO in a tree, say), shown in
+	// /status and logged. A Load that fails may return an Input holding
+	// only these.
+	Warnings []string
 }
 
 // Reloader renders the source into snapshots, off the request path: at
@@ -48,14 +53,20 @@ type Reloader struct {
 	NodeFiles func() (NodeFiles, error)
 	Debounce  time.Duration
 	Logger    *slog.Logger
+	// Timeout is how long a load and render may run before it is reported
+	// stuck; zero means DefaultReloadTimeout.
+	Timeout time.Duration
 
 	gen uint64
 }
 
-// Reload renders once and swaps the result in.
+// Reload renders once and swaps the result in. A load running past the
+// timeout is reported stuck until it ends.
 func (r *Reloader) Reload(ctx context.Context) error {
 	start := time.Now()
+	ctx, done := r.watch(ctx, start)
 	err := r.reload(ctx)
+	done()
 	r.Server.ObserveRender(time.Since(start))
 	if err != nil {
 		r.Server.RenderFailed(err)
@@ -74,6 +85,9 @@ func (r *Reloader) Reload(ctx context.Context) error {
 
 func (r *Reloader) reload(ctx context.Context) error {
 	in, err := r.Source.Load(ctx)
+	if in != nil {
+		r.Server.setWarnings(in.Warnings)
+	}
 	if err != nil {
 		return err
 	}
@@ -124,40 +138,43 @@ func failure(failed map[string]error) error {
 }
 
 // Run renders at start, then on every change from the source or trigger,
-// debounced, until ctx ends.
+// debounced, until ctx ends. At most one load runs at a time: changes seen
+// while one runs (or hangs) make one more load when it ends, never a pile of
+// goroutines.
 func (r *Reloader) Run(ctx context.Context, trigger <-chan struct{}) {
 	changed := make(chan struct{}, 1)
 	go r.Source.Watch(ctx, changed)
-	r.Reload(ctx)
 	debounce := r.Debounce
 	if debounce <= 0 {
 		debounce = 200 * time.Millisecond
 	}
+	// Let a burst of writes (an editor, a git checkout) settle: render only
+	// after a quiet period with no further change.
+	settle := time.NewTimer(debounce)
+	settle.Stop()
+	done := make(chan struct{}, 1)
+	running, pending := false, true
 	for {
+		if pending && !running {
+			running, pending = true, false
+			go func() {
+				r.Reload(ctx)
+				done <- struct{}{}
+			}()
+		}
 		select {
 		case <-ctx.Done():
+			settle.Stop()
 			return
 		case <-changed:
+			settle.Reset(debounce)
 		case <-trigger:
+			settle.Reset(debounce)
+		case <-settle.C:
+			pending = true
+		case <-done:
+			running = false
 		}
-		// Let a burst of writes (an editor, a git checkout) settle: render
-		// only after a quiet period with no further change.
-		timer := time.NewTimer(debounce)
-	settle:
-		for {
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return
-			case <-changed:
-				timer.Reset(debounce)
-			case <-trigger:
-				timer.Reset(debounce)
-			case <-timer.C:
-				break settle
-			}
-		}
-		r.Reload(ctx)
 	}
 }
 

@@ -57,6 +57,8 @@ type Server struct {
 	// policyErr is why the source's newest skew policy was refused.
 	policyErr string
 	lastTry   time.Time
+	stuck     *stuckReload // a load running past the reload timeout
+	warnings  []string     // what the newest load skipped
 }
 
 type renderError struct {

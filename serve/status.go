@@ -26,6 +26,12 @@ type Status struct {
 	// SkewPolicyError is why the source's newest skew policy (a cluster's
 	// MachineConfiguration) was refused; the one shown stays in force.
 	SkewPolicyError string `json:"skewPolicyError,omitempty"`
+	// ReloadStuck says a load has run past the reload timeout, and what it
+	// was reading: "reload stuck since T, reading FILE; …".
+	ReloadStuck string `json:"reloadStuck,omitempty"`
+	// Warnings are what the newest load skipped: files that are not
+	// regular (FIFOs, sockets, devices), directory symlink loops.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PoolStatus describes one pool of the served snapshot.
@@ -56,6 +62,10 @@ func (s *Server) Status() Status {
 	s.mu.Lock()
 	st.LastError = s.lastErr
 	st.SkewPolicyError = s.policyErr
+	st.Warnings = s.warnings
+	if s.stuck != nil {
+		st.ReloadStuck = s.stuck.message()
+	}
 	if !s.lastTry.IsZero() {
 		t := s.lastTry
 		st.LastAttempt = &t
@@ -90,6 +100,11 @@ func (s *Server) Status() Status {
 		renderCond.Status, renderCond.Reason, renderCond.Message = "True", "RenderFailed", "serving the last good render; newest attempt failed: "+st.LastError.Message
 	}
 	st.Conditions = append(st.Conditions, renderCond)
+	stuckCond := Condition{Type: "ReloadStuck", Status: "False", Reason: "ReloadsFinish", Message: "no load of the source is running past the reload timeout"}
+	if st.ReloadStuck != "" {
+		stuckCond.Status, stuckCond.Reason, stuckCond.Message = "True", "ReloadTimedOut", st.ReloadStuck
+	}
+	st.Conditions = append(st.Conditions, stuckCond)
 	if g := s.cfg.Gate; g != nil {
 		st.SkewPolicy = g.Policy()
 		c := Condition{Type: "BootImageSkew", Status: "False", Reason: "NoNodesBlocked", Message: "no node has been refused"}

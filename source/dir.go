@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ignition-mcs/mcs/render"
@@ -18,6 +20,8 @@ import (
 type Dir struct {
 	Path    string
 	Options render.Options
+	// Limits bound the bytes a load reads (per file, whole tree).
+	Limits render.Limits
 
 	cache render.ParseCache // parsed configs, kept from one load to the next
 	// Poll is how often the tree is checked for changes. Polling, not inotify,
@@ -28,16 +32,23 @@ type Dir struct {
 
 func (d *Dir) String() string { return d.Path }
 
-// Load reads and renders the tree.
+// Load reads and renders the tree. What it skipped (a FIFO, a device, a
+// directory symlink loop) is in the Input's Warnings, even when it fails.
 func (d *Dir) Load(ctx context.Context) (*serve.Input, error) {
 	if _, err := os.Stat(d.Path); err != nil {
-		return nil, fmt.Errorf("source directory: %w", err)
+		return &serve.Input{}, fmt.Errorf("source directory: %w", err) // no warnings: nothing was read
 	}
-	set, err := d.loadStable()
+	set, skipped, err := d.loadStable(ctx)
+	warnings := make([]string, len(skipped))
+	for i, s := range skipped {
+		warnings[i] = s.Error()
+	}
 	if err != nil {
-		return nil, err
+		return &serve.Input{Warnings: warnings}, err
 	}
-	return RenderPools(set, d.Options), nil
+	in := RenderPools(set, d.Options)
+	in.Warnings = warnings
+	return in, nil
 }
 
 // stableTries bounds how often a load is retried while the tree keeps changing.
@@ -45,17 +56,44 @@ const stableTries = 5
 
 // loadStable reads the tree until it reads the same before and after: a
 // render must not mix files from before and after a writer's update.
-func (d *Dir) loadStable() (*render.Set, error) {
+func (d *Dir) loadStable(ctx context.Context) (*render.Set, []*render.Error, error) {
+	var skipped []*render.Error
+	var changed []string
 	for range stableTries {
-		before := d.fingerprint()
-		l := &render.Loader{Cache: &d.cache}
+		serve.Reading(ctx, d.Path)
+		before := d.entries()
+		l := &render.Loader{Cache: &d.cache, Limits: d.Limits, Reading: func(p string) { serve.Reading(ctx, p) }}
 		l.Path(d.Path)
 		set, err := l.Set()
-		if d.fingerprint() == before {
-			return set, err
+		skipped = l.Skipped()
+		serve.Reading(ctx, d.Path)
+		after := d.entries()
+		if slices.Equal(before, after) {
+			return set, skipped, err
+		}
+		changed = changedPaths(before, after)
+	}
+	return nil, skipped, fmt.Errorf("%s: the directory kept changing while it was read (%d tries; last changed: %s); will retry on the next change",
+		d.Path, stableTries, strings.Join(changed, ", "))
+}
+
+// changedPaths names (up to a few of) the entries that differ.
+func changedPaths(before, after []string) []string {
+	was := map[string]bool{}
+	for _, e := range before {
+		was[e] = true
+	}
+	var out []string
+	for _, e := range after {
+		if !was[e] && len(out) < 5 {
+			p, _, _ := strings.Cut(e, "\x00")
+			out = append(out, p)
 		}
 	}
-	return nil, fmt.Errorf("%s: the directory kept changing while it was read (%d tries); will retry on the next change", d.Path, stableTries)
+	if len(out) == 0 {
+		out = append(out, "an entry was removed")
+	}
+	return out
 }
 
 // Watch sends on changed whenever the tree's fingerprint (names, sizes,
@@ -84,33 +122,27 @@ func (d *Dir) Watch(ctx context.Context, changed chan<- struct{}) {
 	}
 }
 
+// fingerprint hashes entries, as Watch keeps only that.
 func (d *Dir) fingerprint() [32]byte {
-	h := sha256.New()
-	// A root that is a symlink (a mounted ConfigMap swaps one) is resolved,
-	// since WalkDir would not descend into it.
+	return sha256.Sum256([]byte(strings.Join(d.entries(), "\n")))
+}
+
+// entries describes every entry of the tree, hidden ones too (a Butane file
+// may name any file beside it), walked as Load walks it: symbolic links
+// followed, loops not entered, and nothing opened but directories. Each is
+// "path\x00size mtime mode", or "path\x00err …".
+func (d *Dir) entries() []string {
+	// A root that is a symlink (a mounted ConfigMap swaps one) is named by
+	// what it resolves to, so a swap shows even between identical trees.
 	root, err := filepath.EvalSymlinks(d.Path)
-	if err != nil {
-		fmt.Fprintf(h, "err %v\n", err)
-		root = d.Path
-	}
-	fmt.Fprintf(h, "root %s\n", root)
-	err = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+	out := []string{fmt.Sprintf("root\x00%s %v", root, err)}
+	render.WalkTree(d.Path, func(p string, info fs.FileInfo, err error) error {
 		if err != nil {
-			fmt.Fprintf(h, "err %s %v\n", p, err)
+			out = append(out, fmt.Sprintf("%s\x00err %v", p, err))
 			return nil
 		}
-		info, err := os.Stat(p) // follows symlinks, as Load does
-		if err != nil {
-			fmt.Fprintf(h, "err %s %v\n", p, err)
-			return nil
-		}
-		fmt.Fprintf(h, "%s %d %d %v\n", p, info.Size(), info.ModTime().UnixNano(), info.Mode())
+		out = append(out, fmt.Sprintf("%s\x00%d %d %v", p, info.Size(), info.ModTime().UnixNano(), info.Mode()))
 		return nil
 	})
-	if err != nil {
-		fmt.Fprintf(h, "err %v\n", err)
-	}
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,14 +26,18 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/hazards"
 )
 
 var markerRe = regexp.MustCompile(`"/etc/(a|b)-part","contents":\{"source":"data:,(gen-\d+|BROKEN)"`)
 
 // Soak: under load, the source is rewritten every ~100 ms: valid generations,
-// then an invalid MachineConfig, then valid again. No request fails; every
-// body parses and is one whole generation (both of its files agree); during
-// the invalid period the last good one serves and /status shows the error.
+// then an invalid MachineConfig, then valid again; midway a FIFO and a
+// symlink to /dev/zero are dropped in, named like MachineConfigs. No request
+// fails; every body parses and is one whole generation (both of its files
+// agree); during the invalid period the last good one serves and /status
+// shows the error; each hazard is warned about and the generations after it
+// are served, to the last.
 func TestSoakRewrites(t *testing.T) {
 	dir := t.TempDir()
 	// Each generation is one file, replaced by rename: the writer's update is
@@ -44,10 +49,7 @@ func TestSoakRewrites(t *testing.T) {
 	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", "10ms", "--debounce", "20ms", "--log-level", "error")
 	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
 
-	var requests, failures atomic.Int64
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	var failure string
+	tally := &soakTally{seen: map[string]bool{}}
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i := range 6 {
@@ -57,34 +59,7 @@ func TestSoakRewrites(t *testing.T) {
 			accept := []string{"application/vnd.coreos.ignition+json;version=3.6.0, */*;q=0.1", "application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1",
 				"application/vnd.coreos.ignition+json; version=2.2.0, */*; q=0.1"}[i%3]
 			for ctx.Err() == nil {
-				code, body, err := in.get("/config/worker", "Accept", accept)
-				requests.Add(1)
-				problem := ""
-				switch {
-				case err != nil:
-					problem = err.Error()
-				case code != 200:
-					problem = fmt.Sprintf("status %d: %s", code, body)
-				default:
-					if _, perr := convert.Parse(body); perr != nil {
-						problem = "body does not parse: " + perr.Error()
-						break
-					}
-					m := markerRe.FindAllStringSubmatch(string(body), -1)
-					if len(m) != 2 || m[0][2] != m[1][2] || m[0][2] == "BROKEN" {
-						problem = fmt.Sprintf("torn or invalid body: %v", m)
-						break
-					}
-					mu.Lock()
-					seen[m[0][2]] = true
-					mu.Unlock()
-				}
-				if problem != "" {
-					failures.Add(1)
-					mu.Lock()
-					failure = problem
-					mu.Unlock()
-				}
+				tally.record(in.get("/config/worker", "Accept", accept))
 			}
 		}()
 	}
@@ -98,8 +73,12 @@ func TestSoakRewrites(t *testing.T) {
 		}
 		return s.LastError.Message
 	}
+	hazardAt := map[int]string{10: "fifo", 14: "symlink to /dev/zero"}
 	for g := 1; g <= 24; g++ {
 		marker := fmt.Sprintf("gen-%d", g)
+		if name, ok := hazardAt[g]; ok {
+			dropHazard(t, in, filepath.Join(dir, fmt.Sprintf("97-hazard-%d.yaml", g)), name)
+		}
 		if g%8 == 4 {
 			// Invalid: a file mode that is not a number. Both parts change, so
 			// a half-applied render would show as a torn body.
@@ -112,19 +91,74 @@ func TestSoakRewrites(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	waitFor(t, "the error to clear", func() bool { return statusErr() == "" })
+	waitFor(t, "the last generation, written after the hazards", func() bool { return tally.saw("gen-24") })
 	stop()
 	wg.Wait()
-	if failures.Load() > 0 {
-		t.Fatalf("%d of %d requests failed; last: %s", failures.Load(), requests.Load(), failure)
+	if n := tally.failures.Load(); n > 0 {
+		t.Fatalf("%d of %d requests failed; last: %s", n, tally.requests.Load(), tally.failure)
 	}
-	if len(seen) < 5 {
-		t.Fatalf("only %d generations were seen across %d requests", len(seen), requests.Load())
+	if len(tally.seen) < 5 {
+		t.Fatalf("only %d generations were seen across %d requests", len(tally.seen), tally.requests.Load())
 	}
 	_, metrics, _ := in.get("/metrics")
 	if !strings.Contains(string(metrics), "mcs_render_errors_total") || strings.Contains(string(metrics), "mcs_render_errors_total 0\n") {
 		t.Fatal("render errors were not counted")
 	}
-	t.Logf("%d requests, %d generations seen, no failure", requests.Load(), len(seen))
+	t.Logf("%d requests, %d generations seen, no failure", tally.requests.Load(), len(tally.seen))
+}
+
+// soakTally is what the soak's clients saw.
+type soakTally struct {
+	requests, failures atomic.Int64
+	mu                 sync.Mutex
+	seen               map[string]bool // generations served
+	failure            string          // the last failure
+}
+
+// record checks one answer: a 200 whose body parses and is one whole, valid
+// generation.
+func (s *soakTally) record(code int, body []byte, err error) {
+	s.requests.Add(1)
+	problem := ""
+	switch {
+	case err != nil:
+		problem = err.Error()
+	case code != 200:
+		problem = fmt.Sprintf("status %d: %s", code, body)
+	default:
+		if _, perr := convert.Parse(body); perr != nil {
+			problem = "body does not parse: " + perr.Error()
+			break
+		}
+		m := markerRe.FindAllStringSubmatch(string(body), -1)
+		if len(m) != 2 || m[0][2] != m[1][2] || m[0][2] == "BROKEN" {
+			problem = fmt.Sprintf("torn or invalid body: %v", m)
+			break
+		}
+		s.mu.Lock()
+		s.seen[m[0][2]] = true
+		s.mu.Unlock()
+	}
+	if problem != "" {
+		s.failures.Add(1)
+		s.mu.Lock()
+		s.failure = problem
+		s.mu.Unlock()
+	}
+}
+
+func (s *soakTally) saw(marker string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[marker]
+}
+
+// dropHazard puts the named hazard at p in a served tree and waits for its
+// warning in /status.
+func dropHazard(t *testing.T, in *instance, p, name string) {
+	c := hazards.Named(name)
+	c.Make(t, p)
+	waitFor(t, name+" warned about in /status", func() bool { return hazardShown(in, p, c) != "" })
 }
 
 // The source directory disappears and comes back: serving goes on.
@@ -368,4 +402,94 @@ func TestOnePoolFailing(t *testing.T) {
 			t.Errorf("pool %s error %q", p.Name, p.Error)
 		}
 	}
+}
+
+// hazardPoll is the --poll of the hazard tests: an edit made after a hazard
+// must be served within hazardPolls of it.
+const (
+	hazardPoll  = 100 * time.Millisecond
+	hazardPolls = 20
+)
+
+// Each hazard dropped into a served tree: /status shows its warning or error
+// naming it while the last good render serves, the process's peak RSS stays
+// under twice that of a normal reload, and a valid edit made afterwards is
+// served within a few poll intervals (for a hazard that fails the load, the
+// edit removes it: until then the last good render is what serves).
+func TestSourceHazards(t *testing.T) {
+	for _, c := range hazards.Cases() {
+		if c.Unprivileged && os.Geteuid() == 0 {
+			continue // root reads a mode-000 file; render TestLoadHazards loads it as nobody
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-1"))
+			in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", hazardPoll.String(), "--debounce", "10ms",
+				"--max-file-size", strconv.Itoa(hazards.GrowLimit), "--log-level", "warn")
+			served := func(marker string) func() bool {
+				return func() bool {
+					c, b, _ := in.get("/config/worker")
+					return c == 200 && strings.Contains(string(b), marker)
+				}
+			}
+			waitFor(t, "gen-1", served("gen-1"))
+			hazards.ResetPeakRSS(t)
+			writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-2"))
+			waitFor(t, "gen-2", served("gen-2"))
+			normal := hazards.PeakRSS(t)
+
+			hazards.ResetPeakRSS(t)
+			p := filepath.Join(dir, "97-x.yaml")
+			stop := c.Make(t, p)
+			var shown string
+			waitFor(t, "the hazard in /status", func() bool {
+				shown = hazardShown(in, p, c)
+				return shown != ""
+			})
+			if !served("gen-2")() {
+				t.Fatal("the last good render stopped serving")
+			}
+			if stop != nil {
+				stop()
+			}
+			if c.Error {
+				os.Remove(p)
+			}
+			writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-3"))
+			edited := time.Now()
+			waitFor(t, "the edit after the hazard", served("gen-3"))
+			took := time.Since(edited)
+			peak := hazards.PeakRSS(t)
+			if took > hazardPolls*hazardPoll {
+				t.Errorf("the edit was served after %v, over %d polls of %v", took, hazardPolls, hazardPoll)
+			}
+			if peak > 2*normal {
+				t.Errorf("peak RSS %s, over twice the %s of a normal reload", hazards.MiB(peak), hazards.MiB(normal))
+			}
+			if !c.Error && !strings.Contains(in.stderr.String(), "level=WARN msg=\"source: not read\" warning=\""+p) {
+				t.Errorf("no WARN log naming %s:\n%s", p, in.stderr.String())
+			}
+			t.Logf("shown: %s\npeak RSS %s (a normal reload: %s); the edit after it served in %v", shown, hazards.MiB(peak), hazards.MiB(normal), took.Round(time.Millisecond))
+		})
+	}
+}
+
+// hazardShown is the /status warning or error about the hazard at p, or "".
+func hazardShown(in *instance, p string, c hazards.Case) string {
+	_, b, _ := in.get("/status")
+	var s struct {
+		LastError *struct{ Message string }
+		Warnings  []string
+	}
+	json.Unmarshal(b, &s)
+	lines := s.Warnings
+	if c.Error && s.LastError != nil {
+		lines = strings.Split(s.LastError.Message, "\n")
+	}
+	for _, l := range lines {
+		if strings.Contains(l, p) && c.Want.MatchString(l) {
+			return l
+		}
+	}
+	return ""
 }

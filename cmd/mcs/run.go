@@ -21,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
@@ -59,6 +60,9 @@ type options struct {
 	readHeaderTimeout      time.Duration
 	writeTimeout           time.Duration
 	idleTimeout            time.Duration
+	maxFileSize            int64 // bytes
+	maxTreeSize            int64 // bytes
+	reloadTimeout          time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -89,6 +93,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.http2, "http2", false, "allow HTTP/2 on TLS (off by default: Ignition speaks HTTP/1.1)")
 	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")
 	fs.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a change before re-rendering")
+	o.maxFileSize, o.maxTreeSize = render.DefaultMaxFileSize, render.DefaultMaxTreeSize
+	fs.Func("max-file-size", "largest file read from --dir, in bytes or with a Ki/Mi/Gi suffix (default 16Mi)", sizeFlag(&o.maxFileSize))
+	fs.Func("max-tree-size", "most bytes read from all files of --dir together (default 256Mi)", sizeFlag(&o.maxTreeSize))
+	fs.DurationVar(&o.reloadTimeout, "reload-timeout", serve.DefaultReloadTimeout, "time a load and render may take before /status, mcs_reload_stuck and a WARN log report it stuck")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time in-flight requests get to finish on SIGTERM")
 	// Nodes send a few small headers and read one body; anything slower is a
 	// broken or hostile client holding a connection.
@@ -137,6 +145,18 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errUsage
 	}
 	return o, nil
+}
+
+// sizeFlag parses a byte count, with Kubernetes' suffixes (Ki, Mi, Gi).
+func sizeFlag(dst *int64) func(string) error {
+	return func(s string) error {
+		q, err := resource.ParseQuantity(s)
+		if err != nil || q.Sign() <= 0 {
+			return fmt.Errorf("%q is not a positive size such as 16Mi", s)
+		}
+		*dst = q.Value()
+		return nil
+	}
 }
 
 func portAlias(dst *string, s string) error {
@@ -268,6 +288,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Source:   src,
 		Server:   srv,
 		Debounce: o.debounce,
+		Timeout:  o.reloadTimeout,
 		Logger:   log,
 		NodeFiles: func() (serve.NodeFiles, error) {
 			var nf serve.NodeFiles
@@ -344,7 +365,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // MachineConfiguration is the skew policy unless a policy file is given.
 func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.Registerer) (serve.Source, error) {
 	if o.source != "kube" {
-		return &source.Dir{Path: o.dir, Poll: o.poll, Options: ro}, nil
+		return &source.Dir{Path: o.dir, Poll: o.poll, Options: ro,
+			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize}}, nil
 	}
 	rc, err := kube.RESTConfig(o.kubeAPIConfig)
 	if err != nil {

@@ -1,0 +1,97 @@
+package render
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// butaneLocals checks the files a Butane config embeds from beside it
+// (local:, contents_local:, and storage trees) by the loader's rules before
+// Butane reads them, as it does with no limit and no check of their type: a
+// FIFO there would block it, /dev/zero never end. Anything else wrong with
+// them (missing, outside the directory) is left for Butane to report.
+func (l *Loader) butaneLocals(file string, data []byte) []*Error {
+	var doc any
+	if yaml.Unmarshal(data, &doc) != nil {
+		return nil // Butane reports it
+	}
+	dir := filepath.Dir(file)
+	var errs []*Error
+	eachLocal(doc, "$", func(at, local string, tree bool) {
+		p := filepath.Join(dir, filepath.FromSlash(local))
+		if rel, err := filepath.Rel(dir, p); err != nil || strings.HasPrefix(rel, "..") {
+			return
+		}
+		if err := l.checkLocal(p, tree); err != nil {
+			errs = append(errs, &Error{File: file, Path: at, Message: err.Error(), Err: err})
+		}
+	})
+	return errs
+}
+
+// checkLocal checks a file Butane is to read, or for a tree each regular
+// file in it (Butane walks trees without following links, and reads no other
+// kind of file), counting their sizes against the load's limits.
+func (l *Loader) checkLocal(p string, tree bool) error {
+	info, err := os.Stat(p)
+	if err != nil || (tree && !info.IsDir()) {
+		return nil // Butane reports it
+	}
+	if !tree {
+		return l.checkLocalFile(p, info)
+	}
+	return filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		return l.checkLocalFile(q, info)
+	})
+}
+
+func (l *Loader) checkLocalFile(p string, info fs.FileInfo) error {
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("local file %s: %w: %s, so not read", p, ErrNotRegular, describeMode(info.Mode()))
+	}
+	limit, left := l.Limits.file(), l.Limits.tree()-l.read
+	if info.Size() > min(limit, left) {
+		se := &SizeError{Size: info.Size(), Limit: limit}
+		if left < limit {
+			se.Limit, se.Before, se.Tree = l.Limits.tree(), l.read, true
+		}
+		return fmt.Errorf("local file %s: %w", p, se)
+	}
+	l.read += info.Size()
+	return nil
+}
+
+// eachLocal calls f for every local file reference in a Butane document:
+// "local" (a directory under storage.trees) and "contents_local" strings.
+func eachLocal(v any, at string, f func(at, local string, tree bool)) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, c := range v {
+			s, ok := c.(string)
+			switch {
+			case ok && k == "local":
+				f(at+"."+k, s, strings.Contains(at, ".storage.trees."))
+			case ok && k == "contents_local":
+				f(at+"."+k, s, false)
+			default:
+				eachLocal(c, at+"."+k, f)
+			}
+		}
+	case []any:
+		for i, c := range v {
+			eachLocal(c, fmt.Sprintf("%s.%d", at, i), f)
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+)
+
+// Default limits: realistic MachineConfigs are well under 1 MiB (the largest
+// in the real data we test against is about 150 KB), and the rendered config
+// upstream accepts is 1.5 MiB, so 16 MiB a file leaves room to spare while a
+// stray disk image or log cannot take the server's memory.
+const (
+	DefaultMaxFileSize int64 = 16 << 20
+	DefaultMaxTreeSize int64 = 256 << 20
+)
+
+// Limits bound what one load reads from files. Zero fields take the defaults.
+type Limits struct {
+	MaxFileSize int64 // bytes read from any one file
+	MaxTreeSize int64 // bytes read from all files of one load together
+}
+
+func (lim Limits) file() int64 { return orDefault(lim.MaxFileSize, DefaultMaxFileSize) }
+func (lim Limits) tree() int64 { return orDefault(lim.MaxTreeSize, DefaultMaxTreeSize) }
+
+func orDefault(v, def int64) int64 {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+var (
+	// ErrNotRegular marks a file that was not read because, after following
+	// symbolic links, it is not a regular file (a FIFO, socket or device):
+	// opening a FIFO blocks, and a device such as /dev/zero never ends.
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrTooLarge marks a file, or a tree, over its size limit.
+	ErrTooLarge = errors.New("over the size limit")
+	// ErrSymlinkLoop marks a directory reached again through a symbolic
+	// link to one of its own ancestors.
+	ErrSymlinkLoop = errors.New("directory symlink loop")
+)
+
+// WalkTree visits root and, when it is a directory, everything under it in
+// lexical order, as Load reads a tree: symbolic links are followed, so info
+// (nil when err is set) describes what a link points to. A directory is
+// visited before its contents; returning fs.SkipDir skips them, any other
+// error stops the walk. A directory that resolves to one of its own
+// ancestors is visited with an error wrapping ErrSymlinkLoop and not entered;
+// one reached a second time by another link is not visited again. Nothing is
+// opened but directories, so no file in the tree can block the walk.
+func WalkTree(root string, visit func(p string, info fs.FileInfo, err error) error) error {
+	info, err := os.Stat(root)
+	if err != nil {
+		return visit(root, nil, err)
+	}
+	w := treeWalk{visit: visit, seen: map[string]bool{}}
+	err = w.walk(root, info)
+	if errors.Is(err, fs.SkipDir) {
+		return nil
+	}
+	return err
+}
+
+type treeWalk struct {
+	visit     func(string, fs.FileInfo, error) error
+	seen      map[string]bool
+	ancestors []string // real paths of the directories being walked
+}
+
+func (w *treeWalk) walk(p string, info fs.FileInfo) error {
+	if !info.IsDir() {
+		return w.visit(p, info, nil)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return w.visit(p, nil, err)
+	}
+	if slices.Contains(w.ancestors, real) {
+		return w.visit(p, nil, fmt.Errorf("%w: resolves to %s, which contains it", ErrSymlinkLoop, real))
+	}
+	if w.seen[real] {
+		return nil
+	}
+	if err := w.visit(p, info, nil); err != nil {
+		return err // fs.SkipDir leaves it unseen: another link may still enter it
+	}
+	w.seen[real] = true
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		return w.visit(p, nil, err)
+	}
+	w.ancestors = append(w.ancestors, real)
+	defer func() { w.ancestors = w.ancestors[:len(w.ancestors)-1] }()
+	for _, e := range ents {
+		c := filepath.Join(p, e.Name())
+		ci, err := os.Stat(c) // follows symlinks; never opens
+		if err != nil {
+			err = w.visit(c, nil, err)
+		} else {
+			err = w.walk(c, ci)
+		}
+		if err != nil && !errors.Is(err, fs.SkipDir) {
+			return err
+		}
+	}
+	return nil
+}
+
+// describeMode names a file type for a message.
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "not a regular file (" + m.Type().String() + ")"
+}
+
+// openRegular opens p for reading only when it is, after following symbolic
+// links, a regular file. The open is non-blocking and the check is repeated
+// on the open descriptor, so a FIFO swapped in after the first check still
+// cannot block, nor a device be read.
+func openRegular(p string) (*os.File, fs.FileInfo, error) {
+	info, err := os.Stat(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, info, fmt.Errorf("%w: %s, so never opened", ErrNotRegular, describeMode(info.Mode()))
+	}
+	return openChecked(p)
+}
+
+// openChecked opens p without blocking (O_NONBLOCK: a FIFO with no writer
+// opens at once) and keeps it only if the descriptor is a regular file.
+func openChecked(p string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%w: %s (swapped in as it was opened; closed unread)", ErrNotRegular, describeMode(info.Mode()))
+		}
+		return nil, info, err
+	}
+	return f, info, nil
+}
+
+// SizeError is a file over the per-file limit, or one that would take the
+// bytes read by a load over the whole-tree limit.
+type SizeError struct {
+	Size   int64 // the file's size; when Grew, the bytes read before stopping
+	Limit  int64 // the limit it is over
+	Before int64 // for the whole-tree limit: the bytes read from other files first
+	Tree   bool  // the whole-tree limit, not the per-file one
+	Grew   bool  // the file grew past the limit while it was read
+}
+
+func (e *SizeError) Error() string {
+	size := fmt.Sprintf("file is %d bytes", e.Size)
+	if e.Grew {
+		size = fmt.Sprintf("file grew while it was read: stopped after %d bytes", e.Size)
+	}
+	if e.Tree {
+		return fmt.Sprintf("%s; with the %d bytes read from other files first, over the whole-tree limit of %d bytes; it and the files after it were not read", size, e.Before, e.Limit)
+	}
+	return fmt.Sprintf("%s, over the per-file limit of %d bytes", size, e.Limit)
+}
+
+func (e *SizeError) Unwrap() error { return ErrTooLarge }
+
+// readAtMost reads f whole, or fails without reading more than limit+1
+// bytes: its size when opened is only a hint, as a file can grow (or, in
+// /proc, claim size 0) while it is read.
+func readAtMost(f *os.File, size, limit int64) ([]byte, error) {
+	if size > limit {
+		return nil, &SizeError{Size: size, Limit: limit}
+	}
+	r := io.LimitReader(f, limit+1)
+	buf := make([]byte, 0, size+1) // +1: an unchanged file is read to EOF without growing buf
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // grows by the runtime's policy, as os.ReadFile does
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, &SizeError{Size: int64(len(buf)), Limit: limit, Grew: true}
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// readFile reads a regular file within the load's limits.
+func (l *Loader) readFile(p string) ([]byte, error) {
+	f, info, err := openRegular(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	limit, left := l.Limits.file(), l.Limits.tree()-l.read
+	data, err := readAtMost(f, info.Size(), min(limit, left))
+	var se *SizeError
+	if errors.As(err, &se) && se.Limit < limit {
+		se.Limit, se.Before, se.Tree = l.Limits.tree(), l.read, true
+		l.treeFull = true
+	}
+	l.read += int64(len(data))
+	return data, err
+}

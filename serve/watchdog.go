@@ -1,0 +1,116 @@
+package serve
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultReloadTimeout is how long a load and render may run before the
+// watchdog reports it stuck: a real tree renders in milliseconds.
+const DefaultReloadTimeout = 30 * time.Second
+
+// progress is what a running load last said it was reading.
+type progress struct{ what atomic.Pointer[string] }
+
+type progressKey struct{}
+
+// Reading tells the reload watchdog what the load running under ctx reads
+// now, so a load that hangs is reported with the file it hangs on. Without a
+// watchdog in ctx it does nothing.
+func Reading(ctx context.Context, what string) {
+	if p, ok := ctx.Value(progressKey{}).(*progress); ok {
+		p.what.Store(&what)
+	}
+}
+
+func (p *progress) reading() string {
+	if w := p.what.Load(); w != nil {
+		return *w
+	}
+	return ""
+}
+
+// stuckReload is a load running past the timeout.
+type stuckReload struct {
+	since time.Time
+	p     *progress
+}
+
+func (s *stuckReload) message() string {
+	msg := "reload stuck since " + s.since.UTC().Format(time.RFC3339)
+	if w := s.p.reading(); w != "" {
+		msg += ", reading " + w
+	}
+	return msg + "; serving the last good render"
+}
+
+// watch starts the watchdog of one load begun at start, returning the
+// context the load runs under and the function that ends the watch. A load
+// past the timeout is shown in /status, counted, and logged at WARN; when it
+// ends, however late, that is cleared and logged.
+func (r *Reloader) watch(ctx context.Context, start time.Time) (context.Context, func()) {
+	p := &progress{}
+	stuck := &stuckReload{since: start, p: p}
+	var mu sync.Mutex
+	fired, ended := false, false
+	t := time.AfterFunc(r.timeout(), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if ended {
+			return
+		}
+		fired = true
+		r.Server.setStuck(stuck)
+		r.log().Warn("reload stuck; serving the last good render", "source", r.Source.String(),
+			"since", start, "reading", p.reading(), "timeout", r.timeout())
+	})
+	return context.WithValue(ctx, progressKey{}, p), func() {
+		t.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		ended = true
+		if fired {
+			r.Server.setStuck(nil)
+			r.log().Info("stuck reload ended", "source", r.Source.String(), "after", time.Since(start).Round(time.Millisecond))
+		}
+	}
+}
+
+func (r *Reloader) timeout() time.Duration {
+	if r.Timeout <= 0 {
+		return DefaultReloadTimeout
+	}
+	return r.Timeout
+}
+
+// setStuck records a stuck load, or with nil that none is.
+func (s *Server) setStuck(st *stuckReload) {
+	s.mu.Lock()
+	s.stuck = st
+	s.mu.Unlock()
+	if st == nil {
+		s.m.reloadStuck.Set(0)
+		return
+	}
+	s.m.reloadStuck.Set(1)
+	s.m.reloadStuckTotal.Inc()
+}
+
+// setWarnings records what the newest load skipped, logging what is new.
+func (s *Server) setWarnings(ws []string) {
+	s.mu.Lock()
+	prev := s.warnings
+	s.warnings = ws
+	s.mu.Unlock()
+	old := map[string]bool{}
+	for _, w := range prev {
+		old[w] = true
+	}
+	for _, w := range ws {
+		if !old[w] {
+			s.log.Warn("source: not read", "warning", w)
+		}
+	}
+}

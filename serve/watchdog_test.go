@@ -1,0 +1,158 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// hanging is a Source whose second load hangs, reading a file, until
+// released; it counts the loads running at once.
+type hanging struct {
+	result  *render.Result
+	release chan struct{}
+
+	mu                      sync.Mutex
+	loads, running, maxOnce int
+}
+
+func (s *hanging) Load(ctx context.Context) (*Input, error) {
+	s.mu.Lock()
+	s.loads++
+	n := s.loads
+	s.running++
+	s.maxOnce = max(s.maxOnce, s.running)
+	s.mu.Unlock()
+	defer func() { s.mu.Lock(); s.running--; s.mu.Unlock() }()
+	if n == 2 {
+		Reading(ctx, "/src/97-slow.yaml")
+		<-s.release
+	}
+	return &Input{Results: []*render.Result{s.result}}, nil
+}
+
+func (s *hanging) Watch(ctx context.Context, _ chan<- struct{}) { <-ctx.Done() }
+func (s *hanging) String() string                               { return "hanging" }
+
+func (s *hanging) count() (loads, maxOnce int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loads, s.maxOnce
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+func (b *lockedBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// A load that hangs is reported stuck (in /status, the metrics and a WARN
+// log naming the file) while the last good render serves; changes meanwhile
+// start no second load; once it ends, the one change pending is loaded and
+// the report clears. The timeout, 1 s, is one the other loads stay far below
+// even on a loaded machine.
+func TestReloadWatchdog(t *testing.T) {
+	logs := &lockedBuffer{}
+	srv := New(Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	src := &hanging{result: result(t, "worker", plainIgn), release: make(chan struct{})}
+	rl := &Reloader{Source: src, Server: srv, Timeout: time.Second, Debounce: time.Millisecond, Logger: srv.log}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	trigger := make(chan struct{}, 1)
+	go rl.Run(ctx, trigger)
+	eventually(t, "the first render", func() bool { return srv.Status().Generation == 1 })
+
+	trigger <- struct{}{}
+	eventually(t, "the stuck report", func() bool { return srv.Status().ReloadStuck != "" })
+	st := srv.Status()
+	if !strings.HasPrefix(st.ReloadStuck, "reload stuck since ") || !strings.Contains(st.ReloadStuck, ", reading /src/97-slow.yaml; serving the last good render") {
+		t.Errorf("reloadStuck %q", st.ReloadStuck)
+	}
+	if c := st.Conditions[1]; c.Type != "ReloadStuck" || c.Status != "True" || c.Message != st.ReloadStuck {
+		t.Errorf("condition %+v", c)
+	}
+	if g, n := testutil.ToFloat64(srv.m.reloadStuck), testutil.ToFloat64(srv.m.reloadStuckTotal); g != 1 || n != 1 {
+		t.Errorf("mcs_reload_stuck %v, mcs_reload_stuck_total %v", g, n)
+	}
+	if l := logs.String(); !strings.Contains(l, "level=WARN msg=\"reload stuck; serving the last good render\"") || !strings.Contains(l, "reading=/src/97-slow.yaml") {
+		t.Errorf("no WARN naming the file in:\n%s", l)
+	}
+	if w := get(t, srv, "GET", "/config/worker"); w.Code != 200 {
+		t.Errorf("/config/worker answered %d while a load hangs", w.Code)
+	}
+
+	goroutines := runtime.NumGoroutine()
+	for range 50 {
+		trigger <- struct{}{}
+		time.Sleep(3 * time.Millisecond) // past the debounce: each would be a load
+	}
+	if loads, once := src.count(); loads != 2 || once != 1 {
+		t.Errorf("%d loads, %d at once, while one hangs; want 2, 1", loads, once)
+	}
+	if now := runtime.NumGoroutine(); now > goroutines+2 {
+		t.Errorf("goroutines grew from %d to %d while a load hangs", goroutines, now)
+	}
+
+	close(src.release)
+	eventually(t, "recovery", func() bool { return srv.Status().ReloadStuck == "" && srv.Status().Generation == 3 })
+	if loads, once := src.count(); loads != 3 || once != 1 {
+		t.Errorf("%d loads, %d at once; want the hung one and one more for the changes meanwhile", loads, once)
+	}
+	if g, n := testutil.ToFloat64(srv.m.reloadStuck), testutil.ToFloat64(srv.m.reloadStuckTotal); g != 0 || n != 1 {
+		t.Errorf("after recovery: mcs_reload_stuck %v, mcs_reload_stuck_total %v", g, n)
+	}
+	if c := srv.Status().Conditions[1]; c.Status != "False" {
+		t.Errorf("condition %+v after recovery", c)
+	}
+	if !strings.Contains(logs.String(), "stuck reload ended") {
+		t.Error("the end of the stuck load was not logged")
+	}
+}
+
+// What a load skipped is shown in /status and logged once, not on every
+// reload that skips it again.
+func TestReloadWarnings(t *testing.T) {
+	logs := &lockedBuffer{}
+	srv := New(Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	w := result(t, "worker", plainIgn)
+	fifo := "/src/97-x.yaml: warning: not a regular file: a named pipe (FIFO), so never opened; skipped"
+	src := &inputs{loads: []load{
+		{in: &Input{Results: []*render.Result{w}, Warnings: []string{fifo}}},
+		{in: &Input{Warnings: []string{fifo}}, err: context.DeadlineExceeded},
+		{in: &Input{Results: []*render.Result{w}}},
+	}}
+	rl := &Reloader{Source: src, Server: srv}
+	for i, want := range [][]string{{fifo}, {fifo}, nil} {
+		rl.Reload(context.Background())
+		if got := srv.Status().Warnings; strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("load %d: warnings %q, want %q", i, got, want)
+		}
+	}
+	if n := strings.Count(logs.String(), "named pipe"); n != 1 {
+		t.Errorf("the warning was logged %d times:\n%s", n, logs.String())
+	}
+}
