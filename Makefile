@@ -52,6 +52,11 @@ scale:
 wrk:
 	@command -v wrk >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq wrk; }
 
+# Headless Chromium renders /status in the status page's browser test.
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq chromium; }
+
 # Each fuzz target runs for FUZZTIME; `make test` runs the seed corpora only.
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
