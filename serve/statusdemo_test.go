@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
@@ -120,14 +119,4 @@ func copyFiles(t testing.TB, dst string, patterns ...string) {
 			}
 		}
 	}
-}
-
-// waitFor polls f for up to d.
-func waitFor(d time.Duration, f func() bool) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if f() {
-			return true
-		}
-	}
-	return f()
 }

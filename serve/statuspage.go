@@ -29,6 +29,7 @@ var (
 	pageTemplate = template.Must(template.New("status.html").Funcs(template.FuncMap{
 		"ts":  func(t any) string { return timestamp(deref(t)) },
 		"ago": func(t any, now time.Time) string { return ago(deref(t), now) },
+		"age": func(t any, now time.Time) string { return age(deref(t), now) },
 	}).ParseFS(templates, "templates/status.html"))
 	// pageCSP allows the page's own stylesheet, by hash, and nothing else.
 	pageCSP = func() string {
@@ -261,19 +262,25 @@ func timestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
-// ago says how long before now t was, to the second under an hour.
+// ago says how long before now t was.
 func ago(t, now time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Second:
+	if now.Sub(t) < time.Second {
 		return "just now"
-	case d < time.Hour:
-		return d.Truncate(time.Second).String() + " ago"
-	case d < 48*time.Hour:
-		return d.Truncate(time.Minute).String() + " ago"
 	}
-	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+	return age(t, now) + " ago"
+}
+
+// age is the time from t to now, to the second under an hour.
+func age(t, now time.Time) string {
+	d := max(now.Sub(t), 0)
+	switch {
+	case d < time.Hour:
+		return d.Truncate(time.Second).String()
+	case d < 48*time.Hour:
+		return d.Truncate(time.Minute).String()
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
 }
