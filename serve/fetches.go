@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,8 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/ignition-mcs/mcs/skewgate"
 )
 
 // The fetch log is bounded by pools × fetchRenderedMax × fetchClientsMax:
@@ -174,17 +171,9 @@ func findClient(list *[]*clientFetches, label string) *clientFetches {
 // so "no node has fetched the new config yet" can be told from "nodes
 // fetched it and failed later".
 func (s *Server) firstFetch(pool string, rf *renderedFetches, r *http.Request, now time.Time) {
-	host := r.RemoteAddr
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	client := r.UserAgent()
-	if v, ok := skewgate.ParseUserAgent(client); ok {
-		client = "Ignition " + v.String()
-	}
 	after := now.Sub(rf.since).Round(time.Second)
 	s.log.Info("rendered config fetched for the first time", "pool", pool, "rendered", rf.rendered,
-		"remote", host, "client", r.UserAgent(), "servedFor", after)
+		"remote", r.RemoteAddr, "client", r.UserAgent(), "servedFor", after)
 	s.fm.firsts.WithLabelValues(pool).Inc()
 	if snap := s.snap.Load(); snap != nil {
 		if p := snap.pools[pool]; p != nil && p.fetches.Load() == rf {
@@ -192,7 +181,7 @@ func (s *Server) firstFetch(pool string, rf *renderedFetches, r *http.Request, n
 		}
 	}
 	s.notify(Notice{Kind: NoticeFirstFetch, Pool: pool, Rendered: rf.rendered,
-		Message: rf.rendered + " first fetched by the node at " + host + " (" + client + "), " + after.String() + " after this server began serving it"})
+		Message: rf.rendered + " first fetched by the node at " + node(r.RemoteAddr, r.UserAgent()) + ", " + after.String() + " after this server began serving it"})
 }
 
 func unixSeconds(ns int64) float64 {

@@ -127,15 +127,25 @@ func (s *Server) refused(r skewgate.Request, d skewgate.Decision) {
 	if s.cfg.Notify == nil {
 		return
 	}
-	host := r.RemoteAddr
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	client := "an unknown client"
-	if v, ok := skewgate.ParseUserAgent(r.UserAgent); ok {
-		client = "Ignition " + v.String()
-	}
 	why, _, _ := strings.Cut(d.Message, "\n")
 	s.notify(Notice{Kind: NoticeNodeRefused, Pool: r.Pool,
-		Message: "node at " + host + " (" + client + ") refused (" + d.Reason + ", reference " + d.ID + "): " + why})
+		Message: "node at " + node(r.RemoteAddr, r.UserAgent) + " refused (" + d.Reason + ", reference " + d.ID + "): " + why})
+}
+
+// node names a client for people: "10.0.0.5 (Ignition v2.27.0)", without
+// the connection's port.
+func node(remoteAddr, userAgent string) string {
+	client := "an unknown client"
+	if v, ok := skewgate.ParseUserAgent(userAgent); ok {
+		client = "Ignition " + v.String()
+	}
+	return hostOf(remoteAddr) + " (" + client + ")"
+}
+
+// hostOf is a remote address without its port.
+func hostOf(remoteAddr string) string {
+	if h, _, err := net.SplitHostPort(remoteAddr); err == nil {
+		return h
+	}
+	return remoteAddr
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"html/template"
 	"maps"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -160,10 +159,7 @@ func newPoolView(ps PoolStatus) poolView {
 }
 
 func newRefusedView(b skewgate.Blocked) refusedView {
-	v := refusedView{Blocked: b, Host: b.RemoteAddr, Ignition: b.Client}
-	if h, _, err := net.SplitHostPort(b.RemoteAddr); err == nil {
-		v.Host = h
-	}
+	v := refusedView{Blocked: b, Host: hostOf(b.RemoteAddr), Ignition: b.Client}
 	if iv, ok := skewgate.ParseUserAgent(b.Client); ok {
 		v.Ignition = iv.String()
 	}
