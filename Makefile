@@ -28,9 +28,9 @@ vet:
 	$(GO) vet ./...
 
 # The real Ignition clients and the Kubernetes control plane are built first
-# (once; cached under $(TOOLS)); tests that need them fail, not skip, under
-# CI=true.
-test: fmt-check vet ignition-clients kube-tools container-engine
+# (once; cached under $(TOOLS)), a container engine and Chromium installed;
+# tests that need them fail, not skip, under CI=true.
+test: fmt-check vet ignition-clients kube-tools container-engine chromium
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Go benchmarks, then the load test: mcs against a bare server writing the
@@ -51,6 +51,17 @@ scale:
 
 wrk:
 	@command -v wrk >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq wrk; }
+
+# Headless Chromium renders /status in the status page's browser test.
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq chromium; }
+
+# docs/status-page.png: /status of a demo server (a rendered pool, a pool
+# whose newest render fails, refused nodes) as headless Chromium draws it.
+.PHONY: screenshot
+screenshot: chromium
+	$(GO) test ./serve -run '^TestStatusPageInChromium$$' -count=1 -v -screenshot $(CURDIR)/docs/status-page.png
 
 # Each fuzz target runs for FUZZTIME; `make test` runs the seed corpora only.
 fuzz:

@@ -37,13 +37,21 @@ func (s *Server) bytesCounter(pool, spec string) prometheus.Counter {
 	})
 }
 
-// clientCounter caches by User-Agent only up to a bound: past it, a flood
-// of distinct agents is labelled each time rather than remembered.
-func (s *Server) clientCounter(ua string) prometheus.Counter {
+// clientEntry is what the request path needs of a User-Agent: its counter
+// and its bounded label.
+type clientEntry struct {
+	requests prometheus.Counter
+	label    string
+}
+
+// client caches by User-Agent only up to a bound: past it, a flood of
+// distinct agents is labelled each time rather than remembered.
+func (s *Server) client(ua string) *clientEntry {
 	if v, ok := s.counters.m.Load(uaKey(ua)); ok {
-		return v.(prometheus.Counter)
+		return v.(*clientEntry)
 	}
-	c := s.m.clients.WithLabelValues(clientLabel(ua))
+	label := clientLabel(ua)
+	c := &clientEntry{requests: s.m.clients.WithLabelValues(label), label: label}
 	if s.nUA.Load() < acceptCacheMax {
 		if _, loaded := s.counters.m.LoadOrStore(uaKey(ua), c); !loaded {
 			s.nUA.Add(1)

@@ -53,6 +53,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want,
 		return true
 	}
 	s.cfg.Gate.Record(req, d)
+	s.refused(req, d)
 	info := infoOf(w)
 	info.spec, info.decision = stubSpec.String(), "stub:"+d.ID
 	w.Header()["X-Mcs-Skew"] = []string{d.Reason + "; id=" + d.ID}

@@ -132,7 +132,7 @@ func failure(failed map[string]error) error {
 	names := slices.Sorted(maps.Keys(failed))
 	errs := make([]error, len(names))
 	for i, n := range names {
-		errs[i] = fmt.Errorf("pool %s (serving its last good render): %w", n, failed[n])
+		errs[i] = &PoolError{Pool: n, Err: failed[n]}
 	}
 	return errors.Join(errs...)
 }

@@ -38,6 +38,10 @@ type Config struct {
 	Gate *skewgate.Gate
 	// Source names what is served, for /status.
 	Source string
+	// Notify, when set, is told about refused nodes, failed renders and
+	// first fetches (the Kubernetes source turns them into Events). It is
+	// called on the request path and must not block.
+	Notify func(Notice)
 }
 
 // Server is the HTTP handler for nodes, probes, metrics and status.
@@ -59,11 +63,24 @@ type Server struct {
 	lastTry   time.Time
 	stuck     *stuckReload // a load running past the reload timeout
 	warnings  []string     // what the newest load skipped
+
+	// errSince is when the render began failing, failingSince when each
+	// pool did; zero and absent while they render.
+	errSince     time.Time
+	failingSince map[string]time.Time
+
+	fetches fetchLog
+	fm      *fetchMetrics
 }
 
 type renderError struct {
 	Time    time.Time `json:"time"`
 	Message string    `json:"message"`
+	// Since is when the render began failing (Time is the latest attempt).
+	Since time.Time `json:"since"`
+	// Pools are the pools whose own renders failed, each serving its last
+	// good render; empty when the render as a whole failed.
+	Pools []string `json:"pools,omitempty"`
 }
 
 // acceptCacheMax bounds the negotiation cache: real clients send a handful of
@@ -79,7 +96,7 @@ func New(cfg Config) *Server {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry)}
+	s := &Server{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry), fm: newFetchMetrics(cfg.Registry)}
 
 	r := chi.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusNotFound, "not found: "+r.URL.Path) })
@@ -112,9 +129,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 
 // Swap makes snap the served generation and clears the render error.
 func (s *Server) Swap(snap *Snapshot) {
+	s.attachFetches(snap)
 	s.snap.Store(snap)
 	s.mu.Lock()
 	s.lastErr, s.lastTry = nil, time.Now()
+	s.recovered(snap)
 	s.mu.Unlock()
 	s.m.renderGen.Set(float64(snap.Generation))
 	s.m.renderFailing.Set(0)
@@ -123,11 +142,22 @@ func (s *Server) Swap(snap *Snapshot) {
 
 // RenderFailed records a failed render; the current snapshot keeps serving.
 func (s *Server) RenderFailed(err error) {
+	now := time.Now()
+	pools, whole := poolErrors(err)
 	s.mu.Lock()
-	s.lastErr, s.lastTry = &renderError{Time: time.Now(), Message: err.Error()}, time.Now()
+	if s.errSince.IsZero() {
+		s.errSince = now
+	}
+	s.lastErr, s.lastTry = &renderError{Time: now, Message: err.Error(), Since: s.errSince}, now
+	if !whole {
+		for _, pe := range pools {
+			s.lastErr.Pools = append(s.lastErr.Pools, pe.Pool)
+		}
+	}
 	s.mu.Unlock()
 	s.m.renderErrors.Inc()
 	s.m.renderFailing.Set(1)
+	s.renderFailed(pools, whole, err, now)
 }
 
 func (s *Server) setPolicyError(err error) {
@@ -177,7 +207,8 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	info.pool = p.name
 	ua := r.Header.Get("User-Agent")
-	s.clientCounter(ua).Inc()
+	client := s.client(ua)
+	client.requests.Inc()
 
 	var q url.Values
 	if r.URL.RawQuery != "" {
@@ -228,6 +259,7 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	if n := writeBody(w, r, resp.contentType, etag, length, body, enc); n > 0 {
 		s.bytesCounter(p.name, resp.versionLabel).Add(float64(n))
+		s.recordFetch(p, client.label, r)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
@@ -60,6 +61,8 @@ type pool struct {
 	// lowest is the oldest spec that has a response (the spec a client must
 	// read at least); zero when none.
 	lowest convert.Version
+	// fetches records who fetched this rendered config; set by Swap.
+	fetches atomic.Pointer[renderedFetches]
 }
 
 // response is a served body with every header precomputed, as the header

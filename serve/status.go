@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"time"
 
@@ -45,6 +46,11 @@ type PoolStatus struct {
 	Blocked  map[string]string `json:"blocked,omitempty"`
 	// Error is why the pool's newest render failed; it serves an older one.
 	Error string `json:"error,omitempty"`
+	// ErrorSince is when the pool's renders began failing.
+	ErrorSince *time.Time `json:"errorSince,omitempty"`
+	// Fetches are what clients fetched of this pool's rendered configs,
+	// the one served now and the last few before it.
+	Fetches []RenderedFetches `json:"fetches"`
 }
 
 // Condition follows Kubernetes' condition shape.
@@ -70,6 +76,7 @@ func (s *Server) Status() Status {
 		t := s.lastTry
 		st.LastAttempt = &t
 	}
+	failingSince := maps.Clone(s.failingSince)
 	s.mu.Unlock()
 	if snap := s.snap.Load(); snap != nil {
 		st.Ready, st.Generation = true, snap.Generation
@@ -82,6 +89,10 @@ func (s *Server) Status() Status {
 			if ps.Reasons == nil {
 				ps.Reasons = []render.Reason{}
 			}
+			if since, ok := failingSince[name]; ok && ps.Error != "" {
+				ps.ErrorSince = &since
+			}
+			ps.Fetches = s.fetches.status(name, p.fetches.Load())
 			for _, v := range convert.OutputVersions {
 				if p.responses[v] != nil {
 					ps.Servable = append(ps.Servable, v)
@@ -122,6 +133,11 @@ func (s *Server) Status() Status {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	if wantsHTML(r) {
+		s.statusPage(w, r)
+		return
+	}
+	w.Header().Set("Vary", "Accept")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)

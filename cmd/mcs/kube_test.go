@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
@@ -105,6 +106,22 @@ func TestServeKubernetes(t *testing.T) {
 	apply(kube.MachineConfigurations, `{apiVersion: operator.openshift.io/v1, kind: MachineConfiguration, metadata: {name: cluster},
   spec: {managementState: Managed, bootImageSkewEnforcement: {mode: Manual, manual: {mode: OCPVersion, ocpVersion: 4.12.0}}}}`)
 	waitFor(t, "the cluster's skew policy refusing nodes", serves("/etc/issue.d/mcs-cannot-join-worker.issue"))
+
+	// The cluster was told: the first fetches and the refusal are Events
+	// on the pool, from this host.
+	host, _ := os.Hostname()
+	waitFor(t, "Events on the worker pool", func() bool {
+		l, err := dyn.Resource(kube.Events).Namespace(metav1.NamespaceDefault).List(context.Background(),
+			metav1.ListOptions{FieldSelector: "involvedObject.kind=MachineConfigPool,involvedObject.name=worker"})
+		reasons := map[string]bool{}
+		for _, ev := range l.Items {
+			if h, _, _ := unstructured.NestedString(ev.Object, "source", "host"); err == nil && h == host {
+				r, _, _ := unstructured.NestedString(ev.Object, "reason")
+				reasons[r] = true
+			}
+		}
+		return reasons[string(serve.NoticeFirstFetch)] && reasons[string(serve.NoticeNodeRefused)]
+	})
 
 	if err := in.stop(); err != nil {
 		t.Fatalf("run: %v\n%s", err, in.stderr.String())

@@ -283,7 +283,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	srv := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: defaultSpec, Tokens: tokens, Gate: gate, Source: src.String()})
+	notify, err := clusterNotifier(ctx, src)
+	if err != nil {
+		return err
+	}
+	srv := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify})
 	rl := &serve.Reloader{
 		Source:   src,
 		Server:   srv,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -60,18 +61,13 @@ func yamlString(v any) string {
 	return strings.TrimSpace(string(b))
 }
 
-// The ClusterRole grants get, list and watch on exactly what the source
-// reads: the integration test runs the source under it (TestDeployRBACIsEnough),
-// so any rule the source needs is there, and this test keeps anything more out.
-func TestDeployRBACIsMinimal(t *testing.T) {
-	objs := deployObjects(t)
-	role := objs["ClusterRole/mcs-reader"]
-	if role == nil {
-		t.Fatal("no ClusterRole mcs-reader")
-	}
+type rbacRule struct{ Groups, Resources, Names, Verbs []string }
+
+// rbacRules reads a role's rules, each list sorted.
+func rbacRules(t *testing.T, role *unstructured.Unstructured) []rbacRule {
+	t.Helper()
 	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-	type rule struct{ Groups, Resources, Names, Verbs []string }
-	var got []rule
+	var got []rbacRule
 	for _, r := range rules {
 		m := r.(map[string]any)
 		list := func(k string) []string {
@@ -88,25 +84,62 @@ func TestDeployRBACIsMinimal(t *testing.T) {
 				t.Errorf("rule has %s", k)
 			}
 		}
-		got = append(got, rule{list("apiGroups"), list("resources"), list("resourceNames"), list("verbs")})
+		got = append(got, rbacRule{list("apiGroups"), list("resources"), list("resourceNames"), list("verbs")})
 	}
+	return got
+}
+
+// The ClusterRole grants get, list and watch on exactly what the source
+// reads, and the Role in the default namespace create and patch on Events,
+// as the recorder writes them: the integration tests run the source and its
+// Events under them (TestDeployRBACIsEnough, TestEventsOnPools), so any rule
+// mcs needs is there, and this test keeps anything more out.
+func TestDeployRBACIsMinimal(t *testing.T) {
+	objs := deployObjects(t)
+	role := objs["ClusterRole/mcs-reader"]
+	if role == nil {
+		t.Fatal("no ClusterRole mcs-reader")
+	}
+	got := rbacRules(t, role)
 	resources := []string{MachineConfigs.Resource, MachineConfigPools.Resource, ControllerConfigs.Resource}
 	slices.Sort(resources)
 	read := []string{"get", "list", "watch"}
-	want := []rule{
+	want := []rbacRule{
 		{[]string{Group}, resources, nil, read},
 		{[]string{MachineConfigurations.Group}, []string{MachineConfigurations.Resource}, []string{ClusterMachineConfiguration}, read},
 	}
 	if yamlString(got) != yamlString(want) {
 		t.Errorf("rules\n%s\nwant\n%s", yamlString(got), yamlString(want))
 	}
+	events := objs["Role/mcs-events"]
+	if events == nil {
+		t.Fatal("no Role mcs-events")
+	}
+	if events.GetNamespace() != metav1.NamespaceDefault {
+		t.Errorf("Role mcs-events in namespace %q: a MachineConfigPool's Events are in %q", events.GetNamespace(), metav1.NamespaceDefault)
+	}
+	wantEvents := []rbacRule{{[]string{Events.Group}, []string{Events.Resource}, nil, []string{"create", "patch"}}}
+	if got := rbacRules(t, events); yamlString(got) != yamlString(wantEvents) {
+		t.Errorf("Role mcs-events rules\n%s\nwant\n%s", yamlString(got), yamlString(wantEvents))
+	}
+	checkBinding(t, objs, "RoleBinding/mcs-events", events)
 
-	binding := objs["ClusterRoleBinding/mcs-reader"]
+	checkBinding(t, objs, "ClusterRoleBinding/mcs-reader", role)
+}
+
+// checkBinding checks that the binding named binds role to deploy/'s
+// ServiceAccount and nothing else.
+func checkBinding(t *testing.T, objs map[string]*unstructured.Unstructured, name string, role *unstructured.Unstructured) {
+	t.Helper()
+	binding := objs[name]
 	sa := objs["ServiceAccount/mcs"]
 	if binding == nil || sa == nil {
-		t.Fatal("no ClusterRoleBinding mcs-reader or ServiceAccount mcs")
+		t.Fatalf("no %s or ServiceAccount mcs", name)
 	}
-	if str(t, binding, "roleRef", "name") != role.GetName() || str(t, binding, "roleRef", "kind") != "ClusterRole" {
+	if binding.GetNamespace() != role.GetNamespace() {
+		t.Errorf("%s in namespace %q, its role in %q", name, binding.GetNamespace(), role.GetNamespace())
+	}
+	if str(t, binding, "roleRef", "name") != role.GetName() || str(t, binding, "roleRef", "kind") != role.GetKind() {
 		t.Errorf("binding refers to %s", yamlString(binding.Object["roleRef"]))
 	}
 	subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
@@ -200,9 +233,11 @@ func TestDeployManifests(t *testing.T) {
 		t.Fatal("no Namespace mcs")
 	}
 	for key, u := range objs {
-		switch u.GetKind() {
-		case "Namespace", "ClusterRole", "ClusterRoleBinding", "Kustomization":
+		switch {
+		case u.GetKind() == "Namespace", u.GetKind() == "ClusterRole", u.GetKind() == "ClusterRoleBinding", u.GetKind() == "Kustomization":
 			continue
+		case key == "Role/mcs-events" || key == "RoleBinding/mcs-events":
+			continue // where the pools' Events are (TestDeployRBACIsMinimal)
 		}
 		if u.GetNamespace() != ns.GetName() {
 			t.Errorf("%s in namespace %q", key, u.GetNamespace())

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -62,10 +63,17 @@ func serveSource(t *testing.T, src serve.Source, reg *prometheus.Registry) *stac
 // serveSourceGated is serveSource with a skew gate in front of /config.
 func serveSourceGated(t *testing.T, src serve.Source, reg *prometheus.Registry, gate *skewgate.Gate) *stack {
 	t.Helper()
-	if reg == nil {
-		reg = prometheus.NewRegistry()
+	return serveSourceWith(t, src, serve.Config{Registry: reg, Gate: gate})
+}
+
+// serveSourceWith is serveSource with the server configured as cfg.
+func serveSourceWith(t *testing.T, src serve.Source, cfg serve.Config) *stack {
+	t.Helper()
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
 	}
-	st := &stack{src: src, reg: reg, srv: serve.New(serve.Config{Registry: reg, Source: src.String(), Gate: gate})}
+	cfg.Source = src.String()
+	st := &stack{src: src, reg: cfg.Registry, srv: serve.New(cfg)}
 	rl := &serve.Reloader{Source: src, Server: st.srv, Debounce: 20 * time.Millisecond, Logger: testLogger(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -484,6 +492,20 @@ func TestDeployRBACIsEnough(t *testing.T) {
 	}
 	if _, err := saDyn.Resource(MachineConfigurations).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("listing every MachineConfiguration: %v, want forbidden", err)
+	}
+	// Events: created and patched in the default namespace only (the
+	// recorder's writes are TestEventsOnPools'), never read or deleted.
+	events := client.CoreV1().Events
+	if _, err := events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("listing events: %v, want forbidden", err)
+	}
+	if err := events(metav1.NamespaceDefault).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("deleting events: %v, want forbidden", err)
+	}
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: "mcs-", Namespace: "kube-system"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "x", Namespace: "kube-system"}, Reason: "Test", Type: corev1.EventTypeNormal}
+	if _, err := events("kube-system").Create(ctx, ev, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("creating an event in kube-system: %v, want forbidden", err)
 	}
 }
 

@@ -1,0 +1,251 @@
+package serve
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/skewgate"
+)
+
+// notices collects what a server notifies.
+type notices struct {
+	mu   sync.Mutex
+	list []Notice
+}
+
+func (n *notices) add(x Notice) { n.mu.Lock(); n.list = append(n.list, x); n.mu.Unlock() }
+
+func (n *notices) of(kind NoticeKind) []Notice {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []Notice
+	for _, x := range n.list {
+		if x.Kind == kind {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func fetch(t testing.TB, s *Server, pool, ua, addr string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "/config/"+pool, nil)
+	req.Header.Set("User-Agent", ua)
+	req.RemoteAddr = addr
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	return w
+}
+
+// swapResults swaps in a new generation of the given results.
+func swapResults(t testing.TB, s *Server, gen uint64, results ...*render.Result) {
+	t.Helper()
+	snap, err := BuildSnapshot(gen, results, nil, NodeFiles{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Swap(snap)
+}
+
+func renamed(r *render.Result, name string) *render.Result {
+	c := *r
+	c.Name = name
+	return &c
+}
+
+// The first fetch of each rendered config by a real Ignition client is
+// logged, counted, stamped and notified, once; curl's is not; a new
+// rendered config starts again, and going back to an old one remembers it.
+func TestFirstFetch(t *testing.T) {
+	var logs bytes.Buffer
+	var got notices
+	reg := prometheus.NewRegistry()
+	s := New(Config{Registry: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Notify: got.add})
+	worker := result(t, "worker", plainIgn)
+	swapResults(t, s, 1, worker)
+	stamp := func() float64 { return testutil.ToFloat64(s.fm.firstTime.WithLabelValues("worker")) }
+
+	fetch(t, s, "worker", "curl/8.5.0", "10.0.0.1:1000")
+	if n := len(got.of(NoticeFirstFetch)); n != 0 || stamp() != 0 {
+		t.Fatalf("curl counted as a node: %d notices, stamp %v", n, stamp())
+	}
+	for i := range 3 {
+		fetch(t, s, "worker", "Ignition/v2.27.0", fmt.Sprintf("10.0.0.%d:4000", i+2))
+	}
+	first := got.of(NoticeFirstFetch)
+	if len(first) != 1 || first[0].Pool != "worker" || first[0].Rendered != worker.Name || !strings.Contains(first[0].Message, "node at 10.0.0.2 (Ignition v2.27.0)") {
+		t.Fatalf("notices %+v", first)
+	}
+	if stamp() == 0 || testutil.ToFloat64(s.fm.firsts.WithLabelValues("worker")) != 1 {
+		t.Errorf("stamp %v, count %v", stamp(), testutil.ToFloat64(s.fm.firsts.WithLabelValues("worker")))
+	}
+	if n := strings.Count(logs.String(), "rendered config fetched for the first time"); n != 1 || !strings.Contains(logs.String(), "rendered="+worker.Name) {
+		t.Errorf("%d first-fetch log lines:\n%s", n, logs.String())
+	}
+	old := stamp()
+
+	swapResults(t, s, 2, renamed(worker, "rendered-worker-new"))
+	if stamp() != 0 {
+		t.Errorf("a new rendered config starts stamped %v", stamp())
+	}
+	fetch(t, s, "worker", "Ignition/v2.27.0", "10.0.0.9:4000")
+	if n := len(got.of(NoticeFirstFetch)); n != 2 || stamp() == 0 {
+		t.Errorf("after the new config's first fetch: %d notices, stamp %v", n, stamp())
+	}
+	swapResults(t, s, 3, worker)
+	if stamp() != old {
+		t.Errorf("back to the old config: stamp %v, want %v", stamp(), old)
+	}
+	fetches := s.Status().Pools[0].Fetches
+	if len(fetches) != 2 || fetches[0].Rendered != worker.Name || !fetches[0].Serving || fetches[0].Count != 4 || fetches[1].Count != 1 {
+		t.Errorf("fetches %+v", fetches)
+	}
+}
+
+// What /status says was fetched: by pool, rendered config and Ignition
+// version; a refused node's stub is no fetch of the config.
+func TestStatusFetches(t *testing.T) {
+	s := demoServer(t, nil)
+	want := map[string]map[string]uint64{
+		"worker": {"v2.27": 2, "v2.20": 1},
+		"master": {"v2.27": 1},
+		"infra":  {"other": 1},
+	}
+	for _, p := range s.Status().Pools {
+		if len(p.Fetches) != 1 || p.Fetches[0].Rendered != p.Rendered || !p.Fetches[0].Serving {
+			t.Fatalf("pool %s fetches %+v", p.Name, p.Fetches)
+		}
+		f := p.Fetches[0]
+		got := map[string]uint64{}
+		for _, c := range f.Clients {
+			got[c.Ignition] = c.Count
+			if c.First.After(c.Last) || c.First.Before(f.ServedSince) {
+				t.Errorf("pool %s %s: first %s, last %s, served since %s", p.Name, c.Ignition, c.First, c.Last, f.ServedSince)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want[p.Name]) {
+			t.Errorf("pool %s fetched by %v, want %v", p.Name, got, want[p.Name])
+		}
+		if hasIgnition := p.Name != "infra"; (f.FirstIgnitionFetch != nil) != hasIgnition {
+			t.Errorf("pool %s first Ignition fetch %v", p.Name, f.FirstIgnitionFetch)
+		}
+	}
+}
+
+// The records are bounded: rendered configs kept per pool, Ignition
+// versions per rendered config.
+func TestFetchLogBounded(t *testing.T) {
+	s := New(Config{})
+	worker := result(t, "worker", plainIgn)
+	for i := range 3 * fetchRenderedMax {
+		swapResults(t, s, uint64(i+1), renamed(worker, fmt.Sprintf("rendered-worker-%02d", i)))
+		for v := range 2 * fetchClientsMax {
+			fetch(t, s, "worker", fmt.Sprintf("Ignition/v2.%d.0", v), "10.0.0.1:1")
+		}
+	}
+	fetches := s.Status().Pools[0].Fetches
+	if len(fetches) != fetchRenderedMax {
+		t.Fatalf("%d rendered configs kept", len(fetches))
+	}
+	if last := fmt.Sprintf("rendered-worker-%02d", 3*fetchRenderedMax-1); fetches[0].Rendered != last || !fetches[0].Serving {
+		t.Errorf("newest %s, want %s", fetches[0].Rendered, last)
+	}
+	for _, f := range fetches {
+		if len(f.Clients) != fetchClientsMax || f.Clients[fetchClientsMax-1].Ignition != "other" || f.Count != 2*fetchClientsMax {
+			t.Errorf("%s: %d clients, last %+v, %d fetches", f.Rendered, len(f.Clients), f.Clients[len(f.Clients)-1], f.Count)
+		}
+	}
+	// A pool gone from the snapshot is forgotten.
+	swapResults(t, s, 100, result(t, "master", plainIgn))
+	if _, ok := s.fetches.pools["worker"]; ok {
+		t.Error("the removed pool's fetches are kept")
+	}
+}
+
+// Counting a fetch allocates nothing once the client version is known.
+func TestRecordFetchAllocs(t *testing.T) {
+	rf := &renderedFetches{rendered: "rendered-worker-x"}
+	rf.record("v2.27", 1)
+	if n := testing.AllocsPerRun(1000, func() { rf.record("v2.27", 2) }); n != 0 {
+		t.Errorf("%v allocations per fetch", n)
+	}
+}
+
+// A pool's own failure is told about that pool, with since-when kept
+// across attempts and cleared once it renders; a failure of the whole
+// render is told about every served pool.
+func TestRenderFailedNotices(t *testing.T) {
+	var got notices
+	s := New(Config{Notify: got.add})
+	swapResults(t, s, 1, result(t, "master", plainIgn), result(t, "worker", plainIgn))
+	broken := errors.New("MachineConfig/99-worker-x: $.spec.kernelType: invalid")
+
+	snap, _ := BuildSnapshot(2, []*render.Result{result(t, "master", plainIgn)}, nil, NodeFiles{})
+	snap.keepFailed(s.Snapshot(), map[string]error{"worker": broken})
+	s.Swap(snap)
+	s.RenderFailed(failure(map[string]error{"worker": broken}))
+	n := got.of(NoticeRenderFailed)
+	if len(n) != 1 || n[0].Pool != "worker" || !errors.Is(n[0].Err, broken) || !n[0].Warning() {
+		t.Fatalf("notices %+v", n)
+	}
+	since := *poolStatus(t, s.Status(), "worker").ErrorSince
+	s.Swap(snap)
+	s.RenderFailed(failure(map[string]error{"worker": broken}))
+	if st := s.Status(); !poolStatus(t, st, "worker").ErrorSince.Equal(since) || !st.LastError.Since.Equal(since) || fmt.Sprint(st.LastError.Pools) != "[worker]" {
+		t.Errorf("second attempt: pool since %v, render since %v (want %v), pools %v", poolStatus(t, st, "worker").ErrorSince, st.LastError.Since, since, st.LastError.Pools)
+	}
+
+	outage := errors.New("source unreachable")
+	s.RenderFailed(outage)
+	n = got.of(NoticeRenderFailed)[2:]
+	if len(n) != 2 || n[0].Pool != "master" || n[1].Pool != "worker" || n[0].Err != outage {
+		t.Errorf("whole failure notices %+v", n)
+	}
+	if st := s.Status(); st.LastError.Pools != nil {
+		t.Errorf("whole failure names pools %v", st.LastError.Pools)
+	}
+
+	swapResults(t, s, 3, result(t, "master", plainIgn), result(t, "worker", plainIgn))
+	if st := s.Status(); poolStatus(t, st, "worker").ErrorSince != nil || len(s.failingSince) != 0 || !s.errSince.IsZero() {
+		t.Errorf("after recovery: %+v, failing %v", poolStatus(t, st, "worker"), s.failingSince)
+	}
+}
+
+// A refused node is told with its address but not its port, so a boot
+// loop repeats one message.
+func TestRefusedNotice(t *testing.T) {
+	var got notices
+	s := New(Config{Notify: got.add, Gate: skewgate.New(nil, nil)})
+	swapResults(t, s, 1, result(t, "worker", luksIgn))
+	for port := range 3 {
+		req := httptest.NewRequest(http.MethodGet, "/config/worker", nil)
+		req.Header.Set("User-Agent", "Ignition/v2.6.0")
+		req.Header.Set("Accept", ign+"3.1.0")
+		req.RemoteAddr = fmt.Sprintf("10.0.32.17:%d", 40000+port)
+		s.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	n := got.of(NoticeNodeRefused)
+	if len(n) != 3 || n[0].Message != n[2].Message || n[0].Pool != "worker" {
+		t.Fatalf("notices %+v", n)
+	}
+	id := s.cfg.Gate.Recent()[0].ID
+	for _, want := range []string{"node at 10.0.32.17 (Ignition v2.6.0)", skewgate.ReasonSpecUnreadable, id, `cannot join pool "worker"`} {
+		if !strings.Contains(n[0].Message, want) {
+			t.Errorf("message %q lacks %q", n[0].Message, want)
+		}
+	}
+	if len(got.of(NoticeFirstFetch)) != 0 {
+		t.Error("a stub counted as a fetch")
+	}
+}

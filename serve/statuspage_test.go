@@ -1,0 +1,299 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+)
+
+var screenshot = flag.String("screenshot", "", "write a screenshot of the status page to this PNG file (make screenshot)")
+
+func TestWantsHTML(t *testing.T) {
+	for _, tc := range []struct {
+		name, accept, query string
+		want                bool
+	}{
+		{"chromium", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8", "", true},
+		{"firefox", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "", true},
+		{"curl", "*/*", "", false},
+		{"no header", "", "", false},
+		{"json first", "application/json, text/html", "", false},
+		{"json preferred by q", "text/html;q=0.5, application/json", "", false},
+		{"html preferred by q", "application/json;q=0.5, text/html", "", true},
+		{"html refused", "text/html;q=0, */*", "", false},
+		{"format=json wins", "text/html", "format=json", false},
+		{"format=html wins", "application/json", "format=html", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/status?"+tc.query, nil)
+			r.Header.Set("Accept", tc.accept)
+			if got := wantsHTML(r); got != tc.want {
+				t.Errorf("wantsHTML(%q, %q) = %v", tc.accept, tc.query, got)
+			}
+		})
+	}
+}
+
+// The page as served: the data a person needs, and a stylesheet the
+// Content-Security-Policy admits by hash (nothing else is allowed).
+func TestStatusPage(t *testing.T) {
+	s := demoServer(t, nil)
+	w := get(t, s, http.MethodGet, "/status", "Accept", "text/html")
+	if ct := w.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	doc, err := html.Parse(bytes.NewReader(w.Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStatusDOM(t, s, doc)
+
+	style := find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "style" })
+	if style == nil || style.FirstChild == nil {
+		t.Fatal("no <style>")
+	}
+	sum := sha256.Sum256([]byte(style.FirstChild.Data))
+	csp := w.Header().Get("Content-Security-Policy")
+	if !strings.Contains(csp, "style-src 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'") || !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("the CSP %q does not admit the page's stylesheet", csp)
+	}
+	for _, tag := range []string{"script", "link", "img", "iframe"} {
+		if n := find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == tag }); n != nil {
+			t.Errorf("the page has a <%s>", tag)
+		}
+	}
+}
+
+// The page in a real browser (Debian's chromium, headless): it loads over
+// HTTP with the browser's own Accept header and its DOM holds the data.
+// `make screenshot` passes -screenshot to write docs/status-page.png.
+func TestStatusPageInChromium(t *testing.T) {
+	bin := needChromium(t)
+	s := demoServer(t, nil)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	dom := runChromium(t, bin, "--dump-dom", ts.URL+"/status")
+	doc, err := html.Parse(bytes.NewReader(dom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStatusDOM(t, s, doc)
+	if *screenshot == "" {
+		return
+	}
+	out, err := filepath.Abs(*screenshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runChromium(t, bin, "--hide-scrollbars", "--window-size=1280,1600", "--screenshot="+out, ts.URL+"/status")
+	png, err := os.ReadFile(out)
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("no PNG at %s: %v", out, err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", out, len(png))
+}
+
+func needChromium(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no chromium: `make chromium` installs it")
+		}
+		t.Skip("no chromium (`make chromium` installs it)")
+	}
+	return bin
+}
+
+func runChromium(t *testing.T, bin string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir=" + t.TempDir()}
+	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return stdout.Bytes()
+}
+
+// checkStatusDOM checks the page shows what the server's status holds:
+// problems first, every pool with its spec and why, the refused nodes, and
+// the fetches.
+func checkStatusDOM(t *testing.T, s *Server, doc *html.Node) {
+	t.Helper()
+	st := s.Status()
+	if got := text(byID(t, doc, "verdict")); got != "2 problems" {
+		t.Errorf("verdict %q", got)
+	}
+	problems := text(byID(t, doc, "problems"))
+	for _, want := range []string{"Pool infra: its newest render fails since", "$.spec.kernelType", "2 recent node requests refused"} {
+		if !strings.Contains(problems, want) {
+			t.Errorf("problems lack %q: %s", want, problems)
+		}
+	}
+	if first := find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "section" }); attr(first, "id") != "problems" {
+		t.Errorf("the first section is %q, not the problems", attr(first, "id"))
+	}
+	for _, p := range st.Pools {
+		row := cells(byID(t, doc, "row-"+p.Name))
+		render := "ok"
+		if p.Error != "" {
+			render = "failing for "
+		}
+		if len(row) != 6 || row[0] != p.Name || row[1] != p.Rendered || row[2] != p.Spec.String() || !strings.HasPrefix(row[4], render) {
+			t.Errorf("pool %s row %q", p.Name, row)
+		}
+	}
+	worker := byID(t, doc, "pool-worker")
+	for _, r := range poolStatus(t, st, "worker").Reasons {
+		want := []string{r.Path, r.What, r.Version.String(), r.MachineConfig, r.ConfigPath}
+		if !hasRow(worker, want) {
+			t.Errorf("pool worker has no row %q", want)
+		}
+	}
+	for _, c := range poolStatus(t, st, "worker").Fetches[0].Clients {
+		if !hasRow(worker, []string{c.Ignition, strconv.FormatUint(c.Count, 10), timestamp(c.First)}) {
+			t.Errorf("pool worker shows no fetches %+v", c)
+		}
+	}
+	skew := byID(t, doc, "skew")
+	if !strings.Contains(text(skew), "Mode Manual") {
+		t.Errorf("skew section: %s", text(skew))
+	}
+	recent := s.cfg.Gate.Recent()
+	if len(recent) != 2 {
+		t.Fatalf("%d refused", len(recent))
+	}
+	for _, b := range recent {
+		host, _, _ := strings.Cut(b.RemoteAddr, ":")
+		ver := strings.TrimPrefix(b.Client, "Ignition/")
+		if !hasRow(skew, []string{timestamp(b.Time), b.Pool, host, ver, b.Reason, b.ID}) {
+			t.Errorf("refused node %+v not shown", b)
+		}
+	}
+}
+
+func poolStatus(t *testing.T, st Status, name string) PoolStatus {
+	t.Helper()
+	for _, p := range st.Pools {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("no pool %s", name)
+	return PoolStatus{}
+}
+
+func find(n *html.Node, match func(*html.Node) bool) *html.Node {
+	if match(n) {
+		return n
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if m := find(c, match); m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+func attr(n *html.Node, key string) string {
+	if n == nil {
+		return ""
+	}
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func byID(t *testing.T, doc *html.Node, id string) *html.Node {
+	t.Helper()
+	n := find(doc, func(n *html.Node) bool { return attr(n, "id") == id })
+	if n == nil {
+		t.Fatalf("no element #%s", id)
+	}
+	return n
+}
+
+// text is n's text with whitespace collapsed.
+func text(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data + " ")
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// cells are the texts of a table row's cells.
+func cells(tr *html.Node) []string {
+	var out []string
+	for c := tr.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && c.Data == "td" {
+			out = append(out, text(c))
+		}
+	}
+	return out
+}
+
+// hasRow reports whether a table row under n has cells starting with want,
+// in order.
+func hasRow(n *html.Node, want []string) bool {
+	return find(n, func(n *html.Node) bool {
+		if n.Type != html.ElementNode || n.Data != "tr" {
+			return false
+		}
+		got := cells(n)
+		if len(got) < len(want) {
+			return false
+		}
+		for i, w := range want {
+			if !strings.HasPrefix(got[i], w) {
+				return false
+			}
+		}
+		return true
+	}) != nil
+}
+
+// A stuck load and skipped files head the page's problems, worst first.
+func TestStatusPageProblemsStuckAndSkipped(t *testing.T) {
+	st := Status{Ready: true,
+		ReloadStuck: "reload stuck since 2026-11-23T14:00:00Z, reading /etc/mcs/97-x.yaml",
+		Warnings:    []string{"97-x.yaml: warning: not a regular file: a named pipe (FIFO), so never opened; skipped"}}
+	got := problems(st, nil, time.Now())
+	if len(got) != 2 {
+		t.Fatalf("problems = %+v, want the stuck load and the skipped file", got)
+	}
+	if !strings.Contains(got[0].Detail, "reading /etc/mcs/97-x.yaml") || got[0].Warn {
+		t.Errorf("first problem %+v, want the stuck load as an error", got[0])
+	}
+	if !strings.Contains(got[1].Detail, "named pipe") || !got[1].Warn {
+		t.Errorf("second problem %+v, want the skipped FIFO as a warning", got[1])
+	}
+}
