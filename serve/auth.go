@@ -1,15 +1,20 @@
 package serve
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
 	"strings"
+	"sync"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // auth requires "Authorization: Bearer <token>" when tokens are configured.
 // Every configured token is compared, in constant time, so the time taken
 // says nothing about which token (or how much of one) matched; several tokens
-// allow rotation without a window where nodes are refused.
+// allow rotation without a window where nodes are refused. A refused node is
+// answered 511, which Ignition retries: adding its token lets it boot.
 func (s *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Tokens == nil {
@@ -21,18 +26,35 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		s.retired.observe(tokens)
 		got, ok := bearer(r.Header.Get("Authorization"))
 		match := 0
 		for _, t := range tokens {
 			match |= subtle.ConstantTimeCompare(got, t)
 		}
-		if !ok || match != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcs"`)
-			plain(w, http.StatusUnauthorized, "unauthorized: /config/ needs Authorization: Bearer <token>")
+		if ok && match == 1 {
+			next.ServeHTTP(w, r)
 			return
 		}
-		next.ServeHTTP(w, r)
+		pool := s.knownPool(chi.URLParam(r, "pool"))
+		switch {
+		case !ok:
+			s.refuse(w, r, CauseTokenMissing, pool, "unauthorized: /config/ needs Authorization: Bearer <token>")
+		case s.retired.was(got):
+			s.refuse(w, r, CauseTokenRetired, pool, "unauthorized: the bearer token was rotated out")
+		default:
+			s.refuse(w, r, CauseTokenRejected, pool, "unauthorized: the bearer token is not accepted")
+		}
 	})
+}
+
+// knownPool is name when the served snapshot has it, else "-": an
+// unauthenticated request must not put its own strings in logs or /status.
+func (s *Server) knownPool(name string) string {
+	if snap := s.snap.Load(); snap != nil && snap.pools[name] != nil {
+		return name
+	}
+	return "-"
 }
 
 func bearer(h string) ([]byte, bool) {
@@ -42,4 +64,53 @@ func bearer(h string) ([]byte, bool) {
 	}
 	tok = strings.TrimSpace(tok)
 	return []byte(tok), tok != ""
+}
+
+// tokenHistory remembers digests of tokens once accepted, so a node still
+// carrying a rotated-out token is told so. Only SHA-256 digests are kept;
+// the list is bounded, oldest forgotten first.
+type tokenHistory struct {
+	mu      sync.Mutex
+	last    *[]byte // first element of the token list last observed
+	current map[[32]byte]bool
+	past    [][32]byte
+}
+
+const tokenHistoryMax = 32
+
+// observe records the configured list when it changed; tokens come from a
+// cache that returns the same slice until the file changes.
+func (h *tokenHistory) observe(tokens [][]byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.last == &tokens[0] {
+		return
+	}
+	h.last = &tokens[0]
+	next := make(map[[32]byte]bool, len(tokens))
+	for _, t := range tokens {
+		next[sha256.Sum256(t)] = true
+	}
+	for d := range h.current {
+		if !next[d] {
+			h.past = append(h.past, d)
+		}
+	}
+	if len(h.past) > tokenHistoryMax {
+		h.past = h.past[len(h.past)-tokenHistoryMax:]
+	}
+	h.current = next
+}
+
+// was reports whether tok is a token that used to be accepted.
+func (h *tokenHistory) was(tok []byte) bool {
+	d := sha256.Sum256(tok)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range h.past {
+		if subtle.ConstantTimeCompare(d[:], p[:]) == 1 {
+			return true
+		}
+	}
+	return false
 }

@@ -61,3 +61,8 @@ func (s *Server) client(ua string) *clientEntry {
 }
 
 type uaKey string
+
+// refusalCounter needs no cache bound: causes are the contract's constants.
+func (s *Server) refusalCounter(c Cause) prometheus.Counter {
+	return s.counters.get(c, func() prometheus.Counter { return s.m.refusals.WithLabelValues(string(c)) })
+}

@@ -49,7 +49,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want,
 	body, err := s.cfg.Gate.Stub(p.name, d, stubSpec)
 	if err != nil {
 		s.log.Error("building skew stub", "pool", p.name, "err", err)
-		plain(w, http.StatusInternalServerError, "cannot build the skew stub config: "+d.ID)
+		s.refuse(w, r, CauseStubFailed, p.name, "cannot build the skew stub config: "+d.ID)
 		return true
 	}
 	s.cfg.Gate.Record(req, d)

@@ -24,6 +24,7 @@ type metrics struct {
 	reloadStuck    prometheus.Gauge
 	// reloadStuckTotal counts loads that ran past the timeout.
 	reloadStuckTotal prometheus.Counter
+	refusals         *prometheus.CounterVec // cause
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -78,9 +79,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "mcs_reload_stuck_total",
 			Help: "Loads and renders of the source that ran past --reload-timeout.",
 		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcs_config_refusals_total",
+			Help: "Config requests answered without a config, by cause (docs/reliability.md); Ignition retries the 5xx causes.",
+		}, []string{"cause"}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.servedBytes, m.clients, m.renderGen,
-		m.renderDuration, m.renderErrors, m.renderFailing, m.renderLastOK, m.skew, m.reloadStuck, m.reloadStuckTotal)
+		m.renderDuration, m.renderErrors, m.renderFailing, m.renderLastOK, m.skew, m.reloadStuck, m.reloadStuckTotal, m.refusals)
 	return m
 }
 

@@ -10,6 +10,7 @@ import (
 // requestInfo is filled in by the config handler for the request log line.
 type requestInfo struct {
 	pool, spec, decision string
+	cause                Cause // why no config was served; "" when one was
 	status, bytes        int
 }
 
@@ -60,7 +61,9 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 		}
 		s.requestCounter(info.pool, info.spec, info.status).Inc()
 		level := slog.LevelInfo
-		if info.status >= 500 {
+		// A node waiting for a fixable cause retries every few seconds: that
+		// cause is logged once at WARN (refuse), each retry at INFO.
+		if info.status >= 500 && (info.cause == "" || info.cause == CauseStubFailed) {
 			level = slog.LevelError
 		}
 		if !s.log.Enabled(r.Context(), level) {
@@ -70,6 +73,7 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 			slog.String("pool", info.pool),
 			slog.String("spec", info.spec),
 			slog.Int("status", info.status),
+			slog.String("cause", string(info.cause)),
 			slog.Int("bytes", info.bytes),
 			slog.String("client", r.Header.Get("User-Agent")),
 			slog.String("accept", r.Header.Get("Accept")),
@@ -89,7 +93,7 @@ func specLabel(s string) string {
 // codeLabel keeps the code label to the codes the handler writes.
 func codeLabel(code int) string {
 	switch code {
-	case 200, 304, 400, 401, 404, 405, 406, 503:
+	case 200, 304, 400, 404, 405, 406, 500, 503, 511:
 		return strconv.Itoa(code)
 	}
 	return "other"

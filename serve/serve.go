@@ -42,6 +42,9 @@ type Config struct {
 	// first fetches (the Kubernetes source turns them into Events). It is
 	// called on the request path and must not block.
 	Notify func(Notice)
+	// MaxInFlight bounds the config requests answered at once; past it
+	// requests get 503 (retried). Zero means no bound.
+	MaxInFlight int
 }
 
 // Server is the HTTP handler for nodes, probes, metrics and status.
@@ -55,6 +58,8 @@ type Server struct {
 	nAccept  atomic.Int64
 	counters counterCache
 	nUA      atomic.Int64
+	waiting  waitingNodes // nodes answered a retried refusal
+	retired  tokenHistory
 
 	mu      sync.Mutex // guards the render status below
 	lastErr *renderError
@@ -105,7 +110,7 @@ func New(cfg Config) *Server {
 		plain(w, http.StatusMethodNotAllowed, "method not allowed: "+r.Method)
 	})
 	r.Group(func(r chi.Router) {
-		r.Use(s.requestLog, s.instrument("config"), s.auth)
+		r.Use(s.requestLog, s.instrument("config"), s.limit, s.auth)
 		r.Get("/config/{pool}", s.serveConfig)
 		r.Head("/config/{pool}", s.serveConfig)
 	})
@@ -193,16 +198,18 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	info := infoOf(w)
 	snap := s.snap.Load()
 	if snap == nil {
-		// 5xx: Ignition retries, which is right while the first render runs.
-		w.Header().Set("Retry-After", "1")
-		plain(w, http.StatusServiceUnavailable, "no render loaded yet")
+		s.refuse(w, r, CauseNotReady, "-", "no render loaded yet")
 		return
 	}
 	name := chi.URLParam(r, "pool")
 	p := snap.pools[name]
 	if p == nil {
 		info.pool = "unknown"
-		plain(w, http.StatusNotFound, fmt.Sprintf("unknown pool %q: this server serves %s", name, strings.Join(snap.names, ", ")))
+		if why, ok := snap.failed[name]; ok {
+			s.refuse(w, r, CausePoolNotRendered, name, fmt.Sprintf("pool %q has no good render yet: %s", name, oneLine(why)))
+			return
+		}
+		s.refuse(w, r, CauseUnknownPool, name, fmt.Sprintf("unknown pool %q: this server serves %s", name, strings.Join(snap.names, ", ")))
 		return
 	}
 	info.pool = p.name
@@ -214,34 +221,9 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		q = r.URL.Query()
 	}
-	var resp *response
-	if vs := q.Get("version"); vs != "" {
-		v, err := convert.ParseOutputVersion(vs)
-		if err != nil {
-			plain(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		if resp = p.responses[v]; resp == nil {
-			plain(w, http.StatusNotAcceptable, fmt.Sprintf("pool %s cannot be served at spec %s: %v", p.name, v, p.blocked[v]))
-			return
-		}
-	} else {
-		wnt := s.negotiate(r.Header.Get("Accept"))
-		resp = p.pick(wnt, s.cfg.DefaultSpec)
-		if s.cfg.Gate != nil {
-			if stub := s.gate(w, r, p, wnt, resp, ua); stub {
-				return
-			}
-		}
-		if resp == nil {
-			if wnt.kind == wantNone {
-				plain(w, http.StatusNotAcceptable, "Accept names no spec this server writes: it writes "+versionList())
-				return
-			}
-			v, err := p.whyNot(wnt)
-			plain(w, http.StatusNotAcceptable, fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.name, p.lowest, v, err))
-			return
-		}
+	resp, answered := s.choose(w, r, p, q.Get("version"), ua)
+	if answered {
+		return
 	}
 	info.spec = resp.versionLabel
 	if pretty := q.Get("pretty"); pretty != "" && pretty != "0" {
@@ -262,6 +244,65 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		s.recordFetch(p, client.label, r)
 	}
 }
+
+// choose picks the response for a request, or answers it itself (the skew
+// stub, or a refusal) and reports that it did. ?version= asks for exactly
+// that spec and goes through the skew gate like a node reading it would:
+// it shows what such a node gets, and cannot bypass the policy.
+func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pool, version, ua string) (*response, bool) {
+	var wnt want
+	var resp *response
+	if version != "" {
+		v, err := convert.ParseOutputVersion(version)
+		if err != nil {
+			s.refuse(w, r, CauseBadVersion, p.name, err.Error())
+			return nil, true
+		}
+		wnt, resp = wantExactly(v), p.responses[v]
+	} else {
+		wnt = forUserAgent(s.negotiate(r.Header.Get("Accept")), ua)
+		resp = p.pick(wnt, s.cfg.DefaultSpec)
+	}
+	if s.cfg.Gate != nil && s.gate(w, r, p, wnt, resp, ua) {
+		return nil, true
+	}
+	if resp != nil {
+		return resp, false
+	}
+	if wnt.kind == wantNone {
+		s.refuse(w, r, CauseNoWrittenSpec, p.name, "Accept names no spec this server writes: it writes "+versionList())
+		return nil, true
+	}
+	v, err := p.whyNot(wnt)
+	s.refuse(w, r, CauseNotExpressible, p.name, fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.name, p.lowest, v, err))
+	return nil, true
+}
+
+// wantExactly is what ?version=v asks for: a client whose newest spec is v.
+func wantExactly(v convert.Version) want {
+	if v.Major == 2 {
+		return want{kind: wantSpec2, asked: v}
+	}
+	return want{kind: wantSpec3, max: v, asked: v}
+}
+
+// forUserAgent corrects a spec-2 Accept from an Ignition v2 binary, which
+// reads only spec 3: Ignition v2.0.x sent version=2.2.0 in Accept.
+func forUserAgent(w want, ua string) want {
+	if w.kind != wantSpec2 {
+		return w
+	}
+	v, ok := skewgate.ParseUserAgent(ua)
+	if !ok || v.Major != 2 {
+		return w
+	}
+	spec := skewgate.SpecFor(v)
+	return want{kind: wantSpec3, max: spec, asked: spec}
+}
+
+// oneLine keeps a refusal body to one line: Ignition and curl users read
+// the first.
+func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ") }
 
 // Header values shared by every response; net/http does not modify them.
 var (

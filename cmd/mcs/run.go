@@ -63,6 +63,7 @@ type options struct {
 	maxFileSize            int64 // bytes
 	maxTreeSize            int64 // bytes
 	reloadTimeout          time.Duration
+	maxInFlight            int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -103,6 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers")
 	fs.DurationVar(&o.writeTimeout, "write-timeout", 60*time.Second, "time a response may take to write")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 90*time.Second, "time an idle keep-alive connection is kept")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", 1024, "config requests answered at once; past it 503, which Ignition retries (0: no bound)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: mcs (--dir DIR | --source kube) [flags]\n\nServes /config/<pool> to booting nodes, /healthz, /readyz, /metrics and /status.\nEvery flag can also be set as MCS_<FLAG> (e.g. MCS_LISTEN_PLAIN=127.0.0.1:22624).\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -287,7 +289,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	srv := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify})
+	srv := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight})
 	rl := &serve.Reloader{
 		Source:   src,
 		Server:   srv,

@@ -164,7 +164,7 @@ func TestServeDirectory(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	waitFor(t, "ready", func() bool { c, _ := fetch("/readyz", false); return c == 200 })
-	if c, _ := fetch("/config/worker", false); c != 401 {
+	if c, _ := fetch("/config/worker", false); c != 511 {
 		t.Fatalf("without token: %d", c)
 	}
 	if c, body := fetch("/config/worker", true); c != 200 || !strings.Contains(body, "data:,one") {

@@ -6,13 +6,17 @@ import (
 	"testing"
 )
 
-// Known lists the clients `make ignition-clients` builds, newest first,
-// without their binaries (Find fills those in: Dir()/ignition-<Version>).
+// Known lists the clients `make ignition-clients` builds, newest first, one
+// per boot-image era (the newest spec each reads), without their binaries
+// (Find fills those in: Dir()/ignition-<Version>).
 func Known() []Client {
 	return []Client{
-		{Version: "v2.27.0"},
-		{Version: "v2.24.0"},
-		{Version: "v0.35.0", Spec2: true},
+		{Version: "v2.27.0", Spec: "3.6.0"},
+		{Version: "v2.24.0", Spec: "3.5.0"},
+		{Version: "v2.19.0", Spec: "3.4.0"},
+		{Version: "v2.14.0", Spec: "3.3.0"},
+		{Version: "v2.9.0", Spec: "3.2.0", NoStateFlags: true},
+		{Version: "v0.35.0", Spec: "2.2.0", Spec2: true},
 	}
 }
 

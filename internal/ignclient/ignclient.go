@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/vincent-petithory/dataurl"
 )
 
 // Client is one built Ignition binary.
@@ -22,6 +24,10 @@ type Client struct {
 	Bin     string
 	Spec2   bool   // a v0.x client: reads spec 2.x, runs with --oem instead of --platform
 	Version string // as the client reports it, "v2.27.0"
+	// Spec is the newest config spec the client reads, "3.4.0".
+	Spec string
+	// NoStateFlags: the client predates --state-file and --neednet (v2.9).
+	NoStateFlags bool
 }
 
 func (c Client) String() string { return "ignition " + c.Version }
@@ -39,6 +45,10 @@ type Options struct {
 	// lowest with httpHeaders, which every spec-3 client from v2.3 reads;
 	// spec-2 clients always get 2.2.0.
 	PointerVersion string
+	// CA, when set, is a PEM bundle the pointer config trusts, as the
+	// installer writes it: ignition.security.tls.certificateAuthorities
+	// with the bundle as a data URL (spec 2 and 3 alike).
+	CA []byte
 	// HTTPTotal sets ignition.timeouts.httpTotal in the pointer config, which
 	// bounds the client's retries of 5xx answers; zero leaves it unset, as
 	// real pointer configs do, and the client retries until ctx ends.
@@ -180,10 +190,7 @@ func PointerConfig(spec2 bool, url string, opts Options) ([]byte, error) {
 			"version": "2.2.0",
 			"config":  map[string]any{"append": []any{map[string]any{"source": url}}},
 		}
-		if opts.HTTPTotal > 0 {
-			ign["timeouts"] = map[string]any{"httpTotal": seconds(opts.HTTPTotal)}
-		}
-		return json.Marshal(map[string]any{"ignition": ign})
+		return json.Marshal(map[string]any{"ignition": pointerCommon(ign, opts)})
 	}
 	version := opts.PointerVersion
 	if version == "" {
@@ -203,10 +210,19 @@ func PointerConfig(spec2 bool, url string, opts Options) ([]byte, error) {
 		"version": version,
 		"config":  map[string]any{"merge": []any{src}},
 	}
+	return json.Marshal(map[string]any{"ignition": pointerCommon(ign, opts)})
+}
+
+// pointerCommon adds what spec 2.2 and 3.x spell alike: timeouts, TLS trust.
+func pointerCommon(ign map[string]any, opts Options) map[string]any {
 	if opts.HTTPTotal > 0 {
 		ign["timeouts"] = map[string]any{"httpTotal": seconds(opts.HTTPTotal)}
 	}
-	return json.Marshal(map[string]any{"ignition": ign})
+	if len(opts.CA) > 0 {
+		ca := map[string]any{"source": dataurl.New(opts.CA, "text/plain", "charset", "utf-8").String()}
+		ign["security"] = map[string]any{"tls": map[string]any{"certificateAuthorities": []any{ca}}}
+	}
+	return ign
 }
 
 // seconds rounds up: httpTotal is whole seconds, and 0 would mean "forever".
@@ -268,10 +284,13 @@ func stageArgs(c Client, stage, dir string, fetchTimeout time.Duration) []string
 	if c.Spec2 {
 		return append([]string{"--oem", "file"}, args...)
 	}
-	return append([]string{"--platform", "file",
+	args = append([]string{"--platform", "file"}, args...)
+	if c.NoStateFlags {
+		return args
+	}
+	return append(args,
 		"--state-file", filepath.Join(dir, runDir, "state"),
-		"--neednet", filepath.Join(dir, runDir, "neednet"),
-	}, args...)
+		"--neednet", filepath.Join(dir, runDir, "neednet"))
 }
 
 // env is the whole environment of a client: nothing of the caller's leaks in

@@ -1,0 +1,222 @@
+package serve
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Cause is why /config/ answered something other than a config. Its string
+// is the cause label of mcs_config_refusals_total and the key in /status.
+type Cause string
+
+// The contract: every answer of /config/ that is not the config. Ignition
+// (every release, v0.x included) retries 5xx answers and transport errors
+// forever and treats every 4xx as fatal: the boot stops for good. So a
+// cause an admin can still fix is a 5xx, and the node waits for the fix.
+// docs/reliability.md shows this table; TestContract holds every row.
+const (
+	CauseNotReady        Cause = "not-ready"
+	CauseOverloaded      Cause = "overloaded"
+	CauseUnknownPool     Cause = "unknown-pool"
+	CausePoolNotRendered Cause = "pool-not-rendered"
+	CauseTokenMissing    Cause = "token-missing"
+	CauseTokenRejected   Cause = "token-rejected"
+	CauseTokenRetired    Cause = "token-retired"
+	CauseStubFailed      Cause = "stub-failed"
+	CauseNoWrittenSpec   Cause = "no-written-spec"
+	CauseBadVersion      Cause = "bad-version"
+	CauseNotExpressible  Cause = "not-expressible"
+)
+
+// Answer is one row of the contract.
+type Answer struct {
+	Cause Cause
+	Code  int
+	// Fix says what ends the cause; it ends the WARN line and the /status entry.
+	Fix string
+}
+
+// Retried reports whether Ignition retries the answer (it retries 5xx).
+func (a Answer) Retried() bool { return a.Code >= 500 }
+
+// Contract lists every answer that is not a config, in the order of
+// docs/reliability.md.
+var Contract = []Answer{
+	{CauseNotReady, http.StatusServiceUnavailable, "wait: the first render is running (or the source is unreachable; see lastError)"},
+	{CauseOverloaded, http.StatusServiceUnavailable, "wait, or raise --max-in-flight"},
+	{CauseUnknownPool, http.StatusInternalServerError, "create the pool, or correct the pool name in the node's pointer config"},
+	{CausePoolNotRendered, http.StatusInternalServerError, "fix the pool's MachineConfigs (see the pool's error in /status)"},
+	// 511, as HyperShift's ignition server answers an unknown token: the
+	// only thing Ignition logs of a retried answer is its status text.
+	{CauseTokenMissing, http.StatusNetworkAuthenticationRequired, "add the token to the node's pointer config (spec 3.1+: httpHeaders), or turn --auth-token-file off"},
+	{CauseTokenRejected, http.StatusNetworkAuthenticationRequired, "add the node's token to --auth-token-file"},
+	{CauseTokenRetired, http.StatusNetworkAuthenticationRequired, "the node's token was rotated out of --auth-token-file: add it back until the node has joined"},
+	{CauseStubFailed, http.StatusInternalServerError, "a bug: report it; the skew stub could not be built"},
+	// Client-side errors no admin action on the server can fix: no Ignition
+	// release sends them, so a 4xx only ever stops a script or a human.
+	{CauseNoWrittenSpec, http.StatusNotAcceptable, "send an Accept header naming a spec mcs writes"},
+	{CauseBadVersion, http.StatusBadRequest, "use ?version= with a spec mcs writes"},
+	{CauseNotExpressible, http.StatusNotAcceptable, "without a skew gate only: ask for a newer spec"},
+}
+
+var answers = func() map[Cause]Answer {
+	m := make(map[Cause]Answer, len(Contract))
+	for _, a := range Contract {
+		m[a.Cause] = a
+	}
+	return m
+}()
+
+// AnswerFor returns the contract row of a cause.
+func AnswerFor(c Cause) Answer { return answers[c] }
+
+// refuse writes the contract's answer for cause with a one-line text body
+// (curl users read it; Ignition logs only the status text of a retried
+// answer). A retried cause is a node waiting: it is logged at WARN once per
+// cause, pool and client, and shows in /status until it stops.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, cause Cause, pool, msg string) {
+	a := answers[cause]
+	info := infoOf(w)
+	info.cause = cause
+	s.refusalCounter(cause).Inc()
+	if a.Code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	if a.Code == http.StatusNetworkAuthenticationRequired {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcs"`)
+	}
+	if a.Retried() {
+		msg += " (" + a.Fix + "; the node retries)"
+		s.waiting.note(s.log, cause, bounded(pool), clientHost(r.RemoteAddr), r.Header.Get("User-Agent"), msg)
+	}
+	plain(w, a.Code, msg)
+}
+
+func clientHost(remote string) string {
+	if h, _, err := net.SplitHostPort(remote); err == nil {
+		return h
+	}
+	return bounded(remote)
+}
+
+// bounded keeps a request-supplied string short enough for a log and /status.
+func bounded(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// Waiting is one cause that is keeping nodes waiting, for /status.
+type Waiting struct {
+	Cause     Cause     `json:"cause"`
+	Code      int       `json:"code"`
+	Pool      string    `json:"pool,omitempty"`
+	Message   string    `json:"message"`
+	Requests  int64     `json:"requests"`
+	Clients   int       `json:"clients"`
+	LastAgent string    `json:"lastClient,omitempty"`
+	First     time.Time `json:"firstSeen"`
+	Last      time.Time `json:"lastSeen"`
+}
+
+// Bounds of the waiting registry: request-supplied pool names and client
+// addresses must not grow it without limit.
+const (
+	waitingMax     = 64   // (cause, pool) entries in /status
+	warnedMax      = 4096 // (cause, pool, client) triples logged once
+	waitingForget  = 10 * time.Minute
+	unlistedPool   = "(other)"
+	warnedOverflow = "waiting-node log dedup table full; cleared: some waiting nodes are logged again"
+)
+
+type waitKey struct {
+	cause Cause
+	pool  string
+}
+
+type warnKey struct {
+	waitKey
+	client string
+}
+
+// waitingNodes remembers retried answers: one WARN per cause, pool and
+// client, and per (cause, pool) counts for /status. Entries not seen for
+// waitingForget leave /status.
+type waitingNodes struct {
+	mu      sync.Mutex
+	entries map[waitKey]*Waiting
+	warned  map[warnKey]struct{}
+}
+
+func (wn *waitingNodes) note(log *slog.Logger, cause Cause, pool, client, agent, msg string) {
+	now := time.Now()
+	wn.mu.Lock()
+	if wn.entries == nil {
+		wn.entries, wn.warned = map[waitKey]*Waiting{}, map[warnKey]struct{}{}
+	}
+	wk := waitKey{cause, pool}
+	e := wn.entries[wk]
+	if e == nil {
+		wn.forget(now)
+		if len(wn.entries) >= waitingMax {
+			wk.pool = unlistedPool
+		}
+		if e = wn.entries[wk]; e == nil {
+			e = &Waiting{Cause: cause, Code: answers[cause].Code, Pool: wk.pool, First: now}
+			wn.entries[wk] = e
+		}
+	}
+	e.Requests++
+	e.Last, e.Message, e.LastAgent = now, msg, bounded(agent)
+	key := warnKey{wk, client}
+	_, seen := wn.warned[key]
+	if !seen {
+		e.Clients++
+		if len(wn.warned) >= warnedMax {
+			clear(wn.warned)
+			log.Warn(warnedOverflow)
+		}
+		wn.warned[key] = struct{}{}
+	}
+	wn.mu.Unlock()
+	if !seen {
+		log.Warn("node waiting: answered "+fmt.Sprint(answers[cause].Code)+", Ignition retries", "cause", string(cause),
+			"pool", pool, "remote", client, "client", bounded(agent), "msg", msg)
+	}
+}
+
+// forget drops entries not seen lately, and their log dedup keys, so a
+// cause that comes back is logged again. Called with mu held.
+func (wn *waitingNodes) forget(now time.Time) {
+	for k, e := range wn.entries {
+		if now.Sub(e.Last) > waitingForget {
+			delete(wn.entries, k)
+			for wk := range wn.warned {
+				if wk.waitKey == k {
+					delete(wn.warned, wk)
+				}
+			}
+		}
+	}
+}
+
+// list returns the causes seen within waitingForget, most recent first.
+func (wn *waitingNodes) list() []Waiting {
+	now := time.Now()
+	wn.mu.Lock()
+	defer wn.mu.Unlock()
+	out := []Waiting{}
+	for _, e := range wn.entries {
+		if now.Sub(e.Last) <= waitingForget {
+			out = append(out, *e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Last.After(out[j].Last) })
+	return out
+}

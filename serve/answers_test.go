@@ -1,0 +1,309 @@
+package serve
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/skewgate"
+)
+
+// syncBuffer is a log sink for concurrent handlers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// contractCase provokes one cause: a server and the request that gets it.
+type contractCase struct {
+	server  func(t *testing.T, cfg Config) *Server
+	request func(t *testing.T, s *Server) *httptest.ResponseRecorder
+	body    string
+}
+
+func worker(t *testing.T, cfg Config) *Server {
+	return newTestServer(t, cfg, result(t, "worker", plainIgn))
+}
+
+func getter(target string, headers ...string) func(*testing.T, *Server) *httptest.ResponseRecorder {
+	return func(t *testing.T, s *Server) *httptest.ResponseRecorder { return get(t, s, "GET", target, headers...) }
+}
+
+// tokensCfg accepts "new-token"; "old-token" was accepted before.
+func tokensCfg(cfg Config) Config {
+	var mu sync.Mutex
+	tokens := [][]byte{[]byte("old-token"), []byte("new-token")}
+	cfg.Tokens = func() [][]byte {
+		mu.Lock()
+		defer mu.Unlock()
+		cur := tokens
+		tokens = [][]byte{[]byte("new-token")} // rotated after the first request
+		return cur
+	}
+	return cfg
+}
+
+var contractCases = map[Cause]contractCase{
+	CauseNotReady: {server: func(t *testing.T, cfg Config) *Server { return New(cfg) },
+		request: getter("/config/worker"), body: "no render loaded yet"},
+	CauseOverloaded: {server: func(t *testing.T, cfg Config) *Server { cfg.MaxInFlight = 1; return worker(t, cfg) },
+		request: overloaded, body: "overloaded: 1 config requests in flight"},
+	CauseUnknownPool: {server: worker, request: getter("/config/infra"), body: `unknown pool "infra": this server serves worker`},
+	CausePoolNotRendered: {server: func(t *testing.T, cfg Config) *Server {
+		s := New(cfg)
+		snap, err := BuildSnapshot(1, []*render.Result{result(t, "worker", plainIgn)}, nil, NodeFiles{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.keepFailed(nil, map[string]error{"infra": errors.New("dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus\nsecond problem")})
+		s.Swap(snap)
+		return s
+	}, request: getter("/config/infra"), body: `pool "infra" has no good render yet: dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus; second problem`},
+	CauseTokenMissing: {server: func(t *testing.T, cfg Config) *Server { return worker(t, tokensCfg(cfg)) },
+		request: getter("/config/worker"), body: "needs Authorization: Bearer <token>"},
+	CauseTokenRejected: {server: func(t *testing.T, cfg Config) *Server { return worker(t, tokensCfg(cfg)) },
+		request: getter("/config/worker", "Authorization", "Bearer guess"), body: "the bearer token is not accepted"},
+	CauseTokenRetired: {server: func(t *testing.T, cfg Config) *Server {
+		s := worker(t, tokensCfg(cfg))
+		if w := get(t, s, "GET", "/config/worker", "Authorization", "Bearer old-token"); w.Code != 200 {
+			t.Fatalf("old token before rotation: %d", w.Code)
+		}
+		return s
+	}, request: getter("/config/worker", "Authorization", "Bearer old-token"), body: "the bearer token was rotated out"},
+	// No input is known to make the stub fail; the row is the handler's
+	// answer should it ever.
+	CauseStubFailed: {server: worker, request: func(t *testing.T, s *Server) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		s.requestLog(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.refuse(w, r, CauseStubFailed, "worker", "cannot build the skew stub config: mcs-skew-0")
+		})).ServeHTTP(w, httptest.NewRequest("GET", "/config/worker", nil))
+		return w
+	}, body: "cannot build the skew stub config"},
+	CauseNoWrittenSpec: {server: worker, request: getter("/config/worker", "Accept", "application/vnd.coreos.ignition+json;version=4.0.0"),
+		body: "Accept names no spec this server writes: it writes 2.2.0, 3.0.0"},
+	CauseBadVersion: {server: worker, request: getter("/config/worker?version=3.7.0"), body: "cannot write spec version"},
+	CauseNotExpressible: {server: func(t *testing.T, cfg Config) *Server {
+		return newTestServer(t, cfg, result(t, "worker", luksIgn))
+	}, request: getter("/config/worker", "Accept", hdr32), body: "$.storage.luks.0.discard"},
+}
+
+// overloaded holds one request in flight (its body write blocks) and
+// returns the answer to a second.
+func overloaded(t *testing.T, s *Server) *httptest.ResponseRecorder {
+	bw := &blockingWriter{ResponseRecorder: httptest.NewRecorder(), entered: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan struct{})
+	go func() { defer close(done); s.ServeHTTP(bw, httptest.NewRequest("GET", "/config/worker", nil)) }()
+	<-bw.entered
+	w := get(t, s, "GET", "/config/worker")
+	close(bw.release)
+	<-done
+	return w
+}
+
+type blockingWriter struct {
+	*httptest.ResponseRecorder
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (b *blockingWriter) Write(p []byte) (int, error) {
+	b.once.Do(func() { close(b.entered) })
+	<-b.release
+	return b.ResponseRecorder.Write(p)
+}
+
+// TestContract holds every row of the contract: the code, a one-line body
+// for curl users, the metric, and for a retried cause one WARN per client
+// however often it retries, and an entry in /status.
+func TestContract(t *testing.T) {
+	for _, a := range Contract {
+		t.Run(string(a.Cause), func(t *testing.T) {
+			c, ok := contractCases[a.Cause]
+			if !ok {
+				t.Fatal("no test case for this row of the contract")
+			}
+			var logs syncBuffer
+			s := c.server(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			var w *httptest.ResponseRecorder
+			for range 3 {
+				w = c.request(t, s)
+			}
+			body := w.Body.String()
+			if w.Code != a.Code || !strings.Contains(body, c.body) || strings.Count(body, "\n") != 1 {
+				t.Fatalf("got %d %q, want %d, one line containing %q", w.Code, body, a.Code, c.body)
+			}
+			if ct := w.Header().Get("Content-Type"); ct != "text/plain; charset=utf-8" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			if n := testutil.ToFloat64(s.m.refusals.WithLabelValues(string(a.Cause))); n < 1 {
+				t.Errorf("mcs_config_refusals_total{cause=%q} = %v", a.Cause, n)
+			}
+			checkWaiting(t, s, a, logs.String())
+		})
+	}
+}
+
+func checkWaiting(t *testing.T, s *Server, a Answer, logs string) {
+	t.Helper()
+	warns := strings.Count(logs, "level=WARN msg=\"node waiting")
+	st := s.Status()
+	if !a.Retried() {
+		if warns != 0 || len(st.Waiting) != 0 {
+			t.Errorf("a fatal answer is reported as a waiting node: %d WARN, %+v", warns, st.Waiting)
+		}
+		return
+	}
+	if warns != 1 || !strings.Contains(logs, "cause="+string(a.Cause)) {
+		t.Errorf("want one WARN naming the cause for three retries, got %d:\n%s", warns, logs)
+	}
+	if len(st.Waiting) != 1 || st.Waiting[0].Cause != a.Cause || st.Waiting[0].Requests < 1 || st.Waiting[0].Clients != 1 {
+		t.Fatalf("/status waiting %+v", st.Waiting)
+	}
+	var cond *Condition
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == "NodesWaiting" {
+			cond = &st.Conditions[i]
+		}
+	}
+	if cond == nil || cond.Status != "True" || !strings.Contains(cond.Message, string(a.Cause)) {
+		t.Errorf("NodesWaiting condition %+v", cond)
+	}
+}
+
+// A cause seen from many clients and pools is logged once per client and
+// kept in bounded memory; it leaves /status once it stops.
+func TestWaitingBounded(t *testing.T) {
+	var logs syncBuffer
+	s := worker(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for i := range 2 * waitingMax {
+		for client := range 3 {
+			req := httptest.NewRequest("GET", "/config/pool-"+strconv.Itoa(i), nil)
+			req.RemoteAddr = "10.0.0." + strconv.Itoa(client) + ":4000"
+			s.ServeHTTP(httptest.NewRecorder(), req)
+			s.ServeHTTP(httptest.NewRecorder(), req)
+		}
+	}
+	// Past the bound, new pools share one entry (and one WARN per client).
+	if n, want := strings.Count(logs.String(), "node waiting"), (waitingMax+1)*3; n != want {
+		t.Errorf("%d WARN lines, want one per pool and client up to the bound: %d", n, want)
+	}
+	st := s.Status()
+	if len(st.Waiting) != waitingMax+1 {
+		t.Fatalf("%d waiting entries, want the bound %d plus %q", len(st.Waiting), waitingMax, unlistedPool)
+	}
+	if testutil.CollectAndCount(s.m.refusals) != 1 {
+		t.Error("the refusal metric has a series per pool")
+	}
+	s.waiting.mu.Lock()
+	for _, e := range s.waiting.entries {
+		e.Last = e.Last.Add(-2 * waitingForget)
+	}
+	s.waiting.mu.Unlock()
+	if st := s.Status(); len(st.Waiting) != 0 || st.Conditions[1].Status != "False" {
+		t.Fatalf("stale causes still shown: %+v", st.Waiting)
+	}
+}
+
+// Ignition v2.0.x sends the spec-2 Accept of Ignition v0.x but reads only
+// spec 3.0: its User-Agent decides (headers from its source, v2.0.0).
+func TestIgnitionV20(t *testing.T) {
+	const acceptV20 = "application/vnd.coreos.ignition+json; version=2.2.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1"
+	s := newTestServer(t, Config{Gate: skewgate.New(nil, nil)}, result(t, "worker", plainIgn), result(t, "luks", luks32))
+	for _, c := range []struct{ ua, pool, want string }{
+		{"Ignition/v2.0.0", "worker", "3.0.0"},
+		{"Ignition/v2.0.1", "worker", "3.0.0"},
+		{"Ignition/v0.35.0", "worker", "2.2.0"},
+		{"Ignition/was not built properly", "worker", "2.2.0"},
+		{"Ignition/v2.0.0", "luks", "3.0.0"}, // the skew stub, in a spec it reads
+	} {
+		t.Run(c.ua+" "+c.pool, func(t *testing.T) {
+			w := get(t, s, "GET", "/config/"+c.pool, "Accept", acceptV20, "User-Agent", c.ua)
+			if got := servedVersion(t, w); w.Code != 200 || got.String() != c.want {
+				t.Fatalf("%d, spec %s, want %s", w.Code, got, c.want)
+			}
+			_, stub := file(t, w.Body.Bytes(), skewgate.IssuePath(c.pool))
+			if stub != (c.pool == "luks") {
+				t.Fatalf("stub %v for pool %s", stub, c.pool)
+			}
+		})
+	}
+}
+
+// ?version= is what a node reading exactly that spec gets: through the skew
+// gate, never around it.
+func TestVersionOverrideGated(t *testing.T) {
+	old, err := skewgate.ParsePolicy([]byte("mode: Manual\nmanual: {mode: OCPVersion, ocpVersion: 4.10.0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		policy *skewgate.Policy
+		ign    string
+		query  string
+		spec   string
+		stub   bool
+	}{
+		{"admitted, exact spec", nil, plainIgn, "3.2.0", "3.2.0", false},
+		{"spec-2", nil, plainIgn, "2.2.0", "2.2.0", false},
+		{"pool needs a newer spec", nil, luksIgn, "3.2.0", "3.2.0", true},
+		{"boot image older than the release", old, plainIgn, "3.4.0", "3.4.0", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newTestServer(t, Config{Gate: skewgate.New(c.policy, nil)}, result(t, "worker", c.ign))
+			w := get(t, s, "GET", "/config/worker?version="+c.query)
+			if got := servedVersion(t, w); w.Code != 200 || got.String() != c.spec {
+				t.Fatalf("%d, spec %s", w.Code, got)
+			}
+			if _, stub := file(t, w.Body.Bytes(), skewgate.IssuePath("worker")); stub != c.stub {
+				t.Fatalf("stub %v, want %v", stub, c.stub)
+			}
+		})
+	}
+	if !strings.Contains(New(Config{}).Status().VersionOverride, "through the skew gate") {
+		t.Error("/status does not say what ?version= does")
+	}
+}
+
+// docs/reliability.md shows the contract: a row per cause with its code and
+// whether Ignition retries it.
+func TestContractDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/reliability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range Contract {
+		retry := "no, the boot stops"
+		if a.Retried() {
+			retry = "yes"
+		}
+		row := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(string(a.Cause)) + "` \\| [^|]+ \\| " + strconv.Itoa(a.Code) + "[^|]* \\| " + regexp.QuoteMeta(retry) + " \\|")
+		if !row.Match(doc) {
+			t.Errorf("docs/reliability.md has no row `| `%s` | … | %d | %s |`", a.Cause, a.Code, retry)
+		}
+	}
+}
