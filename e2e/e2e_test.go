@@ -1,8 +1,9 @@
-// Package e2e runs the real Ignition clients (v2.27.0, v2.24.0 and the spec-2 v0.35.0) against mcs's handler on loopback.
+// Package e2e runs the real Ignition clients, one per boot-image era, against mcs's handler on loopback.
 package e2e
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -15,8 +16,9 @@ import (
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
-// server renders a fixture tree and serves it with the skew gate on.
-func server(t *testing.T, dir, policy string) (*httptest.Server, map[string]*render.Result) {
+// handler renders a fixture tree and serves it with the skew gate on;
+// tokens, when given, are required.
+func handler(t *testing.T, dir, policy string, tokens ...string) (http.Handler, map[string]*render.Result) {
 	t.Helper()
 	set, err := render.Load(dir)
 	if err != nil {
@@ -36,15 +38,30 @@ func server(t *testing.T, dir, policy string) (*httptest.Server, map[string]*ren
 			t.Fatal(err)
 		}
 	}
-	s := serve.New(serve.Config{Gate: skewgate.New(p, nil)})
+	cfg := serve.Config{Gate: skewgate.New(p, nil)}
+	if len(tokens) > 0 {
+		accepted := make([][]byte, len(tokens))
+		for i, tok := range tokens {
+			accepted[i] = []byte(tok)
+		}
+		cfg.Tokens = func() [][]byte { return accepted }
+	}
+	s := serve.New(cfg)
 	s.Swap(snap)
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
 	byPool := map[string]*render.Result{}
 	for _, r := range results {
 		byPool[r.Pool] = r
 	}
-	return ts, byPool
+	return s, byPool
+}
+
+// server is handler on plain HTTP.
+func server(t *testing.T, dir, policy string) (*httptest.Server, map[string]*render.Result) {
+	t.Helper()
+	h, pools := handler(t, dir, policy)
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts, pools
 }
 
 func clients(t *testing.T) map[string]ignclient.Client {

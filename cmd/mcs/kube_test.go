@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ignition-mcs/mcs/internal/ignclient"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -102,6 +104,19 @@ func TestServeKubernetes(t *testing.T) {
 
 	apply(kube.MachineConfigs, strings.Replace(workerMC, "GEN", "two", 1))
 	waitFor(t, "the edited MachineConfig served", serves("data:,two"))
+
+	// A node booting before its pool exists waits, and boots once the
+	// admin creates the pool in the cluster.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	node := ignclient.Start(ctx, ignclient.Get(t, "v2.27.0"), in.base+"/config/infra", ignclient.Options{})
+	waitLogged(t, in, node, "cause=unknown-pool pool=infra")
+	docs := strings.Split(infraPool, "---\n")
+	apply(kube.MachineConfigPools, docs[0])
+	apply(kube.MachineConfigs, docs[1])
+	if b, err := booted(t, node).ReadFile("/etc/infra-hello"); err != nil || string(b) != "infra" {
+		t.Fatalf("/etc/infra-hello: %q %v", b, err)
+	}
 
 	apply(kube.MachineConfigurations, `{apiVersion: operator.openshift.io/v1, kind: MachineConfiguration, metadata: {name: cluster},
   spec: {managementState: Managed, bootImageSkewEnforcement: {mode: Manual, manual: {mode: OCPVersion, ocpVersion: 4.12.0}}}}`)

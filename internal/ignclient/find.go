@@ -59,3 +59,16 @@ func Find(t testing.TB) []Client {
 	}
 	return found
 }
+
+// Get returns the client of that version, ending the test as Find does
+// when any client is missing.
+func Get(t testing.TB, version string) Client {
+	t.Helper()
+	for _, c := range Find(t) {
+		if c.Version == version {
+			return c
+		}
+	}
+	t.Fatalf("ignclient: no client %s in Known()", version)
+	return Client{}
+}

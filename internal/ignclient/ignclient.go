@@ -385,3 +385,30 @@ func nodePath(name string) string {
 	}
 	return p
 }
+
+// Running is a Run in the background: a node booting while the test changes
+// the server under it.
+type Running struct {
+	done chan struct{}
+	res  *Result
+	err  error
+}
+
+// Start runs Run in a goroutine; Wait collects it.
+func Start(ctx context.Context, c Client, url string, opts Options) *Running {
+	r := &Running{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.res, r.err = Run(ctx, c, url, opts)
+	}()
+	return r
+}
+
+// Done is closed once the run has finished.
+func (r *Running) Done() <-chan struct{} { return r.done }
+
+// Wait waits for the run to finish and returns what Run returned.
+func (r *Running) Wait() (*Result, error) {
+	<-r.done
+	return r.res, r.err
+}

@@ -29,6 +29,9 @@ import (
 var wantHeaders = map[string]struct{ accept, userAgent string }{
 	"v2.27.0": {"application/vnd.coreos.ignition+json;version=3.6.0, */*;q=0.1", "Ignition/v2.27.0"},
 	"v2.24.0": {"application/vnd.coreos.ignition+json;version=3.5.0, */*;q=0.1", "Ignition/v2.24.0"},
+	"v2.19.0": {"application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1", "Ignition/v2.19.0"},
+	"v2.14.0": {"application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1", "Ignition/v2.14.0"},
+	"v2.9.0":  {"application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1", "Ignition/v2.9.0"},
 	"v0.35.0": {"application/vnd.coreos.ignition+json; version=2.2.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1", "Ignition/v0.35.0"},
 }
 
@@ -404,6 +407,18 @@ func TestRunFailures(t *testing.T) {
 			resp:     func(bool) response { return response{status: 500, body: "render failed\n"} },
 			cancelAt: 3,
 			want:     func(Client) outcome { return outcome{canceled: true, minHits: 3} },
+		},
+		{
+			// mcs's answer to a token it does not accept (yet).
+			name:     "511 is retried until the context ends",
+			resp:     func(bool) response { return response{status: 511, body: "unauthorized\n"} },
+			cancelAt: 3,
+			want:     func(Client) outcome { return outcome{canceled: true, minHits: 3} },
+		},
+		{
+			name: "401 fails at once",
+			resp: func(bool) response { return response{status: 401, body: "unauthorized\n"} },
+			want: func(Client) outcome { return outcome{last: "failed to fetch resource", minHits: 1} },
 		},
 		{
 			name: "503 is retried until httpTotal",
