@@ -19,24 +19,6 @@ import (
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
-// syncBuffer is a log sink for concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // contractCase provokes one cause: a server and the request that gets it.
 type contractCase struct {
 	server  func(t *testing.T, cfg Config) *Server
@@ -145,7 +127,7 @@ func TestContract(t *testing.T) {
 			if !ok {
 				t.Fatal("no test case for this row of the contract")
 			}
-			var logs syncBuffer
+			var logs bytes.Buffer
 			s := c.server(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			var w *httptest.ResponseRecorder
 			for range 3 {
@@ -196,7 +178,7 @@ func checkWaiting(t *testing.T, s *Server, a Answer, logs string) {
 // A cause seen from many clients and pools is logged once per client and
 // kept in bounded memory; it leaves /status once it stops.
 func TestWaitingBounded(t *testing.T) {
-	var logs syncBuffer
+	var logs bytes.Buffer
 	s := worker(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for i := range 2 * waitingMax {
 		for client := range 3 {

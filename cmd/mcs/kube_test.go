@@ -111,9 +111,8 @@ func TestServeKubernetes(t *testing.T) {
 	defer cancel()
 	node := ignclient.Start(ctx, ignclient.Get(t, "v2.27.0"), in.base+"/config/infra", ignclient.Options{})
 	waitLogged(t, in, node, "cause=unknown-pool pool=infra")
-	docs := strings.Split(infraPool, "---\n")
-	apply(kube.MachineConfigPools, docs[0])
-	apply(kube.MachineConfigs, docs[1])
+	apply(kube.MachineConfigPools, strings.Split(pools, "---\n")[1])
+	apply(kube.MachineConfigs, infraMC)
 	if b, err := booted(t, node).ReadFile("/etc/infra-hello"); err != nil || string(b) != "infra" {
 		t.Fatalf("/etc/infra-hello: %q %v", b, err)
 	}

@@ -98,14 +98,8 @@ func waitLogged(t *testing.T, in *instance, run *ignclient.Running, what string)
 	})
 }
 
-const infraPool = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: infra}
-spec:
-  machineConfigSelector:
-    matchLabels: {machineconfiguration.openshift.io/role: infra}
----
-apiVersion: machineconfiguration.openshift.io/v1
+// infraMC is the one MachineConfig of the infra pool (reliability_test.go's pools).
+const infraMC = `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
 metadata:
   name: 50-infra-hello
@@ -137,7 +131,8 @@ func TestNodeWaitsForPool(t *testing.T) {
 	if !strings.Contains(string(st), `"cause": "unknown-pool"`) || !strings.Contains(string(st), `"NodesWaiting"`) {
 		t.Errorf("/status does not show the waiting node:\n%s", st)
 	}
-	writeFile(t, dir, "60-infra.yaml", infraPool)
+	writeFile(t, dir, "pools.yaml", pools)
+	writeFile(t, dir, "60-infra.yaml", infraMC)
 	res := booted(t, run)
 	if b, err := res.ReadFile("/etc/infra-hello"); err != nil || string(b) != "infra" {
 		t.Fatalf("/etc/infra-hello: %q %v", b, err)
