@@ -20,6 +20,7 @@ import (
 
 	ign22 "github.com/coreos/ignition/config/v2_2"
 	ign30 "github.com/coreos/ignition/v2/config/v3_0"
+	ign32 "github.com/coreos/ignition/v2/config/v3_2"
 	ign34 "github.com/coreos/ignition/v2/config/v3_4"
 	"github.com/vincent-petithory/dataurl"
 )
@@ -117,8 +118,9 @@ const (
 	securedPath = "/config/secured"
 )
 
-// harnessConfig is the config in the spec the client reads: 3.4.0 for the
-// spec-3 clients, 2.2.0 for spec 2.
+// harnessConfig is the config in a spec every client of its family reads:
+// 3.2.0 for the spec-3 clients (the oldest, v2.9.0, reads 3.2), 2.2.0 for
+// spec 2.
 func harnessConfig(t testing.TB, spec2 bool, url string) string {
 	t.Helper()
 	file := func(path, source string, mode int) map[string]any {
@@ -128,7 +130,7 @@ func harnessConfig(t testing.TB, spec2 bool, url string) string {
 		}
 		return f
 	}
-	version := "3.4.0"
+	version := "3.2.0"
 	if spec2 {
 		version = "2.2.0"
 	}
@@ -154,9 +156,9 @@ func harnessConfig(t testing.TB, spec2 bool, url string) string {
 			t.Fatalf("harness config does not parse as 2.2: %v %v", err, rpt)
 		}
 	} else {
-		_, rpt, err := ign34.Parse(b)
+		_, rpt, err := ign32.Parse(b)
 		if err != nil || rpt.IsFatal() {
-			t.Fatalf("harness config does not parse as 3.4: %v %v", err, rpt)
+			t.Fatalf("harness config does not parse as 3.2: %v %v", err, rpt)
 		}
 	}
 	return string(b)
@@ -342,7 +344,7 @@ func TestRunCoreUser(t *testing.T) {
 			continue
 		}
 		t.Run(c.Version, func(t *testing.T) {
-			cfg := fmt.Sprintf(`{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":[%q]}]}}`, coreSSHKey)
+			cfg := fmt.Sprintf(`{"ignition":{"version":"3.2.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":[%q]}]}}`, coreSSHKey)
 			srv := newServer(t, func(string) map[string]response { return map[string]response{configPath: {body: cfg}} })
 			res, err := Run(testContext(t, 60*time.Second), c, srv.URL+configPath, Options{Dir: scratch(t)})
 			if err != nil {
@@ -600,6 +602,20 @@ func TestPointerConfig(t *testing.T) {
 			spec2: true,
 			opts:  Options{HTTPTotal: 3 * time.Second},
 			want:  `{"ignition":{"config":{"append":[{"source":"` + url + `"}]},"timeouts":{"httpTotal":3},"version":"2.2.0"}}`,
+		},
+		{
+			// The installer's shape: the cluster CA as a data URL.
+			name: "spec 3 with the CA and a token",
+			opts: Options{CA: []byte("PEM\n"), Token: "abc", PointerVersion: "3.2.0"},
+			want: `{"ignition":{"config":{"merge":[{"httpHeaders":[{"name":"Authorization","value":"Bearer abc"}],"source":"` + url + `"}]},` +
+				`"security":{"tls":{"certificateAuthorities":[{"source":"data:text/plain;charset=utf-8;base64,UEVNCg=="}]}},"version":"3.2.0"}}`,
+		},
+		{
+			name:  "spec 2 with the CA",
+			spec2: true,
+			opts:  Options{CA: []byte("PEM\n")},
+			want: `{"ignition":{"config":{"append":[{"source":"` + url + `"}]},` +
+				`"security":{"tls":{"certificateAuthorities":[{"source":"data:text/plain;charset=utf-8;base64,UEVNCg=="}]}},"version":"2.2.0"}}`,
 		},
 		{name: "spec 2 cannot carry a token", spec2: true, opts: Options{Token: "abc"}, wantErr: "spec-2 pointer config cannot carry"},
 		{name: "spec 3.0 cannot carry a token", opts: Options{Token: "abc", PointerVersion: "3.0.0"}, wantErr: "3.0.0 cannot carry httpHeaders"},
