@@ -160,8 +160,9 @@ func checkStubOnly(t *testing.T, res *ignclient.Result, want []string) {
 	}
 }
 
-// seeded are the files ignclient puts in every scratch root.
-var seeded = map[string]bool{"/etc/passwd": true, "/etc/group": true, "/etc/shadow": true, "/etc/gshadow": true}
+// seeded are the files ignclient puts in every scratch root, and the one
+// Ignition (v2.13+) writes about its own run.
+var seeded = map[string]bool{"/etc/passwd": true, "/etc/group": true, "/etc/shadow": true, "/etc/gshadow": true, "/etc/.ignition-result.json": true}
 
 // A node retrying through an mcs restart (connection refused meanwhile)
 // boots once it is back: here it starts before mcs listens at all.
