@@ -110,7 +110,7 @@ func TestServeKubernetes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	node := ignclient.Start(ctx, ignclient.Get(t, "v2.27.0"), in.base+"/config/infra", ignclient.Options{})
-	waitLogged(t, in, node, "cause=unknown-pool pool=infra")
+	waitLogged(t, in, map[string]*ignclient.Running{"v2.27.0": node}, "cause=unknown-pool pool=infra")
 	apply(kube.MachineConfigPools, strings.Split(pools, "---\n")[1])
 	apply(kube.MachineConfigs, infraMC)
 	if b, err := booted(t, node).ReadFile("/etc/infra-hello"); err != nil || string(b) != "infra" {
