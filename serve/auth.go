@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -70,8 +71,8 @@ func bearer(h string) ([]byte, bool) {
 // carrying a rotated-out token is told so. Only SHA-256 digests are kept;
 // the list is bounded, oldest forgotten first.
 type tokenHistory struct {
+	last    atomic.Pointer[[]byte] // first element of the token list last observed
 	mu      sync.Mutex
-	last    *[]byte // first element of the token list last observed
 	current map[[32]byte]bool
 	past    [][32]byte
 }
@@ -81,12 +82,15 @@ const tokenHistoryMax = 32
 // observe records the configured list when it changed; tokens come from a
 // cache that returns the same slice until the file changes.
 func (h *tokenHistory) observe(tokens [][]byte) {
+	if h.last.Load() == &tokens[0] {
+		return // the request path: no lock
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.last == &tokens[0] {
+	if h.last.Load() == &tokens[0] {
 		return
 	}
-	h.last = &tokens[0]
+	h.last.Store(&tokens[0])
 	next := make(map[[32]byte]bool, len(tokens))
 	for _, t := range tokens {
 		next[sha256.Sum256(t)] = true
