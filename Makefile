@@ -78,7 +78,7 @@ run:
 	@echo "  curl -s $(URL)/status"
 	$(GO) run ./cmd/mcs --dir $(RUN_DIR) --listen-plain $(LISTEN) --listen-tls ''
 
-# The real Ignition clients, one per boot-image era (v2.27.0 … v2.9.0, spec-2 v0.35.0), for end-to-end tests; built only when missing.
+# The real Ignition clients, one per boot-image era (v2.27.0 … v2.0.0, spec-2 v0.35.0), for end-to-end tests; built only when missing.
 .PHONY: ignition-clients
 ignition-clients:
 	GO=$(GO) hack/ignition-clients/build.sh $(TOOLS)/ignition

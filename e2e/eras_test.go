@@ -31,6 +31,8 @@ var eras = []struct {
 	{"v2.19.0", "../fixtures/features/cex-3.5", "", []string{"reads config spec 3.4.0 at most", "needs spec 3.5.0", "cex"}},
 	{"v2.14.0", "../fixtures/features/tang-advertisement-3.4", "", []string{"reads config spec 3.3.0 at most", "needs spec 3.4.0", "advertisement"}},
 	{"v2.9.0", "../fixtures/features/kargs-3.3", "", []string{"reads config spec 3.2.0 at most", "needs spec 3.3.0", "shouldNotExist"}},
+	// v2.0 asks for spec 2.2 in Accept: served 3.0 by its User-Agent.
+	{"v2.0.0", "../fixtures/features/sha256-3.1", "", []string{"Ignition (v2.0.0) reads config spec 3.0.0 at most", "needs spec 3.1.0"}},
 	{"v0.35.0", "../fixtures/features/luks-3.2", "", []string{"reads config spec 2.2.0 at most", "$.storage.luks.0"}},
 }
 
@@ -65,8 +67,8 @@ func installerFetch(t *testing.T, c ignclient.Client, url string, ca *testpki.CA
 }
 
 // Every era boots an admitted pool through the installer's TLS pointer
-// config (spec-3 clients with a bearer token the server requires), and gets
-// only the issue stub for a pool it cannot read.
+// config (spec 3.1+ clients with a bearer token the server requires), and
+// gets only the issue stub for a pool it cannot read.
 func TestEras(t *testing.T) {
 	cs := clients(t)
 	kargs := kargsPool(t)
@@ -77,8 +79,11 @@ func TestEras(t *testing.T) {
 			t.Run("admitted", func(t *testing.T) {
 				t.Parallel()
 				dir, token := "../fixtures/cluster", "s3cret-"+era.client
-				if c.Spec2 {
-					dir, token = kargs, "" // spec 2 carries no header; no users (see TestAdmitted)
+				if c.ChrootUsers {
+					dir = kargs // no users (see TestAdmitted)
+				}
+				if !c.Headers() {
+					token = "" // a spec-2 or spec-3.0 pointer carries no header
 				}
 				var tokens []string
 				if token != "" {

@@ -51,8 +51,8 @@ func (ti *tlsInstance) install(t *testing.T, p testpki.Pair) {
 }
 
 // bootAll starts a node of every era fetching pool through the installer's
-// pointer config, with token(c) in it; a spec-2 node cannot carry a token,
-// and is left out when there is one.
+// pointer config, with token(c) in it; a node whose pointer config cannot
+// carry a header (spec 2, spec 3.0) is left out when there is one.
 func (ti *tlsInstance) bootAll(t *testing.T, pool string, token func(ignclient.Client) string) map[string]*ignclient.Running {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -63,7 +63,7 @@ func (ti *tlsInstance) bootAll(t *testing.T, pool string, token func(ignclient.C
 		if token != nil {
 			tok = token(c)
 		}
-		if c.Spec2 && tok != "" {
+		if !c.Headers() && tok != "" {
 			continue
 		}
 		runs[c.Version] = ignclient.Start(ctx, c, ti.tlsBase+"/config/"+pool, ignclient.Options{CA: ti.ca.PEM, Token: tok})

@@ -26,11 +26,12 @@ declare -A pkg=(
 	[v2.19.0]=github.com/coreos/ignition/v2/internal
 	[v2.14.0]=github.com/coreos/ignition/v2/internal
 	[v2.9.0]=github.com/coreos/ignition/v2/internal
+	[v2.0.0]=github.com/coreos/ignition/v2/internal
 	[v0.35.0]=github.com/coreos/ignition/internal
 )
 # One client per boot-image era: the newest spec each reads is 3.6, 3.5,
-# 3.4, 3.3, 3.2 and 2.2 (internal/ignclient.Known).
-versions=(v2.27.0 v2.24.0 v2.19.0 v2.14.0 v2.9.0 v0.35.0)
+# 3.4, 3.3, 3.2, 3.0 and 2.2 (internal/ignclient.Known).
+versions=(v2.27.0 v2.24.0 v2.19.0 v2.14.0 v2.9.0 v2.0.0 v0.35.0)
 
 ldflags() {
 	local v=$1 base=github.com/coreos/ignition/v2/internal

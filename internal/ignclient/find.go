@@ -16,7 +16,8 @@ func Known() []Client {
 		{Version: "v2.19.0", Spec: "3.4.0"},
 		{Version: "v2.14.0", Spec: "3.3.0"},
 		{Version: "v2.9.0", Spec: "3.2.0", NoStateFlags: true},
-		{Version: "v0.35.0", Spec: "2.2.0", Spec2: true},
+		{Version: "v2.0.0", Spec: "3.0.0", NoStateFlags: true, NoFetchStage: true, ChrootUsers: true},
+		{Version: "v0.35.0", Spec: "2.2.0", Spec2: true, ChrootUsers: true},
 	}
 }
 

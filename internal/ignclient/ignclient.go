@@ -28,9 +28,20 @@ type Client struct {
 	Spec string
 	// NoStateFlags: the client predates --state-file and --neednet (v2.9).
 	NoStateFlags bool
+	// NoFetchStage: the client predates the fetch stage (v2.0); its first
+	// stage, here files, fetches the config.
+	NoFetchStage bool
+	// ChrootUsers: the client creates users by running useradd chrooted
+	// into the root (v0.x, v2.0), which a scratch root cannot serve; test
+	// files and units with it, not users.
+	ChrootUsers bool
 }
 
 func (c Client) String() string { return "ignition " + c.Version }
+
+// Headers reports whether the client's pointer config can carry HTTP
+// headers (a bearer token): spec 3.1 and newer can, 3.0 and 2.x cannot.
+func (c Client) Headers() bool { return !c.Spec2 && c.Spec != "3.0.0" }
 
 // Options tune one Run; the zero value runs like a node's first boot.
 type Options struct {
@@ -42,8 +53,9 @@ type Options struct {
 	// "Authorization: Bearer" httpHeader; spec 2 cannot carry headers.
 	Token string
 	// PointerVersion is the spec of the pointer config: default 3.1.0, the
-	// lowest with httpHeaders, which every spec-3 client from v2.3 reads;
-	// spec-2 clients always get 2.2.0.
+	// lowest with httpHeaders, which every spec-3 client from v2.3 reads,
+	// and 3.0.0 for a client reading only that; spec-2 clients always get
+	// 2.2.0.
 	PointerVersion string
 	// CA, when set, is a PEM bundle the pointer config trusts, as the
 	// installer writes it: ignition.security.tls.certificateAuthorities
@@ -125,6 +137,9 @@ func Run(ctx context.Context, c Client, url string, opts Options) (*Result, erro
 	if fetchTimeout == 0 {
 		fetchTimeout = 10 * time.Second
 	}
+	if opts.PointerVersion == "" && c.Spec == "3.0.0" {
+		opts.PointerVersion = c.Spec
+	}
 	pointer, err := PointerConfig(c.Spec2, url, opts)
 	if err != nil {
 		return nil, err
@@ -146,7 +161,11 @@ func Run(ctx context.Context, c Client, url string, opts Options) (*Result, erro
 
 	var log strings.Builder
 	defer func() { res.Log = log.String() }()
-	for _, stage := range []string{"fetch", "files"} {
+	stages := []string{"fetch", "files"}
+	if c.NoFetchStage {
+		stages = stages[1:]
+	}
+	for _, stage := range stages {
 		argv := append([]string{c.Bin}, stageArgs(c, stage, dir, fetchTimeout)...)
 		if stage == "files" && (opts.Unshare || os.Geteuid() != 0) {
 			unshare, err := exec.LookPath("unshare")

@@ -20,7 +20,6 @@ import (
 
 	ign22 "github.com/coreos/ignition/config/v2_2"
 	ign30 "github.com/coreos/ignition/v2/config/v3_0"
-	ign32 "github.com/coreos/ignition/v2/config/v3_2"
 	ign34 "github.com/coreos/ignition/v2/config/v3_4"
 	"github.com/vincent-petithory/dataurl"
 )
@@ -33,6 +32,8 @@ var wantHeaders = map[string]struct{ accept, userAgent string }{
 	"v2.19.0": {"application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1", "Ignition/v2.19.0"},
 	"v2.14.0": {"application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1", "Ignition/v2.14.0"},
 	"v2.9.0":  {"application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1", "Ignition/v2.9.0"},
+	// v2.0.x sent the spec-2 header of v0.x, though it reads only spec 3.0.
+	"v2.0.0":  {"application/vnd.coreos.ignition+json; version=2.2.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1", "Ignition/v2.0.0"},
 	"v0.35.0": {"application/vnd.coreos.ignition+json; version=2.2.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1", "Ignition/v0.35.0"},
 }
 
@@ -119,8 +120,8 @@ const (
 )
 
 // harnessConfig is the config in a spec every client of its family reads:
-// 3.2.0 for the spec-3 clients (the oldest, v2.9.0, reads 3.2), 2.2.0 for
-// spec 2.
+// 3.0.0 for the spec-3 clients (the oldest, v2.0.0, reads only 3.0), 2.2.0
+// for spec 2.
 func harnessConfig(t testing.TB, spec2 bool, url string) string {
 	t.Helper()
 	file := func(path, source string, mode int) map[string]any {
@@ -130,7 +131,7 @@ func harnessConfig(t testing.TB, spec2 bool, url string) string {
 		}
 		return f
 	}
-	version := "3.2.0"
+	version := "3.0.0"
 	if spec2 {
 		version = "2.2.0"
 	}
@@ -156,9 +157,9 @@ func harnessConfig(t testing.TB, spec2 bool, url string) string {
 			t.Fatalf("harness config does not parse as 2.2: %v %v", err, rpt)
 		}
 	} else {
-		_, rpt, err := ign32.Parse(b)
+		_, rpt, err := ign30.Parse(b)
 		if err != nil || rpt.IsFatal() {
-			t.Fatalf("harness config does not parse as 3.2: %v %v", err, rpt)
+			t.Fatalf("harness config does not parse as 3.0: %v %v", err, rpt)
 		}
 	}
 	return string(b)
@@ -233,17 +234,17 @@ func TestRun(t *testing.T) {
 			if cfgReqs[0] != wantReq {
 				t.Errorf("config request\n got %+v\nwant %+v", cfgReqs[0], wantReq)
 			}
-			// v2 sends its config headers on every HTTP fetch; v0.35 sends
-			// only its User-Agent on file fetches (Go's own Accept-Encoding),
-			// not, as the reference says, nothing.
+			// v2.1+ sends its config headers on every HTTP fetch; v0.35 and
+			// v2.0 send only their User-Agent on file fetches (Go's own
+			// Accept-Encoding), not, as the reference says, nothing.
 			blobReqs := srv.requests(blobPath)
 			if len(blobReqs) != 1 {
 				t.Fatalf("remote file fetched %d times, want once: %+v", len(blobReqs), blobReqs)
 			}
 			blob := blobReqs[0]
-			if c.Spec2 {
+			if c.Spec2 || c.Version == "v2.0.0" {
 				if blob != (request{Path: blobPath, AcceptEncoding: "gzip", UserAgent: want.userAgent}) {
-					t.Errorf("spec-2 file request %+v, want only the User-Agent of the client", blob)
+					t.Errorf("file request %+v, want only the User-Agent of the client", blob)
 				}
 			} else if blob != (request{Path: blobPath, Accept: want.accept, AcceptEncoding: "identity", UserAgent: want.userAgent}) {
 				t.Errorf("file request %+v, want the config request's headers", blob)
@@ -305,9 +306,9 @@ func TestRunToken(t *testing.T) {
 				return routes
 			})
 			url := srv.URL + securedPath
-			if c.Spec2 {
+			if !c.Headers() {
 				if _, err := Run(t.Context(), c, url, Options{Dir: scratch(t), Token: "s3cret"}); err == nil {
-					t.Fatal("a spec-2 client was given a token it cannot send")
+					t.Fatal("a spec-2 or spec-3.0 client was given a token it cannot send")
 				}
 				return
 			}
@@ -340,11 +341,11 @@ func TestRunCoreUser(t *testing.T) {
 		t.Skip("users need root: unshare -r maps only one uid, so home/core cannot belong to uid 1000")
 	}
 	for _, c := range Find(t) {
-		if c.Spec2 {
+		if c.ChrootUsers {
 			continue
 		}
 		t.Run(c.Version, func(t *testing.T) {
-			cfg := fmt.Sprintf(`{"ignition":{"version":"3.2.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":[%q]}]}}`, coreSSHKey)
+			cfg := fmt.Sprintf(`{"ignition":{"version":"3.0.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":[%q]}]}}`, coreSSHKey)
 			srv := newServer(t, func(string) map[string]response { return map[string]response{configPath: {body: cfg}} })
 			res, err := Run(testContext(t, 60*time.Second), c, srv.URL+configPath, Options{Dir: scratch(t)})
 			if err != nil {
@@ -522,8 +523,12 @@ func TestRunFailures(t *testing.T) {
 						t.Fatalf("succeeded, want a failure\n%s", res.Log)
 					}
 					var se *StageError
-					if !errors.As(err, &se) || se.Stage != "fetch" || len(res.Stages) != 1 {
-						t.Fatalf("err %v after stages %v, want the fetch stage to fail and files not to run", err, res.Stages)
+					first := "fetch"
+					if c.NoFetchStage {
+						first = "files" // the stage that fetches
+					}
+					if !errors.As(err, &se) || se.Stage != first || len(res.Stages) != 1 {
+						t.Fatalf("err %v after stages %v, want the %s stage to fail and no other to run", err, res.Stages, first)
 					}
 					if want.canceled {
 						if !errors.Is(err, context.Canceled) || se.ExitCode != -1 {
