@@ -201,7 +201,7 @@ func TestReleasesTable(t *testing.T) {
 		if !ok {
 			t.Fatalf("cannot parse %q", ua)
 		}
-		if got := specFor(v).String(); got != want {
+		if got := SpecFor(v).String(); got != want {
 			t.Errorf("%s reads %s, want %s", ua, got, want)
 		}
 	}
@@ -212,8 +212,8 @@ func TestReleasesTable(t *testing.T) {
 			t.Errorf("no release listed for spec %s", s)
 			continue
 		}
-		if specFor(first) != s {
-			t.Errorf("first reader %s of %s reads %s", first, s, specFor(first))
+		if SpecFor(first) != s {
+			t.Errorf("first reader %s of %s reads %s", first, s, SpecFor(first))
 		}
 	}
 	for _, ua := range []string{"Ignition/was not built properly", "Ignition/v2.27", "Ignition/v2.27.0x", "Ignition/v99999999999.0.0"} {

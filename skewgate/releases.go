@@ -41,8 +41,9 @@ var releases = []struct {
 	{IgnitionVersion{2, 26, 0}, convert.V3_6},
 }
 
-// specFor returns the newest spec an Ignition release reads.
-func specFor(v IgnitionVersion) convert.Version {
+// SpecFor returns the newest spec an Ignition release reads (serve uses it
+// for Ignition v2.0.x, whose Accept names spec 2.2).
+func SpecFor(v IgnitionVersion) convert.Version {
 	spec := convert.V2_2
 	for _, r := range releases {
 		if !v.Less(r.Ignition) {
