@@ -230,3 +230,23 @@ func TestCertificateRotatedWhileNodeRetries(t *testing.T) {
 	ti.install(t, ti.ca.Serving(t))
 	bootedAll(t, runs, "certificate has expired", "/etc/50-worker-hello", "one")
 }
+
+// Nodes of a pool whose MachineConfigs have never rendered wait (500,
+// retried; the body and /status name the error) and boot once the admin
+// fixes them.
+func TestNodeWaitsForBrokenPool(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "50-worker.yaml", mc("50-worker-hello", "one"))
+	writeFile(t, dir, "pools.yaml", pools)
+	writeFile(t, dir, "60-infra.yaml", strings.Replace(infraMC, "mode: 420", "mode: bogus", 1))
+	ti := startTLS(t, dir, (*testpki.CA).Serving)
+	waitFor(t, "ready", func() bool { c, _, _ := ti.get("/readyz"); return c == 200 })
+	runs := ti.bootAll(t, "infra", nil)
+	waitRefused(t, ti.instance, runs, "pool-not-rendered")
+	if code, body, _ := ti.get("/config/infra"); code != 500 || !strings.Contains(string(body), "60-infra.yaml") {
+		t.Errorf("curl gets %d %q, want 500 naming the broken file", code, body)
+	}
+	writeFile(t, dir, "60-infra.yaml", infraMC)
+	bootedAll(t, runs, "GET result: Internal Server Error", "/etc/infra-hello", "infra")
+}

@@ -2,14 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"math/big"
@@ -27,6 +22,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/hazards"
+	"github.com/ignition-mcs/mcs/internal/testpki"
 )
 
 var markerRe = regexp.MustCompile(`"/etc/(a|b)-part","contents":\{"source":"data:,(gen-\d+|BROKEN)"`)
@@ -269,10 +265,12 @@ func TestCertificateRotation(t *testing.T) {
 	writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-1"))
 	tlsDir := t.TempDir()
 	certFile, keyFile := filepath.Join(tlsDir, "tls.crt"), filepath.Join(tlsDir, "tls.key")
+	ca := testpki.NewCA(t)
 	pool := x509.NewCertPool()
-	certA, keyA, serialA := genCert(t, pool, 1)
-	certB, keyB, serialB := genCert(t, pool, 2) // trusted up front: the pool is read by clients under load
-	installCert(t, certFile, keyFile, certA, keyA)
+	pool.AppendCertsFromPEM(ca.PEM)
+	a, b := ca.Serving(t), ca.Serving(t)
+	serialA, serialB := a.Serial, b.Serial
+	installCert(t, certFile, keyFile, string(a.CertPEM), string(a.KeyPEM))
 	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "127.0.0.1:0",
 		"--cert", certFile, "--key", keyFile, "--log-level", "error")
 	_ = in
@@ -315,39 +313,13 @@ func TestCertificateRotation(t *testing.T) {
 		}()
 	}
 	time.Sleep(200 * time.Millisecond)
-	installCert(t, certFile, keyFile, certB, keyB)
+	installCert(t, certFile, keyFile, string(b.CertPEM), string(b.KeyPEM))
 	waitFor(t, "the new certificate", func() bool { s, err := serialOf(); return err == nil && s.Cmp(serialB) == 0 })
 	stop()
 	wg.Wait()
 	if failures.Load() > 0 {
 		t.Fatalf("%d requests failed during rotation", failures.Load())
 	}
-}
-
-// genCert makes a self-signed pair for 127.0.0.1 and trusts it.
-func genCert(t *testing.T, pool *x509.CertPool, serial int64) (certPEM, keyPEM string, _ *big.Int) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(serial),
-		Subject:               pkix.Name{CommonName: "mcs test"},
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool.AddCert(cert)
-	kb, _ := x509.MarshalECPrivateKey(key)
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})), tmpl.SerialNumber
 }
 
 // installCert writes the key, then the certificate, each by rename, as
