@@ -3,7 +3,6 @@ package serve
 import (
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"sort"
 	"sync"
@@ -92,16 +91,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, cause Cause, poo
 	}
 	if a.Retried() {
 		msg += " (" + a.Fix + "; the node retries)"
-		s.waiting.note(s.log, cause, bounded(pool), clientHost(r.RemoteAddr), r.Header.Get("User-Agent"), msg)
+		s.waiting.note(s.log, cause, bounded(pool), bounded(hostOf(r.RemoteAddr)), r.Header.Get("User-Agent"), msg)
 	}
 	plain(w, a.Code, msg)
-}
-
-func clientHost(remote string) string {
-	if h, _, err := net.SplitHostPort(remote); err == nil {
-		return h
-	}
-	return bounded(remote)
 }
 
 // bounded keeps a request-supplied string short enough for a log and /status.

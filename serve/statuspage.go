@@ -167,7 +167,8 @@ func newRefusedView(b skewgate.Blocked) refusedView {
 }
 
 // problems lists what is wrong, worst first: nothing served, a stuck load,
-// failing renders, skipped files, a refused skew policy, refused nodes.
+// failing renders, skipped files, a refused skew policy, waiting nodes,
+// refused nodes.
 func problems(st Status, refused []refusedView, now time.Time) []problem {
 	var out []problem
 	if !st.Ready {
@@ -185,6 +186,7 @@ func problems(st Status, refused []refusedView, now time.Time) []problem {
 	if st.SkewPolicyError != "" {
 		out = append(out, problem{Title: "The source's boot-image skew policy was refused; the previous one stays in force", Detail: st.SkewPolicyError, Anchor: "skew"})
 	}
+	out = append(out, waitingProblems(st.Waiting, now)...)
 	if len(refused) > 0 {
 		pools := map[string]bool{}
 		for _, r := range refused {
@@ -195,6 +197,23 @@ func problems(st Status, refused []refusedView, now time.Time) []problem {
 			Title: fmt.Sprintf("%d recent node requests refused by the boot-image skew gate (pool %s); latest %s",
 				len(refused), strings.Join(slices.Sorted(maps.Keys(pools)), ", "), ago(latest.Time, now)),
 			Detail: "Latest: " + latest.Host + " (" + or(latest.Ignition, "unknown client") + "): " + latest.Reason + ", reference " + latest.ID})
+	}
+	return out
+}
+
+// waitingProblems names what keeps nodes retrying (docs/reliability.md's
+// contract), the five most recent causes.
+func waitingProblems(waiting []Waiting, now time.Time) []problem {
+	var out []problem
+	for i, w := range waiting {
+		if i == 5 {
+			out = append(out, problem{Warn: true, Title: fmt.Sprintf("… and %d more causes of waiting nodes (see waiting in the JSON)", len(waiting)-i)})
+			break
+		}
+		out = append(out, problem{Warn: true, Anchor: "pools",
+			Title: fmt.Sprintf("Nodes wait, answered %d (%s) for pool %s: %d requests from %d address(es), latest %s; they boot once it is fixed",
+				w.Code, w.Cause, or(w.Pool, "-"), w.Requests, w.Clients, ago(w.Last, now)),
+			Detail: w.Message})
 	}
 	return out
 }

@@ -297,3 +297,23 @@ func TestStatusPageProblemsStuckAndSkipped(t *testing.T) {
 		t.Errorf("second problem %+v, want the skipped FIFO as a warning", got[1])
 	}
 }
+
+// Nodes waiting on a retried answer head the page with the cause and the
+// fix, as /status's JSON lists them.
+func TestStatusPageWaitingNodes(t *testing.T) {
+	s := newTestServer(t, Config{}, result(t, "worker", plainIgn))
+	for range 2 {
+		get(t, s, http.MethodGet, "/config/infra", "User-Agent", "Ignition/v2.27.0")
+	}
+	w := get(t, s, http.MethodGet, "/status?format=html")
+	doc, err := html.Parse(bytes.NewReader(w.Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems := text(byID(t, doc, "problems"))
+	for _, want := range []string{"Nodes wait, answered 500 (unknown-pool) for pool infra: 2 requests from 1 address(es)", "create the pool"} {
+		if !strings.Contains(problems, want) {
+			t.Errorf("problems lack %q: %s", want, problems)
+		}
+	}
+}
