@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/impact"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -24,6 +25,7 @@ const (
 	exitInvalid = 1 // the input is invalid, or could not be read or written
 	exitUsage   = 2
 	exitCeiling = 3 // the content needs a newer spec than --max-spec or --spec allow
+	exitFailOn  = 4 // a --fail-on condition holds
 )
 
 // exitError ends run with a status; its problems are already on stderr.
@@ -38,6 +40,7 @@ func (e *exitError) Unwrap() error { return e.err }
 func fail(code int, err error) error { return &exitError{code: code, err: err} }
 
 const usageText = `Usage: render [flags] PATH...
+       render diff [flags] OLD NEW   (see 'render diff --help')
 
 Render merges the MachineConfigs found in PATH (files or directory trees of
 .yaml, .yml, .json and openshift-variant .bu files; "-" reads stdin) into one
@@ -51,8 +54,20 @@ master and worker pools.
 
 Flags:
 %s
-Exit status: 0 rendered, 1 invalid input, 2 usage error, 3 a pool needs a
-newer spec than --max-spec (or --spec) allows.
+With --client UA, render prints instead what mcs would answer that client
+for the pool (--pool), byte for byte: the config at the spec negotiated from
+--accept (default: the header that Ignition release sends), or the skew stub
+that tells the node why it cannot join. --skew-policy, --default-spec,
+--bootstrap-kubeconfig and --kubelet-ca are mcs's flags of the same names.
+
+Exit status:
+  0  rendered (with --client: mcs answers 200, a config or the stub)
+  1  invalid input, or a file could not be read or written
+  2  usage error (an unknown flag or pool)
+  3  a pool needs a newer spec than --max-spec (or --spec) allows; with
+     --client, mcs answers 406 (the client reads no spec it writes)
+  4  a --fail-on condition holds (render diff; with --client, era-loss:
+     the client gets the skew stub)
 
 Examples:
   # Every pool, as a List of rendered MachineConfigs:
@@ -69,6 +84,12 @@ Examples:
 
   # One file per pool, written atomically, for CI artifacts:
   render -o out/ --pretty fixtures/cluster
+
+  # What a node running Ignition v2.9.0 (spec 3.2) would receive:
+  render --client Ignition/v2.9.0 --pool worker fixtures/features/tang-advertisement-3.4
+
+  # What a change does to each pool and each Ignition era:
+  render diff base/cluster head/cluster
 `
 
 type options struct {
@@ -81,6 +102,11 @@ type options struct {
 	maxSpec string
 	spec    string
 	version bool
+
+	client string
+	accept string
+	failOn []string
+	server serverFlags
 }
 
 type stringList []string
@@ -96,6 +122,9 @@ func (s *stringList) Set(v string) error {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "diff" {
+		return runDiff(ctx, args[1:], stdin, stdout, stderr)
+	}
 	var o options
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -108,13 +137,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&o.maxSpec, "max-spec", convert.Newest.String(), "newest spec the booting nodes read; content needing more fails with exit status 3")
 	fs.StringVar(&o.spec, "spec", "", "write exactly this spec (3.5.0 reproduces OpenShift's names)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
-	usage := func() string {
-		var b strings.Builder
-		fs.SetOutput(&b)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-		return fmt.Sprintf(usageText, b.String())
-	}
+	fs.StringVar(&o.client, "client", "", "print what mcs answers a client with this User-`AGENT` (Ignition/v2.9.0) for the pool")
+	fs.StringVar(&o.accept, "accept", "", "with --client: the Accept `HEADER` it sends (default: the one that Ignition release sends)")
+	failOn := fs.String("fail-on", "", "with --client: era-loss exits with status 4 when the client gets the skew stub")
+	o.server.register(fs)
+	usage := func() string { return fmt.Sprintf(usageText, flagDefaults(fs)) }
 
 	paths, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -130,6 +157,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	opts, err := o.renderOptions(fs)
+	if err == nil {
+		err = o.checkClient(*failOn)
+	}
 	if err == nil && len(paths) == 0 {
 		err = errors.New("no PATH given")
 	}
@@ -164,6 +194,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 
+	if o.client != "" {
+		return answerClient(ctx, o, set, results, stdout, stderr)
+	}
 	if o.explain {
 		for _, r := range results {
 			if err := r.Explain(stdout); err != nil {
@@ -183,6 +216,39 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail(exitInvalid, err)
 	}
 	return nil
+}
+
+// flagDefaults is the flags' help, for a usage text.
+func flagDefaults(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	return b.String()
+}
+
+// checkClient validates --client, --accept and --fail-on.
+func (o *options) checkClient(failOn string) error {
+	if o.client == "" {
+		if o.accept != "" || failOn != "" {
+			return errors.New("--accept and --fail-on go with --client (or render diff)")
+		}
+		return nil
+	}
+	if o.explain {
+		return errors.New("--client prints what the client receives: it cannot be combined with --explain")
+	}
+	var err error
+	if o.failOn, err = impact.ParseFailOn(failOn); err != nil {
+		return fmt.Errorf("--fail-on: %w", err)
+	}
+	for _, c := range o.failOn {
+		if c != "era-loss" {
+			return fmt.Errorf("--fail-on %s is for render diff; with --client only era-loss applies", c)
+		}
+	}
+	_, _, err = o.server.check()
+	return err
 }
 
 // parseInterspersed lets flags follow paths ("render dir --pool worker"),

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/impact"
+	"github.com/ignition-mcs/mcs/render"
+)
+
+const diffUsageText = `Usage: render diff [flags] OLD NEW
+
+Diff renders two trees (each as render reads a PATH: a change's base and
+head) and says, pool by pool, what the change does: pools added and removed,
+the rendered name old → new, the spec old → new with the fields that force
+it and the MachineConfig (file and line) each came from, what was added,
+removed or changed (files, directories, links, units and dropins, users,
+groups, storage, kernel arguments, extensions, kernelType, fips, OS images;
+contents only as size and SHA-256, never themselves), and, for each
+Ignition era (the spec each Ignition release line reads, and spec 2), what
+mcs would answer its nodes before and after: a config, or the skew stub
+(newly refused, newly admitted).
+
+Pools render without a ceiling so the whole change shows; --max-spec is
+the ceiling the "ceiling" condition tests.
+
+Flags:
+%s
+Exit status: 0 compared (with or without changes), 1 invalid input, 2 usage
+error, 4 a --fail-on condition holds.
+
+Examples:
+  render diff base/cluster head/cluster
+  render diff --output github --fail-on spec-raise,era-loss base/cluster head/cluster
+  render diff --output json --pool worker base/cluster head/cluster | jq .pools
+`
+
+type diffOptions struct {
+	pools   stringList
+	output  string
+	failOn  string
+	minSpec string
+	maxSpec string
+	server  serverFlags
+}
+
+func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var d diffOptions
+	fs := flag.NewFlagSet("render diff", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(&d.pools, "pool", "compare only this pool (repeat, or separate with commas)")
+	fs.StringVar(&d.output, "output", "text", "output `FORMAT`: text (for people), json (docs/render-diff.schema.json) or github (workflow commands)")
+	fs.StringVar(&d.failOn, "fail-on", "", "exit with status 4 when one of these `CONDITIONS` holds: "+strings.Join(impact.Conditions, ","))
+	fs.StringVar(&d.minSpec, "min-spec", render.DefaultMinSpec.String(), "lowest spec to write, as mcs --min-spec")
+	fs.StringVar(&d.maxSpec, "max-spec", convert.Newest.String(), "the ceiling: the newest spec the booting nodes read")
+	d.server.register(fs)
+
+	paths, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		_, err := io.WriteString(stdout, fmt.Sprintf(diffUsageText, flagDefaults(fs)))
+		return err
+	}
+	var failOn []string
+	var opts render.Options
+	if err == nil {
+		failOn, opts, err = d.check(paths)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "render diff: %v\nRun 'render diff --help' for usage.\n", err)
+		return fail(exitUsage, err)
+	}
+	var sides [2]*impact.Tree
+	for i, p := range paths {
+		if sides[i], err = d.side(p, stdin, opts, stderr); err != nil {
+			return err
+		}
+	}
+	rep := impact.Compare(ctx, sides[0], sides[1], impact.Options{Ceiling: opts.MaxSpec})
+	switch d.output {
+	case "json":
+		err = impact.WriteJSON(stdout, rep)
+	case "github":
+		err = impact.WriteGitHub(stdout, rep, failOn)
+	default:
+		err = impact.WriteText(stdout, rep, failOn)
+	}
+	if err != nil {
+		return fail(exitInvalid, err)
+	}
+	if failing := rep.Failing(failOn); len(failing) > 0 {
+		err := fmt.Errorf("--fail-on: %s holds", strings.Join(failing, ", "))
+		fmt.Fprintf(stderr, "render diff: %v\n", err)
+		return fail(exitFailOn, err)
+	}
+	return nil
+}
+
+// check validates the arguments; the options render every pool uncapped.
+func (d *diffOptions) check(paths []string) ([]string, render.Options, error) {
+	var opts render.Options
+	if len(paths) != 2 {
+		return nil, opts, fmt.Errorf("want two trees, OLD and NEW; got %d", len(paths))
+	}
+	if paths[0] == "-" && paths[1] == "-" {
+		return nil, opts, errors.New("only one tree can be read from stdin")
+	}
+	if !slices.Contains([]string{"text", "json", "github"}, d.output) {
+		return nil, opts, fmt.Errorf("unknown --output %q: want text, json or github", d.output)
+	}
+	failOn, err := impact.ParseFailOn(d.failOn)
+	if err != nil {
+		return nil, opts, fmt.Errorf("--fail-on: %w", err)
+	}
+	if opts.MinSpec, err = convert.ParseOutputVersion(d.minSpec); err != nil {
+		return nil, opts, fmt.Errorf("--min-spec: %w", err)
+	}
+	if opts.MaxSpec, err = convert.ParseOutputVersion(d.maxSpec); err != nil {
+		return nil, opts, fmt.Errorf("--max-spec: %w", err)
+	}
+	if opts.MaxSpec.Less(opts.MinSpec) {
+		return nil, opts, fmt.Errorf("--max-spec %s is below --min-spec %s", opts.MaxSpec, opts.MinSpec)
+	}
+	if _, _, err := d.server.check(); err != nil {
+		return nil, opts, err
+	}
+	return failOn, opts, nil
+}
+
+// side loads and renders one tree, every pool (or --pool) without a
+// ceiling, and builds the server that would serve it.
+func (d *diffOptions) side(path string, stdin io.Reader, opts render.Options, stderr io.Writer) (*impact.Tree, error) {
+	set, err := load([]string{path}, stdin)
+	if err != nil {
+		printErr(stderr, err)
+		return nil, fail(exitInvalid, err)
+	}
+	for _, n := range set.Notices() {
+		fmt.Fprintln(stderr, n)
+	}
+	uncapped := opts
+	uncapped.MaxSpec = convert.Newest
+	all, errs := set.Render(uncapped)
+	if errs != nil {
+		printErr(stderr, errs)
+		return nil, fail(exitCode(errs), errs)
+	}
+	var results []*render.Result
+	for _, r := range all {
+		if len(d.pools) == 0 || slices.Contains(d.pools, r.Pool) {
+			results = append(results, r)
+		}
+	}
+	srv, err := d.server.server(set, results)
+	if err != nil {
+		fmt.Fprintf(stderr, "render diff: %s: %v\n", path, err)
+		return nil, fail(exitInvalid, err)
+	}
+	return &impact.Tree{Path: path, Results: results, MachineConfigs: set.MachineConfigs(), Server: srv}, nil
+}

@@ -1,0 +1,185 @@
+package impact
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// Tree is one side of a comparison: a tree's renders, the MachineConfigs
+// they came from (for files and lines), and the server that would serve
+// them (for what each era receives; nil leaves eras out).
+type Tree struct {
+	// Path names the tree in the report.
+	Path           string
+	Results        []*render.Result
+	MachineConfigs []*render.MachineConfig
+	Server         Server
+}
+
+// Options tune a comparison.
+type Options struct {
+	// Ceiling is the newest spec the booting nodes read; zero is the newest.
+	Ceiling convert.Version
+}
+
+// Compare says what changes from old to new, pool by pool.
+func Compare(ctx context.Context, old, new *Tree, o Options) *Report {
+	if o.Ceiling.IsZero() {
+		o.Ceiling = convert.Newest
+	}
+	c := &comparison{old: side(old, "old"), new: side(new, "new"), loc: newLocator(), ceiling: o.Ceiling}
+	rep := &Report{SchemaVersion: SchemaVersion, Old: old.Path, New: new.Path, Ceiling: o.Ceiling.String(), Pools: []*Pool{}}
+	names := map[string]bool{}
+	for n := range c.old.results {
+		names[n] = true
+	}
+	for n := range c.new.results {
+		names[n] = true
+	}
+	for _, n := range slices.Sorted(maps.Keys(names)) {
+		p := c.pool(ctx, n)
+		rep.Pools = append(rep.Pools, p)
+		h := &rep.Holds
+		h.AnyChange = h.AnyChange || p.Status != PoolUnchanged
+		h.SpecRaise = h.SpecRaise || p.Spec.Raised
+		h.Ceiling = h.Ceiling || p.Spec.AboveCeiling
+		for _, e := range p.Eras {
+			h.EraLoss = h.EraLoss || e.Change == EraNewlyRefused
+		}
+	}
+	rep.Changed = rep.Holds.AnyChange
+	return rep
+}
+
+// sideData indexes one tree.
+type sideData struct {
+	name    string // "old" or "new"
+	tree    *Tree
+	results map[string]*render.Result
+	mcs     map[string]*render.MachineConfig
+}
+
+func side(t *Tree, name string) *sideData {
+	s := &sideData{name: name, tree: t, results: map[string]*render.Result{}, mcs: map[string]*render.MachineConfig{}}
+	for _, r := range t.Results {
+		s.results[r.Pool] = r
+	}
+	for _, mc := range t.MachineConfigs {
+		s.mcs[mc.Metadata.Name] = mc
+	}
+	return s
+}
+
+type comparison struct {
+	old, new *sideData
+	loc      *locator
+	ceiling  convert.Version
+}
+
+func (c *comparison) pool(ctx context.Context, name string) *Pool {
+	o, n := c.old.results[name], c.new.results[name]
+	p := &Pool{Name: name, Changes: []*Change{}, Eras: []*Era{}}
+	switch {
+	case o == nil:
+		p.Status = PoolAdded
+	case n == nil:
+		p.Status = PoolRemoved
+	case o.Name == n.Name:
+		p.Status = PoolUnchanged
+	default:
+		p.Status = PoolChanged
+	}
+	if o != nil {
+		p.Rendered.Old, p.Spec.Old = o.Name, o.Spec.String()
+	}
+	if n != nil {
+		p.Rendered.New, p.Spec.New = n.Name, n.Spec.String()
+		p.Spec.AboveCeiling = c.ceiling.Less(n.Spec)
+	}
+	p.Spec.Raised = o != nil && n != nil && o.Spec.Less(n.Spec)
+	c.reasons(p, o, n)
+	if p.Status == PoolChanged {
+		p.Changes = c.changes(o, n)
+	}
+	p.Eras = c.eras(ctx, name, o, n)
+	return p
+}
+
+// reasons lists what forces the new spec, marking what the old tree lacked,
+// and the old tree's reasons that are gone.
+func (c *comparison) reasons(p *Pool, o, n *render.Result) {
+	key := func(r render.Reason) string { return r.Path + "\x00" + r.What + "\x00" + r.Version.String() }
+	had, has := map[string]bool{}, map[string]bool{}
+	if o != nil {
+		for _, r := range o.Reasons {
+			had[key(r)] = true
+		}
+	}
+	p.Spec.Reasons, p.Spec.Dropped = []*Reason{}, []*Reason{}
+	if n != nil {
+		for _, r := range n.Reasons {
+			has[key(r)] = true
+			x := c.reason(c.new, r)
+			x.Added = o != nil && !had[key(r)]
+			p.Spec.Reasons = append(p.Spec.Reasons, x)
+		}
+	}
+	if o != nil && n != nil {
+		for _, r := range o.Reasons {
+			if !has[key(r)] {
+				p.Spec.Dropped = append(p.Spec.Dropped, c.reason(c.old, r))
+			}
+		}
+	}
+}
+
+func (c *comparison) reason(s *sideData, r render.Reason) *Reason {
+	return &Reason{
+		Field: r.Path, What: r.What, Spec: r.Version.String(), Message: r.Reason.String(),
+		MachineConfig: r.MachineConfig, ConfigPath: r.ConfigPath,
+		At: c.at(s, r.MachineConfig, jsonPath(r.ConfigPath)),
+	}
+}
+
+// at locates a field of a MachineConfig. What the old tree alone has is
+// located in the new tree when its MachineConfig is still there (the line
+// that remains nearest to it), so a pull request can show it.
+func (c *comparison) at(s *sideData, mc string, path []string) Location {
+	if mc == "" {
+		return Location{}
+	}
+	if s == c.old {
+		if _, ok := c.new.mcs[mc]; ok {
+			s = c.new
+		}
+	}
+	m := s.mcs[mc]
+	if m == nil || m.Source == "" {
+		return Location{}
+	}
+	return Location{File: m.Source, Line: c.loc.line(m.Source, mc, path), Tree: s.name}
+}
+
+func (c *comparison) eras(ctx context.Context, pool string, o, n *render.Result) []*Era {
+	out := []*Era{}
+	if c.new.tree.Server == nil || c.old.tree.Server == nil {
+		return out
+	}
+	for _, e := range Eras() {
+		h := ClientHeader(e.UserAgent, e.Accept)
+		era := &Era{Spec: e.Spec.String(), Ignition: e.Ignition.String()}
+		if o != nil {
+			era.Old, _ = Ask(ctx, c.old.tree.Server, pool, h)
+		}
+		if n != nil {
+			era.New, _ = Ask(ctx, c.new.tree.Server, pool, h)
+		}
+		era.Change = eraChange(era.Old, era.New)
+		out = append(out, era)
+	}
+	return out
+}

@@ -1,0 +1,103 @@
+package impact
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/skewgate"
+)
+
+// Server answers a config request as mcs does; *serve.Server is one.
+type Server interface {
+	Answer(ctx context.Context, pool string, h http.Header) (int, http.Header, []byte)
+}
+
+// EraClient is a node of one Ignition release line: the spec it reads and
+// the headers it sends.
+type EraClient struct {
+	Spec      convert.Version
+	Ignition  skewgate.IgnitionVersion
+	UserAgent string
+	Accept    string
+}
+
+// spec2Client is the last spec-2 Ignition, which old RHCOS boot images run.
+var spec2Client = skewgate.IgnitionVersion{Major: 0, Minor: 35, Patch: 0}
+
+// Eras lists one client per Ignition release line (skewgate.Releases), its
+// oldest release: the one a policy of minimum versions refuses first.
+func Eras() []EraClient {
+	out := make([]EraClient, 0, len(skewgate.Releases))
+	for _, r := range skewgate.Releases {
+		v := r.Ignition
+		if r.Spec.Major == 2 {
+			v = spec2Client
+		}
+		ua := "Ignition/" + v.String()
+		out = append(out, EraClient{Spec: r.Spec, Ignition: v, UserAgent: ua, Accept: AcceptFor(ua)})
+	}
+	return out
+}
+
+// AcceptFor is the Accept header a client sends, from its User-Agent: an
+// Ignition release asks for the newest spec it reads (reference: what real
+// clients send); anything else sends curl's */*.
+func AcceptFor(userAgent string) string {
+	v, ok := skewgate.ParseUserAgent(userAgent)
+	if !ok {
+		return "*/*"
+	}
+	spec := skewgate.SpecFor(v)
+	if spec.Major == 2 {
+		return "application/vnd.coreos.ignition+json; version=2.2.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1"
+	}
+	return "application/vnd.coreos.ignition+json;version=" + spec.String() + ", */*;q=0.1"
+}
+
+// ClientHeader is the request header of a client: its User-Agent, the
+// Accept given or the one it sends, and identity encoding, as Ignition asks.
+func ClientHeader(userAgent, accept string) http.Header {
+	if accept == "" {
+		accept = AcceptFor(userAgent)
+	}
+	h := http.Header{}
+	h.Set("User-Agent", userAgent)
+	h.Set("Accept", accept)
+	h.Set("Accept-Encoding", "identity")
+	return h
+}
+
+// Ask is the server's answer to one client, read as an Outcome.
+func Ask(ctx context.Context, s Server, pool string, h http.Header) (*Outcome, []byte) {
+	status, rh, body := s.Answer(ctx, pool, h)
+	o := &Outcome{Status: status, Admitted: status == http.StatusOK}
+	if _, v, ok := strings.Cut(rh.Get("Content-Type"), ";version="); ok {
+		o.Spec = v
+	}
+	if skew := rh.Get("X-Mcs-Skew"); skew != "" {
+		reason, _, _ := strings.Cut(skew, ";")
+		o.Admitted, o.Reason = false, strings.TrimSpace(reason)
+	}
+	return o, body
+}
+
+// eraChange names an era's fate between two outcomes (nil: no pool).
+func eraChange(old, new *Outcome) string {
+	switch {
+	case new == nil:
+		return EraGone
+	case old == nil && new.Admitted:
+		return EraAdmitted
+	case old == nil:
+		return EraRefused
+	case old.Admitted && new.Admitted:
+		return EraStillAdmitted
+	case old.Admitted:
+		return EraNewlyRefused
+	case new.Admitted:
+		return EraNewlyAdmitted
+	}
+	return EraStillRefused
+}

@@ -1,0 +1,173 @@
+package impact
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// locator finds the line of a field of a MachineConfig in the file it was
+// read from, so CI can annotate that line. Files are read again (the loader
+// keeps no positions) and parsed once each; JSON is read as the YAML it is.
+type locator struct {
+	files map[string][]*yaml.Node // file → its documents' roots; nil when unreadable
+}
+
+func newLocator() *locator { return &locator{files: map[string][]*yaml.Node{}} }
+
+// line returns the line of path (keys; in lists an index, "?field=value"
+// for the item whose field is value, or "~value" for the item value) inside MachineConfig mc of file: the deepest part of
+// the path that exists, else the object's first line; 0 when the file cannot
+// be read or holds no such object.
+func (l *locator) line(file, mc string, path []string) int {
+	obj := l.object(file, mc)
+	if obj == nil {
+		return 0
+	}
+	if strings.EqualFold(filepath.Ext(file), ".bu") {
+		path = butanePath(path)
+	}
+	line, n := obj.Line, obj
+	for _, seg := range path {
+		k, v := child(n, seg)
+		if v == nil {
+			break
+		}
+		line, n = k.Line, v
+	}
+	return line
+}
+
+// butanePath maps a MachineConfig path to the Butane file it came from: the
+// Ignition config is the file's top level, OpenShift's fields sit under
+// openshift.
+func butanePath(path []string) []string {
+	if len(path) < 2 || path[0] != "spec" {
+		return nil
+	}
+	switch path[1] {
+	case "config":
+		return path[2:]
+	case "kernelArguments":
+		return append([]string{"openshift", "kernel_arguments"}, path[2:]...)
+	case "extensions", "fips":
+		return []string{"openshift", path[1]}
+	case "kernelType":
+		return []string{"openshift", "kernel_type"}
+	}
+	return nil
+}
+
+// object is the MachineConfig named mc in file (a document, an item of a
+// List or of a JSON array), or a Butane file's root.
+func (l *locator) object(file, mc string) *yaml.Node {
+	docs, seen := l.files[file]
+	if !seen {
+		docs = readDocs(file)
+		l.files[file] = docs
+	}
+	if strings.EqualFold(filepath.Ext(file), ".bu") && len(docs) > 0 {
+		return docs[0]
+	}
+	for _, d := range docs {
+		if n := findObject(d, mc); n != nil {
+			return n
+		}
+	}
+	return nil
+}
+
+func readDocs(file string) []*yaml.Node {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var docs []*yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var d yaml.Node
+		err := dec.Decode(&d)
+		if errors.Is(err, io.EOF) || err != nil {
+			// A file the loader read but this parser cannot is only
+			// left without lines.
+			return docs
+		}
+		if len(d.Content) > 0 {
+			docs = append(docs, d.Content[0])
+		}
+	}
+}
+
+func findObject(n *yaml.Node, mc string) *yaml.Node {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		for _, it := range n.Content {
+			if o := findObject(it, mc); o != nil {
+				return o
+			}
+		}
+	case yaml.MappingNode:
+		if _, items := child(n, "items"); items != nil {
+			return findObject(items, mc)
+		}
+		_, meta := child(n, "metadata")
+		_, kind := child(n, "kind")
+		if meta == nil || kind != nil && kind.Value != "MachineConfig" {
+			return nil
+		}
+		if _, name := child(meta, "name"); name != nil && name.Value == mc {
+			return n
+		}
+	}
+	return nil
+}
+
+// child is a mapping's key and value, or a list's item (see line); the key
+// is the item itself in a list.
+func child(n *yaml.Node, seg string) (key, val *yaml.Node) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == seg {
+				return n.Content[i], n.Content[i+1]
+			}
+		}
+	case yaml.SequenceNode:
+		if sel, ok := strings.CutPrefix(seg, "?"); ok {
+			f, v, _ := strings.Cut(sel, "=")
+			for _, it := range n.Content {
+				if _, x := child(it, f); x != nil && x.Kind == yaml.ScalarNode && x.Value == v {
+					return it, it
+				}
+			}
+			return nil, nil
+		}
+		if v, ok := strings.CutPrefix(seg, "~"); ok {
+			for _, it := range n.Content {
+				if it.Kind == yaml.ScalarNode && it.Value == v {
+					return it, it
+				}
+			}
+			return nil, nil
+		}
+		if i, err := strconv.Atoi(seg); err == nil && i >= 0 && i < len(n.Content) {
+			return n.Content[i], n.Content[i]
+		}
+	}
+	return nil, nil
+}
+
+// jsonPath splits "$.spec.config.storage.luks.0" into its parts.
+func jsonPath(p string) []string {
+	p = strings.TrimPrefix(strings.TrimPrefix(p, "$"), ".")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, ".")
+}

@@ -1,0 +1,166 @@
+// Package impact compares two renders of a MachineConfig tree and says what the change does to each pool and to nodes of each Ignition era.
+package impact
+
+// SchemaVersion is the version of the Report JSON document
+// (docs/render-diff.schema.json). It changes only when a field is removed or
+// changes meaning; new optional fields keep it.
+const SchemaVersion = 1
+
+// Report is what `render diff` prints, as JSON with --output json.
+type Report struct {
+	SchemaVersion int `json:"schemaVersion"`
+	// Old and New name the compared trees as given on the command line.
+	Old string `json:"old"`
+	New string `json:"new"`
+	// Ceiling is the newest spec the booting nodes read (--max-spec).
+	Ceiling string `json:"ceiling"`
+	Changed bool   `json:"changed"`
+	Holds   Holds  `json:"holds"`
+	// Pools are every pool of either tree, by name.
+	Pools []*Pool `json:"pools"`
+}
+
+// Holds are the conditions --fail-on tests.
+type Holds struct {
+	// SpecRaise: a pool of both trees is written at a newer spec.
+	SpecRaise bool `json:"specRaise"`
+	// Ceiling: a pool of the new tree needs a spec above the ceiling.
+	Ceiling bool `json:"ceiling"`
+	// EraLoss: nodes of an Ignition era that could join a pool no longer can.
+	EraLoss bool `json:"eraLoss"`
+	// AnyChange: a pool was added, removed or renders differently.
+	AnyChange bool `json:"anyChange"`
+}
+
+// Pool statuses.
+const (
+	PoolAdded     = "added"
+	PoolRemoved   = "removed"
+	PoolChanged   = "changed"
+	PoolUnchanged = "unchanged"
+)
+
+// Pool is one pool's change.
+type Pool struct {
+	Name     string     `json:"name"`
+	Status   string     `json:"status"`
+	Rendered Pair       `json:"rendered"`
+	Spec     SpecChange `json:"spec"`
+	Changes  []*Change  `json:"changes"`
+	Eras     []*Era     `json:"eras"`
+}
+
+// Pair is a value in the old and the new tree; empty where absent.
+type Pair struct {
+	Old string `json:"old,omitempty"`
+	New string `json:"new,omitempty"`
+}
+
+// SpecChange is the spec each tree writes the pool at, and why.
+type SpecChange struct {
+	Old          string `json:"old,omitempty"`
+	New          string `json:"new,omitempty"`
+	Raised       bool   `json:"raised"`
+	AboveCeiling bool   `json:"aboveCeiling"`
+	// Reasons are the new tree's fields that need more than spec 3.0.0;
+	// Added marks those the old tree did not have.
+	Reasons []*Reason `json:"reasons"`
+	// Dropped are the old tree's reasons the new tree no longer has.
+	Dropped []*Reason `json:"dropped"`
+}
+
+// Reason is a field that forces a spec, and where it was written.
+type Reason struct {
+	// Field is the path in the merged config, e.g. "$.storage.luks.0.discard".
+	Field string `json:"field"`
+	What  string `json:"what"`
+	Spec  string `json:"spec"`
+	// Message says it as a sentence.
+	Message string `json:"message"`
+	// MachineConfig supplied the field, at ConfigPath inside it.
+	MachineConfig string   `json:"machineConfig,omitempty"`
+	ConfigPath    string   `json:"configPath,omitempty"`
+	At            Location `json:"at"`
+	Added         bool     `json:"added,omitempty"`
+}
+
+// Location is a line of an input file.
+type Location struct {
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	// Tree is "old" or "new": which tree File belongs to.
+	Tree string `json:"tree,omitempty"`
+}
+
+// Change operations.
+const (
+	OpAdded   = "added"
+	OpRemoved = "removed"
+	OpChanged = "changed"
+)
+
+// Change is one thing of a pool's render added, removed or changed.
+type Change struct {
+	// Category is one of files, directories, links, units, users, groups,
+	// disks, raid, filesystems, luks, ignition, kernelArguments,
+	// kernelArgumentsShouldNotExist, extensions, kernelType, fips,
+	// osImageURL, baseOSExtensionsContainerImage.
+	Category string `json:"category"`
+	// Name is the file path, unit name, user name, argument, ...
+	Name string `json:"name"`
+	Op   string `json:"op"`
+	// MachineConfig supplies it (the old tree's, when removed).
+	MachineConfig string   `json:"machineConfig,omitempty"`
+	At            Location `json:"at"`
+	// Fields are what changed inside it (Op changed).
+	Fields []*Field `json:"fields,omitempty"`
+}
+
+// Field is one changed value inside a changed thing.
+type Field struct {
+	// Field is its path inside the thing: "mode",
+	// "contents.source", "dropins[mco-disabled.conf].contents".
+	Field string `json:"field"`
+	Old   *Value `json:"old,omitempty"`
+	New   *Value `json:"new,omitempty"`
+}
+
+// Value is a field's value: its text when harmless (a mode, a flag, a
+// name), else only the size and SHA-256 of its contents, which may hold
+// secrets.
+type Value struct {
+	Text   string `json:"text,omitempty"`
+	Size   *int   `json:"size,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Era outcomes, old → new.
+const (
+	EraStillAdmitted = "still-admitted"
+	EraStillRefused  = "still-refused"
+	EraNewlyRefused  = "newly-refused"
+	EraNewlyAdmitted = "newly-admitted"
+	EraAdmitted      = "admitted" // a new pool
+	EraRefused       = "refused"  // a new pool
+	EraGone          = "gone"     // a removed pool
+)
+
+// Era is what a node of one Ignition release line receives for the pool.
+type Era struct {
+	// Spec is the newest spec the era reads; Ignition its oldest release.
+	Spec     string   `json:"spec"`
+	Ignition string   `json:"ignition"`
+	Old      *Outcome `json:"old,omitempty"`
+	New      *Outcome `json:"new,omitempty"`
+	Change   string   `json:"change"`
+}
+
+// Outcome is the server's answer to a node of an era.
+type Outcome struct {
+	Status   int    `json:"status"`
+	Admitted bool   `json:"admitted"`
+	// Spec is the spec of the config served (the stub's, when refused).
+	Spec string `json:"spec,omitempty"`
+	// Reason is the skew gate's reason when refused.
+	Reason string `json:"reason,omitempty"`
+}
