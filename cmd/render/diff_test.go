@@ -1,0 +1,307 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/ignition-mcs/mcs/impact"
+)
+
+// diffDir holds the fixture pairs: base/ is every case's old tree.
+var diffDir = filepath.Join("cmd", "render", "testdata", "diff")
+
+type diffCase struct {
+	name, old, new string
+}
+
+func diffCases() []diffCase {
+	base := filepath.Join(diffDir, "base")
+	var out []diffCase
+	for _, n := range []string{"luks-discard", "file-change", "custom-pool", "karg-removed"} {
+		out = append(out, diffCase{n, base, filepath.Join(diffDir, n)})
+	}
+	return append(out, diffCase{"no-change", base, base})
+}
+
+// TestDiffGolden runs render diff on every fixture pair in every output,
+// checks the JSON against its schema and the GitHub commands' shape.
+func TestDiffGolden(t *testing.T) {
+	toRoot(t)
+	schema := compileSchema(t)
+	for _, c := range diffCases() {
+		t.Run(c.name, func(t *testing.T) {
+			golden := filepath.Join("cmd", "render", "testdata", "golden", "diff", c.name)
+			for _, f := range []struct{ output, ext string }{{"text", ".txt"}, {"json", ".json"}, {"github", ".github"}} {
+				out, errs, code := cli(t, "", "diff", "--output", f.output, c.old, c.new)
+				if code != exitOK {
+					t.Fatalf("--output %s: exit %d: %s", f.output, code, errs)
+				}
+				check(t, golden+f.ext, out)
+				switch f.output {
+				case "json":
+					validate(t, schema, out)
+				case "github":
+					checkGitHub(t, out)
+				}
+			}
+		})
+	}
+}
+
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	s, err := c.Compile(filepath.Join("docs", "render-diff.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func validate(t *testing.T, s *jsonschema.Schema, doc string) {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(v); err != nil {
+		t.Fatalf("output does not match docs/render-diff.schema.json: %v", err)
+	}
+}
+
+var workflowCommand = regexp.MustCompile(`^::(error|warning|notice)( ([a-z]+=[^,:]*)(,[a-z]+=[^,:]*)*)?::\S`)
+
+// checkGitHub checks every line is a workflow command, and that every
+// command about a change of the new tree names its file and line.
+func checkGitHub(t *testing.T, out string) {
+	t.Helper()
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if !workflowCommand.MatchString(l) {
+			t.Errorf("not a workflow command: %q", l)
+		}
+		if strings.Contains(l, "(MachineConfig ") && (!strings.Contains(l, " file=") || !strings.Contains(l, ",line=")) {
+			t.Errorf("no file and line: %q", l)
+		}
+	}
+}
+
+func diffJSON(t *testing.T, c diffCase, extra ...string) *impact.Report {
+	t.Helper()
+	out, errs, code := cli(t, "", append(append([]string{"diff", "--output", "json"}, extra...), c.old, c.new)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r impact.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+func caseNamed(name string) diffCase {
+	for _, c := range diffCases() {
+		if c.name == name {
+			return c
+		}
+	}
+	panic(name)
+}
+
+// TestDiffLUKSDiscard: a pool gaining LUKS with discard goes from spec
+// 3.0.0 to 3.4.0; spec 2 and 3.0–3.3 nodes are newly refused; the field and
+// its MachineConfig are named, with the line.
+func TestDiffLUKSDiscard(t *testing.T) {
+	toRoot(t)
+	r := diffJSON(t, caseNamed("luks-discard"))
+	p := r.Pools[0]
+	if p.Name != "worker" || p.Status != impact.PoolChanged || p.Spec.Old != "3.0.0" || p.Spec.New != "3.4.0" || !p.Spec.Raised {
+		t.Fatalf("pool %+v", p)
+	}
+	if !r.Holds.SpecRaise || !r.Holds.EraLoss || !r.Holds.AnyChange || r.Holds.Ceiling {
+		t.Errorf("holds %+v", r.Holds)
+	}
+	var discard *impact.Reason
+	for _, rs := range p.Spec.Reasons {
+		if rs.Field == "$.storage.luks.0.discard" {
+			discard = rs
+		}
+	}
+	want := filepath.Join(diffDir, "luks-discard", "50-worker-luks.yaml")
+	if discard == nil || !discard.Added || discard.MachineConfig != "50-worker-luks" || discard.At.File != want || discard.At.Line != lineOf(t, want, "discard: true") {
+		t.Fatalf("discard reason %+v", discard)
+	}
+	refused := map[string]bool{"2.2.0": true, "3.0.0": true, "3.1.0": true, "3.2.0": true, "3.3.0": true}
+	for _, e := range p.Eras {
+		want := impact.EraStillAdmitted
+		if refused[e.Spec] {
+			want = impact.EraNewlyRefused
+		}
+		if e.Change != want {
+			t.Errorf("era %s: %s, want %s", e.Spec, e.Change, want)
+		}
+	}
+	out, _, _ := cli(t, "", "diff", "--output", "github", "--fail-on", "era-loss", caseNamed("luks-discard").old, caseNamed("luks-discard").new)
+	if !strings.Contains(out, "::error file="+want+",line="+strconv.Itoa(lineOf(t, want, "discard: true"))+",title=pool worker::nodes whose Ignition reads at most spec 2.2.0, 3.0.0, 3.1.0, 3.2.0, 3.3.0") {
+		t.Errorf("no era-loss error on the discard line:\n%s", out)
+	}
+}
+
+// TestDiffNeverPrintsContents: a changed file shows size and digest, in
+// every output, never the contents.
+func TestDiffNeverPrintsContents(t *testing.T) {
+	toRoot(t)
+	c := caseNamed("file-change")
+	for _, output := range []string{"text", "json", "github"} {
+		out, _, _ := cli(t, "", "diff", "--output", output, c.old, c.new)
+		for _, secret := range []string{"old-secret-7f3a", "new-secret-9c2e"} {
+			if strings.Contains(out, secret) || strings.Contains(out, url.PathEscape(secret)) {
+				t.Errorf("--output %s prints the contents %q", output, secret)
+			}
+		}
+	}
+	r := diffJSON(t, c)
+	ch := r.Pools[0].Changes
+	if len(ch) != 1 || ch[0].Category != "files" || ch[0].Name != "/etc/example/credentials" || ch[0].Op != impact.OpChanged {
+		t.Fatalf("changes %+v", ch)
+	}
+	sum := sha256.Sum256([]byte("password=new-secret-9c2e\n"))
+	var contents *impact.Field
+	for _, f := range ch[0].Fields {
+		if f.Field == "contents.source" {
+			contents = f
+		}
+	}
+	if contents == nil || contents.New.SHA256 != hex.EncodeToString(sum[:]) || *contents.New.Size != 25 || contents.Old.SHA256 == contents.New.SHA256 || contents.New.Text != "" {
+		t.Fatalf("contents %+v", contents)
+	}
+}
+
+func TestDiffPoolsAndArguments(t *testing.T) {
+	toRoot(t)
+	r := diffJSON(t, caseNamed("custom-pool"))
+	if len(r.Pools) != 2 || r.Pools[0].Name != "infra" || r.Pools[0].Status != impact.PoolAdded || r.Pools[1].Status != impact.PoolUnchanged {
+		t.Fatalf("pools %+v", r.Pools)
+	}
+	r = diffJSON(t, caseNamed("karg-removed"))
+	ch := r.Pools[0].Changes
+	if len(ch) != 1 || ch[0].Category != "kernelArguments" || ch[0].Name != "nosmt" || ch[0].Op != impact.OpRemoved || ch[0].MachineConfig != "05-worker-kargs" {
+		t.Fatalf("changes %+v", ch)
+	}
+	out, _, code := cli(t, "", "diff", caseNamed("no-change").old, caseNamed("no-change").new)
+	if code != exitOK || !strings.Contains(out, "no changes") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// TestDiffFailOn: each condition exits 4 exactly when it holds.
+func TestDiffFailOn(t *testing.T) {
+	toRoot(t)
+	holds := map[string][]string{
+		"luks-discard": {"spec-raise", "era-loss", "any-change"},
+		"file-change":  {"any-change"},
+		"custom-pool":  {"any-change"},
+		"karg-removed": {"any-change"},
+		"no-change":    nil,
+	}
+	for _, c := range diffCases() {
+		for _, cond := range impact.Conditions {
+			t.Run(c.name+"/"+cond, func(t *testing.T) {
+				_, errs, code := cli(t, "", "diff", "--fail-on", cond, c.old, c.new)
+				want := exitOK
+				if slices.Contains(holds[c.name], cond) {
+					want = exitFailOn
+				}
+				if code != want {
+					t.Fatalf("exit %d, want %d: %s", code, want, errs)
+				}
+			})
+		}
+	}
+	t.Run("ceiling", func(t *testing.T) {
+		c := caseNamed("luks-discard")
+		out, _, code := cli(t, "", "diff", "--max-spec", "3.3.0", "--fail-on", "ceiling", "--output", "github", c.old, c.new)
+		if code != exitFailOn || !strings.Contains(out, "::error file=") || !strings.Contains(out, "above the ceiling 3.3.0") {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+	})
+}
+
+func TestDiffUsage(t *testing.T) {
+	toRoot(t)
+	base := caseNamed("no-change").old
+	for _, c := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"one tree", []string{base}, "want two trees"},
+		{"bad output", []string{"--output", "xml", base, base}, "unknown --output"},
+		{"bad condition", []string{"--fail-on", "spec-raise,bogus", base, base}, `unknown condition "bogus"`},
+		{"two stdins", []string{"-", "-"}, "only one tree"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, errs, code := cli(t, "", append([]string{"diff"}, c.args...)...)
+			if code != exitUsage || !strings.Contains(errs, c.stderr) {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+		})
+	}
+	out, _, code := cli(t, "", "diff", "--help")
+	if code != exitOK || !strings.Contains(out, "4 a --fail-on condition holds") {
+		t.Fatalf("help: exit %d:\n%s", code, out)
+	}
+}
+
+// lineOf is the 1-based line of the first line of file containing s.
+func lineOf(t *testing.T, file, s string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, s) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s has no %q", file, s)
+	return 0
+}
+
+// TestSchemaRejects proves the schema check can fail: contents as text,
+// an unknown field, a wrong schema version.
+func TestSchemaRejects(t *testing.T) {
+	toRoot(t)
+	schema := compileSchema(t)
+	out, _, _ := cli(t, "", "diff", "--output", "json", caseNamed("file-change").old, caseNamed("file-change").new)
+	for name, edit := range map[string][2]string{
+		"contents as text": {`"size": 25,`, `"text": "password=x", "size": 25,`},
+		"unknown field":    {`"changed": true,`, `"changed": true, "extra": 1,`},
+		"schema version":   {`"schemaVersion": 1,`, `"schemaVersion": 2,`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			doc := strings.Replace(out, edit[0], edit[1], 1)
+			if doc == out {
+				t.Fatalf("%q not in the output", edit[0])
+			}
+			v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if schema.Validate(v) == nil {
+				t.Fatal("the schema accepts it")
+			}
+		})
+	}
+}
