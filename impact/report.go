@@ -157,8 +157,8 @@ type Era struct {
 
 // Outcome is the server's answer to a node of an era.
 type Outcome struct {
-	Status   int    `json:"status"`
-	Admitted bool   `json:"admitted"`
+	Status   int  `json:"status"`
+	Admitted bool `json:"admitted"`
 	// Spec is the spec of the config served (the stub's, when refused).
 	Spec string `json:"spec,omitempty"`
 	// Reason is the skew gate's reason when refused.
