@@ -49,6 +49,9 @@ func WriteGitHub(w io.Writer, r *Report, failOn []string) error {
 				first = newest(added).At
 			}
 		}
+		if p.Status == PoolChanged && !p.Spec.Raised && p.Spec.Old != p.Spec.New {
+			annotate(b, "notice", Location{}, title, fmt.Sprintf("spec lowered %s → %s", p.Spec.Old, p.Spec.New))
+		}
 		if p.Spec.AboveCeiling {
 			for _, rs := range p.Spec.Reasons {
 				if above(rs.Spec, r.Ceiling) {
@@ -58,6 +61,9 @@ func WriteGitHub(w io.Writer, r *Report, failOn []string) error {
 		}
 		if lost := lostEras(p); lost != "" {
 			annotate(b, level("era-loss"), first, title, lost)
+		}
+		if won := erasNamed(p, EraNewlyAdmitted); len(won) > 0 {
+			annotate(b, "notice", Location{}, title, "nodes whose Ignition reads at most spec "+strings.Join(won, ", ")+" can join again")
 		}
 		for _, ch := range p.Changes {
 			annotate(b, "notice", ch.At, title, ch.summary()+origin(ch.MachineConfig, Location{}))
@@ -91,22 +97,27 @@ func addedReasons(p *Pool) []*Reason {
 // lostEras names the eras newly refused and, when they are the oldest, the
 // Ignition release from which nodes still join.
 func lostEras(p *Pool) string {
-	var lost []string
-	last := -1
-	for i, e := range p.Eras {
-		if e.Change == EraNewlyRefused {
-			lost = append(lost, e.Spec)
-			last = i
-		}
-	}
+	lost := erasNamed(p, EraNewlyRefused)
 	if len(lost) == 0 {
 		return ""
 	}
+	last := slices.IndexFunc(p.Eras, func(e *Era) bool { return e.Spec == lost[len(lost)-1] })
 	s := "nodes whose Ignition reads at most spec " + strings.Join(lost, ", ")
 	if len(lost) == last+1 && last+1 < len(p.Eras) {
 		s += " (Ignition older than " + p.Eras[last+1].Ignition + ")"
 	}
 	return s + " can no longer join: they get the skew stub"
+}
+
+// erasNamed are the specs of the eras whose change is change.
+func erasNamed(p *Pool, change string) []string {
+	var out []string
+	for _, e := range p.Eras {
+		if e.Change == change {
+			out = append(out, e.Spec)
+		}
+	}
+	return out
 }
 
 // annotate writes one workflow command; a location in the new tree becomes

@@ -71,15 +71,8 @@ func (c *comparison) changes(o, n *render.Result) []*Change {
 // gives the path of a thing inside a MachineConfig and whether that
 // MachineConfig has it (nil: it names no MachineConfig).
 func (c *comparison) compareSet(category string, old, new set, o, n *render.Result, at func(*render.MachineConfig, string) ([]string, bool)) []*Change {
-	names := slices.Sorted(maps.Keys(old))
-	for k := range new {
-		if _, ok := old[k]; !ok {
-			names = append(names, k)
-		}
-	}
-	slices.Sort(names)
 	var out []*Change
-	for _, name := range names {
+	for _, name := range keys(old, new) {
 		ol, nl := old[name], new[name]
 		ch := &Change{Category: category, Name: name}
 		s, r := c.new, n
@@ -202,17 +195,22 @@ func itemKey(e any, i int) string {
 	return strconv.Itoa(i)
 }
 
-// fields lists the values that differ between two versions of a thing.
-func fields(old, new leaves) []*Field {
-	keys := slices.Sorted(maps.Keys(old))
-	for k := range new {
-		if _, ok := old[k]; !ok {
-			keys = append(keys, k)
+// keys are the keys of either map, sorted.
+func keys[V any](a, b map[string]V) []string {
+	out := slices.Collect(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
 		}
 	}
-	slices.Sort(keys)
+	slices.Sort(out)
+	return out
+}
+
+// fields lists the values that differ between two versions of a thing.
+func fields(old, new leaves) []*Field {
 	var out []*Field
-	for _, k := range keys {
+	for _, k := range keys(old, new) {
 		ov, nv := old[k], new[k]
 		if fmt.Sprint(ov) == fmt.Sprint(nv) && (ov == nil) == (nv == nil) {
 			continue

@@ -103,10 +103,11 @@ type options struct {
 	spec    string
 	version bool
 
-	client string
-	accept string
-	failOn []string
-	server serverFlags
+	client     string
+	accept     string
+	failOnList string
+	failOn     []string
+	server     serverFlags
 }
 
 type stringList []string
@@ -126,21 +127,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runDiff(ctx, args[1:], stdin, stdout, stderr)
 	}
 	var o options
-	fs := flag.NewFlagSet("render", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Var(&o.pools, "pool", "render only this pool (repeat, or separate with commas)")
-	fs.StringVar(&o.out, "o", "", "write to `FILE`, or to DIR/<pool>.json (.ign) when the path ends in / or is a directory")
-	fs.StringVar(&o.format, "format", "machineconfig", "output `FORMAT`: machineconfig (the rendered MachineConfig) or ignition (its Ignition config)")
-	fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON output")
-	fs.BoolVar(&o.explain, "explain", false, "print the chosen spec and why, field by field, with the MachineConfig behind each file, unit, user and kernel argument")
-	fs.StringVar(&o.minSpec, "min-spec", render.DefaultMinSpec.String(), "lowest spec to write")
-	fs.StringVar(&o.maxSpec, "max-spec", convert.Newest.String(), "newest spec the booting nodes read; content needing more fails with exit status 3")
-	fs.StringVar(&o.spec, "spec", "", "write exactly this spec (3.5.0 reproduces OpenShift's names)")
-	fs.BoolVar(&o.version, "version", false, "print the version and exit")
-	fs.StringVar(&o.client, "client", "", "print what mcs answers a client with this User-`AGENT` (Ignition/v2.9.0) for the pool")
-	fs.StringVar(&o.accept, "accept", "", "with --client: the Accept `HEADER` it sends (default: the one that Ignition release sends)")
-	failOn := fs.String("fail-on", "", "with --client: era-loss exits with status 4 when the client gets the skew stub")
-	o.server.register(fs)
+	fs := o.flagSet()
 	usage := func() string { return fmt.Sprintf(usageText, flagDefaults(fs)) }
 
 	paths, err := parseInterspersed(fs, args)
@@ -156,16 +143,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		_, err := fmt.Fprintf(stdout, "render (mcs) %s\nwrites Ignition specs %s\n", version(), versions(convert.OutputVersions))
 		return err
 	}
-	opts, err := o.renderOptions(fs)
-	if err == nil {
-		err = o.checkClient(*failOn)
-	}
-	if err == nil && len(paths) == 0 {
-		err = errors.New("no PATH given")
-	}
-	if err == nil && o.format != "machineconfig" && o.format != "ignition" {
-		err = fmt.Errorf("unknown --format %q: want machineconfig or ignition", o.format)
-	}
+	opts, err := o.check(fs, paths)
 	if err != nil {
 		fmt.Fprintf(stderr, "render: %v\nRun 'render --help' for usage.\n", err)
 		return fail(exitUsage, err)
@@ -218,6 +196,26 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return nil
 }
 
+// flagSet registers the flags into o.
+func (o *options) flagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(&o.pools, "pool", "render only this pool (repeat, or separate with commas)")
+	fs.StringVar(&o.out, "o", "", "write to `FILE`, or to DIR/<pool>.json (.ign) when the path ends in / or is a directory")
+	fs.StringVar(&o.format, "format", "machineconfig", "output `FORMAT`: machineconfig (the rendered MachineConfig) or ignition (its Ignition config)")
+	fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON output")
+	fs.BoolVar(&o.explain, "explain", false, "print the chosen spec and why, field by field, with the MachineConfig behind each file, unit, user and kernel argument")
+	fs.StringVar(&o.minSpec, "min-spec", render.DefaultMinSpec.String(), "lowest spec to write")
+	fs.StringVar(&o.maxSpec, "max-spec", convert.Newest.String(), "newest spec the booting nodes read; content needing more fails with exit status 3")
+	fs.StringVar(&o.spec, "spec", "", "write exactly this spec (3.5.0 reproduces OpenShift's names)")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.StringVar(&o.client, "client", "", "print what mcs answers a client with this User-`AGENT` (Ignition/v2.9.0) for the pool")
+	fs.StringVar(&o.accept, "accept", "", "with --client: the Accept `HEADER` it sends (default: the one that Ignition release sends)")
+	fs.StringVar(&o.failOnList, "fail-on", "", "with --client: era-loss exits with status 4 when the client gets the skew stub")
+	o.server.register(fs)
+	return fs
+}
+
 // flagDefaults is the flags' help, for a usage text.
 func flagDefaults(fs *flag.FlagSet) string {
 	var b strings.Builder
@@ -227,8 +225,24 @@ func flagDefaults(fs *flag.FlagSet) string {
 	return b.String()
 }
 
+// check validates the arguments and returns the render's options.
+func (o *options) check(fs *flag.FlagSet, paths []string) (render.Options, error) {
+	opts, err := o.renderOptions(fs)
+	if err == nil {
+		err = o.checkClient()
+	}
+	if err == nil && len(paths) == 0 {
+		err = errors.New("no PATH given")
+	}
+	if err == nil && o.format != "machineconfig" && o.format != "ignition" {
+		err = fmt.Errorf("unknown --format %q: want machineconfig or ignition", o.format)
+	}
+	return opts, err
+}
+
 // checkClient validates --client, --accept and --fail-on.
-func (o *options) checkClient(failOn string) error {
+func (o *options) checkClient() error {
+	failOn := o.failOnList
 	if o.client == "" {
 		if o.accept != "" || failOn != "" {
 			return errors.New("--accept and --fail-on go with --client (or render diff)")
