@@ -309,3 +309,27 @@ func TestSchemaRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestExitCodesDocumented: every exit status is in render --help, render
+// diff --help and the README's table.
+func TestExitCodesDocumented(t *testing.T) {
+	toRoot(t)
+	help, _, _ := cli(t, "", "--help")
+	diffHelp, _, _ := cli(t, "", "diff", "--help")
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []int{exitOK, exitInvalid, exitUsage, exitCeiling, exitFailOn} {
+		n := strconv.Itoa(code)
+		if !strings.Contains(help, "\n  "+n+"  ") {
+			t.Errorf("render --help does not document exit status %d", code)
+		}
+		if !strings.Contains(string(readme), "\n| "+n+" | ") {
+			t.Errorf("README.md does not document exit status %d", code)
+		}
+	}
+	if !strings.Contains(diffHelp, "0 compared") || !strings.Contains(diffHelp, "4 a --fail-on condition holds") {
+		t.Errorf("render diff --help does not document its exit statuses:\n%s", diffHelp)
+	}
+}
