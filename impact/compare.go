@@ -2,8 +2,6 @@ package impact
 
 import (
 	"context"
-	"maps"
-	"slices"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
@@ -33,14 +31,7 @@ func Compare(ctx context.Context, old, new *Tree, o Options) *Report {
 	}
 	c := &comparison{old: side(old, "old"), new: side(new, "new"), loc: newLocator(), ceiling: o.Ceiling}
 	rep := &Report{SchemaVersion: SchemaVersion, Old: old.Path, New: new.Path, Ceiling: o.Ceiling.String(), Pools: []*Pool{}}
-	names := map[string]bool{}
-	for n := range c.old.results {
-		names[n] = true
-	}
-	for n := range c.new.results {
-		names[n] = true
-	}
-	for _, n := range slices.Sorted(maps.Keys(names)) {
+	for _, n := range keys(c.old.results, c.new.results) {
 		p := c.pool(ctx, n)
 		rep.Pools = append(rep.Pools, p)
 		h := &rep.Holds

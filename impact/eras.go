@@ -27,7 +27,8 @@ type EraClient struct {
 var spec2Client = skewgate.IgnitionVersion{Major: 0, Minor: 35, Patch: 0}
 
 // Eras lists one client per Ignition release line (skewgate.Releases), its
-// oldest release: the one a policy of minimum versions refuses first.
+// oldest release, the one a policy of minimum versions refuses first (for
+// spec 2, v0.35.0: the release old boot images run).
 func Eras() []EraClient {
 	out := make([]EraClient, 0, len(skewgate.Releases))
 	for _, r := range skewgate.Releases {

@@ -147,7 +147,8 @@ const (
 
 // Era is what a node of one Ignition release line receives for the pool.
 type Era struct {
-	// Spec is the newest spec the era reads; Ignition its oldest release.
+	// Spec is the newest spec the era reads; Ignition the release asked as:
+	// the era's oldest (v0.35.0, the last, for spec 2).
 	Spec     string   `json:"spec"`
 	Ignition string   `json:"ignition"`
 	Old      *Outcome `json:"old,omitempty"`

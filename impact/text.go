@@ -124,7 +124,7 @@ func writeEras(b *bufio.Writer, eras []*Era) {
 		fmt.Fprintf(b, "  Ignition eras: every one %s (spec %s to %s)\n", strings.ReplaceAll(eras[0].Change, "-", " "), eras[0].Spec, eras[len(eras)-1].Spec)
 		return
 	}
-	fmt.Fprintf(b, "  Ignition eras (the spec each reads, its oldest release):\n")
+	fmt.Fprintf(b, "  Ignition eras (the spec each reads, the Ignition release asked as):\n")
 	for _, e := range eras {
 		fmt.Fprintf(b, "    %s\n", e.describe())
 	}
