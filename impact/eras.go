@@ -26,12 +26,13 @@ type EraClient struct {
 // spec2Client is the last spec-2 Ignition, which old RHCOS boot images run.
 var spec2Client = skewgate.IgnitionVersion{Major: 0, Minor: 35, Patch: 0}
 
-// Eras lists one client per Ignition release line (skewgate.Releases), its
+// Eras lists one client per Ignition release line (skewgate.ReleaseLines), its
 // oldest release, the one a policy of minimum versions refuses first (for
 // spec 2, v0.35.0: the release old boot images run).
 func Eras() []EraClient {
-	out := make([]EraClient, 0, len(skewgate.Releases))
-	for _, r := range skewgate.Releases {
+	lines := skewgate.ReleaseLines()
+	out := make([]EraClient, 0, len(lines))
+	for _, r := range lines {
 		v := r.Ignition
 		if r.Spec.Major == 2 {
 			v = spec2Client

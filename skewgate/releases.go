@@ -2,6 +2,7 @@ package skewgate
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/ignition-mcs/mcs/convert"
@@ -27,10 +28,7 @@ func (v IgnitionVersion) Less(o IgnitionVersion) bool {
 // releases maps each Ignition release that first read a spec to that spec
 // (reference: the spec table). Ignition reads every older spec of its major
 // too; v0.x reads spec 2 (served as 2.2.0).
-var releases = []struct {
-	Ignition IgnitionVersion
-	Spec     convert.Version
-}{
+var releases = []ReleaseLine{
 	{IgnitionVersion{0, 0, 0}, convert.V2_2},
 	{IgnitionVersion{2, 0, 0}, convert.V3_0},
 	{IgnitionVersion{2, 3, 0}, convert.V3_1},
@@ -40,6 +38,17 @@ var releases = []struct {
 	{IgnitionVersion{2, 20, 0}, convert.V3_5},
 	{IgnitionVersion{2, 26, 0}, convert.V3_6},
 }
+
+// ReleaseLine is a line of Ignition releases: its first release and the
+// newest spec the line reads.
+type ReleaseLine struct {
+	Ignition IgnitionVersion
+	Spec     convert.Version
+}
+
+// ReleaseLines lists the release lines, oldest first, for tools that ask
+// what a node of each would receive (render diff).
+func ReleaseLines() []ReleaseLine { return slices.Clone(releases) }
 
 // SpecFor returns the newest spec an Ignition release reads (serve uses it
 // for Ignition v2.0.x, whose Accept names spec 2.2).
