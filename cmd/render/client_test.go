@@ -189,6 +189,7 @@ func TestClientExitCodes(t *testing.T) {
 		{"two pools", []string{"--client", "Ignition/v2.15.0", custom}, exitUsage, "choose it with --pool"},
 		{"fail-on other", []string{"--client", "Ignition/v2.15.0", "--fail-on", "spec-raise", tang}, exitUsage, "only era-loss"},
 		{"accept alone", []string{"--accept", "*/*", tang}, exitUsage, "go with --client"},
+		{"pretty", []string{"--client", "Ignition/v2.15.0", "--pretty", tang}, exitUsage, "as it is"},
 		{"bad policy", []string{"--client", "Ignition/v2.15.0", "--skew-policy", "nonexistent.yaml", tang}, exitUsage, "--skew-policy"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

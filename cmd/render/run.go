@@ -249,8 +249,8 @@ func (o *options) checkClient() error {
 		}
 		return nil
 	}
-	if o.explain {
-		return errors.New("--client prints what the client receives: it cannot be combined with --explain")
+	if o.explain || o.pretty {
+		return errors.New("--client prints what the client receives, as it is: it cannot be combined with --explain or --pretty")
 	}
 	var err error
 	if o.failOn, err = impact.ParseFailOn(failOn); err != nil {
