@@ -2,6 +2,7 @@ package impact
 
 import (
 	"context"
+	"strings"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
@@ -15,6 +16,7 @@ type Tree struct {
 	Path           string
 	Results        []*render.Result
 	MachineConfigs []*render.MachineConfig
+	Pools          []*render.MachineConfigPool
 	Server         Server
 }
 
@@ -52,10 +54,14 @@ type sideData struct {
 	tree    *Tree
 	results map[string]*render.Result
 	mcs     map[string]*render.MachineConfig
+	pools   map[string]*render.MachineConfigPool
 }
 
 func side(t *Tree, name string) *sideData {
-	s := &sideData{name: name, tree: t, results: map[string]*render.Result{}, mcs: map[string]*render.MachineConfig{}}
+	s := &sideData{name: name, tree: t, results: map[string]*render.Result{}, mcs: map[string]*render.MachineConfig{}, pools: map[string]*render.MachineConfigPool{}}
+	for _, p := range t.Pools {
+		s.pools[p.Metadata.Name] = p
+	}
 	for _, r := range t.Results {
 		s.results[r.Pool] = r
 	}
@@ -92,6 +98,10 @@ func (c *comparison) pool(ctx context.Context, name string) *Pool {
 		p.Spec.AboveCeiling = c.ceiling.Less(n.Spec)
 	}
 	p.Spec.Raised = o != nil && n != nil && o.Spec.Less(n.Spec)
+	p.At = c.poolAt(c.new, name)
+	if n == nil {
+		p.At = c.poolAt(c.old, name)
+	}
 	c.reasons(p, o, n)
 	if p.Status == PoolChanged {
 		p.Changes = c.changes(o, n)
@@ -153,6 +163,15 @@ func (c *comparison) at(s *sideData, mc string, path []string) Location {
 		return Location{}
 	}
 	return Location{File: m.Source, Line: c.loc.line(m.Source, mc, path), Tree: s.name}
+}
+
+// poolAt locates a MachineConfigPool; a default pool has no file.
+func (c *comparison) poolAt(s *sideData, name string) Location {
+	p := s.pools[name]
+	if p == nil || p.Source == "" || strings.HasPrefix(p.Source, "(") {
+		return Location{}
+	}
+	return Location{File: p.Source, Line: c.loc.lineOf(p.Source, "MachineConfigPool", name, nil), Tree: s.name}
 }
 
 func (c *comparison) eras(ctx context.Context, pool string, o, n *render.Result) []*Era {

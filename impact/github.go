@@ -33,9 +33,9 @@ func WriteGitHub(w io.Writer, r *Report, failOn []string) error {
 		case PoolUnchanged:
 			continue
 		case PoolAdded:
-			annotate(b, "notice", Location{}, title, fmt.Sprintf("added: %s at spec %s", p.Rendered.New, p.Spec.New))
+			annotate(b, "notice", p.At, title, fmt.Sprintf("added: %s at spec %s", p.Rendered.New, p.Spec.New))
 		case PoolRemoved:
-			annotate(b, "notice", Location{}, title, fmt.Sprintf("removed (was %s at spec %s)", p.Rendered.Old, p.Spec.Old))
+			annotate(b, "notice", p.At, title, fmt.Sprintf("removed (was %s at spec %s)", p.Rendered.Old, p.Spec.Old))
 		}
 		first := Location{}
 		if p.Spec.Raised {

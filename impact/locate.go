@@ -26,7 +26,12 @@ func newLocator() *locator { return &locator{files: map[string][]*yaml.Node{}} }
 // the path that exists, else the object's first line; 0 when the file cannot
 // be read or holds no such object.
 func (l *locator) line(file, mc string, path []string) int {
-	obj := l.object(file, mc)
+	return l.lineOf(file, "MachineConfig", mc, path)
+}
+
+// lineOf is line for an object of any kind.
+func (l *locator) lineOf(file, kind, name string, path []string) int {
+	obj := l.object(file, kind, name)
 	if obj == nil {
 		return 0
 	}
@@ -64,9 +69,9 @@ func butanePath(path []string) []string {
 	return nil
 }
 
-// object is the MachineConfig named mc in file (a document, an item of a
-// List or of a JSON array), or a Butane file's root.
-func (l *locator) object(file, mc string) *yaml.Node {
+// object is the object of kind named name in file (a document, an item of
+// a List or of a JSON array), or a Butane file's root.
+func (l *locator) object(file, kind, name string) *yaml.Node {
 	docs, seen := l.files[file]
 	if !seen {
 		docs = readDocs(file)
@@ -76,7 +81,7 @@ func (l *locator) object(file, mc string) *yaml.Node {
 		return docs[0]
 	}
 	for _, d := range docs {
-		if n := findObject(d, mc); n != nil {
+		if n := findObject(d, kind, name); n != nil {
 			return n
 		}
 	}
@@ -104,24 +109,24 @@ func readDocs(file string) []*yaml.Node {
 	}
 }
 
-func findObject(n *yaml.Node, mc string) *yaml.Node {
+func findObject(n *yaml.Node, kind, name string) *yaml.Node {
 	switch n.Kind {
 	case yaml.SequenceNode:
 		for _, it := range n.Content {
-			if o := findObject(it, mc); o != nil {
+			if o := findObject(it, kind, name); o != nil {
 				return o
 			}
 		}
 	case yaml.MappingNode:
 		if _, items := child(n, "items"); items != nil {
-			return findObject(items, mc)
+			return findObject(items, kind, name)
 		}
 		_, meta := child(n, "metadata")
-		_, kind := child(n, "kind")
-		if meta == nil || kind != nil && kind.Value != "MachineConfig" {
+		_, k := child(n, "kind")
+		if meta == nil || k != nil && k.Value != kind {
 			return nil
 		}
-		if _, name := child(meta, "name"); name != nil && name.Value == mc {
+		if _, v := child(meta, "name"); v != nil && v.Value == name {
 			return n
 		}
 	}

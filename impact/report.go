@@ -42,8 +42,11 @@ const (
 
 // Pool is one pool's change.
 type Pool struct {
-	Name     string     `json:"name"`
-	Status   string     `json:"status"`
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	// At is the MachineConfigPool's file and line (the old tree's, when
+	// removed); empty for the default pools.
+	At       Location   `json:"at"`
 	Rendered Pair       `json:"rendered"`
 	Spec     SpecChange `json:"spec"`
 	Changes  []*Change  `json:"changes"`

@@ -67,9 +67,9 @@ func summary(r *Report) string {
 func writePool(b *bufio.Writer, p *Pool) {
 	switch p.Status {
 	case PoolAdded:
-		fmt.Fprintf(b, "pool %s: added: %s at spec %s\n", p.Name, p.Rendered.New, p.Spec.New)
+		fmt.Fprintf(b, "pool %s: added%s: %s at spec %s\n", p.Name, where(p.At), p.Rendered.New, p.Spec.New)
 	case PoolRemoved:
-		fmt.Fprintf(b, "pool %s: removed (was %s at spec %s)\n", p.Name, p.Rendered.Old, p.Spec.Old)
+		fmt.Fprintf(b, "pool %s: removed%s (was %s at spec %s)\n", p.Name, where(p.At), p.Rendered.Old, p.Spec.Old)
 	default:
 		fmt.Fprintf(b, "pool %s: %s → %s\n", p.Name, p.Rendered.Old, p.Rendered.New)
 	}
@@ -167,14 +167,19 @@ func origin(mc string, at Location) string {
 	if mc == "" {
 		return ""
 	}
-	s := " (MachineConfig " + mc
-	if at.File != "" {
-		s += " in " + at.File
-		if at.Line > 0 {
-			s += ":" + strconv.Itoa(at.Line)
-		}
+	return " (MachineConfig " + mc + where(at) + ")"
+}
+
+// where is " in FILE:LINE", or "" without a file.
+func where(at Location) string {
+	if at.File == "" {
+		return ""
 	}
-	return s + ")"
+	s := " in " + at.File
+	if at.Line > 0 {
+		s += ":" + strconv.Itoa(at.Line)
+	}
+	return s
 }
 
 func (f *Field) describe() string {

@@ -161,5 +161,9 @@ func (d *diffOptions) side(path string, stdin io.Reader, opts render.Options, st
 		fmt.Fprintf(stderr, "render diff: %s: %v\n", path, err)
 		return nil, fail(exitInvalid, err)
 	}
-	return &impact.Tree{Path: path, Results: results, MachineConfigs: set.MachineConfigs(), Server: srv}, nil
+	pools := make([]*render.MachineConfigPool, 0, len(results))
+	for _, r := range results {
+		pools = append(pools, set.Pool(r.Pool))
+	}
+	return &impact.Tree{Path: path, Results: results, MachineConfigs: set.MachineConfigs(), Pools: pools, Server: srv}, nil
 }

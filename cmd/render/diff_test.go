@@ -196,6 +196,9 @@ func TestDiffPoolsAndArguments(t *testing.T) {
 	if len(r.Pools) != 2 || r.Pools[0].Name != "infra" || r.Pools[0].Status != impact.PoolAdded || r.Pools[1].Status != impact.PoolUnchanged {
 		t.Fatalf("pools %+v", r.Pools)
 	}
+	if at, want := r.Pools[0].At, filepath.Join(diffDir, "custom-pool", "infra.machineconfigpool.yaml"); at.File != want || at.Line != lineOf(t, want, "apiVersion:") || at.Tree != "new" {
+		t.Errorf("the new pool is at %+v", at)
+	}
 	r = diffJSON(t, caseNamed("karg-removed"))
 	ch := r.Pools[0].Changes
 	if len(ch) != 1 || ch[0].Category != "kernelArguments" || ch[0].Name != "nosmt" || ch[0].Op != impact.OpRemoved || ch[0].MachineConfig != "05-worker-kargs" {
