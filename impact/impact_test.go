@@ -198,3 +198,20 @@ func TestParseFailOn(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestFieldsOfAnAddedItem(t *testing.T) {
+	a, b := leaves{}, leaves{}
+	flatten(map[string]any{"name": "u", "dropins": []any{map[string]any{"name": "only-name.conf"}}}, "", a)
+	flatten(map[string]any{"name": "u", "dropins": []any{map[string]any{"name": "only-name.conf"}, map[string]any{"name": "x.conf", "contents": "[Unit]"}}}, "", b)
+	var got []string
+	for _, f := range fields(a, b) {
+		got = append(got, f.describe())
+	}
+	if want := "dropins[x.conf].contents: (none) → 6 bytes sha256:"; len(got) != 1 || !strings.HasPrefix(got[0], want) {
+		t.Fatalf("%q, want one field %q…", got, want)
+	}
+	flatten(map[string]any{"dropins": []any{map[string]any{"name": "bare.conf"}}}, "", b)
+	if got := fields(a, b); len(got) != 2 || got[0].Field != "dropins[bare.conf].name" {
+		t.Fatalf("an item with only its key must still show: %+v", got)
+	}
+}

@@ -217,7 +217,26 @@ func fields(old, new leaves) []*Field {
 		}
 		out = append(out, &Field{Field: k, Old: value(k, ov), New: value(k, nv)})
 	}
-	return out
+	return slices.DeleteFunc(out, func(f *Field) bool { return impliedKey(f, out) })
+}
+
+// impliedKey reports whether f is the key field of a list item added or
+// removed ("dropins[x.conf].name": x.conf) and another field of the item
+// says so already.
+func impliedKey(f *Field, all []*Field) bool {
+	item, key, ok := strings.Cut(f.Field, "].")
+	if !ok || strings.Contains(key, ".") || (f.Old != nil) == (f.New != nil) {
+		return false
+	}
+	if _, name, _ := strings.Cut(item, "["); itemKey(map[string]any{key: name}, -1) != name {
+		return false
+	}
+	for _, g := range all {
+		if g != f && strings.HasPrefix(g.Field, item+"].") {
+			return true
+		}
+	}
+	return false
 }
 
 // shown are the fields whose values are printed: names, paths, modes and
