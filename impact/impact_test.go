@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -214,4 +215,23 @@ func TestFieldsOfAnAddedItem(t *testing.T) {
 	if got := fields(a, b); len(got) != 2 || got[0].Field != "dropins[bare.conf].name" {
 		t.Fatalf("an item with only its key must still show: %+v", got)
 	}
+}
+
+func FuzzParseFailOn(f *testing.F) {
+	f.Add("spec-raise,era-loss")
+	f.Add(" ,any-change,,ceiling ,ceiling")
+	f.Add("bogus")
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseFailOn(s)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, c := range got {
+			if seen[c] || !slices.Contains(Conditions, c) {
+				t.Fatalf("%q gives %q", s, got)
+			}
+			seen[c] = true
+		}
+	})
 }
