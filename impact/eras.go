@@ -45,18 +45,22 @@ func Eras() []EraClient {
 
 // AcceptFor is the Accept header a client sends, from its User-Agent: an
 // Ignition release asks for the newest spec it reads (reference: what real
-// clients send); anything else sends curl's */*.
+// clients send), but v2.0.x still sent spec 2's header (observed with the
+// real v2.0.0; mcs corrects it by the User-Agent); anything else sends
+// curl's */*.
 func AcceptFor(userAgent string) string {
 	v, ok := skewgate.ParseUserAgent(userAgent)
 	if !ok {
 		return "*/*"
 	}
 	spec := skewgate.SpecFor(v)
-	if spec.Major == 2 {
-		return "application/vnd.coreos.ignition+json; version=2.2.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1"
+	if spec.Major == 2 || v.Major == 2 && v.Minor == 0 {
+		return spec2Accept
 	}
 	return "application/vnd.coreos.ignition+json;version=" + spec.String() + ", */*;q=0.1"
 }
+
+const spec2Accept = "application/vnd.coreos.ignition+json; version=2.2.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1"
 
 // ClientHeader is the request header of a client: its User-Agent, the
 // Accept given or the one it sends, and identity encoding, as Ignition asks.

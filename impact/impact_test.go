@@ -141,7 +141,9 @@ func TestAcceptFor(t *testing.T) {
 	cases := map[string]string{
 		"Ignition/v2.27.0":                "application/vnd.coreos.ignition+json;version=3.6.0, */*;q=0.1",
 		"Ignition/v2.9.0":                 "application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1",
-		"Ignition/v0.35.0":                "application/vnd.coreos.ignition+json; version=2.2.0, application/vnd.coreos.ignition+json; version=1; q=0.5, */*; q=0.1",
+		"Ignition/v0.35.0":                spec2Accept,
+		"Ignition/v2.0.0":                 spec2Accept,
+		"Ignition/v2.1.0":                 "application/vnd.coreos.ignition+json;version=3.0.0, */*;q=0.1",
 		"curl/8.5.0":                      "*/*",
 		"Ignition/was not built properly": "*/*",
 	}

