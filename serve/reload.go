@@ -9,46 +9,15 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
+	"github.com/ignition-mcs/mcs/source"
 )
-
-// Source is where rendered pools come from: a directory rendered here, or
-// Kubernetes objects. Load does all the work a render needs, so the
-// Reloader is the same for every source. Load tells Reading what it reads,
-// so that a load that hangs is reported with where.
-type Source interface {
-	Load(ctx context.Context) (*Input, error)
-	Watch(ctx context.Context, changed chan<- struct{})
-	String() string
-}
-
-// Input is one render of a source.
-type Input struct {
-	Results          []*render.Result
-	ControllerConfig *render.ControllerConfig // nil when the source has none
-	// Failed maps each pool whose render failed to why. Such a pool keeps
-	// serving its last good render, as upstream marks only that pool
-	// degraded: one broken custom pool must not hold back the others.
-	Failed map[string]error
-	// SkewPolicy, when set, is the source's boot-image skew policy (a
-	// cluster's MachineConfiguration) and replaces the gate's; nil leaves
-	// the gate's policy (a file's, or none) as it is.
-	SkewPolicy *skewgate.Policy
-	// SkewPolicyError is why the source's newest policy was refused (the
-	// last good one, SkewPolicy, stays in force); shown in /status.
-	SkewPolicyError error
-	// Warnings are what the load skipped (a FIFO in a tree, say), shown in
-	// /status and logged. A Load that fails may return an Input holding
-	// only these.
-	Warnings []string
-}
 
 // Reloader renders the source into snapshots, off the request path: at
 // start, on every change (debounced) and on demand. A failed render keeps the
 // last good snapshot serving and is reported.
 type Reloader struct {
-	Source    Source
+	Source    source.Source
 	Server    *Server
 	NodeFiles func() (NodeFiles, error)
 	Debounce  time.Duration

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // inputs is a Source that returns its loads in turn.
@@ -17,11 +18,11 @@ type inputs struct {
 }
 
 type load struct {
-	in  *Input
+	in  *source.Input
 	err error
 }
 
-func (s *inputs) Load(context.Context) (*Input, error) {
+func (s *inputs) Load(context.Context) (*source.Input, error) {
 	l := s.loads[s.n]
 	s.n++
 	return l.in, l.err
@@ -41,11 +42,11 @@ func TestReloadSkewPolicy(t *testing.T) {
 	gate := skewgate.New(file, nil)
 	w := result(t, "worker", plainIgn)
 	src := &inputs{loads: []load{
-		{in: &Input{Results: []*render.Result{w}}},                                                                // no policy from the source: the file's stays
-		{in: &Input{Results: []*render.Result{w}, SkewPolicy: cluster}},                                           // the cluster's replaces it
-		{err: errors.New("api down")},                                                                             // a failed load changes nothing
-		{in: &Input{Results: []*render.Result{w}, SkewPolicy: cluster, SkewPolicyError: errors.New("mode: bad")}}, // a refused newer one: shown, the last good stays
-		{in: &Input{Results: []*render.Result{w}}},                                                                // nor does a load without one
+		{in: &source.Input{Results: []*render.Result{w}}},                                                                // no policy from the source: the file's stays
+		{in: &source.Input{Results: []*render.Result{w}, SkewPolicy: cluster}},                                           // the cluster's replaces it
+		{err: errors.New("api down")},                                                                                    // a failed load changes nothing
+		{in: &source.Input{Results: []*render.Result{w}, SkewPolicy: cluster, SkewPolicyError: errors.New("mode: bad")}}, // a refused newer one: shown, the last good stays
+		{in: &source.Input{Results: []*render.Result{w}}},                                                                // nor does a load without one
 	}}
 	rl := &Reloader{Source: src, Server: New(Config{Gate: gate})}
 	want := []struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // demoSource renders a directory pool by pool, as the directory source
@@ -17,12 +18,12 @@ import (
 // pool alone.
 type demoSource struct{ dir string }
 
-func (d *demoSource) Load(context.Context) (*Input, error) {
+func (d *demoSource) Load(context.Context) (*source.Input, error) {
 	set, err := render.Load(d.dir)
 	if err != nil {
 		return nil, err
 	}
-	in := &Input{ControllerConfig: set.ControllerConfig()}
+	in := &source.Input{ControllerConfig: set.ControllerConfig()}
 	for _, name := range set.PoolNames() {
 		res, err := set.RenderPool(name, render.Options{})
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // DefaultReloadTimeout is how long a load and render may run before the
@@ -14,16 +16,8 @@ const DefaultReloadTimeout = 30 * time.Second
 // progress is what a running load last said it was reading.
 type progress struct{ what atomic.Pointer[string] }
 
-type progressKey struct{}
-
-// Reading tells the reload watchdog what the load running under ctx reads
-// now, so a load that hangs is reported with the file it hangs on. Without a
-// watchdog in ctx it does nothing.
-func Reading(ctx context.Context, what string) {
-	if p, ok := ctx.Value(progressKey{}).(*progress); ok {
-		p.what.Store(&what)
-	}
-}
+// Reading records what the load reads now (see source.Reading).
+func (p *progress) Reading(what string) { p.what.Store(&what) }
 
 func (p *progress) reading() string {
 	if w := p.what.Load(); w != nil {
@@ -66,7 +60,7 @@ func (r *Reloader) watch(ctx context.Context, start time.Time) (context.Context,
 		r.log().Warn("reload stuck; serving the last good render", "source", r.Source.String(),
 			"since", start, "reading", p.reading(), "timeout", r.timeout())
 	})
-	return context.WithValue(ctx, progressKey{}, p), func() {
+	return source.WithProgress(ctx, p), func() {
 		t.Stop()
 		mu.Lock()
 		defer mu.Unlock()

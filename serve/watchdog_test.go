@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // hanging is a Source whose second load hangs, reading a file, until
@@ -25,7 +26,7 @@ type hanging struct {
 	loads, running, maxOnce int
 }
 
-func (s *hanging) Load(ctx context.Context) (*Input, error) {
+func (s *hanging) Load(ctx context.Context) (*source.Input, error) {
 	s.mu.Lock()
 	s.loads++
 	n := s.loads
@@ -34,10 +35,10 @@ func (s *hanging) Load(ctx context.Context) (*Input, error) {
 	s.mu.Unlock()
 	defer func() { s.mu.Lock(); s.running--; s.mu.Unlock() }()
 	if n == 2 {
-		Reading(ctx, "/src/97-slow.yaml")
+		source.Reading(ctx, "/src/97-slow.yaml")
 		<-s.release
 	}
-	return &Input{Results: []*render.Result{s.result}}, nil
+	return &source.Input{Results: []*render.Result{s.result}}, nil
 }
 
 func (s *hanging) Watch(ctx context.Context, _ chan<- struct{}) { <-ctx.Done() }
@@ -141,9 +142,9 @@ func TestReloadWarnings(t *testing.T) {
 	w := result(t, "worker", plainIgn)
 	fifo := "/src/97-x.yaml: warning: not a regular file: a named pipe (FIFO), so never opened; skipped"
 	src := &inputs{loads: []load{
-		{in: &Input{Results: []*render.Result{w}, Warnings: []string{fifo}}},
-		{in: &Input{Warnings: []string{fifo}}, err: context.DeadlineExceeded},
-		{in: &Input{Results: []*render.Result{w}}},
+		{in: &source.Input{Results: []*render.Result{w}, Warnings: []string{fifo}}},
+		{in: &source.Input{Warnings: []string{fifo}}, err: context.DeadlineExceeded},
+		{in: &source.Input{Results: []*render.Result{w}}},
 	}}
 	rl := &Reloader{Source: src, Server: srv}
 	for i, want := range [][]string{{fifo}, {fifo}, nil} {

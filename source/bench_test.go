@@ -1,16 +1,17 @@
-package source
+package source_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // BenchmarkFullRerender is what one change to the directory costs: load the
 // realdata/aws tree, render every pool, precompute every spec of every pool.
 func BenchmarkFullRerender(b *testing.B) {
-	d := &Dir{Path: "../../shared/realdata/aws"}
+	d := &source.Dir{Path: "../../shared/realdata/aws"}
 	b.ReportAllocs()
 	for b.Loop() {
 		in, err := d.Load(context.Background())

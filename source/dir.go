@@ -1,4 +1,3 @@
-// Package source supplies MachineConfig sets to render: a directory tree, watched for changes.
 package source
 
 import (
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/serve"
 )
 
 // Dir is a directory of MachineConfigs, pools, Butane files and a ControllerConfig.
@@ -34,9 +32,9 @@ func (d *Dir) String() string { return d.Path }
 
 // Load reads and renders the tree. What it skipped (a FIFO, a device, a
 // directory symlink loop) is in the Input's Warnings, even when it fails.
-func (d *Dir) Load(ctx context.Context) (*serve.Input, error) {
+func (d *Dir) Load(ctx context.Context) (*Input, error) {
 	if _, err := os.Stat(d.Path); err != nil {
-		return &serve.Input{}, fmt.Errorf("source directory: %w", err) // no warnings: nothing was read
+		return &Input{}, fmt.Errorf("source directory: %w", err) // no warnings: nothing was read
 	}
 	set, skipped, err := d.loadStable(ctx)
 	warnings := make([]string, len(skipped))
@@ -44,7 +42,7 @@ func (d *Dir) Load(ctx context.Context) (*serve.Input, error) {
 		warnings[i] = s.Error()
 	}
 	if err != nil {
-		return &serve.Input{Warnings: warnings}, err
+		return &Input{Warnings: warnings}, err
 	}
 	in := RenderPools(set, d.Options)
 	in.Warnings = warnings
@@ -60,13 +58,13 @@ func (d *Dir) loadStable(ctx context.Context) (*render.Set, []*render.Error, err
 	var skipped []*render.Error
 	var changed []string
 	for range stableTries {
-		serve.Reading(ctx, d.Path)
+		Reading(ctx, d.Path)
 		before := d.entries()
-		l := &render.Loader{Cache: &d.cache, Limits: d.Limits, Reading: func(p string) { serve.Reading(ctx, p) }}
+		l := &render.Loader{Cache: &d.cache, Limits: d.Limits, Reading: func(p string) { Reading(ctx, p) }}
 		l.Path(d.Path)
 		set, err := l.Set()
 		skipped = l.Skipped()
-		serve.Reading(ctx, d.Path)
+		Reading(ctx, d.Path)
 		after := d.entries()
 		if slices.Equal(before, after) {
 			return set, skipped, err

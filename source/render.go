@@ -4,13 +4,12 @@ import (
 	"sync"
 
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/serve"
 )
 
 // RenderPools renders every pool of set in parallel, one by one, so a
 // failure is the failing pool's alone: it keeps serving its last good render
 // while the others update, as upstream degrades only that pool.
-func RenderPools(set *render.Set, opts render.Options) *serve.Input {
+func RenderPools(set *render.Set, opts render.Options) *Input {
 	names := set.PoolNames()
 	results := make([]*render.Result, len(names))
 	errs := make([]error, len(names))
@@ -23,7 +22,7 @@ func RenderPools(set *render.Set, opts render.Options) *serve.Input {
 		}()
 	}
 	wg.Wait()
-	in := &serve.Input{ControllerConfig: set.ControllerConfig()}
+	in := &Input{ControllerConfig: set.ControllerConfig()}
 	for i, name := range names {
 		if errs[i] != nil {
 			if in.Failed == nil {

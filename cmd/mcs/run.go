@@ -369,7 +369,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // newSource is the directory, or the API server: there the cluster's
 // MachineConfiguration is the skew policy unless a policy file is given.
-func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.Registerer) (serve.Source, error) {
+func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.Registerer) (source.Source, error) {
 	if o.source != "kube" {
 		return &source.Dir{Path: o.dir, Poll: o.poll, Options: ro,
 			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize}}, nil

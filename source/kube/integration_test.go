@@ -50,24 +50,24 @@ func clusterDir(name string) string {
 
 // stack is one mcs replica: a source, its reloader and its server.
 type stack struct {
-	src serve.Source
+	src source.Source
 	srv *serve.Server
 	reg *prometheus.Registry
 }
 
 // serveSource runs src behind a Reloader and Server until the test ends.
-func serveSource(t *testing.T, src serve.Source, reg *prometheus.Registry) *stack {
+func serveSource(t *testing.T, src source.Source, reg *prometheus.Registry) *stack {
 	return serveSourceGated(t, src, reg, nil)
 }
 
 // serveSourceGated is serveSource with a skew gate in front of /config.
-func serveSourceGated(t *testing.T, src serve.Source, reg *prometheus.Registry, gate *skewgate.Gate) *stack {
+func serveSourceGated(t *testing.T, src source.Source, reg *prometheus.Registry, gate *skewgate.Gate) *stack {
 	t.Helper()
 	return serveSourceWith(t, src, serve.Config{Registry: reg, Gate: gate})
 }
 
 // serveSourceWith is serveSource with the server configured as cfg.
-func serveSourceWith(t *testing.T, src serve.Source, cfg serve.Config) *stack {
+func serveSourceWith(t *testing.T, src source.Source, cfg serve.Config) *stack {
 	t.Helper()
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()

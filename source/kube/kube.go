@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -103,7 +102,7 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
-// Source is a serve.Source over MachineConfigs, MachineConfigPools and the
+// Source is a source.Source over MachineConfigs, MachineConfigPools and the
 // ControllerConfig of one cluster. Start (or Watch) runs its informers; Load
 // renders from their caches, never from the network.
 type Source struct {
@@ -126,7 +125,7 @@ type Source struct {
 	policy policyCache
 }
 
-var _ serve.Source = (*Source)(nil)
+var _ source.Source = (*Source)(nil)
 
 // discoverer is the part of the discovery client the source uses.
 type discoverer interface {
@@ -355,7 +354,7 @@ func (e *NotSyncedError) Unwrap() error { return e.Last }
 // unreachable it fails (the server keeps its last good snapshot and reports
 // the error) even though the caches still hold the last state: a replica
 // must say when what it serves may be stale.
-func (s *Source) Load(ctx context.Context) (*serve.Input, error) {
+func (s *Source) Load(ctx context.Context) (*source.Input, error) {
 	if !s.Synced() {
 		t := time.NewTimer(s.cfg.SyncWait)
 		defer t.Stop()
@@ -413,7 +412,7 @@ func (s *Source) controllerConfig() *unstructured.Unstructured {
 
 // loadSelf renders every pool from the cached objects, through the same
 // loader, parse cache and per-pool render loop as the directory source.
-func (s *Source) loadSelf() (*serve.Input, error) {
+func (s *Source) loadSelf() (*source.Input, error) {
 	l := render.Loader{Cache: &s.cache}
 	for _, u := range objects(s.mcs) {
 		if err := feed(&l, u); err != nil {

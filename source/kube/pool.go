@@ -11,7 +11,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // renderedConfig is the rendered MachineConfig a new node of the pool gets,
@@ -70,8 +70,8 @@ func joinPath(p []string) string { return strings.Join(p, ".") }
 
 // loadPool serves, for every pool, the rendered MachineConfig it names. A
 // pool whose rendered config is missing or unservable fails alone.
-func (s *Source) loadPool() (*serve.Input, error) {
-	in := &serve.Input{}
+func (s *Source) loadPool() (*source.Input, error) {
+	in := &source.Input{}
 	if u := s.controllerConfig(); u != nil {
 		var l render.Loader
 		if err := feed(&l, u); err != nil {
