@@ -19,35 +19,6 @@ import (
 	goyaml "sigs.k8s.io/yaml/goyaml.v2"
 )
 
-// ErrOptions is a render asked for with impossible bounds.
-var ErrOptions = errors.New("invalid render options")
-
-// DefaultMinSpec is the floor of the output spec: the oldest spec-3 release,
-// which every boot image since OpenShift 4.6 reads.
-var DefaultMinSpec = convert.V3_0
-
-// normalized fills in defaults and checks the bounds.
-func (o Options) normalized() (Options, error) {
-	if o.MinSpec.IsZero() {
-		o.MinSpec = DefaultMinSpec
-	}
-	if o.MaxSpec.IsZero() {
-		o.MaxSpec = convert.Newest
-	}
-	for _, v := range []struct {
-		name string
-		v    convert.Version
-	}{{"minimum spec", o.MinSpec}, {"maximum spec", o.MaxSpec}, {"spec", o.Spec}} {
-		if !v.v.IsZero() && !convert.IsOutputVersion(v.v) {
-			return o, fmt.Errorf("%w: %s %s cannot be written: %w", ErrOptions, v.name, v.v, &convert.UnsupportedVersionError{Version: v.v.String(), Output: true})
-		}
-	}
-	if o.MaxSpec.Less(o.MinSpec) {
-		return o, fmt.Errorf("%w: maximum spec %s is below minimum spec %s", ErrOptions, o.MaxSpec, o.MinSpec)
-	}
-	return o, nil
-}
-
 // Render renders every pool, in name order. Pools that fail are left out of
 // the results and their problems are in the returned *Errors (nil when all
 // rendered).
@@ -83,7 +54,7 @@ func (s *Set) RenderPool(pool string, opts Options) (*Result, error) {
 		return nil, &Errors{List: []*Error{{Object: KindMachineConfigPool + "/" + pool,
 			Message: fmt.Sprintf("unknown pool %q: the pools are %s", pool, strings.Join(s.PoolNames(), ", ")), Err: ErrUnknownPool}}}
 	}
-	opts, err := opts.normalized()
+	opts, err := opts.Normalized()
 	if err != nil {
 		return nil, &Errors{List: []*Error{{Object: KindMachineConfigPool + "/" + pool, Message: err.Error(), Err: err}}}
 	}
@@ -134,11 +105,8 @@ func (r *renderer) run() *Result {
 		Metadata:   ObjectMeta{Name: name, Annotations: r.annotations(order, spec.OSImageURL, res)},
 		Spec:       spec,
 	}
-	if n, err := encodedSize(res.MachineConfig); err != nil {
-		r.poolErr("$", "encoding the rendered MachineConfig: "+err.Error(), err)
-		return nil
-	} else if n > MaxRenderedSize {
-		r.poolErr("$", fmt.Sprintf("the rendered MachineConfig %s is %d bytes of JSON, above the limit of %d", name, n, MaxRenderedSize), ErrInvalid)
+	if msg, err := sizeProblem(res.MachineConfig); msg != "" {
+		r.poolErr("$", msg, err)
 		return nil
 	}
 	return res
@@ -207,14 +175,7 @@ func (r *renderer) encode(m *merged, order []*entry, invalid <-chan []*Error) (r
 	res.MinSpec = need
 	res.Reasons = r.attribute(m, reasons)
 
-	target, ceiling := maxVersion(need, r.opts.MinSpec), r.opts.MaxSpec
-	if !r.opts.Spec.IsZero() {
-		target, ceiling = r.opts.Spec, r.opts.Spec
-	}
-	if ceiling.Major == 2 && ceiling.Less(target) {
-		// Spec 2.2 holds what 3.0 holds, bar what Translate names below.
-		target = ceiling
-	}
+	target, ceiling := r.opts.specFor(need)
 	if above := convert.ReasonsAbove(reasons, ceiling); len(above) > 0 {
 		valid()
 		r.ceiling(ceiling, need, r.attribute(m, above))
@@ -569,11 +530,4 @@ func encodedSize(mc *MachineConfig) (int, error) {
 		return 0, err
 	}
 	return len(b) - 1 + len(mc.Spec.Config), nil
-}
-
-func maxVersion(a, b convert.Version) convert.Version {
-	if a.Less(b) {
-		return b
-	}
-	return a
 }

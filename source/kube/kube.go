@@ -144,7 +144,7 @@ func New(cfg Config) (*Source, error) {
 	if _, err := ParseMode(string(cfg.Mode)); err != nil {
 		return nil, err
 	}
-	if _, err := normalized(cfg.Options); err != nil {
+	if _, err := cfg.Options.Normalized(); err != nil {
 		return nil, err
 	}
 	if cfg.ControllerConfig == "" {

@@ -1,0 +1,86 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+// FromRendered makes a Result of a MachineConfig a cluster's controller
+// rendered (what upstream's server serves): its config re-encoded at the
+// lowest spec within opts that expresses it, as RenderPool chooses it, and
+// everything else (name, annotations, kernel arguments, OS image) as the
+// cluster wrote it, so nodes are annotated with the cluster's own rendered
+// name. mc is not modified. The error, unless opts are invalid, is an
+// *Errors; a spec ceiling problem unwraps to a *SpecCeilingError.
+func FromRendered(pool string, mc *MachineConfig, opts Options) (*Result, error) {
+	opts, err := opts.Normalized()
+	if err != nil {
+		return nil, err
+	}
+	object := KindMachineConfig + "/" + mc.Metadata.Name
+	bad := func(path, msg string, err error) error {
+		return &Errors{List: []*Error{{File: mc.Source, Object: object, Path: path, Message: msg, Err: err}}}
+	}
+	cfg, warnings, err := renderedConfig(mc)
+	if err != nil {
+		return nil, bad("$.spec.config", err.Error(), errors.Join(ErrInvalid, err))
+	}
+	need, reasons := convert.MinVersion(&cfg)
+	attribute := func(rs []convert.Reason) []Reason {
+		out := make([]Reason, len(rs))
+		for i, r := range rs {
+			out[i] = Reason{Reason: r, MachineConfig: mc.Metadata.Name, Source: mc.Source, ConfigPath: configPath(r.Path)}
+		}
+		return out
+	}
+	target, ceiling := opts.specFor(need)
+	if above := convert.ReasonsAbove(reasons, ceiling); len(above) > 0 {
+		return nil, &SpecCeilingError{Pool: pool, Ceiling: ceiling, Needs: need, Reasons: attribute(above)}
+	}
+	js, err := convert.Encode(&cfg, target, false)
+	if err != nil {
+		var ce *convert.CannotExpressError
+		if errors.As(err, &ce) {
+			return nil, &SpecCeilingError{Pool: pool, Ceiling: target, Needs: need, Reasons: attribute(ce.Reasons)}
+		}
+		return nil, bad("$.spec.config", fmt.Sprintf("cannot write the config at spec %s: %v", target, err), err)
+	}
+	out := *mc
+	out.Spec.Config = js
+	if msg, err := sizeProblem(&out); msg != "" {
+		return nil, bad("$", msg, err)
+	}
+	return &Result{
+		Pool:           pool,
+		Name:           mc.Metadata.Name,
+		MachineConfig:  &out,
+		Config:         cfg,
+		Spec:           target,
+		MinSpec:        need,
+		Reasons:        attribute(reasons),
+		MachineConfigs: []string{mc.Metadata.Name},
+		Options:        opts,
+		Warnings:       warnings,
+	}, nil
+}
+
+// renderedConfig parses a rendered MachineConfig's config; none, {} and
+// null (an API object's config may be any of them) are the empty config.
+func renderedConfig(mc *MachineConfig) (convert.Config, []*Error, error) {
+	raw := bytes.TrimSpace(mc.Spec.Config)
+	if len(raw) == 0 || isEmptyObject(raw) || bytes.Equal(raw, []byte("null")) {
+		return convert.Config{}, nil, nil
+	}
+	parsed, err := convert.Parse(raw)
+	if err != nil {
+		return convert.Config{}, nil, err
+	}
+	var warnings []*Error
+	for _, w := range parsed.Warnings {
+		warnings = append(warnings, &Error{File: mc.Source, Object: KindMachineConfig + "/" + mc.Metadata.Name, Path: configPath(w.Path), Message: "warning: " + w.Message})
+	}
+	return parsed.Config, warnings, nil
+}
