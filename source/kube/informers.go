@@ -1,0 +1,124 @@
+package kube
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+)
+
+func (s *Source) run(ctx context.Context) {
+	served, err := s.discover(ctx)
+	if err != nil {
+		return // ctx ended
+	}
+	var wg sync.WaitGroup
+	// Informers are started only once the ones needed are known, and all
+	// stopped together when ctx ends.
+	defer wg.Wait()
+	add := func(gvr schema.GroupVersionResource, fieldSelector string, key func(*unstructured.Unstructured) string,
+		onWatchErr func(error)) (cache.Store, cache.InformerSynced) {
+		inf := newInformer(s.client.Resource(gvr), gvr, fieldSelector)
+		// Field managers' bookkeeping is large and never read.
+		_ = inf.SetTransform(stripManagedFields)
+		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) { onWatchErr(err) })
+		_, _ = inf.AddEventHandler(s.handler(gvr, key))
+		wg.Add(1)
+		go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
+		return inf.GetStore(), inf.HasSynced
+	}
+	// What is rendered from must be listed before the first render.
+	var syncs []cache.InformerSynced
+	required := func(gvr schema.GroupVersionResource, key func(*unstructured.Unstructured) string) cache.Store {
+		st, synced := add(gvr, "", key, func(err error) { s.watchFailed(gvr, err) })
+		syncs = append(syncs, synced)
+		return st
+	}
+	s.mcs = required(MachineConfigs, resourceVersion)
+	s.pools = required(MachineConfigPools, s.poolKey)
+	if served.controllerConfigs {
+		s.ccs = required(ControllerConfigs, controllerConfigKey)
+	}
+	var policySynced cache.InformerSynced
+	if served.machineConfigurations {
+		// Only the MCO's own MachineConfiguration is read, so the
+		// ClusterRole can name it (resourceNames) rather than grant all.
+		// It is optional: its failures go with the policy, not the pools.
+		var st cache.Store
+		st, policySynced = add(MachineConfigurations, "metadata.name="+ClusterMachineConfiguration, skewPolicyKey, s.policyWatchFailed)
+		s.policy.mu.Lock()
+		s.mcfgs, s.policy.synced = st, policySynced
+		s.policy.mu.Unlock()
+	}
+	start := time.Now()
+	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
+		return
+	}
+	if policySynced != nil {
+		// The policy gets a moment, so nodes are not admitted on none at
+		// start; if it takes longer, its first list signals a reload.
+		pctx, cancel := context.WithTimeout(ctx, policySyncWait)
+		if !cache.WaitForCacheSync(pctx.Done(), policySynced) {
+			s.log.Warn("the cluster's skew policy is not listed yet; serving without it until it is", "waited", policySyncWait)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if cache.WaitForCacheSync(ctx.Done(), policySynced) {
+					s.signal()
+				}
+			}()
+		}
+		cancel()
+	}
+	s.log.Info("informer caches synced", "host", s.host, "controllerConfig", served.controllerConfigs,
+		"skewPolicy", served.machineConfigurations, "duration", time.Since(start))
+	close(s.synced)
+	s.signal()
+	<-ctx.Done()
+}
+
+// policySyncWait is how long the first render waits for the skew policy
+// once everything it renders from is listed.
+const policySyncWait = 5 * time.Second
+
+// newInformer lists and watches one resource as unstructured objects. It is
+// dynamicinformer's informer without its factory, whose package links every
+// typed client-go informer and clientset: about 40 MB of binary and 6 MB of
+// heap at start for nothing this source reads.
+func newInformer(res dynamic.NamespaceableResourceInterface, gvr schema.GroupVersionResource, fieldSelector string) cache.SharedIndexInformer {
+	tweak := func(o *metav1.ListOptions) {
+		if fieldSelector != "" {
+			o.FieldSelector = fieldSelector
+		}
+	}
+	return cache.NewSharedIndexInformerWithOptions(
+		&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				tweak(&o)
+				return res.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				tweak(&o)
+				return res.Watch(ctx, o)
+			},
+		},
+		&unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{ObjectDescription: gvr.String()},
+	)
+}
+
+// stripManagedFields drops the field managers' bookkeeping, which is large
+// and never read, from objects before they are cached.
+func stripManagedFields(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetManagedFields(nil)
+	}
+	return obj, nil
+}

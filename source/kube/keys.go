@@ -1,0 +1,74 @@
+package kube
+
+import (
+	"encoding/json"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// handler signals a change when an object's key changes: keys leave out
+// what cannot change what is served (a pool's status in self mode, the
+// ControllerConfig's status), so routine status writes do not re-render.
+func (s *Source) handler(gvr schema.GroupVersionResource, key func(*unstructured.Unstructured) string) cache.ResourceEventHandler {
+	changed := func() {
+		s.m.events.WithLabelValues(gvr.Resource).Inc()
+		s.signal()
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { changed() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*unstructured.Unstructured)
+			n, ok2 := newObj.(*unstructured.Unstructured)
+			if ok1 && ok2 && key(o) == key(n) {
+				return
+			}
+			changed()
+		},
+		DeleteFunc: func(any) { changed() },
+	}
+}
+
+func resourceVersion(u *unstructured.Unstructured) string { return u.GetResourceVersion() }
+
+// poolKey is what of a pool the mode serves from: its selector (self) or
+// the rendered config it names (pool).
+func (s *Source) poolKey(u *unstructured.Unstructured) string {
+	if s.cfg.Mode == ModePool {
+		name, _, err := renderedConfig(u)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return name
+	}
+	sel, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "machineConfigSelector")
+	return jsonKey(sel)
+}
+
+// skewPolicyKey is what of a MachineConfiguration the policy comes from.
+func skewPolicyKey(u *unstructured.Unstructured) string {
+	if u.GetName() != ClusterMachineConfiguration {
+		return ""
+	}
+	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "bootImageSkewEnforcement")
+	status, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "bootImageSkewEnforcementStatus")
+	return jsonKey([]any{spec, status})
+}
+
+func controllerConfigKey(u *unstructured.Unstructured) string {
+	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec")
+	a := u.GetAnnotations()
+	return jsonKey([]any{spec, a[render.AnnotationReleaseImageVersion], a[render.AnnotationControllerConfigVersion]})
+}
+
+// jsonKey encodes v deterministically (encoding/json sorts map keys).
+func jsonKey(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return string(b)
+}
