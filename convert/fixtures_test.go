@@ -15,11 +15,13 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/ignition-mcs/mcs/internal/shareddata"
 )
 
 var (
 	update = flag.Bool("update", false, "rewrite golden files, and the copies of shared fixtures when -shared exists")
-	shared = flag.String("shared", "/work/shared", "directory holding realdata/ and mco-testdata/, copied into testdata/ by -update")
+	shared = flag.String("shared", "", "directory holding realdata/ and mco-testdata/, copied into testdata/ by -update (default: ../shared beside the clone, or $MCS_SHARED)")
 )
 
 // fixture is one config the round-trip, golden and fuzz tests run over.
@@ -94,6 +96,14 @@ func TestSharedFixtures(t *testing.T) {
 }
 
 func refreshShared(t *testing.T) {
+	if *shared == "" {
+		root, err := shareddata.Root()
+		if err != nil {
+			t.Logf("not refreshing shared fixtures: %v", err)
+			return
+		}
+		*shared = root
+	}
 	if _, err := os.Stat(*shared); err != nil {
 		t.Logf("not refreshing shared fixtures: %v", err)
 		return

@@ -28,10 +28,10 @@ func BenchmarkRenderLargestPool(b *testing.B) {
 
 // BenchmarkLoadRealdata reads and parses a realdata tree.
 func BenchmarkLoadRealdata(b *testing.B) {
-	loadRealdata(b, "aws")
+	dir := realdataDir(b, "aws")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Load(realdata + "/aws"); err != nil {
+		if _, err := Load(dir); err != nil {
 			b.Fatal(err)
 		}
 	}

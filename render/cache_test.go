@@ -65,11 +65,12 @@ func TestParseCache(t *testing.T) {
 }
 
 func BenchmarkLoadRealdataCached(b *testing.B) {
+	dir := realdataDir(b, "aws")
 	c := &ParseCache{}
 	b.ReportAllocs()
 	for b.Loop() {
 		l := &Loader{Cache: c}
-		l.Path(realdata + "/aws")
+		l.Path(dir)
 		if _, err := l.Set(); err != nil {
 			b.Fatal(err)
 		}

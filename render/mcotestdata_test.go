@@ -2,20 +2,14 @@ package render
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ignition-mcs/mcs/internal/shareddata"
 )
 
-// mcoTestdata holds inputs from upstream's own tests.
-var mcoTestdata = filepath.Join("..", "..", "shared", "mco-testdata")
-
 func TestMCOBootstrapInputs(t *testing.T) {
-	dir := filepath.Join(mcoTestdata, "bootstrap")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip(err)
-	}
+	dir := shareddata.Path(t, "mco-testdata", "bootstrap") // inputs from upstream's own tests
 	s, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -50,10 +44,7 @@ func TestMCOBootstrapInputs(t *testing.T) {
 // as a Kubernetes source would: it overrides the OS image, and its kernel
 // arguments and Ignition content come through.
 func TestMCOServerConfigAsObjects(t *testing.T) {
-	file := filepath.Join(mcoTestdata, "server", "machine-configs", "test-config.yaml")
-	if _, err := os.Stat(file); err != nil {
-		t.Skip(err)
-	}
+	file := shareddata.Path(t, "mco-testdata", "server", "machine-configs", "test-config.yaml")
 	loaded, err := Load(file)
 	if err != nil {
 		t.Fatal(err)

@@ -3,11 +3,11 @@ package render
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/shareddata"
 )
 
 func renderedMC(t *testing.T, config string) *MachineConfig {
@@ -160,8 +160,8 @@ func BenchmarkFromRendered(b *testing.B) {
 // benchCluster is the project's realdata set when it is beside the clone
 // (full-size), else the in-repo cluster of the same shape.
 func benchCluster() string {
-	if _, err := os.Stat("../../shared/realdata/aws"); err == nil {
-		return "../../shared/realdata/aws"
+	if d, ok := shareddata.Lookup("realdata", "aws"); ok {
+		return d
 	}
 	return "../fixtures/cluster"
 }
