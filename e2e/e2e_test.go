@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/ignclient"
+	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/skewgate"
@@ -20,20 +21,9 @@ import (
 // tokens, when given, are required.
 func handler(t *testing.T, dir, policy string, tokens ...string) (http.Handler, map[string]*render.Result) {
 	t.Helper()
-	set, err := render.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	results, rerr := set.Render(render.Options{})
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	snap, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), serve.NodeFiles{Kubeconfig: []byte("apiVersion: v1\nkind: Config\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var p *skewgate.Policy
 	if policy != "" {
+		var err error
 		if p, err = skewgate.ParsePolicy([]byte(policy)); err != nil {
 			t.Fatal(err)
 		}
@@ -46,13 +36,7 @@ func handler(t *testing.T, dir, policy string, tokens ...string) (http.Handler, 
 		}
 		cfg.Tokens = func() [][]byte { return accepted }
 	}
-	s := serve.New(cfg)
-	s.Swap(snap)
-	byPool := map[string]*render.Result{}
-	for _, r := range results {
-		byPool[r.Pool] = r
-	}
-	return s, byPool
+	return servetest.Handler(t, dir, cfg)
 }
 
 // server is handler on plain HTTP.

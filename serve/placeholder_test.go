@@ -1,4 +1,4 @@
-package serve
+package serve_test
 
 import (
 	"bytes"
@@ -8,7 +8,10 @@ import (
 	"testing"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/servetest"
+	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve"
 )
 
 // The placeholder swap is an optimisation only: every version's body must be
@@ -34,42 +37,27 @@ metadata: {name: machine-config-controller}
 spec:
   kubeAPIServerServingCAData: `+base64.StdEncoding.EncodeToString([]byte(strings.Repeat("d", 700)))+`
 `), 0o644)
-	for _, dir := range []string{shadow, "../fixtures/cluster", "../fixtures/features/kargs-3.3", "../fixtures/features/compression-override", "../../shared/realdata/none"} {
-		if _, err := os.Stat(dir); err != nil && strings.Contains(dir, "shared") {
-			t.Logf("skipping %s: %v", dir, err) // the project's shared data, beside the clone
-			continue
-		}
-		set, err := render.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		results, rerr := set.Render(render.Options{})
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
+	dirs := []string{shadow, "../fixtures/cluster", "../fixtures/features/kargs-3.3", "../fixtures/features/compression-override"}
+	if d, ok := shareddata.Optional(t, "realdata", "none"); ok {
+		dirs = append(dirs, d)
+	}
+	for _, dir := range dirs {
+		set, results := servetest.Render(t, dir, render.Options{})
 		for _, res := range results {
-			shared, err := nodeFiles(res, set.ControllerConfig(), NodeFiles{Kubeconfig: bytes.Repeat([]byte("k"), 4096)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := buildPool(res, set.ControllerConfig(), NodeFiles{Kubeconfig: bytes.Repeat([]byte("k"), 4096)})
+			precomputed, direct, err := serve.Bodies(res, set.ControllerConfig(), serve.NodeFiles{Kubeconfig: bytes.Repeat([]byte("k"), 4096)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, v := range convert.OutputVersions {
-				cfg := withNodeFiles(res.Config, shared)
-				var want []byte
-				werr := servedConfig(&cfg, res, v)
-				if werr == nil {
-					want, werr = convert.Encode(&cfg, v, false)
+				got, served := precomputed[v]
+				want, encoded := direct[v]
+				if served != encoded {
+					t.Fatalf("%s %s %s: served %v, direct encoding %v", dir, res.Pool, v, served, encoded)
 				}
-				if (p.responses[v] == nil) != (werr != nil) {
-					t.Fatalf("%s %s %s: served %v, direct encoding: %v", dir, res.Pool, v, p.responses[v] != nil, werr)
-				}
-				if werr == nil && !bytes.Equal(p.responses[v].body, want) {
+				if !bytes.Equal(got, want) {
 					t.Fatalf("%s %s %s: bodies differ", dir, res.Pool, v)
 				}
-				if werr == nil && bytes.Contains(p.responses[v].body, []byte("mcsph-")) {
+				if bytes.Contains(got, []byte("mcsph-")) {
 					t.Fatalf("%s %s %s: a token was left in the body", dir, res.Pool, v)
 				}
 			}

@@ -1,39 +1,29 @@
-package serve
+package serve_test
 
 import (
 	"testing"
 
+	"github.com/ignition-mcs/mcs/internal/servetest"
+	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve"
 )
 
 // BenchmarkBuildSnapshot measures a full re-render of the largest realdata
 // set: load, render every pool, precompute every spec of every pool.
 func BenchmarkBuildSnapshot(b *testing.B) {
-	const dir = "../../shared/realdata/aws"
+	dir := shareddata.Path(b, "realdata", "aws")
 	b.Run("render", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			set, err := render.Load(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := set.Render(render.Options{}); err != nil {
-				b.Fatal(err)
-			}
+			servetest.Render(b, dir, render.Options{})
 		}
 	})
-	set, err := render.Load(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	results, rerr := set.Render(render.Options{})
-	if rerr != nil {
-		b.Fatal(rerr)
-	}
+	set, results := servetest.Render(b, dir, render.Options{})
 	b.Run("precompute", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := BuildSnapshot(1, results, set.ControllerConfig(), NodeFiles{}); err != nil {
+			if _, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), serve.NodeFiles{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -11,7 +12,7 @@ import (
 // BenchmarkFullRerender is what one change to the directory costs: load the
 // realdata/aws tree, render every pool, precompute every spec of every pool.
 func BenchmarkFullRerender(b *testing.B) {
-	d := &source.Dir{Path: "../../shared/realdata/aws"}
+	d := &source.Dir{Path: shareddata.Path(b, "realdata", "aws")}
 	b.ReportAllocs()
 	for b.Loop() {
 		in, err := d.Load(context.Background())

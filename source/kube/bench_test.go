@@ -49,7 +49,7 @@ func cachedSource(tb testing.TB, dir string, cfg Config) *Source {
 func newStore() cache.Store { return cache.NewStore(cache.MetaNamespaceKeyFunc) }
 
 func BenchmarkLoadSelf(b *testing.B) {
-	s := cachedSource(b, clusterDir("aws"), Config{})
+	s := cachedSource(b, clusterDir(b, "aws"), Config{})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Load(context.Background()); err != nil {

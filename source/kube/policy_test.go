@@ -32,7 +32,7 @@ func machineConfiguration(t *testing.T, name, version, enforcement string) *unst
 // it would be; a bad version keeps the last good one; other objects of the
 // kind are not the MCO's and are ignored.
 func TestSkewPolicyFromMachineConfiguration(t *testing.T) {
-	s := cachedSource(t, clusterDir("aws"), Config{SkewPolicy: true})
+	s := cachedSource(t, clusterDir(t, "aws"), Config{SkewPolicy: true})
 	s.mcfgs = newStore()
 	synced := false
 	s.policy.synced = func() bool { return synced }
@@ -114,7 +114,7 @@ func TestSkewPolicyFromMachineConfiguration(t *testing.T) {
 // Without Config.SkewPolicy (the policy comes from a file) the source
 // leaves the gate alone.
 func TestSkewPolicyOff(t *testing.T) {
-	s := cachedSource(t, clusterDir("aws"), Config{})
+	s := cachedSource(t, clusterDir(t, "aws"), Config{})
 	in, err := s.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestSkewPolicyKey(t *testing.T) {
 // The policy is optional: failing to discover or read it is shown with the
 // policy, and the pools are served regardless.
 func TestSkewPolicyReadErrors(t *testing.T) {
-	s := cachedSource(t, clusterDir("aws"), Config{SkewPolicy: true})
+	s := cachedSource(t, clusterDir(t, "aws"), Config{SkewPolicy: true})
 	s.policy.setUnread(errors.New("discovering operator.openshift.io/v1: timeout"))
 	in, err := s.Load(context.Background())
 	if err != nil || len(in.Results) == 0 {
@@ -158,7 +158,7 @@ func TestSkewPolicyReadErrors(t *testing.T) {
 		t.Errorf("undiscovered policy: %+v, %v", in.SkewPolicy, in.SkewPolicyError)
 	}
 
-	s = cachedSource(t, clusterDir("aws"), Config{SkewPolicy: true})
+	s = cachedSource(t, clusterDir(t, "aws"), Config{SkewPolicy: true})
 	s.mcfgs = newStore()
 	s.policy.synced = func() bool { return true }
 	if err := s.mcfgs.Add(machineConfiguration(t, ClusterMachineConfiguration, "1", `{"mode":"None"}`)); err != nil {

@@ -23,7 +23,7 @@ import (
 func TestLoadSelfFromCache(t *testing.T) {
 	for _, cluster := range []string{"aws", "none"} {
 		t.Run(cluster, func(t *testing.T) {
-			dir := clusterDir(cluster)
+			dir := clusterDir(t, cluster)
 			s := cachedSource(t, dir, Config{})
 			got, err := s.Load(context.Background())
 			if err != nil {
@@ -52,7 +52,7 @@ func TestLoadSelfFromCache(t *testing.T) {
 // A broken MachineConfig fails the pools that select it, located by object
 // and path, and not the others.
 func TestLoadSelfFailureIsThePools(t *testing.T) {
-	s := cachedSource(t, clusterDir("aws"), Config{})
+	s := cachedSource(t, clusterDir(t, "aws"), Config{})
 	bad := &unstructured.Unstructured{}
 	if err := bad.UnmarshalJSON([]byte(`{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig",
 	  "metadata":{"name":"60-master-bad","labels":{"machineconfiguration.openshift.io/role":"master"}},
@@ -73,7 +73,7 @@ func TestLoadSelfFailureIsThePools(t *testing.T) {
 }
 
 func TestLoadRefusesWhileFailing(t *testing.T) {
-	s := cachedSource(t, clusterDir("aws"), Config{})
+	s := cachedSource(t, clusterDir(t, "aws"), Config{})
 	s.failed("machineconfigs", errors.New("machineconfigs: connection refused"))
 	_, err := s.Load(context.Background())
 	var ae *APIError
@@ -111,7 +111,7 @@ func TestObserver(t *testing.T) {
 	status := http.StatusOK
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) }))
 	defer api.Close()
-	s := cachedSource(t, clusterDir("aws"), Config{})
+	s := cachedSource(t, clusterDir(t, "aws"), Config{})
 	client := &http.Client{Transport: &observer{s: s, next: http.DefaultTransport}}
 	get := func(path string) {
 		t.Helper()
@@ -204,7 +204,7 @@ func TestHandlerKeys(t *testing.T) {
 		{"pool: the served config changes", ModePool, pool("worker", "a"), pool("worker", "b"), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := cachedSource(t, clusterDir("aws"), Config{Mode: tc.mode})
+			s := cachedSource(t, clusterDir(t, "aws"), Config{Mode: tc.mode})
 			h := s.handler(schema.GroupVersionResource{Resource: "machineconfigpools"}, s.poolKey)
 			h.OnUpdate(tc.old, tc.new)
 			select {

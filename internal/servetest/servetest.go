@@ -1,0 +1,76 @@
+// Package servetest renders fixture trees and serves them for tests: the one Load, Render, BuildSnapshot and httptest harness every package's tests share.
+package servetest
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/source"
+)
+
+// Kubeconfig is the bootstrap kubeconfig the servers of Serve give nodes.
+var Kubeconfig = []byte("apiVersion: v1\nkind: Config\n")
+
+// Render loads dir and renders every pool with opts; any error fails tb.
+func Render(tb testing.TB, dir string, opts render.Options) (*render.Set, []*render.Result) {
+	tb.Helper()
+	set, err := render.Load(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	results, errs := set.Render(opts)
+	if errs != nil {
+		tb.Fatal(errs)
+	}
+	return set, results
+}
+
+// Handler renders dir with the default options into a server built from
+// cfg, serving it as generation 1 with Kubeconfig. It returns that server
+// and the results by pool.
+func Handler(tb testing.TB, dir string, cfg serve.Config) (*serve.Server, map[string]*render.Result) {
+	tb.Helper()
+	set, results := Render(tb, dir, render.Options{})
+	snap, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), serve.NodeFiles{Kubeconfig: Kubeconfig})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := serve.New(cfg)
+	s.Swap(snap)
+	byPool := map[string]*render.Result{}
+	for _, r := range results {
+		byPool[r.Pool] = r
+	}
+	return s, byPool
+}
+
+// Serve is Handler on loopback until the test ends.
+func Serve(tb testing.TB, dir string, cfg serve.Config) (*httptest.Server, map[string]*render.Result) {
+	tb.Helper()
+	s, byPool := Handler(tb, dir, cfg)
+	ts := httptest.NewServer(s)
+	tb.Cleanup(ts.Close)
+	return ts, byPool
+}
+
+// Reloading serves src from a server built from cfg (Source defaults to
+// src's name), rendered by a Reloader that follows src, debounced 20 ms,
+// and logs to log, until the test ends.
+func Reloading(tb testing.TB, src source.Source, cfg serve.Config, log *slog.Logger) *serve.Server {
+	tb.Helper()
+	if cfg.Source == "" {
+		cfg.Source = src.String()
+	}
+	srv := serve.New(cfg)
+	rl := &serve.Reloader{Source: src, Server: srv, Debounce: 20 * time.Millisecond, Logger: log}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); rl.Run(ctx, nil) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	return srv
+}
