@@ -295,29 +295,8 @@ func TestPoolMode(t *testing.T) {
 	cp := needControlPlane(t)
 	dir := clusterDir(t, "aws")
 	cp.applyFiles(t, yamlFiles(t, dir)...)
-	set, err := render.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	self, errs := set.Render(render.Options{})
-	if errs != nil {
-		t.Fatal(errs)
-	}
-	// The cluster's rendered configs: the same content under names that
-	// are not mcs's, written at spec 3.5 as upstream's controller writes.
-	names := map[string]string{}
-	for _, r := range self {
-		mc := *r.MachineConfig
-		mc.Metadata.Name = "rendered-" + r.Pool + "-cluster1"
-		cfg, err := convert.Encode(&r.Config, convert.V3_5, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mc.Spec.Config = cfg
-		cp.apply(t, toObject(t, &mc))
-		names[r.Pool] = mc.Metadata.Name
-		cp.apply(t, withConfiguration(t, cp, r.Pool, mc.Metadata.Name, mc.Metadata.Name, 3))
-	}
+	_, self := servetest.Render(t, dir, render.Options{})
+	names := applyRendered(t, cp, self)
 	st := cp.kubeStack(t, Config{Mode: ModePool})
 	st.waitServing(t, "master", "worker")
 	src := st.src.(*Source)
@@ -325,45 +304,9 @@ func TestPoolMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, res := range in.Results {
-		var want *render.Result
-		for _, r := range self {
-			if r.Pool == res.Pool {
-				want = r
-			}
-		}
-		if res.Name != names[res.Pool] || res.Spec != want.Spec {
-			t.Errorf("pool %s: %s at %s, want %s at %s", res.Pool, res.Name, res.Spec, names[res.Pool], want.Spec)
-		}
-		a, _ := convert.Encode(&res.Config, convert.Newest, false)
-		b, _ := convert.Encode(&want.Config, convert.Newest, false)
-		if string(a) != string(b) {
-			t.Errorf("pool %s: config differs from the self render", res.Pool)
-		}
-	}
+	sameAsSelf(t, in.Results, self, names)
 	// Nodes are told the cluster's name.
-	annotations := func(pool string) string {
-		r := st.get(t, "/config/"+pool, accept(convert.V3_4))
-		var cfg struct {
-			Storage struct {
-				Files []struct {
-					Path     string
-					Contents struct{ Source string }
-				}
-			}
-		}
-		if err := json.Unmarshal([]byte(r.body), &cfg); err != nil {
-			t.Fatalf("%d %s: %v", r.code, r.body, err)
-		}
-		for _, f := range cfg.Storage.Files {
-			if f.Path == "/etc/machine-config-daemon/node-annotations.json" {
-				return f.Contents.Source
-			}
-		}
-		t.Fatal("no node annotations served")
-		return ""
-	}
-	if got := annotations("worker"); !strings.Contains(got, "rendered-worker-cluster1") {
+	if got := st.nodeAnnotations(t, "worker"); !strings.Contains(got, "rendered-worker-cluster1") {
 		t.Errorf("annotations %s", got)
 	}
 
@@ -373,13 +316,17 @@ func TestPoolMode(t *testing.T) {
 	next.SetLabels(nil)
 	cp.apply(t, next)
 	cp.apply(t, withConfiguration(t, cp, "worker", "rendered-worker-cluster2", names["worker"], 0))
-	time.Sleep(300 * time.Millisecond) // a change would have been served by now
-	if got := annotations("worker"); !strings.Contains(got, "rendered-worker-cluster1") {
-		t.Errorf("switched before any machine updated: %s", got)
+	// Once the source's caches hold both changes, what it renders is what
+	// the next render serves: still the old config.
+	eventually(t, 10*time.Second, "the source holding the new target", func() error {
+		return holds(src, "rendered-worker-cluster2", "worker", "rendered-worker-cluster2", 0)
+	})
+	if in, err := src.Load(context.Background()); err != nil || poolResult(in, "worker") != names["worker"] {
+		t.Errorf("switched before any machine updated: %s, %v", poolResult(in, "worker"), err)
 	}
 	cp.apply(t, withConfiguration(t, cp, "worker", "rendered-worker-cluster2", names["worker"], 1))
 	eventually(t, 10*time.Second, "the new target served", func() error {
-		if got := annotations("worker"); !strings.Contains(got, "rendered-worker-cluster2") {
+		if got := st.nodeAnnotations(t, "worker"); !strings.Contains(got, "rendered-worker-cluster2") {
 			return errors.New(got)
 		}
 		return nil
@@ -399,12 +346,111 @@ func TestPoolMode(t *testing.T) {
 		}
 		return errors.New("not reported")
 	})
-	if got := annotations("worker"); !strings.Contains(got, "rendered-worker-cluster2") {
+	if got := st.nodeAnnotations(t, "worker"); !strings.Contains(got, "rendered-worker-cluster2") {
 		t.Errorf("the failed pool stopped serving its last render: %s", got)
 	}
-	if got := annotations("master"); !strings.Contains(got, "rendered-master-cluster1") {
+	if got := st.nodeAnnotations(t, "master"); !strings.Contains(got, "rendered-master-cluster1") {
 		t.Errorf("master %s", got)
 	}
+}
+
+// applyRendered applies the cluster's rendered configs, named in their
+// pools: self's content under names that are not mcs's, written at spec
+// 3.5 as upstream's controller writes. It returns their names by pool.
+func applyRendered(t *testing.T, cp *controlPlane, self []*render.Result) map[string]string {
+	t.Helper()
+	names := map[string]string{}
+	for _, r := range self {
+		mc := *r.MachineConfig
+		mc.Metadata.Name = "rendered-" + r.Pool + "-cluster1"
+		cfg, err := convert.Encode(&r.Config, convert.V3_5, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mc.Spec.Config = cfg
+		cp.apply(t, toObject(t, &mc))
+		names[r.Pool] = mc.Metadata.Name
+		cp.apply(t, withConfiguration(t, cp, r.Pool, mc.Metadata.Name, mc.Metadata.Name, 3))
+	}
+	return names
+}
+
+// sameAsSelf checks that pool mode's results carry the cluster's names and
+// the configs and specs of the self render.
+func sameAsSelf(t *testing.T, got, self []*render.Result, names map[string]string) {
+	t.Helper()
+	for _, res := range got {
+		var want *render.Result
+		for _, r := range self {
+			if r.Pool == res.Pool {
+				want = r
+			}
+		}
+		if res.Name != names[res.Pool] || res.Spec != want.Spec {
+			t.Errorf("pool %s: %s at %s, want %s at %s", res.Pool, res.Name, res.Spec, names[res.Pool], want.Spec)
+		}
+		a, _ := convert.Encode(&res.Config, convert.Newest, false)
+		b, _ := convert.Encode(&want.Config, convert.Newest, false)
+		if string(a) != string(b) {
+			t.Errorf("pool %s: config differs from the self render", res.Pool)
+		}
+	}
+}
+
+// nodeAnnotations is the node annotations file pool's nodes are served.
+func (st *stack) nodeAnnotations(t *testing.T, pool string) string {
+	t.Helper()
+	r := st.get(t, "/config/"+pool, accept(convert.V3_4))
+	var cfg struct {
+		Storage struct {
+			Files []struct {
+				Path     string
+				Contents struct{ Source string }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.body), &cfg); err != nil {
+		t.Fatalf("%d %s: %v", r.code, r.body, err)
+	}
+	for _, f := range cfg.Storage.Files {
+		if f.Path == "/etc/machine-config-daemon/node-annotations.json" {
+			return f.Contents.Source
+		}
+	}
+	t.Fatal("no node annotations served")
+	return ""
+}
+
+// holds says why src's caches do not yet hold MachineConfig mc and pool
+// with target as spec.configuration and updated machines, or nil.
+func holds(src *Source, mc, pool, target string, updated int64) error {
+	if _, ok, _ := src.mcs.GetByKey(mc); !ok {
+		return fmt.Errorf("no MachineConfig %s", mc)
+	}
+	o, _, _ := src.pools.GetByKey(pool)
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return fmt.Errorf("no pool %s", pool)
+	}
+	got, _, _ := unstructured.NestedString(u.Object, "spec", "configuration", "name")
+	n, err := count(u.Object, "status", "updatedMachineCount")
+	if got != target || n != updated || err != nil {
+		return fmt.Errorf("pool %s: target %s, %d updated (%v)", pool, got, n, err)
+	}
+	return nil
+}
+
+// poolResult names the rendered config in serves for pool, or "".
+func poolResult(in *source.Input, pool string) string {
+	if in == nil {
+		return ""
+	}
+	for _, r := range in.Results {
+		if r.Pool == pool {
+			return r.Name
+		}
+	}
+	return ""
 }
 
 // withConfiguration is pool with the spec and status configurations named.
