@@ -6,82 +6,149 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ignition-mcs/mcs/render"
 )
 
-// Reloads every few milliseconds while clients fetch: no request fails, and
-// every body is exactly one generation's precomputed body.
-func TestReloadUnderLoad(t *testing.T) {
-	const gens = 6
-	snaps := make([]*Snapshot, gens)
-	valid := map[string]bool{}
-	for g := range gens {
+// generations builds n snapshots of one pool, generation g serving
+// /etc/generation = g, and maps every body they can serve to its generation.
+func generations(tb testing.TB, n int) ([]*Snapshot, map[string]int) {
+	tb.Helper()
+	snaps := make([]*Snapshot, n)
+	gen := map[string]int{}
+	for g := range n {
 		ign := fmt.Sprintf(`{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/etc/generation","overwrite":true,"contents":{"source":"data:,%d"}}]}}`, g)
-		snap, err := BuildSnapshot(uint64(g+1), []*render.Result{result(t, "worker", ign)}, nil, NodeFiles{})
+		snap, err := BuildSnapshot(uint64(g+1), []*render.Result{result(tb, "worker", ign)}, nil, NodeFiles{})
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		snaps[g] = snap
 		for _, r := range snap.pools["worker"].responses {
-			valid[string(r.body)] = true
+			gen[string(r.body)] = g
 		}
 	}
+	return snaps, gen
+}
+
+// Generations are swapped in, in order, while clients fetch, each swap
+// after a request has completed: every response is 200 and exactly one
+// generation's precomputed body, each client sees generations in order,
+// and the last one swapped in is what is served after. How many requests
+// a machine serves meanwhile is BenchmarkRequestsDuringSwaps's.
+func TestReloadUnderLoad(t *testing.T) {
+	const gens, clients, requests = 40, 8, 30
+	snaps, gen := generations(t, gens)
 	s := New(Config{})
 	s.Swap(snaps[0])
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 
-	stop := make(chan struct{})
-	var swaps atomic.Int64
+	progress := make(chan struct{}, 1) // a request completed
+	done := make(chan struct{})        // every client finished
+	swapped := make(chan int, 1)
 	go func() {
-		for i := 0; ; i++ {
+		g := 0
+		defer func() { swapped <- g }()
+		for g+1 < gens {
 			select {
-			case <-stop:
+			case <-done:
 				return
-			case <-time.After(2 * time.Millisecond):
+			case <-progress:
 			}
-			s.Swap(snaps[i%gens])
-			swaps.Add(1)
+			g++
+			s.Swap(snaps[g])
 		}
 	}()
 	var wg sync.WaitGroup
-	var requests, failures atomic.Int64
-	deadline := time.Now().Add(1500 * time.Millisecond)
-	for c := range 8 {
+	problems := make(chan string, clients*requests)
+	for c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			accept := []string{hdr36, hdr34, hdr32, hdrSpec2}[c%4]
-			for time.Now().Before(deadline) {
-				req, _ := http.NewRequest("GET", ts.URL+"/config/worker", nil)
-				req.Header.Set("Accept", accept)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					failures.Add(1)
-					continue
+			last := 0
+			for range requests {
+				g, problem := fetchGeneration(ts.URL, accept, gen)
+				if problem == "" && g < last {
+					problem = fmt.Sprintf("generation %d after %d", g, last)
 				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				requests.Add(1)
-				if resp.StatusCode != 200 || !valid[string(body)] {
-					failures.Add(1)
+				if problem != "" {
+					problems <- problem
+				}
+				last = max(last, g)
+				select {
+				case progress <- struct{}{}:
+				default:
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	if failures.Load() != 0 {
-		t.Fatalf("%d of %d requests failed or got a body of no generation", failures.Load(), requests.Load())
+	close(done)
+	close(problems)
+	for p := range problems {
+		t.Error(p)
 	}
-	if swaps.Load() < 50 || requests.Load() < 100 {
-		t.Fatalf("too little happened: %d swaps, %d requests", swaps.Load(), requests.Load())
+	final := <-swapped
+	if g, problem := fetchGeneration(ts.URL, hdr36, gen); g != final || problem != "" {
+		t.Errorf("after the swaps: generation %d (%s), want %d", g, problem, final)
 	}
-	t.Logf("%d requests across %d swaps, all whole", requests.Load(), swaps.Load())
+}
+
+// fetchGeneration GETs the worker config and returns the generation whose
+// body it is, or what is wrong with the response.
+func fetchGeneration(base, accept string, gen map[string]int) (int, string) {
+	req, _ := http.NewRequest("GET", base+"/config/worker", nil)
+	req.Header.Set("Accept", accept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	g, ok := gen[string(body)]
+	switch {
+	case err != nil:
+		return 0, err.Error()
+	case resp.StatusCode != http.StatusOK:
+		return 0, fmt.Sprintf("status %d: %s", resp.StatusCode, body)
+	case !ok:
+		return 0, fmt.Sprintf("a body of no generation: %.80s", body)
+	}
+	return g, ""
+}
+
+// BenchmarkRequestsDuringSwaps measures requests over loopback while a
+// new generation is swapped in every millisecond.
+func BenchmarkRequestsDuringSwaps(b *testing.B) {
+	snaps, gen := generations(b, 6)
+	s := New(Config{})
+	s.Swap(snaps[0])
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			s.Swap(snaps[i%len(snaps)])
+		}
+	}()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, problem := fetchGeneration(ts.URL, hdr36, gen); problem != "" {
+				b.Error(problem)
+			}
+		}
+	})
 }
 
 type discardWriter struct{ h http.Header }
