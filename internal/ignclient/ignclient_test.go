@@ -377,24 +377,29 @@ func TestRunCoreUser(t *testing.T) {
 	}
 }
 
-// TestRunFailures pins down how each client reacts to answers a server
-// should not give; README.md summarises it.
-func TestRunFailures(t *testing.T) {
-	type outcome struct {
-		ok       bool   // both stages succeeded
-		canceled bool   // still retrying when the test cancelled it
-		last     string // substring of StageError.Last
-		minHits  int    // config requests, at least
-	}
-	unsupported := outcome{last: "unsupported config version", minHits: 1}
-	cases := []struct {
-		name      string
-		resp      func(spec2 bool) response
-		opts      Options
-		cancelAt  int // cancel the run at this many config requests
-		want      func(c Client) outcome
-		emptyRoot bool // on success, nothing but the result file lands
-	}{
+// failure is a response a server should not give and each client's
+// outcome.
+type failure struct {
+	name      string
+	resp      func(spec2 bool) response
+	opts      Options
+	cancelAt  int // cancel the run at this many config requests
+	want      func(c Client) outcome
+	emptyRoot bool // on success, nothing but the result file lands
+}
+
+type outcome struct {
+	ok       bool   // both stages succeeded
+	canceled bool   // still retrying when the test cancelled it
+	last     string // substring of StageError.Last
+	minHits  int    // config requests, at least
+}
+
+var unsupported = outcome{last: "unsupported config version", minHits: 1}
+
+// failures are the HTTP answers, then the bodies, a server should not give.
+func failures() []failure {
+	return append([]failure{
 		{
 			name: "404 fails at once",
 			resp: func(bool) response { return response{status: 404, body: "no such pool\n"} },
@@ -429,6 +434,11 @@ func TestRunFailures(t *testing.T) {
 			opts: Options{HTTPTotal: 2 * time.Second},
 			want: func(Client) outcome { return outcome{last: "unable to fetch resource in time", minHits: 2} },
 		},
+	}, bodyFailures()...)
+}
+
+func bodyFailures() []failure {
+	return []failure{
 		{
 			name: "unknown version 9.9.0",
 			resp: func(bool) response { return response{body: `{"ignition":{"version":"9.9.0"}}`} },
@@ -477,71 +487,80 @@ func TestRunFailures(t *testing.T) {
 			emptyRoot: true,
 		},
 	}
+}
+
+// TestRunFailures pins down how each client reacts to answers a server
+// should not give; README.md summarises it.
+func TestRunFailures(t *testing.T) {
 	clients := Find(t)
-	for _, tc := range cases {
+	for _, tc := range failures() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			for _, c := range clients {
 				t.Run(c.Version, func(t *testing.T) {
 					t.Parallel()
-					srv := newServer(t, func(string) map[string]response {
-						return map[string]response{configPath: tc.resp(c.Spec2)}
-					})
-					ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-					defer cancel()
-					if tc.cancelAt > 0 {
-						// Cancel on the server's count, not on a clock: the
-						// clients start slowly on a loaded machine.
-						srv.mu.Lock()
-						srv.onHit = func(seen []request) {
-							if len(seen) >= tc.cancelAt {
-								cancel()
-							}
-						}
-						srv.mu.Unlock()
-					}
-					opts := tc.opts
-					opts.Dir = scratch(t)
-					opts.FetchTimeout = 5 * time.Second
-					res, err := Run(ctx, c, srv.URL+configPath, opts)
-					want := tc.want(c)
-					hits := len(srv.requests(configPath))
-					t.Logf("%s: %d requests, err %v, stages %v", c, hits, err, res.Stages)
-					if hits < want.minHits {
-						t.Errorf("%d config requests, want at least %d", hits, want.minHits)
-					}
-					switch {
-					case want.ok:
-						if err != nil {
-							t.Fatalf("err %v, want success\n%s", err, res.Log)
-						}
-						if tc.emptyRoot {
-							assertOnlySeed(t, res)
-						}
-						return
-					case err == nil:
-						t.Fatalf("succeeded, want a failure\n%s", res.Log)
-					}
-					var se *StageError
-					first := "fetch"
-					if c.NoFetchStage {
-						first = "files" // the stage that fetches
-					}
-					if !errors.As(err, &se) || se.Stage != first || len(res.Stages) != 1 {
-						t.Fatalf("err %v after stages %v, want the %s stage to fail and no other to run", err, res.Stages, first)
-					}
-					if want.canceled {
-						if !errors.Is(err, context.Canceled) || se.ExitCode != -1 {
-							t.Errorf("err %v (exit %d), want the cancelled context to kill the client", err, se.ExitCode)
-						}
-						return
-					}
-					if se.ExitCode != 1 || !strings.Contains(se.Last, want.last) {
-						t.Errorf("exit %d, last error %q; want exit 1 and %q\n%s", se.ExitCode, se.Last, want.last, res.Log)
-					}
+					runFailure(t, c, tc)
 				})
 			}
 		})
+	}
+}
+
+func runFailure(t *testing.T, c Client, tc failure) {
+	srv := newServer(t, func(string) map[string]response {
+		return map[string]response{configPath: tc.resp(c.Spec2)}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if tc.cancelAt > 0 {
+		// Cancel on the server's count, not on a clock: the
+		// clients start slowly on a loaded machine.
+		srv.mu.Lock()
+		srv.onHit = func(seen []request) {
+			if len(seen) >= tc.cancelAt {
+				cancel()
+			}
+		}
+		srv.mu.Unlock()
+	}
+	opts := tc.opts
+	opts.Dir = scratch(t)
+	opts.FetchTimeout = 5 * time.Second
+	res, err := Run(ctx, c, srv.URL+configPath, opts)
+	want := tc.want(c)
+	hits := len(srv.requests(configPath))
+	t.Logf("%s: %d requests, err %v, stages %v", c, hits, err, res.Stages)
+	if hits < want.minHits {
+		t.Errorf("%d config requests, want at least %d", hits, want.minHits)
+	}
+	switch {
+	case want.ok:
+		if err != nil {
+			t.Fatalf("err %v, want success\n%s", err, res.Log)
+		}
+		if tc.emptyRoot {
+			assertOnlySeed(t, res)
+		}
+		return
+	case err == nil:
+		t.Fatalf("succeeded, want a failure\n%s", res.Log)
+	}
+	var se *StageError
+	first := "fetch"
+	if c.NoFetchStage {
+		first = "files" // the stage that fetches
+	}
+	if !errors.As(err, &se) || se.Stage != first || len(res.Stages) != 1 {
+		t.Fatalf("err %v after stages %v, want the %s stage to fail and no other to run", err, res.Stages, first)
+	}
+	if want.canceled {
+		if !errors.Is(err, context.Canceled) || se.ExitCode != -1 {
+			t.Errorf("err %v (exit %d), want the cancelled context to kill the client", err, se.ExitCode)
+		}
+		return
+	}
+	if se.ExitCode != 1 || !strings.Contains(se.Last, want.last) {
+		t.Errorf("exit %d, last error %q; want exit 1 and %q\n%s", se.ExitCode, se.Last, want.last, res.Log)
 	}
 }
 
