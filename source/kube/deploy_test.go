@@ -150,6 +150,16 @@ func checkBinding(t *testing.T, objs map[string]*unstructured.Unstructured, name
 
 func TestDeployManifests(t *testing.T) {
 	objs := deployObjects(t)
+	labels, ports := checkDeployment(t, objs)
+	checkService(t, objs["Service/mcs"], labels, ports)
+	checkPodMonitor(t, objs["PodMonitor/mcs"], labels, ports)
+	checkNamespaces(t, objs)
+}
+
+// checkDeployment checks the Deployment and returns its pods' labels and
+// its container's ports by name.
+func checkDeployment(t *testing.T, objs map[string]*unstructured.Unstructured) (labels string, ports map[string]string) {
+	t.Helper()
 	dep := objs["Deployment/mcs"]
 	if dep == nil {
 		t.Fatal("no Deployment mcs")
@@ -160,7 +170,7 @@ func TestDeployManifests(t *testing.T) {
 	if str(t, dep, "spec", "template", "spec", "serviceAccountName") != objs["ServiceAccount/mcs"].GetName() {
 		t.Error("the Deployment does not run as the ServiceAccount")
 	}
-	labels := yamlString(dep.Object["spec"].(map[string]any)["selector"].(map[string]any)["matchLabels"])
+	labels = yamlString(dep.Object["spec"].(map[string]any)["selector"].(map[string]any)["matchLabels"])
 	if got := yamlString(dep.Object["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)["labels"]); got != labels {
 		t.Errorf("pod labels %s do not match the selector %s", got, labels)
 	}
@@ -169,7 +179,7 @@ func TestDeployManifests(t *testing.T) {
 		t.Fatalf("%d containers", len(containers))
 	}
 	c := &unstructured.Unstructured{Object: containers[0].(map[string]any)}
-	ports := map[string]string{}
+	ports = map[string]string{}
 	list, _, _ := unstructured.NestedSlice(c.Object, "ports")
 	for _, p := range list {
 		m := p.(map[string]any)
@@ -192,8 +202,11 @@ func TestDeployManifests(t *testing.T) {
 			t.Errorf("args lack %s: %s", want, args)
 		}
 	}
+	return labels, ports
+}
 
-	svc := objs["Service/mcs"]
+func checkService(t *testing.T, svc *unstructured.Unstructured, labels string, ports map[string]string) {
+	t.Helper()
 	if svc == nil {
 		t.Fatal("no Service mcs")
 	}
@@ -213,8 +226,10 @@ func TestDeployManifests(t *testing.T) {
 	if !seen["22623"] || !seen["22624"] {
 		t.Errorf("Service ports %v", seen)
 	}
+}
 
-	pm := objs["PodMonitor/mcs"]
+func checkPodMonitor(t *testing.T, pm *unstructured.Unstructured, labels string, ports map[string]string) {
+	t.Helper()
 	if pm == nil {
 		t.Fatal("no PodMonitor mcs")
 	}
@@ -225,9 +240,12 @@ func TestDeployManifests(t *testing.T) {
 	if len(eps) != 1 || ports[eps[0].(map[string]any)["port"].(string)] == "" || eps[0].(map[string]any)["path"] != "/metrics" {
 		t.Errorf("PodMonitor endpoints %s", yamlString(eps))
 	}
+}
 
-	// Every namespaced object is in the one namespace, and kustomize
-	// applies every manifest.
+// checkNamespaces checks that every namespaced object is in the one
+// namespace, and that kustomize applies every manifest.
+func checkNamespaces(t *testing.T, objs map[string]*unstructured.Unstructured) {
+	t.Helper()
 	ns := objs["Namespace/mcs"]
 	if ns == nil {
 		t.Fatal("no Namespace mcs")

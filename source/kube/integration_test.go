@@ -616,6 +616,33 @@ func TestAPIServerLifecycle(t *testing.T) {
 	}
 
 	api := cp.env.ControlPlane.APIServer
+	st.outage(t, api, before)
+	start := time.Now()
+	if err := api.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the recovery noticed", func() error {
+		if le := st.srv.Status().LastError; le != nil {
+			return errors.New(le.Message)
+		}
+		return nil
+	})
+	t.Logf("recovered %s after the API server was started", time.Since(start).Round(time.Millisecond))
+	cp.apply(t, mcObject(t, "50-worker", "worker", "after"))
+	eventually(t, 30*time.Second, "a change after the outage served", func() error {
+		if r := st.get(t, "/config/worker", ""); !strings.Contains(r.body, "data:,after") {
+			return errors.New("old content")
+		}
+		return nil
+	})
+	t.Logf("change after the outage served %s after the restart", time.Since(start).Round(time.Millisecond))
+}
+
+// outage stops the API server under st and checks that the outage is
+// reported while the last good render (before) keeps serving.
+func (st *stack) outage(t *testing.T, api *envtest.APIServer, before reply) {
+	t.Helper()
+	src := st.src.(*Source)
 	start := time.Now()
 	// SIGTERM, then SIGKILL after StopTimeout: with watches open, a
 	// graceful kube-apiserver shutdown can take a minute.
@@ -651,26 +678,6 @@ func TestAPIServerLifecycle(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-
-	start = time.Now()
-	if err := api.Start(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 60*time.Second, "the recovery noticed", func() error {
-		if le := st.srv.Status().LastError; le != nil {
-			return errors.New(le.Message)
-		}
-		return nil
-	})
-	t.Logf("recovered %s after the API server was started", time.Since(start).Round(time.Millisecond))
-	cp.apply(t, mcObject(t, "50-worker", "worker", "after"))
-	eventually(t, 30*time.Second, "a change after the outage served", func() error {
-		if r := st.get(t, "/config/worker", ""); !strings.Contains(r.body, "data:,after") {
-			return errors.New("old content")
-		}
-		return nil
-	})
-	t.Logf("change after the outage served %s after the restart", time.Since(start).Round(time.Millisecond))
 }
 
 func (cp *controlPlane) newDynamic(t *testing.T, c *rest.Config) dynamic.Interface {
