@@ -106,7 +106,7 @@ func TestDeployRBACIsMinimal(t *testing.T) {
 	read := []string{"get", "list", "watch"}
 	want := []rbacRule{
 		{[]string{Group}, resources, nil, read},
-		{[]string{MachineConfigurations.Group}, []string{MachineConfigurations.Resource}, []string{ClusterMachineConfiguration}, read},
+		{[]string{MachineConfigurations.Group}, []string{MachineConfigurations.Resource}, []string{clusterMachineConfiguration}, read},
 	}
 	if yamlString(got) != yamlString(want) {
 		t.Errorf("rules\n%s\nwant\n%s", yamlString(got), yamlString(want))

@@ -85,7 +85,7 @@ func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 	case apierrors.IsNotFound(err):
 		return out, nil
 	case err != nil:
-		s.policy.setUnread(fmt.Errorf("%s: the cluster's skew policy is not read: discovering %s: %w", Origin, gv, err))
+		s.policy.setUnread(fmt.Errorf("%s: the cluster's skew policy is not read: discovering %s: %w", origin, gv, err))
 		s.log.Warn("the cluster's skew policy is not read", "err", err)
 		return out, nil
 	}

@@ -52,7 +52,7 @@ func (s *Source) run(ctx context.Context) {
 		// ClusterRole can name it (resourceNames) rather than grant all.
 		// It is optional: its failures go with the policy, not the pools.
 		var st cache.Store
-		st, policySynced = add(MachineConfigurations, "metadata.name="+ClusterMachineConfiguration, skewPolicyKey, s.policyWatchFailed)
+		st, policySynced = add(MachineConfigurations, "metadata.name="+clusterMachineConfiguration, skewPolicyKey, s.policyWatchFailed)
 		s.policy.mu.Lock()
 		s.mcfgs, s.policy.synced = st, policySynced
 		s.policy.mu.Unlock()

@@ -719,7 +719,7 @@ func TestSkewPolicyFromCluster(t *testing.T) {
 	policy := func(enforcement map[string]any) *unstructured.Unstructured {
 		return toObject(t, map[string]any{
 			"apiVersion": MachineConfigurations.GroupVersion().String(), "kind": "MachineConfiguration",
-			"metadata": map[string]any{"name": ClusterMachineConfiguration},
+			"metadata": map[string]any{"name": clusterMachineConfiguration},
 			"spec":     map[string]any{"managementState": "Managed", "bootImageSkewEnforcement": enforcement},
 		})
 	}

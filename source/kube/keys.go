@@ -50,7 +50,7 @@ func (s *Source) poolKey(u *unstructured.Unstructured) string {
 
 // skewPolicyKey is what of a MachineConfiguration the policy comes from.
 func skewPolicyKey(u *unstructured.Unstructured) string {
-	if u.GetName() != ClusterMachineConfiguration {
+	if u.GetName() != clusterMachineConfiguration {
 		return ""
 	}
 	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "bootImageSkewEnforcement")

@@ -34,20 +34,20 @@ var (
 	MachineConfigPools = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "machineconfigpools"}
 	ControllerConfigs  = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "controllerconfigs"}
 	// MachineConfigurations hold the cluster's boot-image skew policy, in
-	// the one named ClusterMachineConfiguration.
+	// the one named "cluster" (clusterMachineConfiguration).
 	MachineConfigurations = schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1", Resource: "machineconfigurations"}
 )
 
-// ClusterMachineConfiguration is the MachineConfiguration the MCO reads.
-const ClusterMachineConfiguration = "cluster"
+// clusterMachineConfiguration is the MachineConfiguration the MCO reads.
+const clusterMachineConfiguration = "cluster"
 
 // DefaultControllerConfig is the ControllerConfig upstream's controller
 // writes and its server reads.
 const DefaultControllerConfig = "machine-config-controller"
 
-// Origin is the Source of every object read from the API server, so errors
+// origin is the Source of every object read from the API server, so errors
 // read "kubernetes: MachineConfig/99-worker-ssh: $.spec.config...: ...".
-const Origin = "kubernetes"
+const origin = "kubernetes"
 
 // Mode chooses what a pool serves.
 type Mode string
@@ -190,8 +190,8 @@ func (s *Source) Start(ctx context.Context) {
 	s.startOnce.Do(func() { go s.run(ctx) })
 }
 
-// Synced reports whether every informer has listed its resource once.
-func (s *Source) Synced() bool {
+// hasSynced reports whether every informer has listed its resource once.
+func (s *Source) hasSynced() bool {
 	select {
 	case <-s.synced:
 		return true
@@ -230,7 +230,7 @@ func (s *Source) signal() {
 // the error) even though the caches still hold the last state: a replica
 // must say when what it serves may be stale.
 func (s *Source) Load(ctx context.Context) (*source.Input, error) {
-	if !s.Synced() {
+	if !s.hasSynced() {
 		t := time.NewTimer(s.cfg.SyncWait)
 		defer t.Stop()
 		select {
@@ -316,8 +316,8 @@ func (s *Source) loadSelf() (*source.Input, error) {
 func feed(l *render.Loader, u *unstructured.Unstructured) error {
 	js, err := json.Marshal(u.Object)
 	if err != nil {
-		return fmt.Errorf("%s: %s/%s: encoding: %w", Origin, u.GetKind(), u.GetName(), err)
+		return fmt.Errorf("%s: %s/%s: encoding: %w", origin, u.GetKind(), u.GetName(), err)
 	}
-	l.Data(Origin, js)
+	l.Data(origin, js)
 	return nil
 }

@@ -37,7 +37,7 @@ func (s *Source) policyWatchFailed(err error) {
 	if routine(err) {
 		return
 	}
-	if s.policy.setWatchErr(fmt.Errorf("%s: reading MachineConfiguration/%s: %w", Origin, ClusterMachineConfiguration, err)) {
+	if s.policy.setWatchErr(fmt.Errorf("%s: reading MachineConfiguration/%s: %w", origin, clusterMachineConfiguration, err)) {
 		s.log.Warn("the cluster's skew policy cannot be read; the last one read stays in force", "err", err)
 		s.signal()
 	}

@@ -57,7 +57,7 @@ func (s *Source) skewPolicy() (*skewgate.Policy, error) {
 		return nil, errors.Join(c.unread, c.watchErr)
 	}
 	version, raw := "-", []byte("{}")
-	if o, ok, _ := s.mcfgs.GetByKey(ClusterMachineConfiguration); ok {
+	if o, ok, _ := s.mcfgs.GetByKey(clusterMachineConfiguration); ok {
 		if u, ok := o.(*unstructured.Unstructured); ok {
 			version = u.GetResourceVersion()
 			var err error
@@ -78,7 +78,7 @@ func (c *policyCache) parse(s *Source, raw []byte) {
 	if err != nil {
 		s.m.policyErrors.Inc()
 		c.err = fmt.Errorf("%s: MachineConfiguration/%s (resourceVersion %s): %w; the last good skew policy stays in force",
-			Origin, ClusterMachineConfiguration, c.version, err)
+			origin, clusterMachineConfiguration, c.version, err)
 		s.log.Error("skew policy not changed", "err", c.err)
 		c.policy = c.lastGood
 		return

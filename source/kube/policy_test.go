@@ -72,18 +72,18 @@ func TestSkewPolicyFromMachineConfiguration(t *testing.T) {
 	if p := load(); p != none {
 		t.Errorf("another object's policy %q taken", p.Mode)
 	}
-	set(machineConfiguration(t, ClusterMachineConfiguration, "1", ""))
+	set(machineConfiguration(t, clusterMachineConfiguration, "1", ""))
 	if p := load(); p != none {
 		t.Error("a MachineConfiguration without a policy gave a new one")
 	}
 
-	set(machineConfiguration(t, ClusterMachineConfiguration, "2", `{"mode":"Manual","manual":{"mode":"OCPVersion","ocpVersion":"4.12.0"}}`))
+	set(machineConfiguration(t, clusterMachineConfiguration, "2", `{"mode":"Manual","manual":{"mode":"OCPVersion","ocpVersion":"4.12.0"}}`))
 	manual := load()
 	if manual.Mode != "Manual" || manual.Manual == nil || manual.Manual.OCPVersion != "4.12.0" {
 		t.Fatalf("policy %+v, want the cluster's Manual 4.12.0", manual)
 	}
 
-	set(machineConfiguration(t, ClusterMachineConfiguration, "3", `{"mode":"Sometimes"}`))
+	set(machineConfiguration(t, clusterMachineConfiguration, "3", `{"mode":"Sometimes"}`))
 	if p := load(); p != manual {
 		t.Errorf("an invalid MachineConfiguration replaced the policy with %+v", p)
 	}
@@ -102,7 +102,7 @@ func TestSkewPolicyFromMachineConfiguration(t *testing.T) {
 		t.Error("the error went away while the bad version stands")
 	}
 
-	set(machineConfiguration(t, ClusterMachineConfiguration, "4", ""))
+	set(machineConfiguration(t, clusterMachineConfiguration, "4", ""))
 	if p := load(); p.Mode != "" {
 		t.Errorf("a MachineConfiguration without a policy: mode %q, want none", p.Mode)
 	}
@@ -125,17 +125,17 @@ func TestSkewPolicyOff(t *testing.T) {
 }
 
 func TestSkewPolicyKey(t *testing.T) {
-	a := machineConfiguration(t, ClusterMachineConfiguration, "1", `{"mode":"None"}`)
-	b := machineConfiguration(t, ClusterMachineConfiguration, "2", `{"mode":"None"}`)
+	a := machineConfiguration(t, clusterMachineConfiguration, "1", `{"mode":"None"}`)
+	b := machineConfiguration(t, clusterMachineConfiguration, "2", `{"mode":"None"}`)
 	b.Object["status"] = map[string]any{"observedGeneration": int64(2)}
-	c := machineConfiguration(t, ClusterMachineConfiguration, "3", `{"mode":"Automatic"}`)
+	c := machineConfiguration(t, clusterMachineConfiguration, "3", `{"mode":"Automatic"}`)
 	if skewPolicyKey(a) != skewPolicyKey(b) {
 		t.Error("a status write changes the key")
 	}
 	if skewPolicyKey(a) == skewPolicyKey(c) {
 		t.Error("a new mode leaves the key")
 	}
-	d := machineConfiguration(t, ClusterMachineConfiguration, "4", `{"mode":"None"}`)
+	d := machineConfiguration(t, clusterMachineConfiguration, "4", `{"mode":"None"}`)
 	d.Object["status"] = map[string]any{"bootImageSkewEnforcementStatus": map[string]any{"mode": "None"}}
 	if skewPolicyKey(a) == skewPolicyKey(d) {
 		t.Error("the MCO's status of the policy leaves the key")
@@ -161,7 +161,7 @@ func TestSkewPolicyReadErrors(t *testing.T) {
 	s = cachedSource(t, clusterDir(t, "aws"), Config{SkewPolicy: true})
 	s.mcfgs = newStore()
 	s.policy.synced = func() bool { return true }
-	if err := s.mcfgs.Add(machineConfiguration(t, ClusterMachineConfiguration, "1", `{"mode":"None"}`)); err != nil {
+	if err := s.mcfgs.Add(machineConfiguration(t, clusterMachineConfiguration, "1", `{"mode":"None"}`)); err != nil {
 		t.Fatal(err)
 	}
 	s.policyWatchFailed(apierrors.NewForbidden(MachineConfigurations.GroupResource(), "", errors.New("RBAC")))

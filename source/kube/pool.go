@@ -34,7 +34,7 @@ func renderedConfig(u *unstructured.Unstructured) (name string, sources []string
 		name, _, _ = unstructured.NestedString(u.Object, from, "configuration", "name")
 	}
 	if name == "" {
-		return "", nil, &render.Error{File: Origin, Object: render.KindMachineConfigPool + "/" + u.GetName(), Path: "$.status.configuration.name",
+		return "", nil, &render.Error{File: origin, Object: render.KindMachineConfigPool + "/" + u.GetName(), Path: "$.status.configuration.name",
 			Message: "the pool names no rendered MachineConfig yet (neither status.configuration nor spec.configuration)", Err: render.ErrNoConfigs}
 	}
 	srcs, _, _ := unstructured.NestedSlice(u.Object, from, "configuration", "source")
@@ -97,7 +97,7 @@ func (s *Source) loadPool() (*source.Input, error) {
 		obj, ok, _ := s.mcs.GetByKey(name)
 		u, _ := obj.(*unstructured.Unstructured)
 		if !ok || u == nil {
-			fail(pool, &render.Error{File: Origin, Object: render.KindMachineConfigPool + "/" + pool, Path: "$.status.configuration.name",
+			fail(pool, &render.Error{File: origin, Object: render.KindMachineConfigPool + "/" + pool, Path: "$.status.configuration.name",
 				Message: fmt.Sprintf("the pool names MachineConfig %s, which does not exist", name), Err: render.ErrNoConfigs})
 			continue
 		}
@@ -123,11 +123,11 @@ func decodeMachineConfig(u *unstructured.Unstructured) (*render.MachineConfig, e
 	obj := render.KindMachineConfig + "/" + u.GetName()
 	js, err := json.Marshal(u.Object)
 	if err != nil {
-		return nil, &render.Error{File: Origin, Object: obj, Path: "$", Message: "encoding: " + err.Error(), Err: err}
+		return nil, &render.Error{File: origin, Object: obj, Path: "$", Message: "encoding: " + err.Error(), Err: err}
 	}
-	mc := &render.MachineConfig{Source: Origin}
+	mc := &render.MachineConfig{Source: origin}
 	if err := json.Unmarshal(js, mc); err != nil {
-		return nil, &render.Error{File: Origin, Object: obj, Message: err.Error(), Err: errors.Join(render.ErrInvalid, err)}
+		return nil, &render.Error{File: origin, Object: obj, Message: err.Error(), Err: errors.Join(render.ErrInvalid, err)}
 	}
 	return mc, nil
 }
