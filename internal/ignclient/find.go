@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// Known lists the clients `make ignition-clients` builds, newest first, one
+// known lists the clients `make ignition-clients` builds, newest first, one
 // per boot-image era (the newest spec each reads), without their binaries
-// (Find fills those in: Dir()/ignition-<Version>).
-func Known() []Client {
+// (Find fills those in: toolsDir()/ignition-<Version>).
+func known() []Client {
 	return []Client{
 		{Version: "v2.27.0", Spec: "3.6.0"},
 		{Version: "v2.24.0", Spec: "3.5.0"},
@@ -21,9 +21,9 @@ func Known() []Client {
 	}
 }
 
-// Dir is where `make ignition-clients` puts the clients: $MCS_TOOLS/ignition,
+// toolsDir is where `make ignition-clients` puts the clients: $MCS_TOOLS/ignition,
 // by default $HOME/.cache/mcs-tools/ignition (the Makefile's TOOLS).
-func Dir() string {
+func toolsDir() string {
 	tools := os.Getenv("MCS_TOOLS")
 	if tools == "" {
 		home, err := os.UserHomeDir()
@@ -40,10 +40,10 @@ func Dir() string {
 // that nothing ran, and skips it elsewhere.
 func Find(t testing.TB) []Client {
 	t.Helper()
-	dir := Dir()
+	dir := toolsDir()
 	var found []Client
 	var missing []string
-	for _, c := range Known() {
+	for _, c := range known() {
 		c.Bin = filepath.Join(dir, "ignition-"+c.Version)
 		if fi, err := os.Stat(c.Bin); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 			missing = append(missing, c.Bin)
@@ -70,6 +70,6 @@ func Get(t testing.TB, version string) Client {
 			return c
 		}
 	}
-	t.Fatalf("ignclient: no client %s in Known()", version)
+	t.Fatalf("ignclient: no client %s in known()", version)
 	return Client{}
 }

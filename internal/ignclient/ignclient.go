@@ -46,7 +46,7 @@ func (c Client) Headers() bool { return !c.Spec2 && c.Spec != "3.0.0" }
 // Options tune one Run; the zero value runs like a node's first boot.
 type Options struct {
 	// Dir is the scratch directory (it should be empty); Run makes one with
-	// MkdirScratch when empty, which the caller then owns. For users to work
+	// mkdirScratch when empty, which the caller then owns. For users to work
 	// as root, uid 1000 must be able to reach Dir/root/home/core.
 	Dir string
 	// Token, when set, goes into the pointer config as an
@@ -140,13 +140,13 @@ func Run(ctx context.Context, c Client, url string, opts Options) (*Result, erro
 	if opts.PointerVersion == "" && c.Spec == "3.0.0" {
 		opts.PointerVersion = c.Spec
 	}
-	pointer, err := PointerConfig(c.Spec2, url, opts)
+	pointer, err := pointerConfig(c.Spec2, url, opts)
 	if err != nil {
 		return nil, err
 	}
 	dir := opts.Dir
 	if dir == "" {
-		if dir, err = MkdirScratch(); err != nil {
+		if dir, err = mkdirScratch(); err != nil {
 			return nil, err
 		}
 	}
@@ -185,10 +185,10 @@ func Run(ctx context.Context, c Client, url string, opts Options) (*Result, erro
 	return res, nil
 }
 
-// MkdirScratch makes a directory for Run under os.TempDir (/tmp). Unlike
+// mkdirScratch makes a directory for Run under os.TempDir (/tmp). Unlike
 // t.TempDir's, its parents are open to others: the clients write a user's
 // SSH keys with that user's fsuid, which must reach home/core.
-func MkdirScratch() (string, error) {
+func mkdirScratch() (string, error) {
 	dir, err := os.MkdirTemp("", "ignclient-")
 	if err == nil {
 		err = os.Chmod(dir, 0o755)
@@ -199,8 +199,8 @@ func MkdirScratch() (string, error) {
 	return dir, nil
 }
 
-// PointerConfig is the config a node boots with: it only points at url.
-func PointerConfig(spec2 bool, url string, opts Options) ([]byte, error) {
+// pointerConfig is the config a node boots with: it only points at url.
+func pointerConfig(spec2 bool, url string, opts Options) ([]byte, error) {
 	if spec2 {
 		if opts.Token != "" {
 			return nil, errors.New("ignclient: a spec-2 pointer config cannot carry an Authorization header")

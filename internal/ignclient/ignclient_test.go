@@ -178,7 +178,7 @@ func harnessRoutes(t testing.TB, spec2 bool) func(string) map[string]response {
 // the clients write a user's files as that user.
 func scratch(t *testing.T) string {
 	t.Helper()
-	dir, err := MkdirScratch()
+	dir, err := mkdirScratch()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -647,7 +647,7 @@ func TestPointerConfig(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := PointerConfig(tc.spec2, url, tc.opts)
+			got, err := pointerConfig(tc.spec2, url, tc.opts)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)
