@@ -13,8 +13,8 @@ import (
 	"github.com/ignition-mcs/mcs/source"
 )
 
-// Kubeconfig is the bootstrap kubeconfig the servers of Serve give nodes.
-var Kubeconfig = []byte("apiVersion: v1\nkind: Config\n")
+// kubeconfig is the bootstrap kubeconfig the servers of Serve give nodes.
+var kubeconfig = []byte("apiVersion: v1\nkind: Config\n")
 
 // Render loads dir and renders every pool with opts; any error fails tb.
 func Render(tb testing.TB, dir string, opts render.Options) (*render.Set, []*render.Result) {
@@ -31,12 +31,12 @@ func Render(tb testing.TB, dir string, opts render.Options) (*render.Set, []*ren
 }
 
 // Handler renders dir with the default options into a server built from
-// cfg, serving it as generation 1 with Kubeconfig. It returns that server
+// cfg, serving it as generation 1 with kubeconfig. It returns that server
 // and the results by pool.
 func Handler(tb testing.TB, dir string, cfg serve.Config) (*serve.Server, map[string]*render.Result) {
 	tb.Helper()
 	set, results := Render(tb, dir, render.Options{})
-	snap, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), serve.NodeFiles{Kubeconfig: Kubeconfig})
+	snap, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), serve.NodeFiles{Kubeconfig: kubeconfig})
 	if err != nil {
 		tb.Fatal(err)
 	}
