@@ -26,6 +26,8 @@ type Dir struct {
 	// because it also sees Kubernetes ConfigMap symlink swaps, NFS, and a
 	// directory that is removed and recreated.
 	Poll time.Duration
+
+	watching func() // a test's hook: Watch has its baseline
 }
 
 func (d *Dir) String() string { return d.Path }
@@ -102,6 +104,9 @@ func (d *Dir) Watch(ctx context.Context, changed chan<- struct{}) {
 		poll = time.Second
 	}
 	last := d.fingerprint()
+	if d.watching != nil {
+		d.watching()
+	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {

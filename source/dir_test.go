@@ -7,24 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-const mc = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: NAME
-  labels: {machineconfiguration.openshift.io/role: ROLE}
-spec:
-  config:
-    ignition: {version: 3.2.0}
-    storage:
-      files:
-      - {path: /etc/NAME, contents: {source: "data:,x"}}
-`
+	"github.com/ignition-mcs/mcs/internal/mctest"
+)
 
 func write(t *testing.T, dir, name, role string) {
 	t.Helper()
-	body := strings.NewReplacer("NAME", name, "ROLE", role).Replace(mc)
+	body := mctest.MachineConfig(name, role, "x")
 	if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +29,7 @@ func TestLoadSplitsFailuresByPool(t *testing.T) {
 		t.Fatalf("%v %+v", err, in)
 	}
 	// A master-only problem fails master alone.
-	bad := strings.NewReplacer("NAME", "60-master", "ROLE", "master").Replace(mc) + "  kernelType: turbo\n"
+	bad := mctest.MachineConfig("60-master", "master", "x") + "  kernelType: turbo\n"
 	os.WriteFile(filepath.Join(dir, "60-master.yaml"), []byte(bad), 0o644)
 	in, err = d.Load(context.Background())
 	if err != nil {
@@ -68,34 +57,34 @@ func TestWatch(t *testing.T) {
 	write(t, real, "50-worker", "worker")
 	link := filepath.Join(parent, "current")
 	os.Symlink(real, link)
-	d := &Dir{Path: link, Poll: 5 * time.Millisecond}
+	watching := make(chan struct{})
+	d := &Dir{Path: link, Poll: 5 * time.Millisecond, watching: func() { close(watching) }}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	changed := make(chan struct{}, 1)
 	go d.Watch(ctx, changed)
-	expect := func(what string, want bool) {
+	<-watching // changes from here on are signalled
+	// Watch signals when the fingerprint changes: unchanged, it is stable.
+	if a, b := d.fingerprint(), d.fingerprint(); a != b {
+		t.Fatal("the fingerprint of an unchanged tree changes")
+	}
+	expect := func(what string) {
 		t.Helper()
 		select {
 		case <-changed:
-			if !want {
-				t.Fatalf("%s: change signalled", what)
-			}
-		case <-time.After(100 * time.Millisecond):
-			if want {
-				t.Fatalf("%s: no change signalled", what)
-			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no change signalled", what)
 		}
 	}
-	expect("nothing", false)
 	write(t, real, "60-worker", "worker")
-	expect("a new file behind a symlinked root", true)
+	expect("a new file behind a symlinked root")
 	// A ConfigMap-style swap: a new directory, the link replaced by rename.
 	v2 := filepath.Join(parent, "v2")
 	os.Mkdir(v2, 0o755)
 	write(t, v2, "50-worker", "worker")
 	os.Symlink(v2, link+".tmp")
 	os.Rename(link+".tmp", link)
-	expect("the link swapped", true)
+	expect("the link swapped")
 	os.RemoveAll(v2)
-	expect("the target removed", true)
+	expect("the target removed")
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/render"
@@ -202,19 +203,6 @@ spec:
     matchLabels: {node-role.kubernetes.io/POOL: ""}
 `
 
-const testMC = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: NAME
-  labels: {machineconfiguration.openshift.io/role: ROLE}
-spec:
-  config:
-    ignition: {version: 3.2.0}
-    storage:
-      files:
-      - {path: /etc/NAME, mode: 420, contents: {source: "data:,CONTENT"}}
-`
-
 func object(t *testing.T, tmpl string, kv ...string) *unstructured.Unstructured {
 	t.Helper()
 	objs := decodeObjects(t, []byte(strings.NewReplacer(kv...).Replace(tmpl)))
@@ -225,7 +213,7 @@ func object(t *testing.T, tmpl string, kv ...string) *unstructured.Unstructured 
 }
 
 func mcObject(t *testing.T, name, role, content string) *unstructured.Unstructured {
-	return object(t, testMC, "NAME", name, "ROLE", role, "CONTENT", content)
+	return object(t, mctest.MachineConfig(name, role, content))
 }
 
 func poolObj(t *testing.T, name string) *unstructured.Unstructured {
