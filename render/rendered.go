@@ -28,7 +28,10 @@ func FromRendered(pool string, mc *MachineConfig, opts Options) (*Result, error)
 	if err != nil {
 		return nil, bad("$.spec.config", err.Error(), errors.Join(ErrInvalid, err))
 	}
-	need, reasons := convert.MinVersion(&cfg)
+	// Parse validated the config, so the encoder may hold its large
+	// contents out of translation.
+	enc := convert.NewEncoder(cfg, false)
+	need, reasons := enc.MinVersion()
 	attribute := func(rs []convert.Reason) []Reason {
 		out := make([]Reason, len(rs))
 		for i, r := range rs {
@@ -40,7 +43,7 @@ func FromRendered(pool string, mc *MachineConfig, opts Options) (*Result, error)
 	if above := convert.ReasonsAbove(reasons, ceiling); len(above) > 0 {
 		return nil, &SpecCeilingError{Pool: pool, Ceiling: ceiling, Needs: need, Reasons: attribute(above)}
 	}
-	js, err := convert.Encode(&cfg, target, false)
+	js, err := enc.Encode(target, nil)
 	if err != nil {
 		var ce *convert.CannotExpressError
 		if errors.As(err, &ce) {
@@ -49,7 +52,7 @@ func FromRendered(pool string, mc *MachineConfig, opts Options) (*Result, error)
 		return nil, bad("$.spec.config", fmt.Sprintf("cannot write the config at spec %s: %v", target, err), err)
 	}
 	out := *mc
-	out.Spec.Config = js
+	out.Spec.Config = js.JSON
 	if msg, err := sizeProblem(&out); msg != "" {
 		return nil, bad("$", msg, err)
 	}
