@@ -13,7 +13,7 @@ import (
 	"github.com/ignition-mcs/mcs/source"
 )
 
-// kubeconfig is the bootstrap kubeconfig the servers of Serve give nodes.
+// kubeconfig is the bootstrap kubeconfig the servers of Handler give nodes.
 var kubeconfig = []byte("apiVersion: v1\nkind: Config\n")
 
 // Render loads dir and renders every pool with opts; any error fails tb.
