@@ -109,7 +109,9 @@ func failure(failed map[string]error) error {
 // Run renders at start, then on every change from the source or trigger,
 // debounced, until ctx ends. At most one load runs at a time: changes seen
 // while one runs (or hangs) make one more load when it ends, never a pile of
-// goroutines.
+// goroutines. Run returns once ctx has ended and the load in flight, if any,
+// has returned: a caller that must not wait on a load that hangs bounds its
+// wait.
 func (r *Reloader) Run(ctx context.Context, trigger <-chan struct{}) {
 	changed := make(chan struct{}, 1)
 	go r.Source.Watch(ctx, changed)
@@ -134,6 +136,9 @@ func (r *Reloader) Run(ctx context.Context, trigger <-chan struct{}) {
 		select {
 		case <-ctx.Done():
 			settle.Stop()
+			if running {
+				<-done
+			}
 			return
 		case <-changed:
 			settle.Reset(debounce)

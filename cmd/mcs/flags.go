@@ -1,0 +1,225 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/source/kube"
+)
+
+var errUsage = errors.New("usage")
+
+func exitCode(err error) int {
+	if err == errUsage {
+		return 2
+	}
+	return 1
+}
+
+type options struct {
+	listenTLS, listenPlain string
+	cert, key              string
+	dir                    string
+	source                 string // dir or kube
+	kubeAPIConfig          string // the kubeconfig mcs reads the cluster with
+	renderMode             string
+	controllerConfig       string
+	kubeconfig, kubeletCA  string
+	authTokenFile          string
+	skewPolicy             string
+	logFormat, logLevel    string
+	defaultSpec            string
+	minSpec, maxSpec, spec string
+	http2                  bool
+	poll, debounce         time.Duration
+	shutdownGrace          time.Duration
+	readHeaderTimeout      time.Duration
+	writeTimeout           time.Duration
+	idleTimeout            time.Duration
+	maxFileSize            int64 // bytes
+	maxTreeSize            int64 // bytes
+	reloadTimeout          time.Duration
+	maxInFlight            int
+
+	// set names the flags given, on the command line or as MCS_<FLAG>.
+	set map[string]bool
+}
+
+// parseFlags reads the flags, then MCS_<FLAG> for those not given; it
+// returns nil options, and no error, for --help.
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("mcs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.define(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: mcs (--dir DIR | --source kube) [flags]\n\nServes /config/<pool> to booting nodes, /healthz, /readyz, /metrics and /status.\nEvery flag can also be set as MCS_<FLAG> (e.g. MCS_LISTEN_PLAIN=127.0.0.1:22624).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil
+		}
+		return nil, errUsage
+	}
+	if err := fromEnv(fs); err != nil {
+		fmt.Fprintln(stderr, "mcs:", err)
+		return nil, errUsage
+	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if err := o.check(fs.Args()); err != nil {
+		fmt.Fprintln(stderr, "mcs:", err)
+		return nil, errUsage
+	}
+	return o, nil
+}
+
+// sizeFlag parses a byte count, with Kubernetes' suffixes (Ki, Mi, Gi).
+func sizeFlag(dst *int64) func(string) error {
+	return func(s string) error {
+		q, err := resource.ParseQuantity(s)
+		if err != nil || q.Sign() <= 0 {
+			return fmt.Errorf("%q is not a positive size such as 16Mi", s)
+		}
+		*dst = q.Value()
+		return nil
+	}
+}
+
+func portAlias(dst *string, s string) error {
+	if _, err := strconv.ParseUint(s, 10, 16); err != nil {
+		return fmt.Errorf("%q is not a port", s)
+	}
+	*dst = ":" + s
+	return nil
+}
+
+// fromEnv sets every flag not given on the command line from MCS_<NAME>.
+func fromEnv(fs *flag.FlagSet) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		env := "MCS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s: %w", env, e)
+			}
+		}
+	})
+	return err
+}
+
+// define defines every flag on fs, writing into o.
+func (o *options) define(fs *flag.FlagSet) {
+	fs.StringVar(&o.listenTLS, "listen-tls", ":22623", "TLS listen address (needs --cert and --key; empty disables)")
+	fs.StringVar(&o.listenPlain, "listen-plain", ":22624", "plain HTTP listen address (empty disables)")
+	fs.Func("secure-port", "alias of --listen-tls :PORT (upstream's flag)", func(s string) error { return portAlias(&o.listenTLS, s) })
+	fs.Func("insecure-port", "alias of --listen-plain :PORT (upstream's flag)", func(s string) error { return portAlias(&o.listenPlain, s) })
+	fs.StringVar(&o.cert, "cert", "", "TLS certificate file (PEM), reloaded when it changes")
+	fs.StringVar(&o.key, "key", "", "TLS key file (PEM), reloaded when it changes")
+	fs.StringVar(&o.source, "source", "dir", "where MachineConfigs and pools come from: dir (--dir) or kube (the Kubernetes API server)")
+	fs.StringVar(&o.dir, "dir", "", "directory of MachineConfigs, pools, Butane files and a ControllerConfig (with --source dir)")
+	fs.StringVar(&o.kubeAPIConfig, "kubeconfig", "", "kubeconfig for --source kube (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&o.renderMode, "render-mode", string(kube.ModeSelf), "with --source kube: self (render each pool here) or pool (serve the rendered config the pool names, as OpenShift's server does)")
+	fs.StringVar(&o.controllerConfig, "controller-config", kube.DefaultControllerConfig, "with --source kube: the ControllerConfig to read")
+	fs.StringVar(&o.kubeconfig, "bootstrap-kubeconfig", "", "node bootstrap kubeconfig served as /etc/kubernetes/kubeconfig")
+	fs.StringVar(&o.kubeletCA, "kubelet-ca", "", "CA bundle served as /etc/kubernetes/kubelet-ca.crt (default: the ControllerConfig's)")
+	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file of bearer tokens, one per line; /config/ then requires one")
+	fs.StringVar(&o.skewPolicy, "skew-policy", "", "boot-image skew policy file (YAML or JSON); reloaded on SIGHUP")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&o.defaultSpec, "default-spec", "", "spec for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
+	fs.StringVar(&o.minSpec, "min-spec", "3.0.0", "lowest spec to render at")
+	fs.StringVar(&o.maxSpec, "max-spec", "", "highest spec to render at: the newest spec release N-1 reads (default: the newest)")
+	fs.StringVar(&o.spec, "spec", "", "render at exactly this spec")
+	fs.BoolVar(&o.http2, "http2", false, "allow HTTP/2 on TLS (off by default: Ignition speaks HTTP/1.1)")
+	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")
+	fs.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a change before re-rendering")
+	o.maxFileSize, o.maxTreeSize = render.DefaultMaxFileSize, render.DefaultMaxTreeSize
+	fs.Func("max-file-size", "largest file read from --dir, in bytes or with a Ki/Mi/Gi suffix (default 16Mi)", sizeFlag(&o.maxFileSize))
+	fs.Func("max-tree-size", "most bytes read from all files of --dir together (default 256Mi)", sizeFlag(&o.maxTreeSize))
+	fs.DurationVar(&o.reloadTimeout, "reload-timeout", serve.DefaultReloadTimeout, "time a load and render may take before /status, mcs_reload_stuck and a WARN log report it stuck")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time in-flight requests get to finish on SIGTERM")
+	// Nodes send a few small headers and read one body; anything slower is a
+	// broken or hostile client holding a connection.
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 60*time.Second, "time a response may take to write")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 90*time.Second, "time an idle keep-alive connection is kept")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", 1024, "config requests answered at once; past it 503, which Ignition retries (0: no bound)")
+}
+
+// check refuses options that contradict each other, and arguments.
+func (o *options) check(args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
+	}
+	switch o.source {
+	case "dir":
+		if o.dir == "" {
+			return errors.New("--dir is required (or --source kube)")
+		}
+	case "kube":
+		if o.dir != "" {
+			return errors.New("--dir is for --source dir; --source kube reads the API server")
+		}
+		if _, err := kube.ParseMode(o.renderMode); err != nil {
+			return fmt.Errorf("--render-mode: %w", err)
+		}
+	default:
+		return fmt.Errorf("--source %q: want dir or kube", o.source)
+	}
+	if (o.cert == "") != (o.key == "") {
+		return errors.New("--cert and --key go together")
+	}
+	return nil
+}
+
+func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	ho := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not text or json", o.logFormat)
+}
+
+func renderOptions(o *options) (render.Options, error) {
+	var ro render.Options
+	for _, f := range []struct {
+		name, val string
+		dst       *convert.Version
+	}{{"--min-spec", o.minSpec, &ro.MinSpec}, {"--max-spec", o.maxSpec, &ro.MaxSpec}, {"--spec", o.spec, &ro.Spec}} {
+		if f.val == "" {
+			continue
+		}
+		v, err := convert.ParseOutputVersion(f.val)
+		if err != nil {
+			return ro, fmt.Errorf("%s: %w", f.name, err)
+		}
+		*f.dst = v
+	}
+	return ro, nil
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/skewgate"
+	"github.com/ignition-mcs/mcs/source"
+	"github.com/ignition-mcs/mcs/source/kube"
+)
+
+// newGate is the skew gate: the --skew-policy file's policy, or none (a
+// cluster's may come from the source). reload re-reads the file, keeping
+// the policy in force when the new one does not parse.
+func newGate(o *options, log *slog.Logger) (gate *skewgate.Gate, reload func(), err error) {
+	if o.skewPolicy == "" {
+		return skewgate.New(nil, log), func() {}, nil
+	}
+	p, err := skewgate.LoadPolicy(o.skewPolicy)
+	if err != nil {
+		return nil, nil, err
+	}
+	gate = skewgate.New(p, log)
+	return gate, func() {
+		p, err := skewgate.LoadPolicy(o.skewPolicy)
+		if err != nil {
+			log.Error("skew policy not reloaded; keeping the previous one", "err", err)
+			return
+		}
+		gate.SetPolicy(p)
+		log.Info("skew policy reloaded", "mode", p.Mode)
+	}, nil
+}
+
+// newTokens returns the bearer tokens of --auth-token-file, re-read when
+// the file changes, or nil when there is none.
+func newTokens(o *options, log *slog.Logger) (func() [][]byte, error) {
+	if o.authTokenFile == "" {
+		return nil, nil
+	}
+	tf := &fileCache{path: o.authTokenFile, parse: parseTokens}
+	if _, err := tf.get(); err != nil {
+		return nil, fmt.Errorf("--auth-token-file: %w", err)
+	}
+	return func() [][]byte {
+		v, err := tf.get()
+		if err != nil {
+			log.Error("reading auth tokens; keeping the previous ones", "err", err)
+		}
+		t, _ := v.([][]byte)
+		return t
+	}, nil
+}
+
+func parseTokens(b []byte) (any, error) {
+	var out [][]byte
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		out = append(out, line)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no tokens in file")
+	}
+	return out, nil
+}
+
+// nodeFiles reads the files served to nodes beside their config, at every
+// render, so that a rotated file is served with the next one.
+func nodeFiles(o *options) func() (serve.NodeFiles, error) {
+	return func() (serve.NodeFiles, error) {
+		var nf serve.NodeFiles
+		var err error
+		if o.kubeconfig != "" {
+			if nf.Kubeconfig, err = os.ReadFile(o.kubeconfig); err != nil {
+				return nf, fmt.Errorf("--bootstrap-kubeconfig: %w", err)
+			}
+		}
+		if o.kubeletCA != "" {
+			if nf.KubeletCA, err = os.ReadFile(o.kubeletCA); err != nil {
+				return nf, fmt.Errorf("--kubelet-ca: %w", err)
+			}
+		}
+		return nf, nil
+	}
+}
+
+// newSource is the directory, or the API server: there the cluster's
+// MachineConfiguration is the skew policy unless a policy file is given.
+func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.Registerer) (source.Source, error) {
+	if o.source != "kube" {
+		return &source.Dir{Path: o.dir, Poll: o.poll, Options: ro,
+			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize}}, nil
+	}
+	rc, err := kube.RESTConfig(o.kubeAPIConfig)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := kube.ParseMode(o.renderMode)
+	if err != nil {
+		return nil, err
+	}
+	if o.skewPolicy != "" {
+		log.Info("skew policy from --skew-policy; the cluster's MachineConfiguration is not read")
+	}
+	return kube.New(kube.Config{
+		REST:             rc,
+		Mode:             mode,
+		Options:          ro,
+		ControllerConfig: o.controllerConfig,
+		SkewPolicy:       o.skewPolicy == "",
+		Logger:           log,
+		Registerer:       reg,
+	})
+}
