@@ -38,49 +38,7 @@ func TestServeKubernetes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrllog.SetLogger(logr.Discard())
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDInstallOptions: envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true}}
-	env.ControlPlane.GetAPIServer().Configure().Set("endpoint-reconciler-type", "none")
-	admin, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { env.Stop() })
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "mcs-test", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apply := func(gvr schema.GroupVersionResource, doc string) {
-		t.Helper()
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		ctx := context.Background()
-		res := dyn.Resource(gvr)
-		cur, err := res.Get(ctx, u.GetName(), metav1.GetOptions{})
-		if err == nil {
-			u.SetResourceVersion(cur.GetResourceVersion())
-			_, err = res.Update(ctx, u, metav1.UpdateOptions{})
-		} else {
-			_, err = res.Create(ctx, u, metav1.CreateOptions{})
-		}
-		if err != nil {
-			t.Fatalf("applying %s: %v", u.GetName(), err)
-		}
-	}
+	kubeconfig, dyn, apply := controlPlane(t, assets, crds)
 	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
   spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
 	apply(kube.MachineConfigs, strings.Replace(workerMC, "GEN", "one", 1))
@@ -125,19 +83,79 @@ func TestServeKubernetes(t *testing.T) {
 	// on the pool, from this host.
 	host, _ := os.Hostname()
 	waitFor(t, "Events on the worker pool", func() bool {
-		l, err := dyn.Resource(kube.Events).Namespace(metav1.NamespaceDefault).List(context.Background(),
-			metav1.ListOptions{FieldSelector: "involvedObject.kind=MachineConfigPool,involvedObject.name=worker"})
-		reasons := map[string]bool{}
-		for _, ev := range l.Items {
-			if h, _, _ := unstructured.NestedString(ev.Object, "source", "host"); err == nil && h == host {
-				r, _, _ := unstructured.NestedString(ev.Object, "reason")
-				reasons[r] = true
-			}
-		}
+		reasons := poolEventReasons(dyn, "worker", host)
 		return reasons[string(serve.NoticeFirstFetch)] && reasons[string(serve.NoticeNodeRefused)]
 	})
 
 	if err := in.stop(); err != nil {
 		t.Fatalf("run: %v\n%s", err, in.stderr.String())
 	}
+}
+
+// controlPlane starts a kube-apiserver with the CRDs for the test, and
+// returns a kubeconfig file for it, an admin client and a function that
+// applies objects.
+func controlPlane(t *testing.T, assets string, crds []string) (string, dynamic.Interface, func(schema.GroupVersionResource, string)) {
+	t.Helper()
+	ctrllog.SetLogger(logr.Discard())
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDInstallOptions: envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true}}
+	env.ControlPlane.GetAPIServer().Configure().Set("endpoint-reconciler-type", "none")
+	admin, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Stop() })
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "mcs-test", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(gvr schema.GroupVersionResource, doc string) {
+		t.Helper()
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		res := dyn.Resource(gvr)
+		cur, err := res.Get(ctx, u.GetName(), metav1.GetOptions{})
+		if err == nil {
+			u.SetResourceVersion(cur.GetResourceVersion())
+			_, err = res.Update(ctx, u, metav1.UpdateOptions{})
+		} else {
+			_, err = res.Create(ctx, u, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatalf("applying %s: %v", u.GetName(), err)
+		}
+	}
+	return kubeconfig, dyn, apply
+}
+
+// poolEventReasons are the reasons of the Events on pool from host.
+func poolEventReasons(dyn dynamic.Interface, pool, host string) map[string]bool {
+	l, err := dyn.Resource(kube.Events).Namespace(metav1.NamespaceDefault).List(context.Background(),
+		metav1.ListOptions{FieldSelector: "involvedObject.kind=MachineConfigPool,involvedObject.name=" + pool})
+	reasons := map[string]bool{}
+	if err != nil {
+		return reasons
+	}
+	for _, ev := range l.Items {
+		if h, _, _ := unstructured.NestedString(ev.Object, "source", "host"); h == host {
+			r, _, _ := unstructured.NestedString(ev.Object, "reason")
+			reasons[r] = true
+		}
+	}
+	return reasons
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -124,44 +123,21 @@ var listening = regexp.MustCompile(`listening on (http://\S+)`)
 // shut down on cancel.
 func TestServeDirectory(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("50-worker-hello.yaml", strings.Replace(workerMC, "GEN", "one", 1))
+	writeFile(t, dir, "50-worker-hello.yaml", strings.Replace(workerMC, "GEN", "one", 1))
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	os.WriteFile(tokens, []byte("# rotated weekly\ns3cret\n"), 0o600)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "",
-			"--poll", "20ms", "--debounce", "20ms", "--auth-token-file", tokens, "--log-format", "json"}, nil, &stdout, &stderr)
-	}()
-	var base string
-	waitFor(t, "listening", func() bool {
-		m := listening.FindStringSubmatch(stdout.String())
-		if m != nil {
-			base = m[1]
-		}
-		return m != nil
-	})
+	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "",
+		"--poll", "20ms", "--debounce", "20ms", "--auth-token-file", tokens, "--log-format", "json")
 	fetch := func(path string, auth bool) (int, string) {
-		req, _ := http.NewRequest("GET", base+path, nil)
-		req.Header.Set("Accept", "application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1")
+		h := []string{"Accept", "application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1"}
 		if auth {
-			req.Header.Set("Authorization", "Bearer s3cret")
+			h = append(h, "Authorization", "Bearer s3cret")
 		}
-		resp, err := http.DefaultClient.Do(req)
+		code, b, err := in.get(path, h...)
 		if err != nil {
 			return 0, err.Error()
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return code, string(b)
 	}
 	waitFor(t, "ready", func() bool { c, _ := fetch("/readyz", false); return c == 200 })
 	if c, _ := fetch("/config/worker", false); c != 511 {
@@ -172,7 +148,7 @@ func TestServeDirectory(t *testing.T) {
 	}
 
 	// A bad edit: the last good render keeps serving, status says why.
-	write("60-bad.yaml", strings.Replace(strings.Replace(workerMC, "50-worker-hello", "60-bad", 1), "mode: 420", "mode: bogus", 1))
+	writeFile(t, dir, "60-bad.yaml", strings.Replace(strings.Replace(workerMC, "50-worker-hello", "60-bad", 1), "mode: 420", "mode: bogus", 1))
 	waitFor(t, "render error in /status", func() bool {
 		_, st := fetch("/status", false)
 		var s struct{ LastError *struct{ Message string } }
@@ -183,19 +159,13 @@ func TestServeDirectory(t *testing.T) {
 		t.Fatalf("after a bad edit: %d %.200s", c, body)
 	}
 	os.Remove(filepath.Join(dir, "60-bad.yaml"))
-	write("50-worker-hello.yaml", strings.Replace(workerMC, "GEN", "two", 1))
+	writeFile(t, dir, "50-worker-hello.yaml", strings.Replace(workerMC, "GEN", "two", 1))
 	waitFor(t, "new render served", func() bool { _, body := fetch("/config/worker", true); return strings.Contains(body, "data:,two") })
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no shutdown after cancel")
+	if err := in.stop(); err != nil {
+		t.Fatal(err)
 	}
-	logs := stderr.String()
+	logs := in.stderr.String()
 	if strings.Contains(logs, "s3cret") || strings.Contains(logs, "data:,") {
 		t.Fatal("logs carry a token or config contents")
 	}
