@@ -29,64 +29,45 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcs_requests_total",
-			Help: "Config requests by pool, spec version served and HTTP status code.",
-		}, []string{"pool", "spec", "code"}),
+		requests:    counterVec("mcs_requests_total", "Config requests by pool, spec version served and HTTP status code.", "pool", "spec", "code"),
+		servedBytes: counterVec("mcs_served_bytes_total", "Config body bytes written, by pool and spec version.", "pool", "spec"),
+		clients: counterVec("mcs_client_requests_total",
+			"Config requests by the client's Ignition version (major.minor; other or none when unrecognised).", "ignition"),
+		skew: counterVec("mcs_skew_decisions_total", "Boot-image skew decisions by pool, decision (admit, stub) and reason.", "pool", "decision", "reason"),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcs_request_duration_seconds",
 			Help:    "Time to answer a request, by route.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 		}, []string{"route"}),
-		servedBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcs_served_bytes_total",
-			Help: "Config body bytes written, by pool and spec version.",
-		}, []string{"pool", "spec"}),
-		clients: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcs_client_requests_total",
-			Help: "Config requests by the client's Ignition version (major.minor; other or none when unrecognised).",
-		}, []string{"ignition"}),
-		renderGen: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "mcs_render_generation",
-			Help: "Generation of the snapshot being served; increases with every successful render.",
-		}),
 		renderDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "mcs_render_duration_seconds",
 			Help:    "Time to load, render and precompute every pool.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
 		}),
-		renderErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "mcs_render_errors_total",
-			Help: "Renders that failed; the last good snapshot kept serving.",
-		}),
-		renderFailing: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "mcs_render_failing",
-			Help: "1 while the newest render attempt failed and an older snapshot is served.",
-		}),
-		renderLastOK: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "mcs_render_last_success_timestamp_seconds",
-			Help: "Unix time of the last successful render.",
-		}),
-		skew: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcs_skew_decisions_total",
-			Help: "Boot-image skew decisions by pool, decision (admit, stub) and reason.",
-		}, []string{"pool", "decision", "reason"}),
-		reloadStuck: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "mcs_reload_stuck",
-			Help: "1 while a load and render of the source runs past --reload-timeout; the last good render is served.",
-		}),
-		reloadStuckTotal: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "mcs_reload_stuck_total",
-			Help: "Loads and renders of the source that ran past --reload-timeout.",
-		}),
-		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcs_config_refusals_total",
-			Help: "Config requests answered without a config, by cause (docs/reliability.md); Ignition retries the 5xx causes.",
-		}, []string{"cause"}),
+		renderErrors:     counter("mcs_render_errors_total", "Renders that failed; the last good snapshot kept serving."),
+		renderGen:        gauge("mcs_render_generation", "Generation of the snapshot being served; increases with every successful render."),
+		renderFailing:    gauge("mcs_render_failing", "1 while the newest render attempt failed and an older snapshot is served."),
+		renderLastOK:     gauge("mcs_render_last_success_timestamp_seconds", "Unix time of the last successful render."),
+		reloadStuck:      gauge("mcs_reload_stuck", "1 while a load and render of the source runs past --reload-timeout; the last good render is served."),
+		reloadStuckTotal: counter("mcs_reload_stuck_total", "Loads and renders of the source that ran past --reload-timeout."),
+		refusals: counterVec("mcs_config_refusals_total",
+			"Config requests answered without a config, by cause (docs/reliability.md); Ignition retries the 5xx causes.", "cause"),
 	}
 	reg.MustRegister(m.requests, m.duration, m.servedBytes, m.clients, m.renderGen,
 		m.renderDuration, m.renderErrors, m.renderFailing, m.renderLastOK, m.skew, m.reloadStuck, m.reloadStuckTotal, m.refusals)
 	return m
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 }
 
 // clientLabel bounds the ignition label: a User-Agent becomes "v2.27", or
