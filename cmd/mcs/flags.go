@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -189,21 +188,6 @@ func (o *options) check(args []string) error {
 		return errors.New("--cert and --key go together")
 	}
 	return nil
-}
-
-func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	ho := &slog.HandlerOptions{Level: level}
-	switch o.logFormat {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, ho)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, ho)), nil
-	}
-	return nil, fmt.Errorf("--log-format: %q is not text or json", o.logFormat)
 }
 
 func renderOptions(o *options) (render.Options, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
@@ -15,6 +16,22 @@ import (
 	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
+
+// newLogger is the logger --log-format and --log-level ask for.
+func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	ho := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not text or json", o.logFormat)
+}
 
 // newGate is the skew gate: the --skew-policy file's policy, or none (a
 // cluster's may come from the source). reload re-reads the file, keeping
