@@ -13,7 +13,7 @@ import (
 
 // instance is a running mcs (run() in a goroutine) for end-to-end tests.
 type instance struct {
-	t      *testing.T
+	t      testing.TB
 	base   string
 	cancel context.CancelFunc
 	done   chan error
@@ -23,7 +23,7 @@ type instance struct {
 
 func (in *instance) stdoutForTLS() string { return in.stdout.String() }
 
-func start(t *testing.T, args ...string) *instance {
+func start(t testing.TB, args ...string) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{t: t, cancel: cancel, done: make(chan error, 1), stderr: &syncBuffer{}, stdout: &syncBuffer{}}
@@ -65,7 +65,7 @@ func (in *instance) get(path string, header ...string) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
-func writeFile(t *testing.T, dir, name, body string) {
+func writeFile(t testing.TB, dir, name, body string) {
 	t.Helper()
 	// Write then rename, as a careful tool would; the reloader must also cope
 	// with plain writes, which other tests do.

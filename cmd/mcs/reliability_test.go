@@ -479,3 +479,39 @@ func hazardShown(in *instance, p string, c hazards.Case) string {
 	}
 	return ""
 }
+
+// BenchmarkConfigDuringRewrites measures /config/worker through run's whole
+// stack, over loopback, while the source is rewritten every 50 ms: the
+// soak test's load as a number.
+func BenchmarkConfigDuringRewrites(b *testing.B) {
+	dir := b.TempDir()
+	writeFile(b, dir, "a-part.yaml", mc("a-part", "gen-0"))
+	in := start(b, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", "10ms", "--debounce", "20ms", "--log-level", "error")
+	waitFor(b, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for g := 1; ; g++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			tmp := filepath.Join(dir, ".a-part.yaml.tmp")
+			if os.WriteFile(tmp, []byte(mc("a-part", fmt.Sprintf("gen-%d", g))), 0o644) == nil {
+				os.Rename(tmp, filepath.Join(dir, "a-part.yaml"))
+			}
+		}
+	}()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if code, body, err := in.get("/config/worker"); err != nil || code != 200 {
+				b.Errorf("%d %v %.100s", code, err, body)
+			}
+		}
+	})
+	close(stop)
+	<-done
+}
