@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // The fetch log is bounded by pools × fetchRenderedMax × fetchClientsMax:
@@ -180,7 +182,7 @@ func (s *Server) firstFetch(pool string, rf *renderedFetches, r *http.Request, n
 			s.fm.firstTime.WithLabelValues(pool).Set(unixSeconds(now.UnixNano()))
 		}
 	}
-	s.notify(Notice{Kind: NoticeFirstFetch, Pool: pool, Rendered: rf.rendered,
+	s.notify(source.Notice{Kind: source.NoticeFirstFetch, Pool: pool, Rendered: rf.rendered,
 		Message: rf.rendered + " first fetched by the node at " + node(r.RemoteAddr, r.UserAgent()) + ", " + after.String() + " after this server began serving it"})
 }
 

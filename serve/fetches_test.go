@@ -16,20 +16,21 @@ import (
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // notices collects what a server notifies.
 type notices struct {
 	mu   sync.Mutex
-	list []Notice
+	list []source.Notice
 }
 
-func (n *notices) add(x Notice) { n.mu.Lock(); n.list = append(n.list, x); n.mu.Unlock() }
+func (n *notices) add(x source.Notice) { n.mu.Lock(); n.list = append(n.list, x); n.mu.Unlock() }
 
-func (n *notices) of(kind NoticeKind) []Notice {
+func (n *notices) of(kind source.NoticeKind) []source.Notice {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var out []Notice
+	var out []source.Notice
 	for _, x := range n.list {
 		if x.Kind == kind {
 			out = append(out, x)
@@ -77,13 +78,13 @@ func TestFirstFetch(t *testing.T) {
 	stamp := func() float64 { return testutil.ToFloat64(s.fm.firstTime.WithLabelValues("worker")) }
 
 	fetch(t, s, "worker", "curl/8.5.0", "10.0.0.1:1000")
-	if n := len(got.of(NoticeFirstFetch)); n != 0 || stamp() != 0 {
+	if n := len(got.of(source.NoticeFirstFetch)); n != 0 || stamp() != 0 {
 		t.Fatalf("curl counted as a node: %d notices, stamp %v", n, stamp())
 	}
 	for i := range 3 {
 		fetch(t, s, "worker", "Ignition/v2.27.0", fmt.Sprintf("10.0.0.%d:4000", i+2))
 	}
-	first := got.of(NoticeFirstFetch)
+	first := got.of(source.NoticeFirstFetch)
 	if len(first) != 1 || first[0].Pool != "worker" || first[0].Rendered != worker.Name || !strings.Contains(first[0].Message, "node at 10.0.0.2 (Ignition v2.27.0)") {
 		t.Fatalf("notices %+v", first)
 	}
@@ -100,7 +101,7 @@ func TestFirstFetch(t *testing.T) {
 		t.Errorf("a new rendered config starts stamped %v", stamp())
 	}
 	fetch(t, s, "worker", "Ignition/v2.27.0", "10.0.0.9:4000")
-	if n := len(got.of(NoticeFirstFetch)); n != 2 || stamp() == 0 {
+	if n := len(got.of(source.NoticeFirstFetch)); n != 2 || stamp() == 0 {
 		t.Errorf("after the new config's first fetch: %d notices, stamp %v", n, stamp())
 	}
 	swapResults(t, s, 3, worker)
@@ -195,7 +196,7 @@ func TestRenderFailedNotices(t *testing.T) {
 	snap.keepFailed(s.Snapshot(), map[string]error{"worker": broken})
 	s.Swap(snap)
 	s.RenderFailed(failure(map[string]error{"worker": broken}))
-	n := got.of(NoticeRenderFailed)
+	n := got.of(source.NoticeRenderFailed)
 	if len(n) != 1 || n[0].Pool != "worker" || !errors.Is(n[0].Err, broken) || !n[0].Warning() {
 		t.Fatalf("notices %+v", n)
 	}
@@ -208,7 +209,7 @@ func TestRenderFailedNotices(t *testing.T) {
 
 	outage := errors.New("source unreachable")
 	s.RenderFailed(outage)
-	n = got.of(NoticeRenderFailed)[2:]
+	n = got.of(source.NoticeRenderFailed)[2:]
 	if len(n) != 2 || n[0].Pool != "master" || n[1].Pool != "worker" || n[0].Err != outage {
 		t.Errorf("whole failure notices %+v", n)
 	}
@@ -235,7 +236,7 @@ func TestRefusedNotice(t *testing.T) {
 		req.RemoteAddr = fmt.Sprintf("10.0.32.17:%d", 40000+port)
 		s.ServeHTTP(httptest.NewRecorder(), req)
 	}
-	n := got.of(NoticeNodeRefused)
+	n := got.of(source.NoticeNodeRefused)
 	if len(n) != 3 || n[0].Message != n[2].Message || n[0].Pool != "worker" {
 		t.Fatalf("notices %+v", n)
 	}
@@ -245,7 +246,7 @@ func TestRefusedNotice(t *testing.T) {
 			t.Errorf("message %q lacks %q", n[0].Message, want)
 		}
 	}
-	if len(got.of(NoticeFirstFetch)) != 0 {
+	if len(got.of(source.NoticeFirstFetch)) != 0 {
 		t.Error("a stub counted as a fetch")
 	}
 }

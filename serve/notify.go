@@ -6,37 +6,8 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/skewgate"
+	"github.com/ignition-mcs/mcs/source"
 )
-
-// NoticeKind is what happened; its names are the Kubernetes event reasons.
-type NoticeKind string
-
-const (
-	// NoticeNodeRefused: the skew gate answered a node with the stub.
-	NoticeNodeRefused NoticeKind = "NodeRefused"
-	// NoticeRenderFailed: a pool's newest render failed; it serves an older one.
-	NoticeRenderFailed NoticeKind = "RenderFailed"
-	// NoticeFirstFetch: a real Ignition client fetched a rendered config
-	// for the first time since this server started serving it.
-	NoticeFirstFetch NoticeKind = "RenderedConfigFetched"
-)
-
-// Notice is something the people running the cluster should hear about,
-// told about one pool.
-type Notice struct {
-	Kind NoticeKind
-	Pool string
-	// Message is one line for people, free of credentials.
-	Message string
-	// Err is the render error (NoticeRenderFailed), so a notifier can tell
-	// an unreachable source from a broken MachineConfig.
-	Err error
-	// Rendered is the rendered config fetched (NoticeFirstFetch).
-	Rendered string
-}
-
-// Warning reports whether the notice is about something wrong.
-func (n Notice) Warning() bool { return n.Kind != NoticeFirstFetch }
 
 // PoolError is one pool's render failure; the pool keeps serving its last
 // good render. A Reloader joins them (errors.Join) into its error.
@@ -70,7 +41,7 @@ func poolErrors(err error) (pools []*PoolError, whole bool) {
 }
 
 // notify hands n to the configured notifier, if any.
-func (s *Server) notify(n Notice) {
+func (s *Server) notify(n source.Notice) {
 	if s.cfg.Notify != nil {
 		s.cfg.Notify(n)
 	}
@@ -80,7 +51,7 @@ func (s *Server) notify(n Notice) {
 // a pool's own failure names that pool; any other failure is every served
 // pool's, since none of them could be rendered.
 func (s *Server) renderFailed(pools []*PoolError, whole bool, err error, now time.Time) {
-	var notices []Notice
+	var notices []source.Notice
 	s.mu.Lock()
 	if s.failingSince == nil {
 		s.failingSince = map[string]time.Time{}
@@ -89,14 +60,14 @@ func (s *Server) renderFailed(pools []*PoolError, whole bool, err error, now tim
 		if _, ok := s.failingSince[pe.Pool]; !ok {
 			s.failingSince[pe.Pool] = now
 		}
-		notices = append(notices, Notice{Kind: NoticeRenderFailed, Pool: pe.Pool, Err: pe.Err,
+		notices = append(notices, source.Notice{Kind: source.NoticeRenderFailed, Pool: pe.Pool, Err: pe.Err,
 			Message: "rendering failed; serving the last good render: " + pe.Err.Error()})
 	}
 	s.mu.Unlock()
 	if whole {
 		if snap := s.snap.Load(); snap != nil {
 			for _, name := range snap.names {
-				notices = append(notices, Notice{Kind: NoticeRenderFailed, Pool: name, Err: err,
+				notices = append(notices, source.Notice{Kind: source.NoticeRenderFailed, Pool: name, Err: err,
 					Message: "rendering failed; serving the last good render: " + err.Error()})
 			}
 		}
@@ -128,7 +99,7 @@ func (s *Server) refused(r skewgate.Request, d skewgate.Decision) {
 		return
 	}
 	why, _, _ := strings.Cut(d.Message, "\n")
-	s.notify(Notice{Kind: NoticeNodeRefused, Pool: r.Pool,
+	s.notify(source.Notice{Kind: source.NoticeNodeRefused, Pool: r.Pool,
 		Message: "node at " + node(r.RemoteAddr, r.UserAgent) + " refused (" + d.Reason + ", reference " + d.ID + "): " + why})
 }
 

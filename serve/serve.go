@@ -20,6 +20,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/skewgate"
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // Config configures a Server.
@@ -41,7 +42,7 @@ type Config struct {
 	// Notify, when set, is told about refused nodes, failed renders and
 	// first fetches (the Kubernetes source turns them into Events). It is
 	// called on the request path and must not block.
-	Notify func(Notice)
+	Notify func(source.Notice)
 	// MaxInFlight bounds the config requests answered at once; past it
 	// requests get 503 (retried). Zero means no bound.
 	MaxInFlight int

@@ -61,7 +61,7 @@ spec:
 // demoServer is a server as an operator finds it at 2 a.m.: worker
 // rendered at 3.2.0 for its LUKS volume and fetched by nodes, infra whose
 // newest MachineConfig broke its render, and an old node refused.
-func demoServer(t testing.TB, notify func(Notice)) *Server {
+func demoServer(t testing.TB, notify func(source.Notice)) *Server {
 	t.Helper()
 	dir := t.TempDir()
 	copyFiles(t, dir, "../fixtures/cluster/*.yaml", "../fixtures/features/luks-3.2/50-worker-luks.yaml",

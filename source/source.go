@@ -1,4 +1,4 @@
-// Package source defines where rendered pools come from (Source, Input) and supplies a directory tree, watched for changes.
+// Package source defines where rendered pools come from and what the server tells their cluster (Source, Input, Notice), and supplies a directory tree, watched for changes.
 package source
 
 import (

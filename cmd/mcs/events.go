@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
 // clusterNotifier is, with --source kube, what turns the server's notices
 // into Events on the MachineConfigPools, until ctx ends; nil otherwise.
-func clusterNotifier(ctx context.Context, src source.Source) (func(serve.Notice), error) {
+func clusterNotifier(ctx context.Context, src source.Source) (func(source.Notice), error) {
 	ks, ok := src.(*kube.Source)
 	if !ok {
 		return nil, nil

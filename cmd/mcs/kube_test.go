@@ -19,7 +19,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/internal/ignclient"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
@@ -84,7 +84,7 @@ func TestServeKubernetes(t *testing.T) {
 	host, _ := os.Hostname()
 	waitFor(t, "Events on the worker pool", func() bool {
 		reasons := poolEventReasons(dyn, "worker", host)
-		return reasons[string(serve.NoticeFirstFetch)] && reasons[string(serve.NoticeNodeRefused)]
+		return reasons[string(source.NoticeFirstFetch)] && reasons[string(source.NoticeNodeRefused)]
 	})
 
 	if err := in.stop(); err != nil {

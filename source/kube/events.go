@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // EventComponent is the source.component of every Event mcs writes: it
@@ -46,7 +46,7 @@ type EventsConfig struct {
 // EventNotifier tells the cluster what the server notices, as Events on
 // the MachineConfigPool concerned, through client-go's event recorder:
 // repeated Events are counted on one object and a flood is rate-limited, so
-// a node's boot loop cannot flood the API server. serve.Notice reasons
+// a node's boot loop cannot flood the API server. source.Notice reasons
 // become the Events' reasons.
 type EventNotifier struct {
 	src         *Source
@@ -91,7 +91,7 @@ func spamKey(e *corev1.Event) string {
 // Notify records n as an Event on its pool. It does not block: past the
 // recorder's queue, Events are dropped. Failures to reach the API server are
 // not told to it.
-func (e *EventNotifier) Notify(n serve.Notice) {
+func (e *EventNotifier) Notify(n source.Notice) {
 	var api *APIError
 	var notSynced *NotSyncedError
 	if errors.As(n.Err, &api) || errors.As(n.Err, &notSynced) {

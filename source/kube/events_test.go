@@ -19,6 +19,7 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/skewgate"
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // Each notice becomes one Event of its kind's type and reason on its pool;
@@ -27,11 +28,11 @@ func TestEventNotifierNotices(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	rec.IncludeObject = true
 	e := &EventNotifier{src: &Source{synced: make(chan struct{})}, recorder: rec}
-	e.Notify(serve.Notice{Kind: serve.NoticeNodeRefused, Pool: "worker", Message: "node at 10.0.0.1 refused"})
-	e.Notify(serve.Notice{Kind: serve.NoticeFirstFetch, Pool: "worker", Message: "rendered-worker-1 first fetched"})
-	e.Notify(serve.Notice{Kind: serve.NoticeRenderFailed, Pool: "master", Err: errors.New("bad"), Message: strings.Repeat("é", 1000)})
-	e.Notify(serve.Notice{Kind: serve.NoticeRenderFailed, Pool: "master", Err: fmt.Errorf("load: %w", &APIError{Host: "h", Err: errors.New("refused")}), Message: "api down"})
-	e.Notify(serve.Notice{Kind: serve.NoticeRenderFailed, Pool: "master", Err: &NotSyncedError{Host: "h"}, Message: "not synced"})
+	e.Notify(source.Notice{Kind: source.NoticeNodeRefused, Pool: "worker", Message: "node at 10.0.0.1 refused"})
+	e.Notify(source.Notice{Kind: source.NoticeFirstFetch, Pool: "worker", Message: "rendered-worker-1 first fetched"})
+	e.Notify(source.Notice{Kind: source.NoticeRenderFailed, Pool: "master", Err: errors.New("bad"), Message: strings.Repeat("é", 1000)})
+	e.Notify(source.Notice{Kind: source.NoticeRenderFailed, Pool: "master", Err: fmt.Errorf("load: %w", &APIError{Host: "h", Err: errors.New("refused")}), Message: "api down"})
+	e.Notify(source.Notice{Kind: source.NoticeRenderFailed, Pool: "master", Err: &NotSyncedError{Host: "h"}, Message: "not synced"})
 	close(rec.Events)
 	var got []string
 	for ev := range rec.Events {
@@ -78,9 +79,9 @@ spec: {config: {ignition: {version: 3.2.0}}, kernelType: turbo}
 `))
 	rendered := st.srv.Status().Pools
 	for _, want := range []struct{ pool, typ, reason, msg string }{
-		{"worker", corev1.EventTypeWarning, string(serve.NoticeNodeRefused), "node at 192.0.2.1 (Ignition v2.14.0) refused (ignition-too-old, reference mcs-skew-"},
-		{"worker", corev1.EventTypeNormal, string(serve.NoticeFirstFetch), rendered[1].Rendered + " first fetched by the node at 192.0.2.1 (Ignition v2.27.0)"},
-		{"master", corev1.EventTypeWarning, string(serve.NoticeRenderFailed), "MachineConfig/60-master-turbo: $.spec.kernelType"},
+		{"worker", corev1.EventTypeWarning, string(source.NoticeNodeRefused), "node at 192.0.2.1 (Ignition v2.14.0) refused (ignition-too-old, reference mcs-skew-"},
+		{"worker", corev1.EventTypeNormal, string(source.NoticeFirstFetch), rendered[1].Rendered + " first fetched by the node at 192.0.2.1 (Ignition v2.27.0)"},
+		{"master", corev1.EventTypeWarning, string(source.NoticeRenderFailed), "MachineConfig/60-master-turbo: $.spec.kernelType"},
 	} {
 		eventually(t, 20*time.Second, want.reason+" Event on "+want.pool, func() error {
 			evs := cp.poolEvents(t, want.pool)
@@ -158,7 +159,7 @@ spec: {config: {ignition: {version: 3.2.0}}, kernelType: turbo}
 `))
 	eventually(t, 20*time.Second, "a RenderFailed Event past the refusals' budget", func() error {
 		for _, ev := range cp.poolEvents(t, "worker") {
-			if ev.Reason == string(serve.NoticeRenderFailed) {
+			if ev.Reason == string(source.NoticeRenderFailed) {
 				return nil
 			}
 		}
@@ -199,7 +200,7 @@ func settle(writes *atomic.Int64) int64 {
 func refusedEvents(t *testing.T, cp *controlPlane, msg string) (objects, count int64) {
 	t.Helper()
 	for _, ev := range cp.poolEvents(t, "worker") {
-		if ev.Reason == string(serve.NoticeNodeRefused) && strings.Contains(ev.Message, msg) {
+		if ev.Reason == string(source.NoticeNodeRefused) && strings.Contains(ev.Message, msg) {
 			objects++
 			count += int64(ev.Count)
 		}
