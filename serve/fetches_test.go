@@ -195,20 +195,20 @@ func TestRenderFailedNotices(t *testing.T) {
 	snap, _ := BuildSnapshot(2, []*render.Result{result(t, "master", plainIgn)}, nil, NodeFiles{})
 	snap.keepFailed(s.Snapshot(), map[string]error{"worker": broken})
 	s.Swap(snap)
-	s.RenderFailed(failure(map[string]error{"worker": broken}))
+	s.failedRender(failure(map[string]error{"worker": broken}))
 	n := got.of(source.NoticeRenderFailed)
 	if len(n) != 1 || n[0].Pool != "worker" || !errors.Is(n[0].Err, broken) || !n[0].Warning() {
 		t.Fatalf("notices %+v", n)
 	}
 	since := *poolStatus(t, s.Status(), "worker").ErrorSince
 	s.Swap(snap)
-	s.RenderFailed(failure(map[string]error{"worker": broken}))
+	s.failedRender(failure(map[string]error{"worker": broken}))
 	if st := s.Status(); !poolStatus(t, st, "worker").ErrorSince.Equal(since) || !st.LastError.Since.Equal(since) || fmt.Sprint(st.LastError.Pools) != "[worker]" {
 		t.Errorf("second attempt: pool since %v, render since %v (want %v), pools %v", poolStatus(t, st, "worker").ErrorSince, st.LastError.Since, since, st.LastError.Pools)
 	}
 
 	outage := errors.New("source unreachable")
-	s.RenderFailed(outage)
+	s.failedRender(outage)
 	n = got.of(source.NoticeRenderFailed)[2:]
 	if len(n) != 2 || n[0].Pool != "master" || n[1].Pool != "worker" || n[0].Err != outage {
 		t.Errorf("whole failure notices %+v", n)

@@ -36,9 +36,9 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	ctx, done := r.watch(ctx, start)
 	err := r.reload(ctx)
 	done()
-	r.Server.ObserveRender(time.Since(start))
+	r.Server.observeRender(time.Since(start))
 	if err != nil {
-		r.Server.RenderFailed(err)
+		r.Server.failedRender(err)
 		r.log().Error("render failed; serving the last good render", "source", r.Source.String(), "err", err)
 		return err
 	}

@@ -146,8 +146,8 @@ func (s *Server) Swap(snap *Snapshot) {
 	s.m.renderLastOK.Set(float64(snap.Built.Unix()))
 }
 
-// RenderFailed records a failed render; the current snapshot keeps serving.
-func (s *Server) RenderFailed(err error) {
+// failedRender records a failed render; the current snapshot keeps serving.
+func (s *Server) failedRender(err error) {
 	now := time.Now()
 	pools, whole := poolErrors(err)
 	s.mu.Lock()
@@ -176,8 +176,8 @@ func (s *Server) setPolicyError(err error) {
 	s.mu.Unlock()
 }
 
-// ObserveRender records how long a render attempt took.
-func (s *Server) ObserveRender(d time.Duration) { s.m.renderDuration.Observe(d.Seconds()) }
+// observeRender records how long a render attempt took.
+func (s *Server) observeRender(d time.Duration) { s.m.renderDuration.Observe(d.Seconds()) }
 
 // Snapshot returns the generation being served, or nil before the first.
 func (s *Server) Snapshot() *Snapshot { return s.snap.Load() }

@@ -402,7 +402,7 @@ func TestClientLabel(t *testing.T) {
 
 func TestStatus(t *testing.T) {
 	s := newTestServer(t, Config{}, result(t, "worker", luksIgn))
-	s.RenderFailed(fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus"))
+	s.failedRender(fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus"))
 	w := get(t, s, "GET", "/status")
 	var st Status
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
