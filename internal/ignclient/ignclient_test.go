@@ -660,23 +660,25 @@ func TestPointerConfig(t *testing.T) {
 			if string(got) != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
-			// What the clients' own parsers make of it.
-			var fatal error
-			switch {
-			case tc.spec2:
-				_, rpt, err := ign22.Parse(got)
-				fatal = errors.Join(err, reportErr(rpt.IsFatal(), rpt))
-			case tc.opts.PointerVersion == "3.0.0":
-				_, rpt, err := ign30.Parse(got)
-				fatal = errors.Join(err, reportErr(rpt.IsFatal(), rpt))
-			default:
-				_, rpt, err := ign34.ParseCompatibleVersion(got)
-				fatal = errors.Join(err, reportErr(rpt.IsFatal(), rpt))
-			}
-			if fatal != nil {
-				t.Errorf("pointer config does not parse: %v", fatal)
+			if err := parsePointer(got, tc.spec2, tc.opts.PointerVersion); err != nil {
+				t.Errorf("pointer config does not parse: %v", err)
 			}
 		})
+	}
+}
+
+// parsePointer is what the clients' own parsers make of a pointer config.
+func parsePointer(got []byte, spec2 bool, version string) error {
+	switch {
+	case spec2:
+		_, rpt, err := ign22.Parse(got)
+		return errors.Join(err, reportErr(rpt.IsFatal(), rpt))
+	case version == "3.0.0":
+		_, rpt, err := ign30.Parse(got)
+		return errors.Join(err, reportErr(rpt.IsFatal(), rpt))
+	default:
+		_, rpt, err := ign34.ParseCompatibleVersion(got)
+		return errors.Join(err, reportErr(rpt.IsFatal(), rpt))
 	}
 }
 
