@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -103,6 +104,27 @@ type NodeFiles struct {
 	Kubeconfig []byte
 	// KubeletCA overrides the ControllerConfig's API server serving CA.
 	KubeletCA []byte
+}
+
+// ReadNodeFiles reads the node files from the files the commands'
+// --bootstrap-kubeconfig and --kubelet-ca name; an empty name reads none.
+// Errors name the flag.
+func ReadNodeFiles(kubeconfig, kubeletCA string) (NodeFiles, error) {
+	var nf NodeFiles
+	for _, f := range []struct {
+		flag, path string
+		dst        *[]byte
+	}{{"--bootstrap-kubeconfig", kubeconfig, &nf.Kubeconfig}, {"--kubelet-ca", kubeletCA, &nf.KubeletCA}} {
+		if f.path == "" {
+			continue
+		}
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return nf, fmt.Errorf("%s: %w", f.flag, err)
+		}
+		*f.dst = b
+	}
+	return nf, nil
 }
 
 const (

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -94,21 +93,7 @@ func parseTokens(b []byte) (any, error) {
 // nodeFiles reads the files served to nodes beside their config, at every
 // render, so that a rotated file is served with the next one.
 func nodeFiles(o *options) func() (serve.NodeFiles, error) {
-	return func() (serve.NodeFiles, error) {
-		var nf serve.NodeFiles
-		var err error
-		if o.kubeconfig != "" {
-			if nf.Kubeconfig, err = os.ReadFile(o.kubeconfig); err != nil {
-				return nf, fmt.Errorf("--bootstrap-kubeconfig: %w", err)
-			}
-		}
-		if o.kubeletCA != "" {
-			if nf.KubeletCA, err = os.ReadFile(o.kubeletCA); err != nil {
-				return nf, fmt.Errorf("--kubelet-ca: %w", err)
-			}
-		}
-		return nf, nil
-	}
+	return func() (serve.NodeFiles, error) { return serve.ReadNodeFiles(o.kubeconfig, o.kubeletCA) }
 }
 
 // newSource is the directory, or the API server: there the cluster's

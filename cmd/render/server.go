@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
@@ -49,16 +48,9 @@ func (f *serverFlags) server(set *render.Set, results []*render.Result) (*serve.
 	if err != nil {
 		return nil, err
 	}
-	var nf serve.NodeFiles
-	if f.kubeconfig != "" {
-		if nf.Kubeconfig, err = os.ReadFile(f.kubeconfig); err != nil {
-			return nil, fmt.Errorf("--bootstrap-kubeconfig: %w", err)
-		}
-	}
-	if f.kubeletCA != "" {
-		if nf.KubeletCA, err = os.ReadFile(f.kubeletCA); err != nil {
-			return nil, fmt.Errorf("--kubelet-ca: %w", err)
-		}
+	nf, err := serve.ReadNodeFiles(f.kubeconfig, f.kubeletCA)
+	if err != nil {
+		return nil, err
 	}
 	snap, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), nf)
 	if err != nil {
