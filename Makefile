@@ -28,9 +28,10 @@ vet:
 	$(GO) vet ./...
 
 # The real Ignition clients and the Kubernetes control plane are built first
-# (once; cached under $(TOOLS)), a container engine and Chromium installed;
-# tests that need them fail, not skip, under CI=true.
-test: fmt-check vet ignition-clients kube-tools container-engine chromium
+# (once; cached under $(TOOLS)), with the rollback rehearsal's reader, a
+# container engine and Chromium installed; tests that need them fail, not
+# skip, under CI=true.
+test: fmt-check vet ignition-clients kube-tools rollback-reader container-engine chromium
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Go benchmarks, then the load test: mcs against a bare server writing the
@@ -102,6 +103,13 @@ image: container-engine
 container-engine:
 	@command -v podman >/dev/null && command -v runc >/dev/null || \
 	  { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq podman runc >/dev/null; }
+
+# The rollback rehearsal's reader: Ignition v2.10.1's config.Parse (newest
+# stable spec 3.2, as the release before a 3.4-writing one reads), built from
+# the module proxy only when missing.
+.PHONY: rollback-reader
+rollback-reader:
+	GO=$(GO) hack/rollback-reader/build.sh $(TOOLS)/rollback
 
 clean:
 	rm -rf $(BIN)
