@@ -1,0 +1,37 @@
+package kube
+
+import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+// Pool returns the cached MachineConfigPool named, or nil before the caches
+// have synced or when there is none. It is the cache's own object: callers
+// must not modify it (DeepCopy first).
+func (s *Source) Pool(name string) *unstructured.Unstructured { return s.cached(s.pools, name) }
+
+// MachineConfig returns the cached MachineConfig named, or nil, as Pool does.
+func (s *Source) MachineConfig(name string) *unstructured.Unstructured { return s.cached(s.mcs, name) }
+
+// PoolNames lists the cached pools, sorted; none before the caches have synced.
+func (s *Source) PoolNames() []string {
+	if !s.Synced() {
+		return nil
+	}
+	var out []string
+	for _, u := range objects(s.pools) {
+		out = append(out, u.GetName())
+	}
+	return out
+}
+
+func (s *Source) cached(st interface {
+	GetByKey(string) (any, bool, error)
+}, name string) *unstructured.Unstructured {
+	if !s.Synced() || st == nil {
+		return nil
+	}
+	o, ok, _ := st.GetByKey(name)
+	if !ok {
+		return nil
+	}
+	u, _ := o.(*unstructured.Unstructured)
+	return u
+}
