@@ -1,0 +1,233 @@
+package kubetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// ControlPlane is a running etcd and kube-apiserver with the MachineConfig
+// CRDs installed, and admin clients for it.
+type ControlPlane struct {
+	Env     *envtest.Environment
+	Admin   *rest.Config
+	Dynamic dynamic.Interface
+	Kube    kubernetes.Interface
+	Version string
+	mapper  meta.RESTMapper
+}
+
+// Start runs a control plane from the binaries in assets with the CRD files
+// installed; opts adjust the environment before it starts.
+func Start(assets string, crds []string, opts ...func(*envtest.Environment)) (*ControlPlane, error) {
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDInstallOptions:        envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true},
+		ControlPlaneStartTimeout: time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	for _, o := range opts {
+		o(env)
+	}
+	// Nothing but loopback here: no endpoint to reconcile.
+	env.ControlPlane.GetAPIServer().Configure().Set("endpoint-reconciler-type", "none")
+	admin, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting envtest with %s: %w", assets, err)
+	}
+	cp := &ControlPlane{Env: env, Admin: admin}
+	if err := cp.clients(); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+func (cp *ControlPlane) clients() error {
+	var err error
+	if cp.Dynamic, err = dynamic.NewForConfig(cp.Admin); err != nil {
+		return err
+	}
+	if cp.Kube, err = kubernetes.NewForConfig(cp.Admin); err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.Admin)
+	if err != nil {
+		return err
+	}
+	cp.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	if v, err := dc.ServerVersion(); err == nil {
+		cp.Version = v.GitVersion
+	}
+	return nil
+}
+
+// Stop stops etcd and the API server.
+func (cp *ControlPlane) Stop() { _ = cp.Env.Stop() }
+
+// Eventually retries f every 50ms until it returns nil or the time is up.
+func Eventually(t testing.TB, within time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, within, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// DeleteAll deletes every object of each resource and waits until none is
+// left; a resource the server does not serve is skipped.
+func (cp *ControlPlane) DeleteAll(t testing.TB, resources ...schema.GroupVersionResource) {
+	t.Helper()
+	ctx := context.Background()
+	for _, gvr := range resources {
+		res := cp.Dynamic.Resource(gvr)
+		if err := res.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			t.Fatalf("deleting %s: %v", gvr.Resource, err)
+		}
+		Eventually(t, 10*time.Second, "no "+gvr.Resource+" left", func() error {
+			l, err := res.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			if len(l.Items) > 0 {
+				return fmt.Errorf("%d left", len(l.Items))
+			}
+			return nil
+		})
+	}
+}
+
+// DecodeObjects reads every object of a YAML or JSON stream.
+func DecodeObjects(t testing.TB, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var m map[string]any
+		err := dec.Decode(&m)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+// Resource is the client for an object's kind, in its namespace if it has one.
+func (cp *ControlPlane) Resource(t testing.TB, o *unstructured.Unstructured) (dynamic.ResourceInterface, schema.GroupVersionResource) {
+	t.Helper()
+	gvk := o.GroupVersionKind()
+	m, err := cp.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		t.Fatalf("%s %s: %v", gvk, o.GetName(), err)
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return cp.Dynamic.Resource(m.Resource).Namespace(o.GetNamespace()), m.Resource
+	}
+	return cp.Dynamic.Resource(m.Resource), m.Resource
+}
+
+// Apply creates each object (or updates it when it exists), dropping what a
+// server sets and owner references without a uid; a status given is written
+// through the status subresource.
+func (cp *ControlPlane) Apply(t testing.TB, objs ...*unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	for _, o := range objs {
+		o = o.DeepCopy()
+		for _, f := range []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink"} {
+			unstructured.RemoveNestedField(o.Object, "metadata", f)
+		}
+		var owners []metav1.OwnerReference
+		for _, r := range o.GetOwnerReferences() {
+			if r.UID != "" {
+				owners = append(owners, r)
+			}
+		}
+		o.SetOwnerReferences(owners)
+		status, hasStatus, _ := unstructured.NestedFieldCopy(o.Object, "status")
+		res, gvr := cp.Resource(t, o)
+		got, err := res.Create(ctx, o, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			var cur *unstructured.Unstructured
+			if cur, err = res.Get(ctx, o.GetName(), metav1.GetOptions{}); err == nil {
+				o.SetResourceVersion(cur.GetResourceVersion())
+				got, err = res.Update(ctx, o, metav1.UpdateOptions{})
+			}
+		}
+		if err != nil {
+			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+		if hasStatus && gvr.Resource != "namespaces" {
+			got.Object["status"] = status
+			if _, err := res.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+				t.Fatalf("status of %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+}
+
+// ApplyFiles applies every object of each file.
+func (cp *ControlPlane) ApplyFiles(t testing.TB, files ...string) {
+	t.Helper()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp.Apply(t, DecodeObjects(t, data)...)
+	}
+}
+
+// ServiceAccount applies the manifests named (relative to dir) and returns
+// a client config carrying a token for the ServiceAccount namespace/name,
+// as the kubelet mounts one.
+func (cp *ControlPlane) ServiceAccount(t testing.TB, namespace, name, dir string, manifests ...string) *rest.Config {
+	t.Helper()
+	for _, m := range manifests {
+		cp.ApplyFiles(t, filepath.Join(dir, m))
+	}
+	tr, err := cp.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := rest.AnonymousClientConfig(cp.Admin)
+	sa.BearerToken = tr.Status.Token
+	return sa
+}
