@@ -12,10 +12,24 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+	if err := dispatch(ctx, os.Args[1:]); err != nil {
 		if err != errUsage {
 			fmt.Fprintln(os.Stderr, "mcs:", err)
 		}
 		os.Exit(exitCode(err))
 	}
+}
+
+// dispatch runs the subcommand named first (controller, prune), else the
+// server.
+func dispatch(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "controller":
+			return runController(ctx, args[1:], os.Stdout, os.Stderr)
+		case "prune":
+			return runPrune(ctx, args[1:], os.Stdout, os.Stderr)
+		}
+	}
+	return run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/ignition-mcs/mcs/controller"
+	"github.com/ignition-mcs/mcs/source/kube"
+)
+
+type controllerOptions struct {
+	common                     options // kubeAPIConfig, controllerConfig, spec bounds, logging
+	listen                     string
+	identity                   string
+	leaseNamespace, leaseName  string
+	leaseDuration, renewWithin time.Duration
+	retryPeriod                time.Duration
+	dryRun, prune              bool
+	keep                       int
+	resync, debounce           time.Duration
+}
+
+func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, error) {
+	o := &controllerOptions{}
+	fs := flag.NewFlagSet("mcs controller", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.common.kubeAPIConfig, "kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&o.common.controllerConfig, "controller-config", kube.DefaultControllerConfig, "the ControllerConfig to render with")
+	fs.StringVar(&o.common.minSpec, "min-spec", "3.0.0", "lowest spec to render at (the servers' must be the same)")
+	fs.StringVar(&o.common.maxSpec, "max-spec", "", "highest spec to write: the newest spec the release rolled back to reads (default: the newest); a pool needing more is RenderDegraded")
+	fs.StringVar(&o.common.spec, "spec", "", "write exactly this spec (3.5.0 is OpenShift's behaviour)")
+	fs.StringVar(&o.common.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.common.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&o.listen, "listen", ":22625", "address of /status, /metrics, /healthz and /readyz")
+	fs.StringVar(&o.identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the Lease (default: $POD_NAME, else the host name and a random suffix)")
+	fs.StringVar(&o.leaseNamespace, "lease-namespace", envOr("POD_NAMESPACE", "mcs"), "namespace of the Lease (default: $POD_NAMESPACE, else mcs)")
+	fs.StringVar(&o.leaseName, "lease-name", "mcs-controller", "name of the Lease that elects the one writer")
+	fs.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal before taking over")
+	fs.DurationVar(&o.renewWithin, "renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops writing")
+	fs.DurationVar(&o.retryPeriod, "retry-period", 2*time.Second, "how often the Lease is tried")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "write nothing: send every write with dryRun=All and report it (log, /status)")
+	fs.BoolVar(&o.prune, "prune", false, "delete rendered configs no pool or node uses, beyond the --keep newest per pool")
+	fs.IntVar(&o.keep, "keep", controller.DefaultKeep, "rendered configs per pool kept beyond those in use when pruning")
+	fs.DurationVar(&o.resync, "resync", 10*time.Minute, "re-render this often even without a change")
+	fs.DurationVar(&o.debounce, "debounce", 100*time.Millisecond, "quiet time after a change before rendering")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: mcs controller [flags]\n\nRenders every MachineConfigPool and writes its rendered MachineConfig at the lowest spec,\nleader-elected on a Lease; replaces OpenShift's render controller (which must not run beside it).\nEvery flag can also be set as MCS_<FLAG>.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil
+		}
+		return nil, errUsage
+	}
+	if err := fromEnv(fs); err != nil {
+		fmt.Fprintln(stderr, "mcs controller:", err)
+		return nil, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mcs controller: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return nil, errUsage
+	}
+	return o, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// runController is `mcs controller`: the controller, and its status
+// endpoints, until ctx ends; then it gives the Lease up.
+func runController(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseControllerFlags(args, stderr)
+	if err != nil || o == nil {
+		return err
+	}
+	log, err := newLogger(&o.common, stderr)
+	if err != nil {
+		return err
+	}
+	ro, err := renderOptions(&o.common)
+	if err != nil {
+		return err
+	}
+	rc, err := kube.RESTConfig(o.common.kubeAPIConfig)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	c, err := controller.New(controller.Config{
+		REST: rc, Options: ro, ControllerConfig: o.common.controllerConfig,
+		Identity: o.identity, LeaseNamespace: o.leaseNamespace, LeaseName: o.leaseName,
+		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewWithin, RetryPeriod: o.retryPeriod,
+		ReleaseOnCancel: true, DryRun: o.dryRun, Prune: o.prune, Keep: o.keep,
+		Resync: o.resync, Debounce: o.debounce, Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	srv := &http.Server{Handler: c.Handler(reg), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "mcs controller: status on http://%s/status\n", ln.Addr())
+	err = c.Run(ctx)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return err
+}

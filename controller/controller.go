@@ -1,0 +1,167 @@
+// Package controller renders every MachineConfigPool with mcs's renderer and writes the result to the cluster as OpenShift's render controller does: leader-elected, content-addressed, at the lowest spec, keeping what is in use.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/kube"
+)
+
+// Config configures a Controller.
+type Config struct {
+	// REST reaches the API server (see kube.RESTConfig).
+	REST *rest.Config
+	// Options bound the rendered spec; the servers in self mode must use
+	// the same, so that they name the configs this writes.
+	Options render.Options
+	// ControllerConfig names the ControllerConfig to render with (default
+	// kube.DefaultControllerConfig).
+	ControllerConfig string
+
+	// Identity names this replica in the Lease (default: host name and a
+	// random suffix, so two processes on one host differ).
+	Identity string
+	// The Lease that elects the one writer (default mcs/mcs-controller).
+	LeaseNamespace, LeaseName string
+	// Leader election timing (defaults 15s, 10s, 2s, client-go's usual).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// ReleaseOnCancel gives the Lease up when ctx ends, so a standby takes
+	// over at once rather than after LeaseDuration (a clean shutdown).
+	ReleaseOnCancel bool
+
+	// DryRun writes nothing: every write is sent with dryRun=All, so the
+	// API server validates and authorises it, and is reported instead.
+	DryRun bool
+	// Prune deletes rendered configs no pool or node uses beyond the Keep
+	// newest per pool; off by default.
+	Prune bool
+	Keep  int
+	// Resync re-renders this often even without a change (default 10m):
+	// it notices a pool edited by someone else.
+	Resync time.Duration
+	// Debounce is the quiet time after a change before rendering (default
+	// 100ms): one render for a burst of changes.
+	Debounce time.Duration
+
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// DefaultKeep is how many rendered configs per pool beyond those in use
+// pruning keeps: generous, since a rollback wants the previous ones.
+const DefaultKeep = 10
+
+// Controller keeps every pool pointing at the rendered MachineConfig of its
+// MachineConfigs, when it holds the Lease.
+type Controller struct {
+	cfg  Config
+	log  *slog.Logger
+	src  *kube.Source
+	dyn  dynamic.Interface
+	meta metadata.Interface
+	rest *rest.Config
+	m    *metrics
+
+	mu     sync.Mutex
+	status Status
+}
+
+// New checks cfg and prepares the clients; nothing reaches the network
+// until Run.
+func New(cfg Config) (*Controller, error) {
+	if cfg.REST == nil {
+		return nil, errors.New("controller: no REST config")
+	}
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	rc := rest.CopyConfig(cfg.REST)
+	if rc.UserAgent == "" {
+		rc.UserAgent = "mcs-controller/" + cfg.Identity
+	}
+	c := &Controller{cfg: cfg, log: cfg.Logger.With("identity", cfg.Identity), rest: rc}
+	var err error
+	if c.m, err = newMetrics(cfg.Registerer); err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	// The source renders exactly as the servers in self mode do; its
+	// metrics are the servers' and are not registered twice here.
+	if c.src, err = kube.New(kube.Config{REST: rc, Mode: kube.ModeSelf, Options: cfg.Options,
+		ControllerConfig: cfg.ControllerConfig, Logger: cfg.Logger}); err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	if c.dyn, err = dynamic.NewForConfig(rc); err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	if c.meta, err = metadata.NewForConfig(rc); err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	c.status = Status{Identity: cfg.Identity, DryRun: cfg.DryRun, Prune: cfg.Prune, Keep: cfg.Keep,
+		Lease: cfg.LeaseNamespace + "/" + cfg.LeaseName, Pools: map[string]*PoolStatus{}}
+	return c, nil
+}
+
+func (cfg *Config) defaults() error {
+	if cfg.Identity == "" {
+		host, _ := os.Hostname()
+		cfg.Identity = host + "_" + rand.String(6)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.LeaseDuration, 15*time.Second)
+	def(&cfg.RenewDeadline, 10*time.Second)
+	def(&cfg.RetryPeriod, 2*time.Second)
+	def(&cfg.Resync, 10*time.Minute)
+	def(&cfg.Debounce, 100*time.Millisecond)
+	if cfg.RenewDeadline >= cfg.LeaseDuration {
+		return fmt.Errorf("controller: the renew deadline %s must be below the lease duration %s", cfg.RenewDeadline, cfg.LeaseDuration)
+	}
+	if cfg.LeaseNamespace == "" {
+		cfg.LeaseNamespace = "mcs"
+	}
+	if cfg.LeaseName == "" {
+		cfg.LeaseName = "mcs-controller"
+	}
+	if cfg.ControllerConfig == "" {
+		cfg.ControllerConfig = kube.DefaultControllerConfig
+	}
+	if cfg.Keep < 0 {
+		return fmt.Errorf("controller: keep %d is negative", cfg.Keep)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Synced reports whether the caches have listed everything once.
+func (c *Controller) Synced() bool { return c.src.Synced() }
+
+// Run starts the caches (every replica keeps them warm, so a standby takes
+// over without a cold start) and campaigns for the Lease until ctx ends;
+// while it holds the Lease it renders and writes.
+func (c *Controller) Run(ctx context.Context) error {
+	c.src.Start(ctx)
+	for ctx.Err() == nil {
+		if err := c.campaign(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

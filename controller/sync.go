@@ -1,0 +1,200 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// lead renders and writes until ctx (the Lease) ends: once at once, then
+// after every change the caches see (debounced) and every Resync.
+func (c *Controller) lead(ctx context.Context) {
+	c.setLeading(true)
+	changed := make(chan struct{}, 1)
+	go c.src.Watch(ctx, changed)
+	resync := time.NewTicker(c.cfg.Resync)
+	defer resync.Stop()
+	for {
+		c.sync(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-resync.C:
+		}
+		if !quiet(ctx, changed, c.cfg.Debounce) {
+			return
+		}
+	}
+}
+
+// quiet waits until no change has come for d; false when ctx ended.
+func quiet(ctx context.Context, changed <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-changed:
+			t.Reset(d)
+		case <-t.C:
+			return true
+		}
+	}
+}
+
+// sync renders every pool from the caches and writes what differs. A
+// pool's selector that changed while rendering is left alone: the change
+// has signalled another render.
+func (c *Controller) sync(ctx context.Context) {
+	start := time.Now()
+	before := c.selectors()
+	in, err := c.src.Load(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		var es *render.Errors
+		if errors.As(err, &es) {
+			// The objects, not the API, are at fault: no pool renders.
+			for _, p := range c.src.PoolNames() {
+				c.report(p, c.degrade(ctx, p, before[p], err))
+			}
+		}
+		c.log.Error("cannot render", "err", err)
+		c.finishSync(start, err)
+		return
+	}
+	after := c.selectors()
+	for _, res := range in.Results {
+		if key, ok := after[res.Pool]; ok && key == before[res.Pool] {
+			c.report(res.Pool, c.syncPool(ctx, res, key))
+		}
+	}
+	for pool, rerr := range in.Failed {
+		if key, ok := after[pool]; ok && key == before[pool] {
+			c.report(pool, c.degrade(ctx, pool, key, rerr))
+		}
+	}
+	c.forgetPools(after)
+	if c.cfg.Prune && ctx.Err() == nil {
+		if _, err := c.prune(ctx); err != nil {
+			c.log.Error("pruning", "err", err)
+		}
+	}
+	c.m.syncSeconds.Observe(time.Since(start).Seconds())
+	c.finishSync(start, nil)
+}
+
+// selectors keys every cached pool by its machineConfigSelector.
+func (c *Controller) selectors() map[string]string {
+	out := map[string]string{}
+	for _, name := range c.src.PoolNames() {
+		if p := c.src.Pool(name); p != nil {
+			out[name] = selectorKey(p)
+		}
+	}
+	return out
+}
+
+func selectorKey(pool *unstructured.Unstructured) string {
+	sel, _, _ := unstructured.NestedFieldNoCopy(pool.Object, "spec", "machineConfigSelector")
+	b, _ := json.Marshal(sel)
+	return string(b)
+}
+
+// syncPool makes sure the pool's rendered MachineConfig exists with this
+// content, points the pool at it, and clears RenderDegraded.
+func (c *Controller) syncPool(ctx context.Context, res *render.Result, selKey string) error {
+	pool := c.src.Pool(res.Pool)
+	if pool == nil {
+		return nil // deleted since
+	}
+	c.setRendered(res)
+	obj, err := renderedObject(res, pool)
+	if err != nil {
+		return err
+	}
+	if err := c.ensureRendered(ctx, res.Pool, obj); err != nil {
+		var ce *ContentError
+		if errors.As(err, &ce) {
+			return c.degrade(ctx, res.Pool, selKey, err)
+		}
+		return err
+	}
+	if err := c.pointPool(ctx, res.Pool, selKey, res.Name, sourceRefs(res.MachineConfigs)); err != nil {
+		return err
+	}
+	return c.setCondition(ctx, res.Pool, selKey, condition{status: "False"})
+}
+
+// sourceRefs are the pool's spec.configuration.source as OpenShift writes
+// it: one reference per MachineConfig, sorted by name.
+func sourceRefs(names []string) []any {
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	out := make([]any, len(sorted))
+	for i, n := range sorted {
+		out[i] = map[string]any{"apiVersion": render.APIVersion, "kind": render.KindMachineConfig, "name": n}
+	}
+	return out
+}
+
+// pointPool sets the pool's spec.configuration as OpenShift's render
+// controller does, unless it already says so.
+func (c *Controller) pointPool(ctx context.Context, pool, selKey, name string, sources []any) error {
+	return c.patchPool(ctx, pool, selKey, "", func(p *unstructured.Unstructured) map[string]any {
+		cur, _, _ := unstructured.NestedString(p.Object, "spec", "configuration", "name")
+		curSrc, _, _ := unstructured.NestedFieldNoCopy(p.Object, "spec", "configuration", "source")
+		if cur == name && sameJSON(curSrc, sources) {
+			return nil
+		}
+		return map[string]any{"spec": map[string]any{"configuration": map[string]any{"name": name, "source": sources}}}
+	}, "pointed pool at "+name)
+}
+
+// degrade sets RenderDegraded with the render's error; the pool keeps the
+// rendered config it names.
+func (c *Controller) degrade(ctx context.Context, pool, selKey string, rerr error) error {
+	reason := "RenderFailed"
+	if errors.Is(rerr, render.ErrSpecCeiling) {
+		reason = "SpecCeilingExceeded"
+	}
+	msg := fmt.Sprintf("Failed to render configuration for pool %s: %v", pool, rerr)
+	c.setDegraded(pool, msg)
+	c.log.Warn("pool not rendered; it keeps its rendered config", "pool", pool, "err", rerr)
+	return c.setCondition(ctx, pool, selKey, condition{status: "True", reason: reason, message: truncate(msg, maxConditionMessage)})
+}
+
+// maxConditionMessage bounds a condition's message: a render can fail on
+// hundreds of fields, and the pool object must stay small.
+const maxConditionMessage = 16 << 10
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "… (truncated; see the controller's /status)"
+}
+
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	var u, v any
+	if json.Unmarshal(x, &u) != nil || json.Unmarshal(y, &v) != nil {
+		return false
+	}
+	return reflect.DeepEqual(u, v)
+}

@@ -1,0 +1,191 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/kube"
+)
+
+// FieldManager names the controller's writes in managedFields.
+const FieldManager = "mcs-controller"
+
+// ConditionRenderDegraded is the pool condition a failed render sets.
+const ConditionRenderDegraded = "RenderDegraded"
+
+// maxConflictRetries bounds the re-reads after a conflict; the next change
+// or resync tries again.
+const maxConflictRetries = 8
+
+// ContentError is a rendered MachineConfig that exists under the name of a
+// render with other content. Names are content-addressed, so it is never
+// rewritten: the pool keeps what it has and is degraded until someone looks.
+type ContentError struct {
+	Name string
+	Pool string
+}
+
+func (e *ContentError) Error() string {
+	return fmt.Sprintf("%s: MachineConfig/%s: $.spec: a rendered MachineConfig of that name exists with other content; names are content-addressed, so it is not rewritten (delete it to have it written again)", kube.Origin, e.Name)
+}
+
+// renderedObject is the rendered MachineConfig to store: the renderer's
+// object, owned by the pool as OpenShift's render controller owns it.
+func renderedObject(res *render.Result, pool *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	js, err := json.Marshal(res.MachineConfig)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", res.Name, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(js); err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", res.Name, err)
+	}
+	yes := true
+	u.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: render.APIVersion, Kind: render.KindMachineConfigPool,
+		Name: pool.GetName(), UID: pool.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes,
+	}})
+	return u, nil
+}
+
+// sameContent is nil when cur holds the spec want does.
+func sameContent(pool string, cur, want *unstructured.Unstructured) error {
+	if sameJSON(cur.Object["spec"], want.Object["spec"]) {
+		return nil
+	}
+	return &ContentError{Name: want.GetName(), Pool: pool}
+}
+
+// ensureRendered creates the rendered MachineConfig unless it exists; an
+// existing one must hold the same spec.
+func (c *Controller) ensureRendered(ctx context.Context, pool string, obj *unstructured.Unstructured) error {
+	name := obj.GetName()
+	if cur := c.src.MachineConfig(name); cur != nil {
+		return sameContent(pool, cur, obj)
+	}
+	mcs := c.dyn.Resource(kube.MachineConfigs)
+	_, err := mcs.Create(ctx, obj, metav1.CreateOptions{DryRun: c.dryRun(), FieldManager: FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		// The cache is behind: another write of ours, or someone else's.
+		cur, gerr := mcs.Get(ctx, name, metav1.GetOptions{})
+		if gerr != nil {
+			return fmt.Errorf("reading MachineConfig %s: %w", name, gerr)
+		}
+		return sameContent(pool, cur, obj)
+	}
+	if err != nil {
+		return fmt.Errorf("creating MachineConfig %s: %w", name, err)
+	}
+	c.m.renders.WithLabelValues(c.dryRunLabel()).Inc()
+	c.wrote(pool, "created rendered MachineConfig "+name)
+	return nil
+}
+
+func (c *Controller) dryRun() []string {
+	if c.cfg.DryRun {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
+}
+
+func (c *Controller) dryRunLabel() string {
+	if c.cfg.DryRun {
+		return "true"
+	}
+	return "false"
+}
+
+// patchPool merge-patches a pool (or its status) with the patch build
+// returns for it, nil meaning nothing to do. The patch carries the
+// resourceVersion it was built from, so a concurrent change is a conflict:
+// the pool is read again and the patch rebuilt, never written over it.
+func (c *Controller) patchPool(ctx context.Context, name, selKey, subresource string,
+	build func(*unstructured.Unstructured) map[string]any, what string) error {
+	res := c.dyn.Resource(kube.MachineConfigPools)
+	pool := c.src.Pool(name)
+	var subs []string
+	if subresource != "" {
+		subs = []string{subresource}
+	}
+	for attempt := 0; pool != nil; attempt++ {
+		if selectorKey(pool) != selKey {
+			// Rendered from another selector: nothing is written, and
+			// the change has signalled another render.
+			return nil
+		}
+		patch := build(pool)
+		if patch == nil {
+			return nil
+		}
+		patch["metadata"] = map[string]any{"resourceVersion": pool.GetResourceVersion()}
+		body, err := json.Marshal(patch)
+		if err != nil {
+			return err
+		}
+		_, err = res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{DryRun: c.dryRun(), FieldManager: FieldManager}, subs...)
+		if err == nil {
+			kind := "configuration"
+			if subresource != "" {
+				kind = subresource
+			}
+			c.m.poolUpdates.WithLabelValues(kind, c.dryRunLabel()).Inc()
+			c.wrote(name, what)
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt >= maxConflictRetries {
+			return fmt.Errorf("updating MachineConfigPool %s: %w", name, err)
+		}
+		c.m.conflicts.Inc()
+		c.log.Debug("conflict; reading the pool again", "pool", name, "attempt", attempt+1)
+		if pool, err = res.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("reading MachineConfigPool %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+type condition struct{ status, reason, message string }
+
+// setCondition sets the pool's RenderDegraded condition as OpenShift's
+// helpers do: the transition time moves only when the status changes.
+func (c *Controller) setCondition(ctx context.Context, pool, selKey string, want condition) error {
+	what := "cleared " + ConditionRenderDegraded
+	if want.status == "True" {
+		what = "set " + ConditionRenderDegraded
+	}
+	return c.patchPool(ctx, pool, selKey, "status", func(p *unstructured.Unstructured) map[string]any {
+		conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+		i := -1
+		for j, x := range conds {
+			if m, ok := x.(map[string]any); ok && m["type"] == ConditionRenderDegraded {
+				i = j
+			}
+		}
+		now := time.Now().UTC().Format(time.RFC3339)
+		next := map[string]any{"type": ConditionRenderDegraded, "status": want.status, "reason": want.reason,
+			"message": want.message, "lastTransitionTime": now}
+		if i >= 0 {
+			cur := conds[i].(map[string]any)
+			if cur["status"] == want.status && cur["reason"] == want.reason && cur["message"] == want.message {
+				return nil
+			}
+			if cur["status"] == want.status && cur["lastTransitionTime"] != nil {
+				next["lastTransitionTime"] = cur["lastTransitionTime"]
+			}
+			conds[i] = next
+		} else {
+			conds = append(conds, next)
+		}
+		return map[string]any{"status": map[string]any{"conditions": conds}}
+	}, what)
+}
