@@ -131,10 +131,13 @@ func (c *Controller) syncPool(ctx context.Context, res *render.Result, selKey st
 		}
 		return err
 	}
-	if err := c.pointPool(ctx, res.Pool, selKey, res.Name, sourceRefs(res.MachineConfigs)); err != nil {
+	// The condition is written over the pool the first write returned, so
+	// the second does not conflict with the first.
+	latest, err := c.pointPool(ctx, res.Pool, selKey, res.Name, sourceRefs(res.MachineConfigs))
+	if err != nil || latest == nil {
 		return err
 	}
-	return c.setCondition(ctx, res.Pool, selKey, condition{status: "False"})
+	return c.setCondition(ctx, latest, res.Pool, selKey, condition{status: "False"})
 }
 
 // sourceRefs are the pool's spec.configuration.source as OpenShift writes
@@ -151,8 +154,8 @@ func sourceRefs(names []string) []any {
 
 // pointPool sets the pool's spec.configuration as OpenShift's render
 // controller does, unless it already says so.
-func (c *Controller) pointPool(ctx context.Context, pool, selKey, name string, sources []any) error {
-	return c.patchPool(ctx, pool, selKey, "", func(p *unstructured.Unstructured) map[string]any {
+func (c *Controller) pointPool(ctx context.Context, pool, selKey, name string, sources []any) (*unstructured.Unstructured, error) {
+	return c.patchPool(ctx, nil, pool, selKey, "", func(p *unstructured.Unstructured) map[string]any {
 		cur, _, _ := unstructured.NestedString(p.Object, "spec", "configuration", "name")
 		curSrc, _, _ := unstructured.NestedFieldNoCopy(p.Object, "spec", "configuration", "source")
 		if cur == name && sameJSON(curSrc, sources) {
@@ -172,7 +175,7 @@ func (c *Controller) degrade(ctx context.Context, pool, selKey string, rerr erro
 	msg := fmt.Sprintf("Failed to render configuration for pool %s: %v", pool, rerr)
 	c.setDegraded(pool, msg)
 	c.log.Warn("pool not rendered; it keeps its rendered config", "pool", pool, "err", rerr)
-	return c.setCondition(ctx, pool, selKey, condition{status: "True", reason: reason, message: truncate(msg, maxConditionMessage)})
+	return c.setCondition(ctx, nil, pool, selKey, condition{status: "True", reason: reason, message: truncate(msg, maxConditionMessage)})
 }
 
 // maxConditionMessage bounds a condition's message: a render can fail on

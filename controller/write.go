@@ -104,13 +104,16 @@ func (c *Controller) dryRunLabel() string {
 }
 
 // patchPool merge-patches a pool (or its status) with the patch build
-// returns for it, nil meaning nothing to do. The patch carries the
-// resourceVersion it was built from, so a concurrent change is a conflict:
-// the pool is read again and the patch rebuilt, never written over it.
-func (c *Controller) patchPool(ctx context.Context, name, selKey, subresource string,
-	build func(*unstructured.Unstructured) map[string]any, what string) error {
+// returns for it, nil meaning nothing to do, starting from pool (the cached
+// one when nil). The patch carries the resourceVersion it was built from,
+// so a concurrent change is a conflict: the pool is read again and the
+// patch rebuilt, never written over it. It returns the pool as last seen.
+func (c *Controller) patchPool(ctx context.Context, pool *unstructured.Unstructured, name, selKey, subresource string,
+	build func(*unstructured.Unstructured) map[string]any, what string) (*unstructured.Unstructured, error) {
 	res := c.dyn.Resource(kube.MachineConfigPools)
-	pool := c.src.Pool(name)
+	if pool == nil {
+		pool = c.src.Pool(name)
+	}
 	var subs []string
 	if subresource != "" {
 		subs = []string{subresource}
@@ -119,18 +122,18 @@ func (c *Controller) patchPool(ctx context.Context, name, selKey, subresource st
 		if selectorKey(pool) != selKey {
 			// Rendered from another selector: nothing is written, and
 			// the change has signalled another render.
-			return nil
+			return nil, nil
 		}
 		patch := build(pool)
 		if patch == nil {
-			return nil
+			return pool, nil
 		}
 		patch["metadata"] = map[string]any{"resourceVersion": pool.GetResourceVersion()}
 		body, err := json.Marshal(patch)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		_, err = res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{DryRun: c.dryRun(), FieldManager: FieldManager}, subs...)
+		got, err := res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{DryRun: c.dryRun(), FieldManager: FieldManager}, subs...)
 		if err == nil {
 			kind := "configuration"
 			if subresource != "" {
@@ -138,32 +141,35 @@ func (c *Controller) patchPool(ctx context.Context, name, selKey, subresource st
 			}
 			c.m.poolUpdates.WithLabelValues(kind, c.dryRunLabel()).Inc()
 			c.wrote(name, what)
-			return nil
+			if c.cfg.DryRun {
+				return pool, nil // got is what would have been
+			}
+			return got, nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= maxConflictRetries {
-			return fmt.Errorf("updating MachineConfigPool %s: %w", name, err)
+			return nil, fmt.Errorf("updating MachineConfigPool %s: %w", name, err)
 		}
 		c.m.conflicts.Inc()
 		c.log.Debug("conflict; reading the pool again", "pool", name, "attempt", attempt+1)
 		if pool, err = res.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			return nil
+			return nil, nil
 		} else if err != nil {
-			return fmt.Errorf("reading MachineConfigPool %s: %w", name, err)
+			return nil, fmt.Errorf("reading MachineConfigPool %s: %w", name, err)
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 type condition struct{ status, reason, message string }
 
 // setCondition sets the pool's RenderDegraded condition as OpenShift's
 // helpers do: the transition time moves only when the status changes.
-func (c *Controller) setCondition(ctx context.Context, pool, selKey string, want condition) error {
+func (c *Controller) setCondition(ctx context.Context, from *unstructured.Unstructured, pool, selKey string, want condition) error {
 	what := "cleared " + ConditionRenderDegraded
 	if want.status == "True" {
 		what = "set " + ConditionRenderDegraded
 	}
-	return c.patchPool(ctx, pool, selKey, "status", func(p *unstructured.Unstructured) map[string]any {
+	_, err := c.patchPool(ctx, from, pool, selKey, "status", func(p *unstructured.Unstructured) map[string]any {
 		conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
 		i := -1
 		for j, x := range conds {
@@ -188,4 +194,5 @@ func (c *Controller) setCondition(ctx context.Context, pool, selKey string, want
 		}
 		return map[string]any{"status": map[string]any{"conditions": conds}}
 	}, what)
+	return err
 }

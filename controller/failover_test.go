@@ -1,0 +1,131 @@
+package controller
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/kube"
+)
+
+// write is one request that changes a MachineConfig or a pool.
+type write struct {
+	who        string
+	start, end time.Time
+	what       string
+}
+
+// writeLog records the writes of every controller of a test.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []write
+}
+
+func (l *writeLog) wrap(who string, rc *rest.Config) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet || !strings.Contains(req.URL.Path, "/"+kube.Group+"/") {
+				return rt.RoundTrip(req)
+			}
+			start := time.Now()
+			resp, err := rt.RoundTrip(req)
+			l.mu.Lock()
+			l.writes = append(l.writes, write{who, start, time.Now(), req.Method + " " + req.URL.Path})
+			l.mu.Unlock()
+			return resp, err
+		})
+	})
+	return rc
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Two controllers; the leader killed mid-run (its Lease not released, as
+// in a crash). At any time one of them writes; the standby takes over
+// within the lease duration and finishes the work: every MachineConfig
+// added is in the final render, and no content is stored twice.
+func TestLeaderKilledMidRun(t *testing.T) {
+	cp := needControlPlane(t)
+	cp.Apply(t, poolObject(t, "worker"), poolObject(t, "infra"), mcObject(t, "50-worker", "worker", "base"))
+	var log writeLog
+	a := startController(t, cp, Config{Identity: "a", REST: log.wrap("a", cp.Admin)})
+	kubetest.Eventually(t, 20*time.Second, "a leads", func() error {
+		if !a.Status().Leading {
+			return fmt.Errorf("leader %q", a.Status().Leader)
+		}
+		return nil
+	})
+	b := startController(t, cp, Config{Identity: "b", REST: log.wrap("b", cp.Admin)})
+
+	const changes = 12
+	var killed time.Time
+	var want []string
+	for i := range changes {
+		name := fmt.Sprintf("60-worker-%02d", i)
+		want = append(want, name)
+		cp.Apply(t, mcObject(t, name, "worker", name))
+		if i == changes/2 {
+			a.stop()
+			killed = time.Now()
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	server := newServerSource(t, cp, kube.ModeSelf, render.Options{})
+	for _, p := range []string{"worker", "infra"} {
+		srcs := append([]string{"50-worker"}, want...)
+		kubetest.Eventually(t, 30*time.Second, "the standby finishes "+p, func() error {
+			_, err := pointedAt(t, cp, server, p, srcs, "data:,60-worker-11")
+			return err
+		})
+	}
+	if !b.Status().Leading {
+		t.Error("b does not lead")
+	}
+
+	log.mu.Lock()
+	writes := slices.Clone(log.writes)
+	log.mu.Unlock()
+	var lastA, firstB time.Time
+	for _, w := range writes {
+		switch {
+		case w.who == "a" && w.end.After(lastA):
+			lastA = w.end
+		case w.who == "b" && (firstB.IsZero() || w.start.Before(firstB)):
+			firstB = w.start
+		}
+	}
+	if lastA.IsZero() || firstB.IsZero() {
+		t.Fatalf("writes by a until %v, by b from %v: want both", lastA, firstB)
+	}
+	if !firstB.After(lastA) {
+		t.Errorf("two writers: b wrote at %v, before a's last write ended at %v", firstB, lastA)
+	}
+	if took := firstB.Sub(killed); took > 2*time.Second+2*time.Second {
+		t.Errorf("b took over %s after the kill, above the lease duration", took)
+	}
+	t.Logf("%d writes; a's last %s after the kill, b's first %s after it", len(writes), lastA.Sub(killed).Round(time.Millisecond), firstB.Sub(killed).Round(time.Millisecond))
+
+	// No content stored twice: names are content-addressed, and each
+	// stored config's name is the hash of what it holds.
+	for _, p := range []string{"worker", "infra"} {
+		seen := map[string]string{}
+		for name, u := range renderedConfigs(t, cp, p) {
+			spec := fmt.Sprint(u.Object["spec"])
+			if other, dup := seen[spec]; dup {
+				t.Errorf("%s and %s hold the same content", name, other)
+			}
+			seen[spec] = name
+		}
+	}
+}
