@@ -291,7 +291,6 @@ func serviceAccount(t testing.TB, cp *kubetest.ControlPlane) *rest.Config {
 	return cp.ServiceAccount(t, "mcs", "mcs-controller", filepath.Join("..", "deploy"), "namespace.yaml", "controller.yaml")
 }
 
-
 // testLogger writes to the test's log; lines from goroutines still winding
 // down after the test are dropped (t.Log would panic).
 func testLogger(t testing.TB) *slog.Logger {
