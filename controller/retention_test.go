@@ -1,0 +1,199 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+
+	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/kube"
+)
+
+func TestRenderedPool(t *testing.T) {
+	yes, no := true, false
+	gen := map[string]string{render.AnnotationGeneratedByController: "v"}
+	owner := func(kind string, controller *bool) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{Kind: kind, Name: "infra-x", Controller: controller}}
+	}
+	for _, tc := range []struct {
+		name   string
+		meta   metav1.ObjectMeta
+		pool   string
+		isRend bool
+	}{
+		{"owned by a pool", metav1.ObjectMeta{Name: "anything", Annotations: gen, OwnerReferences: owner("MachineConfigPool", &yes)}, "infra-x", true},
+		{"rendered name", metav1.ObjectMeta{Name: "rendered-infra-x-0123456789abcdef0123456789abcdef", Annotations: gen}, "infra-x", true},
+		{"a pool owns it, not as controller", metav1.ObjectMeta{Name: "x", Annotations: gen, OwnerReferences: owner("MachineConfigPool", &no)}, "", false},
+		{"generated config of a ControllerConfig", metav1.ObjectMeta{Name: "00-worker", Annotations: gen, OwnerReferences: owner("ControllerConfig", &yes)}, "", false},
+		{"a user's config named like one, not generated", metav1.ObjectMeta{Name: "rendered-worker-0123456789abcdef0123456789abcdef"}, "", false},
+		{"short hash", metav1.ObjectMeta{Name: "rendered-worker-0123", Annotations: gen}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool, ok := renderedPool(&metav1.PartialObjectMetadata{ObjectMeta: tc.meta})
+			if pool != tc.pool || ok != tc.isRend {
+				t.Errorf("got %q %v, want %q %v", pool, ok, tc.pool, tc.isRend)
+			}
+		})
+	}
+}
+
+func TestPlan(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// w0..w5 for worker (w5 newest; w1 and w2 created in the same second,
+	// told apart by resourceVersion), m0..m1 for master.
+	inv := func() *Inventory {
+		mk := func(name, pool string, sec, rv int, inUse ...string) *RenderedConfig {
+			return &RenderedConfig{Name: name, Pool: pool, Created: at.Add(time.Duration(sec) * time.Second), ResourceVersion: fmt.Sprint(rv), InUse: inUse}
+		}
+		i := &Inventory{Configs: []*RenderedConfig{
+			mk("w0", "worker", 0, 1, "node a currentConfig"), mk("w1", "worker", 1, 2), mk("w2", "worker", 1, 3),
+			mk("w3", "worker", 2, 4), mk("w4", "worker", 3, 5), mk("w5", "worker", 4, 6, "pool worker spec"),
+			mk("m0", "master", 0, 7), mk("m1", "master", 1, 8, "pool master spec"),
+		}, Pools: []string{"master", "worker"}}
+		slices.SortFunc(i.Configs, newestFirst)
+		return i
+	}
+	names := func(rs []*RenderedConfig) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		keep, count int
+		pool        string
+		want        []string // oldest first
+	}{
+		{"keep none", 0, 0, "", []string{"m0", "w1", "w2", "w3", "w4"}},
+		{"keep one per pool", 1, 0, "", []string{"w1", "w2", "w3"}},
+		{"keep two: same-second ties by resourceVersion", 2, 0, "", []string{"w1", "w2"}},
+		{"keep more than there are", 10, 0, "", nil},
+		{"one pool", 0, 0, "master", []string{"m0"}},
+		{"count bounds to the oldest", 0, 2, "", []string{"m0", "w1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			i := inv()
+			got := names(i.Plan(tc.keep, tc.pool, tc.count))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("plan %v, want %v", got, tc.want)
+			}
+			for _, r := range i.Configs {
+				if len(r.InUse) > 0 && slices.Contains(got, r.Name) {
+					t.Errorf("%s in use, planned for deletion", r.Name)
+				}
+			}
+		})
+	}
+}
+
+var deleteLine = regexp.MustCompile(`(?m)^(?:would delete|deleted) rendered MachineConfig (\S+)$`)
+
+func deletedIn(out string) []string {
+	var names []string
+	for _, m := range deleteLine.FindAllStringSubmatch(out, -1) {
+		names = append(names, m[1])
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Nodes annotated on old configs, a pool whose status lags its spec:
+// pruning keeps exactly those in use plus the K newest, and the dry run
+// names the very set the confirmed run deletes. Then the controller's own
+// pruning, with a smaller K.
+func TestRetention(t *testing.T) {
+	cp := needControlPlane(t)
+	ctx := context.Background()
+	cp.Apply(t, poolObject(t, "worker"), mcObject(t, "50-worker", "worker", "v0"))
+	c := startController(t, cp, Config{ReleaseOnCancel: true})
+	var names []string // oldest first
+	for i := range 8 {
+		cp.Apply(t, mcObject(t, "50-worker", "worker", fmt.Sprintf("v%d", i)))
+		kubetest.Eventually(t, 20*time.Second, fmt.Sprintf("config v%d", i), func() error {
+			n := configuration(pool(t, cp, "worker"))
+			if n == "" || slices.Contains(names, n) {
+				return fmt.Errorf("pool names %q", n)
+			}
+			names = append(names, n)
+			return nil
+		})
+	}
+	c.stop()
+	cp.Apply(t, nodeObject("n1", map[string]string{AnnotationCurrentConfig: names[0], AnnotationDesiredConfig: names[0]}),
+		nodeObject("n2", map[string]string{AnnotationCurrentConfig: names[0], AnnotationDesiredConfig: names[1]}))
+	if _, err := cp.Dynamic.Resource(kube.MachineConfigPools).Patch(ctx, "worker", types.MergePatchType,
+		[]byte(`{"status":{"configuration":{"name":"`+names[2]+`"}}}`), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := metadata.NewForConfig(cp.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var list bytes.Buffer
+	if _, err := Prune(ctx, cp.Dynamic, meta, PruneOptions{List: true, Keep: 2}, &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{names[0] + " ", "in use: node n1 currentConfig, node n1 desiredConfig, node n2 currentConfig",
+		"in use: node n2 desiredConfig", "in use: pool worker status", "in use: pool worker spec", "kept: newest 2 of pool worker"} {
+		if !strings.Contains(list.String(), want) {
+			t.Errorf("list lacks %q:\n%s", want, list.String())
+		}
+	}
+	if n := strings.Count(list.String(), "prunable"); n != 2 {
+		t.Errorf("%d prunable, want 2:\n%s", n, list.String())
+	}
+
+	var dry, real bytes.Buffer
+	dryNames, err := Prune(ctx, cp.Dynamic, meta, PruneOptions{Keep: 2}, &dry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(renderedConfigs(t, cp, "worker")); got != 8 {
+		t.Fatalf("the dry run deleted: %d left", got)
+	}
+	done, err := Prune(ctx, cp.Dynamic, meta, PruneOptions{Keep: 2, Confirm: true}, &real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{names[3], names[4]}
+	slices.Sort(want)
+	if d, r := deletedIn(dry.String()), deletedIn(real.String()); !slices.Equal(d, want) || !slices.Equal(r, want) || len(dryNames) != 2 || len(done) != 2 {
+		t.Errorf("dry run listed %v, the confirmed run deleted %v; want %v\n%s\n%s", d, r, want, dry.String(), real.String())
+	}
+	left := slices.Sorted(maps.Keys(renderedConfigs(t, cp, "worker")))
+	keep := []string{names[0], names[1], names[2], names[5], names[6], names[7]}
+	slices.Sort(keep)
+	if !slices.Equal(left, keep) {
+		t.Errorf("left %v, want in use (0, 1, 2, 7) and the 2 newest others (5, 6): %v", left, keep)
+	}
+
+	// The controller, pruning with K = 0: only what is in use is left.
+	pc := startController(t, cp, Config{Prune: true, Keep: 0})
+	kubetest.Eventually(t, 20*time.Second, "the controller prunes", func() error {
+		left := slices.Sorted(maps.Keys(renderedConfigs(t, cp, "worker")))
+		want := []string{names[0], names[1], names[2], names[7]}
+		slices.Sort(want)
+		if !slices.Equal(left, want) {
+			return fmt.Errorf("left %v, want %v", left, want)
+		}
+		return nil
+	})
+	if n := testutil.ToFloat64(pc.m.prunes.WithLabelValues("false")); n != 2 {
+		t.Errorf("mcs_controller_prunes_total %v, want 2", n)
+	}
+}
