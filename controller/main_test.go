@@ -288,7 +288,7 @@ func renderedConfigs(t testing.TB, cp *kubetest.ControlPlane, pool string) map[s
 // manifests and returns a client config with the controller's token.
 func serviceAccount(t testing.TB, cp *kubetest.ControlPlane) *rest.Config {
 	t.Helper()
-	return cp.ServiceAccount(t, "mcs", "mcs-controller", filepath.Join("..", "deploy"), "namespace.yaml", "controller.yaml")
+	return cp.ServiceAccount(t, "mcs", "mcs-controller", filepath.Join("..", "deploy"), "namespace.yaml", filepath.Join("controller", "controller.yaml"))
 }
 
 // testLogger writes to the test's log; lines from goroutines still winding
