@@ -251,11 +251,6 @@ func pool(t testing.TB, cp *kubetest.ControlPlane, name string) *unstructured.Un
 	return p
 }
 
-func configuration(p *unstructured.Unstructured) string {
-	n, _, _ := unstructured.NestedString(p.Object, "spec", "configuration", "name")
-	return n
-}
-
 // renderDegraded returns the pool's RenderDegraded condition, or nil.
 func renderDegraded(p *unstructured.Unstructured) map[string]any {
 	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")

@@ -2,11 +2,14 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,13 +25,15 @@ func (c *Controller) lead(ctx context.Context) {
 	go c.src.Watch(ctx, changed)
 	resync := time.NewTicker(c.cfg.Resync)
 	defer resync.Stop()
+	var last syncState
 	for {
-		c.sync(ctx)
+		last = c.sync(ctx, last)
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
 		case <-resync.C:
+			last = syncState{}
 		}
 		if !quiet(ctx, changed, c.cfg.Debounce) {
 			return
@@ -52,16 +57,87 @@ func quiet(ctx context.Context, changed <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-// sync renders every pool from the caches and writes what differs. A
-// pool's selector that changed while rendering is left alone: the change
-// has signalled another render.
-func (c *Controller) sync(ctx context.Context) {
+// syncState is what the last sync rendered from and pointed each pool at.
+type syncState struct {
+	inputs  string
+	targets map[string]string // pool → rendered config written
+}
+
+// current says whether nothing has changed since: the same inputs, and
+// every pool still names the config written for it, which still exists.
+// The controller's own writes signal changes too; this keeps them from
+// costing a render of every pool each.
+func (st syncState) current(c *Controller, inputs string) bool {
+	if st.targets == nil || inputs != st.inputs {
+		return false
+	}
+	for pool, target := range st.targets {
+		p := c.src.Pool(pool)
+		if p == nil || configuration(p) != target || c.src.MachineConfig(target) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// inputs keys what renders read: every MachineConfig but the rendered
+// ones (owned by a pool), each pool's selector, the ControllerConfig.
+func (c *Controller) inputs() string {
+	h := sha256.New()
+	for _, u := range c.src.MachineConfigs() {
+		if !ownedByPool(u) {
+			fmt.Fprintf(h, "mc %s %s\n", u.GetName(), u.GetResourceVersion())
+		}
+	}
+	sel := c.selectors()
+	for _, pool := range slices.Sorted(maps.Keys(sel)) {
+		fmt.Fprintf(h, "pool %s %s\n", pool, sel[pool])
+	}
+	if cc := c.src.ControllerConfigObject(); cc != nil {
+		fmt.Fprintf(h, "cc %s\n", cc.GetResourceVersion())
+	}
+	return string(h.Sum(nil))
+}
+
+func ownedByPool(u *unstructured.Unstructured) bool {
+	if len(u.GetLabels()) > 0 {
+		return false // a selector could pick it
+	}
+	for _, o := range u.GetOwnerReferences() {
+		if o.Kind == render.KindMachineConfigPool && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+func configuration(p *unstructured.Unstructured) string {
+	n, _, _ := unstructured.NestedString(p.Object, "spec", "configuration", "name")
+	return n
+}
+
+// sync renders every pool from the caches and writes what differs, unless
+// nothing has changed since last (the state it returns). A pool's selector
+// that changed while rendering is left alone: the change has signalled
+// another render.
+func (c *Controller) sync(ctx context.Context, last syncState) syncState {
+	if !c.src.Synced() {
+		// Nothing to compare the render with yet; the source signals
+		// once it has synced.
+		return last
+	}
+	inputs := c.inputs()
+	if last.current(c, inputs) {
+		return last
+	}
+	next := syncState{inputs: inputs, targets: map[string]string{}}
+	var mu sync.Mutex
 	start := time.Now()
 	before := c.selectors()
 	in, err := c.src.Load(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return
+			return syncState{}
 		}
 		var es *render.Errors
 		if errors.As(err, &es) {
@@ -72,19 +148,42 @@ func (c *Controller) sync(ctx context.Context) {
 		}
 		c.log.Error("cannot render", "err", err)
 		c.finishSync(start, err)
-		return
+		return syncState{}
 	}
 	after := c.selectors()
-	for _, res := range in.Results {
-		if key, ok := after[res.Pool]; ok && key == before[res.Pool] {
-			c.report(res.Pool, c.syncPool(ctx, res, key))
+	rendered := time.Since(start)
+	// Pools are independent: their writes go out side by side, a few at
+	// a time, so the last of twenty pools does not wait for the others.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallelWrites)
+	each := func(pool string, f func(key string) error) {
+		key, ok := after[pool]
+		if !ok || key != before[pool] {
+			return
 		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c.report(pool, f(key))
+		}()
+	}
+	for _, res := range in.Results {
+		each(res.Pool, func(key string) error {
+			err := c.syncPool(ctx, res, key)
+			if err == nil {
+				mu.Lock()
+				next.targets[res.Pool] = res.Name
+				mu.Unlock()
+			}
+			return err
+		})
 	}
 	for pool, rerr := range in.Failed {
-		if key, ok := after[pool]; ok && key == before[pool] {
-			c.report(pool, c.degrade(ctx, pool, key, rerr))
-		}
+		each(pool, func(key string) error { return c.degrade(ctx, pool, key, rerr) })
 	}
+	wg.Wait()
+	c.log.Debug("synced", "pools", len(after), "render", rendered, "writes", time.Since(start)-rendered)
 	c.forgetPools(after)
 	if c.cfg.Prune && ctx.Err() == nil {
 		if _, err := c.prune(ctx); err != nil {
@@ -93,7 +192,15 @@ func (c *Controller) sync(ctx context.Context) {
 	}
 	c.m.syncSeconds.Observe(time.Since(start).Seconds())
 	c.finishSync(start, nil)
+	if c.cfg.DryRun || len(next.targets) != len(in.Results) {
+		// Nothing written, or not all: the next change renders again.
+		return syncState{}
+	}
+	return next
 }
+
+// parallelWrites bounds the pools written at once.
+const parallelWrites = 8
 
 // selectors keys every cached pool by its machineConfigSelector.
 func (c *Controller) selectors() map[string]string {

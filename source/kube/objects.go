@@ -35,3 +35,21 @@ func (s *Source) cached(st interface {
 	u, _ := o.(*unstructured.Unstructured)
 	return u
 }
+
+// MachineConfigs lists the cached MachineConfigs, sorted by name; none
+// before the caches have synced. The objects are the cache's own.
+func (s *Source) MachineConfigs() []*unstructured.Unstructured {
+	if !s.Synced() {
+		return nil
+	}
+	return objects(s.mcs)
+}
+
+// ControllerConfigObject returns the cached ControllerConfig the source
+// renders with, or nil.
+func (s *Source) ControllerConfigObject() *unstructured.Unstructured {
+	if !s.Synced() {
+		return nil
+	}
+	return s.controllerConfig()
+}
