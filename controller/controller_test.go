@@ -326,3 +326,59 @@ func TestDryRunWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A rendered config deleted under its pool is written again (the pool
+// still names it); one tampered with is never rewritten: the pool is
+// RenderDegraded, naming it, until it is deleted.
+func TestRenderedConfigDeletedOrTampered(t *testing.T) {
+	cp := needControlPlane(t)
+	cp.Apply(t, poolObject(t, "worker"), mcObject(t, "50-worker", "worker", "one"))
+	c := startController(t, cp, Config{ReleaseOnCancel: true})
+	var name string
+	kubetest.Eventually(t, 20*time.Second, "first render", func() error {
+		if name = configuration(pool(t, cp, "worker")); name == "" {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	mcs := cp.Dynamic.Resource(kube.MachineConfigs)
+	ctx := context.Background()
+	if err := mcs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 20*time.Second, "written again", func() error {
+		_, err := mcs.Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	c.stop()
+
+	u, err := mcs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(u.Object, []any{"tampered"}, "spec", "kernelArguments"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mcs.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startController(t, cp, Config{})
+	kubetest.Eventually(t, 20*time.Second, "RenderDegraded", func() error {
+		c := renderDegraded(pool(t, cp, "worker"))
+		if c == nil || c["status"] != "True" || !strings.Contains(c["message"].(string), "MachineConfig/"+name+": $.spec: a rendered MachineConfig of that name exists with other content") {
+			return fmt.Errorf("condition %v", c)
+		}
+		return nil
+	})
+	if got, _ := mcs.Get(ctx, name, metav1.GetOptions{}); !strings.Contains(fmt.Sprint(got.Object["spec"]), "tampered") {
+		t.Error("the tampered config was rewritten")
+	}
+	if err := mcs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	server := newServerSource(t, cp, kube.ModeSelf, render.Options{})
+	kubetest.Eventually(t, 20*time.Second, "written again and cleared", func() error {
+		_, err := pointedAt(t, cp, server, "worker", []string{"50-worker"}, "data:,one")
+		return err
+	})
+}
