@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,24 +11,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
-// One control plane serves every test of the package.
-var (
-	shared        *kubetest.ControlPlane
-	sharedMissing string // why there is none (skip, or fail under CI)
-	sharedErr     error  // the binaries are there but would not start
-)
+// One control plane serves every test and benchmark of the package.
+var shared = &kubetest.Shared{Benchmarks: true}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -37,66 +29,20 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	ctrllog.SetLogger(logr.Discard())
-	klog.SetLogger(logr.Discard())
-	if why := noControlPlaneWanted(); why != "" {
-		sharedMissing = why
-		return m.Run()
-	}
-	assets, err := kubetest.Assets()
-	if err != nil {
-		sharedMissing = err.Error()
-		return m.Run()
-	}
-	crds, err := kubetest.CRDFiles(true)
-	if err != nil {
-		sharedErr = err
-		return m.Run()
-	}
-	start := time.Now()
-	if shared, sharedErr = kubetest.Start(assets, crds); sharedErr == nil {
-		fmt.Fprintf(os.Stderr, "controller: control plane (kube-apiserver %s, etcd) up in %s\n", shared.Version, time.Since(start).Round(time.Millisecond))
-		defer shared.Stop()
-	}
+	stop := shared.Setup("controller", true)
+	defer stop()
 	return m.Run()
-}
-
-// noControlPlaneWanted says why this run needs none: -short, fuzzing,
-// listing, or benchmarks alone.
-func noControlPlaneWanted() string {
-	val := func(name string) string {
-		if f := flag.Lookup(name); f != nil {
-			return f.Value.String()
-		}
-		return ""
-	}
-	switch {
-	case testing.Short():
-		return "-short given"
-	case val("test.fuzz") != "" || val("test.fuzzworker") == "true":
-		return "fuzzing"
-	case val("test.list") != "":
-		return "listing"
-	case val("test.run") == "^$" && val("test.bench") == "":
-		return "no tests selected"
-	}
-	return ""
 }
 
 // needControlPlane returns the shared control plane emptied of every
 // object the tests make, or ends the test.
 func needControlPlane(t testing.TB) *kubetest.ControlPlane {
 	t.Helper()
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	if shared == nil {
-		kubetest.Missing(t, sharedMissing)
-	}
-	shared.DeleteAll(t, kube.MachineConfigs, kube.MachineConfigPools, kube.ControllerConfigs, Nodes)
+	cp := shared.Need(t)
+	cp.DeleteAll(t, kube.MachineConfigs, kube.MachineConfigPools, kube.ControllerConfigs, Nodes)
 	// The Lease's namespace; each test has a Lease of its own.
-	shared.ApplyFiles(t, filepath.Join("..", "deploy", "namespace.yaml"))
-	return shared
+	cp.ApplyFiles(t, filepath.Join("..", "deploy", "namespace.yaml"))
+	return cp
 }
 
 var realdata = filepath.Join("..", "..", "shared", "realdata")
@@ -123,47 +69,13 @@ func yamlFiles(t testing.TB, dir string) []string {
 	return files
 }
 
-const testPool = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata:
-  name: POOL
-spec:
-  machineConfigSelector:
-    matchExpressions:
-    - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, POOL]}
-  nodeSelector:
-    matchLabels: {node-role.kubernetes.io/POOL: ""}
-`
-
-const testMC = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: NAME
-  labels: {machineconfiguration.openshift.io/role: ROLE}
-spec:
-  config:
-    ignition: {version: 3.2.0}
-    storage:
-      files:
-      - {path: /etc/NAME, mode: 420, contents: {source: "data:,CONTENT"}}
-`
-
-func object(t testing.TB, tmpl string, kv ...string) *unstructured.Unstructured {
-	t.Helper()
-	objs := kubetest.DecodeObjects(t, []byte(strings.NewReplacer(kv...).Replace(tmpl)))
-	if len(objs) != 1 {
-		t.Fatalf("%d objects", len(objs))
-	}
-	return objs[0]
-}
+var object = kubetest.Object
 
 func mcObject(t testing.TB, name, role, content string) *unstructured.Unstructured {
-	return object(t, testMC, "NAME", name, "ROLE", role, "CONTENT", content)
+	return kubetest.MachineConfig(t, name, role, content)
 }
 
-func poolObject(t testing.TB, name string) *unstructured.Unstructured {
-	return object(t, testPool, "POOL", name)
-}
+func poolObject(t testing.TB, name string) *unstructured.Unstructured { return kubetest.Pool(t, name) }
 
 func nodeObject(name string, annotations map[string]string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}

@@ -27,7 +27,6 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
-	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/render"
@@ -191,34 +190,11 @@ func TestSelfModeMatchesDirectory(t *testing.T) {
 	}
 }
 
-const testPool = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata:
-  name: POOL
-spec:
-  machineConfigSelector:
-    matchExpressions:
-    - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, POOL]}
-  nodeSelector:
-    matchLabels: {node-role.kubernetes.io/POOL: ""}
-`
-
-func object(t *testing.T, tmpl string, kv ...string) *unstructured.Unstructured {
-	t.Helper()
-	objs := decodeObjects(t, []byte(strings.NewReplacer(kv...).Replace(tmpl)))
-	if len(objs) != 1 {
-		t.Fatalf("%d objects", len(objs))
-	}
-	return objs[0]
-}
-
 func mcObject(t *testing.T, name, role, content string) *unstructured.Unstructured {
-	return object(t, mctest.MachineConfig(name, role, content))
+	return kubetest.MachineConfig(t, name, role, content)
 }
 
-func poolObj(t *testing.T, name string) *unstructured.Unstructured {
-	return object(t, testPool, "POOL", name)
-}
+func poolObj(t *testing.T, name string) *unstructured.Unstructured { return kubetest.Pool(t, name) }
 
 // Objects created, changed and deleted in the cluster are served, and two
 // replicas serve identical bytes and ETags at every step.
@@ -540,16 +516,7 @@ func TestDeployRBACIsEnough(t *testing.T) {
 // client config carrying a token for it, as the kubelet mounts one.
 func (cp *controlPlane) serviceAccount(t *testing.T) *rest.Config {
 	t.Helper()
-	deploy := filepath.Join("..", "..", "deploy")
-	cp.applyFiles(t, filepath.Join(deploy, "namespace.yaml"), filepath.Join(deploy, "serviceaccount.yaml"), filepath.Join(deploy, "rbac.yaml"))
-	tr, err := cp.kube.CoreV1().ServiceAccounts("mcs").CreateToken(context.Background(), "mcs",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa := rest.AnonymousClientConfig(cp.admin)
-	sa.BearerToken = tr.Status.Token
-	return sa
+	return cp.ServiceAccount(t, "mcs", "mcs", filepath.Join("..", "..", "deploy"), "namespace.yaml", "serviceaccount.yaml", "rbac.yaml")
 }
 
 // The control plane's life seen by a replica: started before the CRDs
@@ -557,8 +524,8 @@ func (cp *controlPlane) serviceAccount(t *testing.T) *rest.Config {
 // Throughout, the last good render keeps serving and the trouble is
 // reported; afterwards, changes are followed again.
 func TestAPIServerLifecycle(t *testing.T) {
-	if shared == nil && sharedErr == nil {
-		kubetest.Missing(t, sharedMissing)
+	if sharedCP.CP == nil && sharedCP.Err == nil {
+		kubetest.Missing(t, sharedCP.Missing)
 	}
 	assets, err := kubetest.Assets()
 	if err != nil {

@@ -1,0 +1,129 @@
+package kubetest
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/ignition-mcs/mcs/internal/mctest"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Shared is the one control plane a test package's tests share.
+type Shared struct {
+	// Benchmarks says the package's benchmarks need it too.
+	Benchmarks bool
+
+	CP      *ControlPlane
+	Missing string // why there is none: binaries missing (skip, or fail under CI)
+	Err     error  // the binaries are there but would not start (always a failure)
+}
+
+// Setup starts the shared control plane, with every CRD when all, unless the
+// run needs none; call it from TestMain after flag.Parse, and the returned
+// stop after m.Run. label prefixes the start-up line on stderr.
+func (s *Shared) Setup(label string, all bool) (stop func()) {
+	// envtest's logger and client-go's klog would print every retry.
+	ctrllog.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
+	stop = func() {}
+	if why := notWanted(s.Benchmarks); why != "" {
+		s.Missing = why
+		return stop
+	}
+	assets, err := Assets()
+	if err != nil {
+		s.Missing = err.Error()
+		return stop
+	}
+	crds, err := CRDFiles(all)
+	if err != nil {
+		s.Err = err
+		return stop
+	}
+	start := time.Now()
+	if s.CP, s.Err = Start(assets, crds); s.Err != nil {
+		return stop
+	}
+	fmt.Fprintf(os.Stderr, "%s: control plane (kube-apiserver %s, etcd) up in %s\n", label, s.CP.Version, time.Since(start).Round(time.Millisecond))
+	return func() {
+		start := time.Now()
+		s.CP.Stop()
+		fmt.Fprintf(os.Stderr, "%s: control plane stopped in %s\n", label, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// Need returns the shared control plane, or ends the test: a skip that
+// says how to get the binaries, or under CI (CI=true) a failure.
+func (s *Shared) Need(t testing.TB) *ControlPlane {
+	t.Helper()
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	if s.CP == nil {
+		Missing(t, s.Missing)
+	}
+	return s.CP
+}
+
+// notWanted says why this run needs no control plane: -short, fuzzing
+// (every fuzz worker runs TestMain too), listing, or benchmarks alone.
+func notWanted(benchmarks bool) string {
+	val := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	switch {
+	case testing.Short():
+		return "-short given"
+	case val("test.fuzz") != "" || val("test.fuzzworker") == "true":
+		return "fuzzing"
+	case val("test.list") != "":
+		return "listing"
+	case val("test.run") == "^$" && (!benchmarks || val("test.bench") == ""):
+		return "no tests selected"
+	}
+	return ""
+}
+
+// PoolTemplate is a pool named POOL selecting role worker and POOL.
+const PoolTemplate = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata:
+  name: POOL
+spec:
+  machineConfigSelector:
+    matchExpressions:
+    - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, POOL]}
+  nodeSelector:
+    matchLabels: {node-role.kubernetes.io/POOL: ""}
+`
+
+// Object is the one object of tmpl with each old string of kv replaced by
+// the new one after it.
+func Object(t testing.TB, tmpl string, kv ...string) *unstructured.Unstructured {
+	t.Helper()
+	objs := DecodeObjects(t, []byte(strings.NewReplacer(kv...).Replace(tmpl)))
+	if len(objs) != 1 {
+		t.Fatalf("%d objects", len(objs))
+	}
+	return objs[0]
+}
+
+// MachineConfig is mctest's MachineConfig as an object.
+func MachineConfig(t testing.TB, name, role, content string) *unstructured.Unstructured {
+	return Object(t, mctest.MachineConfig(name, role, content))
+}
+
+// Pool is PoolTemplate filled in.
+func Pool(t testing.TB, name string) *unstructured.Unstructured {
+	return Object(t, PoolTemplate, "POOL", name)
+}
