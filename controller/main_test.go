@@ -3,11 +3,9 @@ package controller
 import (
 	"context"
 	"flag"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -198,25 +196,4 @@ func serviceAccount(t testing.TB, cp *kubetest.ControlPlane) *rest.Config {
 	return cp.ServiceAccount(t, "mcs", "mcs-controller", filepath.Join("..", "deploy"), "namespace.yaml", filepath.Join("controller", "controller.yaml"))
 }
 
-// testLogger writes to the test's log; lines from goroutines still winding
-// down after the test are dropped (t.Log would panic).
-func testLogger(t testing.TB) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct {
-	t    testing.TB
-	mu   sync.Mutex
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
+var testLogger = kubetest.Logger

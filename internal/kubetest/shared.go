@@ -3,8 +3,10 @@ package kubetest
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,4 +128,28 @@ func MachineConfig(t testing.TB, name, role, content string) *unstructured.Unstr
 // Pool is PoolTemplate filled in.
 func Pool(t testing.TB, name string) *unstructured.Unstructured {
 	return Object(t, PoolTemplate, "POOL", name)
+}
+
+// Logger writes to the test's log, so a failure shows what the code under
+// test saw; lines from goroutines still winding down after the test are
+// dropped (t.Log would panic).
+func Logger(t testing.TB) *slog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct {
+	t    testing.TB
+	mu   sync.Mutex
+	done bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
 }

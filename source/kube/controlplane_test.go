@@ -3,10 +3,7 @@ package kube
 import (
 	"context"
 	"flag"
-	"log/slog"
 	"os"
-	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -115,26 +112,4 @@ func (cp *controlPlane) newSource(t *testing.T, cfg Config) *Source {
 	return s
 }
 
-// testLogger writes to the test's log, so a failure shows what the
-// source saw; lines from goroutines still winding down after the test are
-// dropped (t.Log would panic).
-func testLogger(t *testing.T) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct {
-	t    *testing.T
-	mu   sync.Mutex
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
+var testLogger = kubetest.Logger
