@@ -119,7 +119,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	srv := &http.Server{Handler: c.Handler(reg), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "mcs controller: status on http://%s/status\n", ln.Addr())
+	fmt.Fprintf(stdout, "mcs controller: listening on http://%s (/status, /metrics, /healthz, /readyz)\n", ln.Addr())
 	err = c.Run(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -159,3 +159,81 @@ func poolEventReasons(dyn dynamic.Interface, pool, host string) map[string]bool 
 	}
 	return reasons
 }
+
+// startSubcommand runs `mcs ARGS...` through dispatch, as main does, until
+// the test ends, and waits for its listener when it has one.
+func startSubcommand(t *testing.T, listens bool, args ...string) *instance {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &instance{t: t, cancel: cancel, done: make(chan error, 1), stderr: &syncBuffer{}, stdout: &syncBuffer{}}
+	go func() { in.done <- dispatch(ctx, args, nil, in.stdout, in.stderr) }()
+	if listens {
+		waitFor(t, "listening", func() bool {
+			m := listening.FindStringSubmatch(in.stdout.String())
+			if m != nil {
+				in.base = m[1]
+			}
+			return m != nil
+		})
+	}
+	t.Cleanup(func() { in.stop() })
+	return in
+}
+
+// `mcs controller` and `mcs prune` as deployed: with a kubeconfig, against
+// a real kube-apiserver. The controller points the pool at its rendered
+// config and says so in /status; prune lists it as in use.
+func TestControllerAndPruneSubcommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: no control plane")
+	}
+	assets, err := kubetest.Assets()
+	if err != nil {
+		kubetest.Missing(t, err.Error())
+	}
+	crds, err := kubetest.CRDFiles(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, dyn, apply := controlPlane(t, assets, crds)
+	apply(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, `{apiVersion: v1, kind: Namespace, metadata: {name: mcs}}`)
+	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
+  spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
+	apply(kube.MachineConfigs, strings.Replace(workerMC, "GEN", "one", 1))
+
+	ctl := startSubcommand(t, true, "controller", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--identity", "test", "--max-spec", "3.2.0")
+	var name string
+	waitFor(t, "the pool pointed at its rendered config", func() bool {
+		p, err := dyn.Resource(kube.MachineConfigPools).Get(context.Background(), "worker", metav1.GetOptions{})
+		if err == nil {
+			name, _, _ = unstructured.NestedString(p.Object, "spec", "configuration", "name")
+		}
+		return name != ""
+	})
+	_, status, _ := ctl.get("/status")
+	for _, want := range []string{`"leading": true`, `"identity": "test"`, `"rendered": "` + name + `"`} {
+		if !strings.Contains(string(status), want) {
+			t.Errorf("/status lacks %s:\n%s", want, status)
+		}
+	}
+	if code, _, _ := ctl.get("/readyz"); code != 200 {
+		t.Errorf("/readyz %d", code)
+	}
+
+	list := startSubcommand(t, false, "prune", "list", "--kubeconfig", kubeconfig)
+	if err := <-list.done; err != nil {
+		t.Fatalf("prune list: %v\n%s", err, list.stderr.String())
+	}
+	if out := list.stdout.String(); !strings.Contains(out, name) || !strings.Contains(out, "in use: pool worker spec") {
+		t.Errorf("prune list:\n%s", out)
+	}
+	list.done <- nil
+	bad := startSubcommand(t, false, "prune", "--kubeconfig", kubeconfig, "extra")
+	if err := <-bad.done; err != errUsage {
+		t.Errorf("prune with an extra argument: %v", err)
+	}
+	bad.done <- nil
+	if err := ctl.stop(); err != nil {
+		t.Fatalf("controller: %v\n%s", err, ctl.stderr.String())
+	}
+}

@@ -4,6 +4,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,7 +13,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := dispatch(ctx, os.Args[1:]); err != nil {
+	if err := dispatch(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		if err != errUsage {
 			fmt.Fprintln(os.Stderr, "mcs:", err)
 		}
@@ -22,14 +23,14 @@ func main() {
 
 // dispatch runs the subcommand named first (controller, prune), else the
 // server.
-func dispatch(ctx context.Context, args []string) error {
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "controller":
-			return runController(ctx, args[1:], os.Stdout, os.Stderr)
+			return runController(ctx, args[1:], stdout, stderr)
 		case "prune":
-			return runPrune(ctx, args[1:], os.Stdout, os.Stderr)
+			return runPrune(ctx, args[1:], stdout, stderr)
 		}
 	}
-	return run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+	return run(ctx, args, stdin, stdout, stderr)
 }
