@@ -290,6 +290,9 @@ func (s *Source) controllerConfig() *unstructured.Unstructured {
 func (s *Source) loadSelf() (*source.Input, error) {
 	l := render.Loader{Cache: &s.cache}
 	for _, u := range objects(s.mcs) {
+		if IsRendered(u) {
+			continue // an output, never an input: see IsRendered
+		}
 		if err := feed(&l, u); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,28 @@
 package kube
 
-import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// IsRendered says whether a MachineConfig is a rendered config: one a pool
+// owns as its controller, without labels. Self mode renders from the others
+// only. Upstream would merge one into a pool whose selector matched no
+// labels (a DoesNotExist expression), and render from its own output on
+// every change; and a cluster keeps hundreds of them, each the size of a
+// whole pool, which every render would otherwise decode.
+func IsRendered(u *unstructured.Unstructured) bool {
+	if len(u.GetLabels()) > 0 {
+		return false
+	}
+	for _, o := range u.GetOwnerReferences() {
+		if o.Kind == render.KindMachineConfigPool && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
+}
 
 // Pool returns the cached MachineConfigPool named, or nil before the caches
 // have synced or when there is none. It is the cache's own object: callers
