@@ -75,8 +75,9 @@ type Controller struct {
 	rest *rest.Config
 	m    *metrics
 
-	mu     sync.Mutex
-	status Status
+	mu      sync.Mutex
+	status  Status
+	checked map[string]string // rendered config → resourceVersion found equal to its render
 }
 
 // New checks cfg and prepares the clients; nothing reaches the network

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/kube"
 )
 
 // lead renders and writes until ctx (the Lease) ends: once at once, then
@@ -85,7 +86,7 @@ func (st syncState) current(c *Controller, inputs string) bool {
 func (c *Controller) inputs() string {
 	h := sha256.New()
 	for _, u := range c.src.MachineConfigs() {
-		if !ownedByPool(u) {
+		if !kube.IsRendered(u) {
 			fmt.Fprintf(h, "mc %s %s\n", u.GetName(), u.GetResourceVersion())
 		}
 	}
@@ -97,18 +98,6 @@ func (c *Controller) inputs() string {
 		fmt.Fprintf(h, "cc %s\n", cc.GetResourceVersion())
 	}
 	return string(h.Sum(nil))
-}
-
-func ownedByPool(u *unstructured.Unstructured) bool {
-	if len(u.GetLabels()) > 0 {
-		return false // a selector could pick it
-	}
-	for _, o := range u.GetOwnerReferences() {
-		if o.Kind == render.KindMachineConfigPool && o.Controller != nil && *o.Controller {
-			return true
-		}
-	}
-	return false
 }
 
 func configuration(p *unstructured.Unstructured) string {
@@ -227,11 +216,7 @@ func (c *Controller) syncPool(ctx context.Context, res *render.Result, selKey st
 		return nil // deleted since
 	}
 	c.setRendered(res)
-	obj, err := renderedObject(res, pool)
-	if err != nil {
-		return err
-	}
-	if err := c.ensureRendered(ctx, res.Pool, obj); err != nil {
+	if err := c.ensureRendered(ctx, res, pool); err != nil {
 		var ce *ContentError
 		if errors.As(err, &ce) {
 			return c.degrade(ctx, res.Pool, selKey, err)

@@ -64,30 +64,62 @@ func sameContent(pool string, cur, want *unstructured.Unstructured) error {
 	return &ContentError{Name: want.GetName(), Pool: pool}
 }
 
-// ensureRendered creates the rendered MachineConfig unless it exists; an
-// existing one must hold the same spec.
-func (c *Controller) ensureRendered(ctx context.Context, pool string, obj *unstructured.Unstructured) error {
-	name := obj.GetName()
-	if cur := c.src.MachineConfig(name); cur != nil {
-		return sameContent(pool, cur, obj)
+// ensureRendered creates the pool's rendered MachineConfig unless it
+// exists; an existing one must hold the same spec. A stored config found
+// equal is not compared again until it changes: a large one costs a
+// decode of both sides.
+func (c *Controller) ensureRendered(ctx context.Context, res *render.Result, pool *unstructured.Unstructured) error {
+	name := res.Name
+	cur := c.src.MachineConfig(name)
+	if cur != nil && c.wasVerified(name, cur.GetResourceVersion()) {
+		return nil
+	}
+	obj, err := renderedObject(res, pool)
+	if err != nil {
+		return err
 	}
 	mcs := c.dyn.Resource(kube.MachineConfigs)
-	_, err := mcs.Create(ctx, obj, metav1.CreateOptions{DryRun: c.dryRun(), FieldManager: FieldManager})
-	if apierrors.IsAlreadyExists(err) {
-		// The cache is behind: another write of ours, or someone else's.
-		cur, gerr := mcs.Get(ctx, name, metav1.GetOptions{})
-		if gerr != nil {
-			return fmt.Errorf("reading MachineConfig %s: %w", name, gerr)
+	if cur == nil {
+		_, err = mcs.Create(ctx, obj, metav1.CreateOptions{DryRun: c.dryRun(), FieldManager: FieldManager})
+		if err == nil {
+			c.m.renders.WithLabelValues(c.dryRunLabel()).Inc()
+			c.wrote(res.Pool, "created rendered MachineConfig "+name)
+			return nil
 		}
-		return sameContent(pool, cur, obj)
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating MachineConfig %s: %w", name, err)
+		}
+		// The cache is behind: another write of ours, or someone else's.
+		if cur, err = mcs.Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("reading MachineConfig %s: %w", name, err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("creating MachineConfig %s: %w", name, err)
+	if err := sameContent(res.Pool, cur, obj); err != nil {
+		return err
 	}
-	c.m.renders.WithLabelValues(c.dryRunLabel()).Inc()
-	c.wrote(pool, "created rendered MachineConfig "+name)
+	c.verified(name, cur.GetResourceVersion())
 	return nil
 }
+
+// wasVerified says whether the stored config was found equal to its render
+// at this resourceVersion.
+func (c *Controller) wasVerified(name, rv string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return rv != "" && c.checked[name] == rv
+}
+
+func (c *Controller) verified(name, rv string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.checked == nil || len(c.checked) > maxChecked {
+		c.checked = map[string]string{} // forget the old ones, rather than grow
+	}
+	c.checked[name] = rv
+}
+
+// maxChecked bounds the verified-config memo.
+const maxChecked = 4096
 
 func (c *Controller) dryRun() []string {
 	if c.cfg.DryRun {
