@@ -58,21 +58,31 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 		fmt.Fprintf(stderr, "Usage: mcs controller [flags]\n\nRenders every MachineConfigPool and writes its rendered MachineConfig at the lowest spec,\nleader-elected on a Lease; replaces OpenShift's render controller (which must not run beside it).\nEvery flag can also be set as MCS_<FLAG>.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil
-		}
-		return nil, errUsage
-	}
-	if err := fromEnv(fs); err != nil {
-		fmt.Fprintln(stderr, "mcs controller:", err)
-		return nil, errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mcs controller: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return nil, errUsage
+	if ok, err := parseArgs(fs, args, stderr); !ok {
+		return nil, err
 	}
 	return o, nil
+}
+
+// parseArgs parses args, then MCS_<FLAG> for every flag not given, and
+// refuses leftover arguments. It is false with a nil error for -help, and
+// false with errUsage for a mistake (already said on stderr).
+func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (bool, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return false, nil
+		}
+		return false, errUsage
+	}
+	if err := fromEnv(fs); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return false, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected arguments: %s\n", fs.Name(), strings.Join(fs.Args(), " "))
+		return false, errUsage
+	}
+	return true, nil
 }
 
 func envOr(name, def string) string {

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
@@ -33,15 +31,8 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "Usage: mcs prune [list] [flags]\n\nLists (list) or prunes rendered MachineConfigs. Never deletes one in use: named by a pool's\nspec or status configuration, or by a Node's currentConfig or desiredConfig annotation.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mcs prune: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return errUsage
+	if ok, err := parseArgs(fs, args, stderr); !ok {
+		return err
 	}
 	rc, err := kube.RESTConfig(*kubeconfig)
 	if err != nil {
