@@ -190,6 +190,11 @@ func TestSelfModeMatchesDirectory(t *testing.T) {
 	}
 }
 
+func object(t *testing.T, tmpl string, kv ...string) *unstructured.Unstructured {
+	t.Helper()
+	return kubetest.Object(t, tmpl, kv...)
+}
+
 func mcObject(t *testing.T, name, role, content string) *unstructured.Unstructured {
 	return kubetest.MachineConfig(t, name, role, content)
 }
