@@ -25,16 +25,25 @@ func (in *instance) stdoutForTLS() string { return in.stdout.String() }
 
 func start(t testing.TB, args ...string) *instance {
 	t.Helper()
+	return launch(t, true, func(ctx context.Context, stdout, stderr io.Writer) error { return run(ctx, args, nil, stdout, stderr) })
+}
+
+// launch runs main's f until the test ends, and waits for its listener
+// when it has one.
+func launch(t testing.TB, listens bool, f func(ctx context.Context, stdout, stderr io.Writer) error) *instance {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{t: t, cancel: cancel, done: make(chan error, 1), stderr: &syncBuffer{}, stdout: &syncBuffer{}}
-	go func() { in.done <- run(ctx, args, nil, in.stdout, in.stderr) }()
-	waitFor(t, "listening", func() bool {
-		m := listening.FindStringSubmatch(in.stdout.String())
-		if m != nil {
-			in.base = m[1]
-		}
-		return m != nil
-	})
+	go func() { in.done <- f(ctx, in.stdout, in.stderr) }()
+	if listens {
+		waitFor(t, "listening", func() bool {
+			m := listening.FindStringSubmatch(in.stdout.String())
+			if m != nil {
+				in.base = m[1]
+			}
+			return m != nil
+		})
+	}
 	t.Cleanup(func() { in.stop() })
 	return in
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,24 +161,12 @@ func poolEventReasons(dyn dynamic.Interface, pool, host string) map[string]bool 
 	return reasons
 }
 
-// startSubcommand runs `mcs ARGS...` through dispatch, as main does, until
-// the test ends, and waits for its listener when it has one.
+// startSubcommand runs `mcs ARGS...` through dispatch, as main does.
 func startSubcommand(t *testing.T, listens bool, args ...string) *instance {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{t: t, cancel: cancel, done: make(chan error, 1), stderr: &syncBuffer{}, stdout: &syncBuffer{}}
-	go func() { in.done <- dispatch(ctx, args, nil, in.stdout, in.stderr) }()
-	if listens {
-		waitFor(t, "listening", func() bool {
-			m := listening.FindStringSubmatch(in.stdout.String())
-			if m != nil {
-				in.base = m[1]
-			}
-			return m != nil
-		})
-	}
-	t.Cleanup(func() { in.stop() })
-	return in
+	return launch(t, listens, func(ctx context.Context, stdout, stderr io.Writer) error {
+		return dispatch(ctx, args, nil, stdout, stderr)
+	})
 }
 
 // `mcs controller` and `mcs prune` as deployed: with a kubeconfig, against
