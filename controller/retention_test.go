@@ -197,3 +197,26 @@ func TestRetention(t *testing.T) {
 		t.Errorf("mcs_controller_prunes_total %v, want 2", n)
 	}
 }
+
+// renderedPool reads names people and other controllers choose: it must
+// not panic, and a rendered name it accepts names a pool.
+func FuzzRenderedPool(f *testing.F) {
+	for _, s := range []string{"rendered-worker-0123456789abcdef0123456789abcdef", "rendered--0123456789abcdef0123456789abcdef", "rendered-a-b-0123456789abcdef0123456789abcdef", "00-worker", ""} {
+		f.Add(s, "")
+		f.Add(s, "infra")
+	}
+	f.Fuzz(func(t *testing.T, name, owner string) {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{render.AnnotationGeneratedByController: "v"}}}
+		yes := true
+		if owner != "" {
+			m.OwnerReferences = []metav1.OwnerReference{{Kind: render.KindMachineConfigPool, Name: owner, Controller: &yes}}
+		}
+		pool, ok := renderedPool(m)
+		switch {
+		case owner != "" && (!ok || pool != owner):
+			t.Errorf("owned by %q: %q %v", owner, pool, ok)
+		case owner == "" && ok && (pool == "" || name != "rendered-"+pool+name[len("rendered-")+len(pool):]):
+			t.Errorf("%q read as pool %q", name, pool)
+		}
+	})
+}
