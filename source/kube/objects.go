@@ -75,3 +75,12 @@ func (s *Source) ControllerConfigObject() *unstructured.Unstructured {
 	}
 	return s.controllerConfig()
 }
+
+// Synced reports whether every informer has listed its resource once (the
+// controller renders and compares nothing before).
+func (s *Source) Synced() bool { return s.hasSynced() }
+
+// Origin is the file name errors give objects read from the API server
+// ("kubernetes: MachineConfig/x: $.path: ..."); the controller's errors
+// about the objects it writes read the same.
+const Origin = origin
