@@ -32,8 +32,8 @@ const (
 	CauseNotExpressible  Cause = "not-expressible"
 )
 
-// Answer is one row of the contract.
-type Answer struct {
+// contractRow is one row of the contract.
+type contractRow struct {
 	Cause Cause
 	Code  int
 	// Fix says what ends the cause; it ends the WARN line and the /status entry.
@@ -41,11 +41,11 @@ type Answer struct {
 }
 
 // Retried reports whether Ignition retries the answer (it retries 5xx).
-func (a Answer) Retried() bool { return a.Code >= 500 }
+func (a contractRow) Retried() bool { return a.Code >= 500 }
 
-// Contract lists every answer that is not a config, in the order of
+// contract lists every answer that is not a config, in the order of
 // docs/reliability.md.
-var Contract = []Answer{
+var contract = []contractRow{
 	{CauseNotReady, http.StatusServiceUnavailable, "wait: the first render is running (or the source is unreachable; see lastError)"},
 	{CauseOverloaded, http.StatusServiceUnavailable, "wait, or raise --max-in-flight"},
 	{CauseUnknownPool, http.StatusInternalServerError, "create the pool, or correct the pool name in the node's pointer config"},
@@ -63,16 +63,13 @@ var Contract = []Answer{
 	{CauseNotExpressible, http.StatusNotAcceptable, "without a skew gate only: ask for a newer spec"},
 }
 
-var answers = func() map[Cause]Answer {
-	m := make(map[Cause]Answer, len(Contract))
-	for _, a := range Contract {
+var answers = func() map[Cause]contractRow {
+	m := make(map[Cause]contractRow, len(contract))
+	for _, a := range contract {
 		m[a.Cause] = a
 	}
 	return m
 }()
-
-// AnswerFor returns the contract row of a cause.
-func AnswerFor(c Cause) Answer { return answers[c] }
 
 // refuse writes the contract's answer for cause with a one-line text body
 // (curl users read it; Ignition logs only the status text of a retried

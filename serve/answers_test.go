@@ -121,7 +121,7 @@ func (b *blockingWriter) Write(p []byte) (int, error) {
 // for curl users, the metric, and for a retried cause one WARN per client
 // however often it retries, and an entry in /status.
 func TestContract(t *testing.T) {
-	for _, a := range Contract {
+	for _, a := range contract {
 		t.Run(string(a.Cause), func(t *testing.T) {
 			c, ok := contractCases[a.Cause]
 			if !ok {
@@ -148,7 +148,7 @@ func TestContract(t *testing.T) {
 	}
 }
 
-func checkWaiting(t *testing.T, s *Server, a Answer, logs string) {
+func checkWaiting(t *testing.T, s *Server, a contractRow, logs string) {
 	t.Helper()
 	warns := strings.Count(logs, "level=WARN msg=\"node waiting")
 	st := s.Status()
@@ -278,7 +278,7 @@ func TestContractDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range Contract {
+	for _, a := range contract {
 		retry := "no, the boot stops"
 		if a.Retried() {
 			retry = "yes"

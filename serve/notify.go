@@ -9,24 +9,24 @@ import (
 	"github.com/ignition-mcs/mcs/source"
 )
 
-// PoolError is one pool's render failure; the pool keeps serving its last
+// poolError is one pool's render failure; the pool keeps serving its last
 // good render. A Reloader joins them (errors.Join) into its error.
-type PoolError struct {
+type poolError struct {
 	Pool string
 	Err  error
 }
 
-func (e *PoolError) Error() string {
+func (e *poolError) Error() string {
 	return "pool " + e.Pool + " (serving its last good render): " + e.Err.Error()
 }
 
-func (e *PoolError) Unwrap() error { return e.Err }
+func (e *poolError) Unwrap() error { return e.Err }
 
 // poolErrors splits a render error into its pools' failures; whole is
 // false when some part of err names no pool (every pool failed).
-func poolErrors(err error) (pools []*PoolError, whole bool) {
-	if pe, ok := err.(*PoolError); ok {
-		return []*PoolError{pe}, false
+func poolErrors(err error) (pools []*poolError, whole bool) {
+	if pe, ok := err.(*poolError); ok {
+		return []*poolError{pe}, false
 	}
 	joined, ok := err.(interface{ Unwrap() []error })
 	if !ok {
@@ -50,7 +50,7 @@ func (s *Server) notify(n source.Notice) {
 // renderFailed records which pools fail since when and tells the notifier:
 // a pool's own failure names that pool; any other failure is every served
 // pool's, since none of them could be rendered.
-func (s *Server) renderFailed(pools []*PoolError, whole bool, err error, now time.Time) {
+func (s *Server) renderFailed(pools []*poolError, whole bool, err error, now time.Time) {
 	var notices []source.Notice
 	s.mu.Lock()
 	if s.failingSince == nil {

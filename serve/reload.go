@@ -101,7 +101,7 @@ func failure(failed map[string]error) error {
 	names := slices.Sorted(maps.Keys(failed))
 	errs := make([]error, len(names))
 	for i, n := range names {
-		errs[i] = &PoolError{Pool: n, Err: failed[n]}
+		errs[i] = &poolError{Pool: n, Err: failed[n]}
 	}
 	return errors.Join(errs...)
 }
