@@ -80,10 +80,17 @@ func renderedPool(m *metav1.PartialObjectMetadata) (string, bool) {
 	return "", false
 }
 
-// TakeInventory lists the rendered configs (metadata only), the pools and
-// the nodes, fresh from the API server: what is in use must not come from a
-// cache that may be behind.
+// TakeInventory lists the rendered configs (metadata only), then the pools
+// and the nodes, fresh from the API server: what is in use must not come
+// from a cache that may be behind.
 func TakeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface) (*Inventory, error) {
+	// The rendered configs first: one created after this list is simply not
+	// a candidate, whereas listed after the pools it could be in use by a pool
+	// re-pointed meanwhile and still look unused.
+	mcs, err := meta.Resource(kube.MachineConfigs).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing MachineConfigs: %w", err)
+	}
 	uses := map[string][]string{}
 	pools, err := dyn.Resource(kube.MachineConfigPools).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -108,10 +115,6 @@ func TakeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 				uses[v] = append(uses[v], fmt.Sprintf("node %s %s", n.Name, strings.TrimPrefix(a, "machineconfiguration.openshift.io/")))
 			}
 		}
-	}
-	mcs, err := meta.Resource(kube.MachineConfigs).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing MachineConfigs: %w", err)
 	}
 	for i := range mcs.Items {
 		m := &mcs.Items[i]

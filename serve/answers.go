@@ -118,6 +118,7 @@ type Waiting struct {
 // addresses must not grow it without limit.
 const (
 	waitingMax     = 64   // (cause, pool) entries in /status
+	unknownMax     = 8    // of them, for pools the server does not know
 	warnedMax      = 4096 // (cause, pool, client) triples logged once
 	waitingForget  = 10 * time.Minute
 	unlistedPool   = "(other)"
@@ -153,7 +154,9 @@ func (wn *waitingNodes) note(log *slog.Logger, cause Cause, pool, client, agent,
 	e := wn.entries[wk]
 	if e == nil {
 		wn.forget(now)
-		if len(wn.entries) >= waitingMax {
+		// Unknown pool names come from the request: capped apart, so junk
+		// names cannot crowd a real pool's cause out of /status.
+		if len(wn.entries) >= waitingMax || cause == CauseUnknownPool && wn.count(CauseUnknownPool) >= unknownMax {
 			wk.pool = unlistedPool
 		}
 		if e = wn.entries[wk]; e == nil {
@@ -178,6 +181,17 @@ func (wn *waitingNodes) note(log *slog.Logger, cause Cause, pool, client, agent,
 		log.Warn("node waiting: answered "+fmt.Sprint(answers[cause].Code)+", Ignition retries", "cause", string(cause),
 			"pool", pool, "remote", client, "client", bounded(agent), "msg", msg)
 	}
+}
+
+// count is the number of entries for cause. Called with mu held.
+func (wn *waitingNodes) count(cause Cause) int {
+	n := 0
+	for k := range wn.entries {
+		if k.cause == cause {
+			n++
+		}
+	}
+	return n
 }
 
 // forget drops entries not seen lately, and their log dedup keys, so a

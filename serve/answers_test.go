@@ -188,13 +188,18 @@ func TestWaitingBounded(t *testing.T) {
 			s.ServeHTTP(httptest.NewRecorder(), req)
 		}
 	}
-	// Past the bound, new pools share one entry (and one WARN per client).
-	if n, want := strings.Count(logs.String(), "node waiting"), (waitingMax+1)*3; n != want {
+	// Past the bound, new unknown pools share one entry (and one WARN per
+	// client), and leave room for the causes of pools the server knows.
+	if n, want := strings.Count(logs.String(), "node waiting"), (unknownMax+1)*3; n != want {
 		t.Errorf("%d WARN lines, want one per pool and client up to the bound: %d", n, want)
 	}
 	st := s.Status()
-	if len(st.Waiting) != waitingMax+1 {
-		t.Fatalf("%d waiting entries, want the bound %d plus %q", len(st.Waiting), waitingMax, unlistedPool)
+	if len(st.Waiting) != unknownMax+1 {
+		t.Fatalf("%d waiting entries, want the bound %d plus %q", len(st.Waiting), unknownMax, unlistedPool)
+	}
+	s.waiting.note(slog.New(slog.DiscardHandler), CausePoolNotRendered, "worker", "10.0.0.9", "Ignition/v2.27.0", "pool \"worker\" has no good render yet")
+	if st := s.Status(); len(st.Waiting) != unknownMax+2 || st.Waiting[0].Pool != "worker" {
+		t.Fatalf("a known pool's cause after a flood of unknown names: %+v", st.Waiting)
 	}
 	if testutil.CollectAndCount(s.m.refusals) != 1 {
 		t.Error("the refusal metric has a series per pool")

@@ -207,10 +207,10 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		info.pool = "unknown"
 		if why, ok := snap.failed[name]; ok {
-			s.refuse(w, r, CausePoolNotRendered, name, fmt.Sprintf("pool %q has no good render yet: %s", name, oneLine(why)))
+			s.refuse(w, r, CausePoolNotRendered, name, fmt.Sprintf("pool %q has no good render yet: %s", bounded(name), oneLine(why)))
 			return
 		}
-		s.refuse(w, r, CauseUnknownPool, name, fmt.Sprintf("unknown pool %q: this server serves %s", name, strings.Join(snap.names, ", ")))
+		s.refuse(w, r, CauseUnknownPool, name, fmt.Sprintf("unknown pool %q: this server serves %s", bounded(name), strings.Join(snap.names, ", ")))
 		return
 	}
 	info.pool = p.name
