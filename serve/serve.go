@@ -144,6 +144,8 @@ func (s *Server) Swap(snap *Snapshot) {
 	s.m.renderGen.Set(float64(snap.Generation))
 	s.m.renderFailing.Set(0)
 	s.m.renderLastOK.Set(float64(snap.Built.Unix()))
+	s.m.poolsEncoded.Add(float64(snap.Rerendered))
+	s.m.poolsCarried.Add(float64(snap.Carried))
 }
 
 // failedRender records a failed render; the current snapshot keeps serving.

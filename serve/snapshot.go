@@ -32,6 +32,9 @@ type Snapshot struct {
 	pools      map[string]*pool
 	names      []string          // sorted
 	failed     map[string]string // pool → why its newest render failed (it serves an older one)
+	// Rerendered and Carried count the pools whose responses this snapshot
+	// encoded and those it carried over from the one before.
+	Rerendered, Carried int
 }
 
 // keepFailed carries over, from prev, the pools whose newest render failed.
@@ -64,6 +67,7 @@ type pool struct {
 	lowest convert.Version
 	// fetches records who fetched this rendered config; set by Swap.
 	fetches atomic.Pointer[renderedFetches]
+	node    [sha256.Size]byte // nodeKey of the node files encoded with the result
 }
 
 // response is a served body with every header precomputed, as the header
@@ -140,11 +144,36 @@ const (
 // versions in parallel. It fails only on errors that would make a pool
 // unservable to every client.
 func BuildSnapshot(gen uint64, results []*render.Result, cc *render.ControllerConfig, nf NodeFiles) (*Snapshot, error) {
+	return BuildSnapshotFrom(nil, gen, results, cc, nf)
+}
+
+// BuildSnapshotFrom is BuildSnapshot that carries over from prev, unchanged
+// (the same bytes and ETags), the responses of every pool whose result is
+// the one prev served (the same pointer: see source.Renderer) and whose
+// node files are unchanged; only the others are encoded.
+func BuildSnapshotFrom(prev *Snapshot, gen uint64, results []*render.Result, cc *render.ControllerConfig, nf NodeFiles) (*Snapshot, error) {
 	start := time.Now()
 	s := &Snapshot{Generation: gen, Built: start, pools: make(map[string]*pool, len(results))}
+	node := nodeKey(cc, nf)
 	pools := make([]*pool, len(results))
 	errs := make([]error, len(results))
-	parallel(len(results), func(i int) { pools[i], errs[i] = buildPool(results[i], cc, nf) })
+	var todo []int
+	for i, res := range results {
+		if p := prev.carry(res, node); p != nil {
+			pools[i] = p
+			s.Carried++
+			continue
+		}
+		todo = append(todo, i)
+	}
+	s.Rerendered = len(todo)
+	parallel(len(todo), func(j int) {
+		i := todo[j]
+		pools[i], errs[i] = buildPool(results[i], cc, nf)
+		if pools[i] != nil {
+			pools[i].node = node
+		}
+	})
 	for i, res := range results {
 		if errs[i] != nil {
 			return nil, fmt.Errorf("pool %s: %w", res.Pool, errs[i])

@@ -115,6 +115,7 @@ type Source struct {
 	notify    chan struct{} // capacity 1: a pending change
 	health    health
 	cache     render.ParseCache // parsed configs, kept from one load to the next
+	renderer  source.Renderer   // re-renders only the pools whose inputs changed
 
 	// Set before synced is closed, read only after.
 	mcs, pools, ccs, mcfgs cache.Store
@@ -311,7 +312,7 @@ func (s *Source) loadSelf() (*source.Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	return source.RenderPools(set, s.cfg.Options), nil
+	return s.renderer.Render(set, s.cfg.Options), nil
 }
 
 // feed hands one object to the loader as JSON. The name given carries no
