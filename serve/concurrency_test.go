@@ -26,7 +26,7 @@ func generations(tb testing.TB, n int) ([]*Snapshot, map[string]int) {
 		}
 		snaps[g] = snap
 		for _, r := range snap.pools["worker"].responses {
-			gen[string(r.body)] = g
+			gen[string(r.body.bytes())] = g
 		}
 	}
 	return snaps, gen

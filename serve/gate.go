@@ -58,7 +58,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want,
 	info.spec, info.decision = stubSpec.String(), "stub:"+d.ID
 	w.Header()["X-Mcs-Skew"] = []string{d.Reason + "; id=" + d.ID}
 	writeBody(w, r, []string{ignitionType + ";version=" + stubSpec.String()}, []string{`"` + d.ID + "-" + stubSpec.String() + `"`},
-		[]string{strconv.Itoa(len(body))}, body, nil)
+		[]string{strconv.Itoa(len(body))}, bytesBody(body), nil)
 	return true
 }
 

@@ -54,10 +54,13 @@ spec:
 				if served != encoded {
 					t.Fatalf("%s %s %s: served %v, direct encoding %v", dir, res.Pool, v, served, encoded)
 				}
-				if !bytes.Equal(got, want) {
+				if (p.responses[v] == nil) != (werr != nil) {
+					t.Fatalf("%s %s %s: served %v, direct encoding: %v", dir, res.Pool, v, p.responses[v] != nil, werr)
+				}
+				if werr == nil && !bytes.Equal(p.responses[v].body.bytes(), want) {
 					t.Fatalf("%s %s %s: bodies differ", dir, res.Pool, v)
 				}
-				if bytes.Contains(got, []byte("mcsph-")) {
+				if werr == nil && bytes.Contains(p.responses[v].body.bytes(), []byte("mcsph-")) {
 					t.Fatalf("%s %s %s: a token was left in the body", dir, res.Pool, v)
 				}
 			}

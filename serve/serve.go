@@ -231,10 +231,10 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	info.spec = resp.versionLabel
 	if pretty := q.Get("pretty"); pretty != "" && pretty != "0" {
 		var buf bytes.Buffer
-		json.Indent(&buf, resp.body, "", "  ")
+		json.Indent(&buf, resp.body.bytes(), "", "  ")
 		buf.WriteByte('\n')
 		etag := strings.TrimSuffix(resp.etag[0], `"`) + `-pretty"`
-		writeBody(w, r, resp.contentType, []string{etag}, []string{strconv.Itoa(buf.Len())}, buf.Bytes(), nil)
+		writeBody(w, r, resp.contentType, []string{etag}, []string{strconv.Itoa(buf.Len())}, bytesBody(buf.Bytes()), nil)
 		return
 	}
 	body, etag, length, enc := resp.body, resp.etag, resp.contentLength, []string(nil)
@@ -316,7 +316,7 @@ var (
 
 // writeBody writes a body with its validators, answering If-None-Match with
 // 304 and HEAD without a body. It returns the body bytes written.
-func writeBody(w http.ResponseWriter, r *http.Request, contentType, etag, length []string, body []byte, encoding []string) int {
+func writeBody(w http.ResponseWriter, r *http.Request, contentType, etag, length []string, body *body, encoding []string) int {
 	h := w.Header()
 	h["Content-Type"] = contentType
 	h["Etag"] = etag
@@ -334,8 +334,7 @@ func writeBody(w http.ResponseWriter, r *http.Request, contentType, etag, length
 		w.WriteHeader(http.StatusOK)
 		return 0
 	}
-	n, _ := w.Write(body)
-	return n
+	return body.writeTo(w)
 }
 
 func etagMatch(header, etag string) bool {

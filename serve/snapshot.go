@@ -76,7 +76,7 @@ type response struct {
 	version       convert.Version
 	versionLabel  string
 	contentType   []string
-	body          []byte
+	body          *body
 	etag          []string
 	contentLength []string
 
@@ -84,7 +84,7 @@ type response struct {
 	// snapshots never need it, and compressing every version of every pool
 	// would triple the render time.
 	gzOnce   sync.Once
-	gzBody   []byte
+	gzBody   *body
 	gzETag   []string
 	gzLength []string
 }
@@ -93,9 +93,9 @@ func (r *response) gzipped() *response {
 	r.gzOnce.Do(func() {
 		var gz bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-		zw.Write(r.body)
+		r.body.writeTo(zw)
 		zw.Close()
-		r.gzBody = gz.Bytes()
+		r.gzBody = bytesBody(gz.Bytes())
 		r.gzETag = []string{strings.TrimSuffix(r.etag[0], `"`) + `-gz"`}
 		r.gzLength = []string{strconv.Itoa(gz.Len())}
 	})
@@ -218,21 +218,19 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 	// modes are written as the render wrote them.
 	enc := convert.NewEncoder(withNodeFiles(res.Config, shared), false).Written(res.WrittenModes)
 	vs := convert.OutputVersions
-	bodies := make([][]byte, len(vs))
+	segs := make([][][]byte, len(vs))
 	errs := make([]error, len(vs))
 	parallel(len(vs), func(i int) {
-		out, err := enc.Encode(vs[i], func(cfg *convert.Config) error { return servedConfig(cfg, res, vs[i]) })
-		if err == nil {
-			bodies[i] = out.JSON
-		}
-		errs[i] = err
+		segs[i], errs[i] = enc.EncodeSegments(vs[i], func(cfg *convert.Config) error { return servedConfig(cfg, res, vs[i]) })
 	})
+	in := interner{}
 	for i, v := range vs {
 		if errs[i] != nil {
 			p.blocked[v] = errs[i]
 			continue
 		}
-		p.responses[v] = newResponse(v, bodies[i])
+		b, sum := in.body(segs[i])
+		p.responses[v] = newResponse(v, b, sum)
 		if p.lowest.IsZero() {
 			p.lowest = v
 		}
@@ -243,16 +241,16 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 	return p, nil
 }
 
-func newResponse(v convert.Version, body []byte) *response {
-	sum := sha256.Sum256(body)
+// newResponse is b served at v; sum is its bytes' SHA-256.
+func newResponse(v convert.Version, b *body, sum [sha256.Size]byte) *response {
 	tag := hex.EncodeToString(sum[:16])
 	return &response{
 		version:       v,
 		versionLabel:  v.String(),
 		contentType:   []string{ignitionType + ";version=" + v.String()},
-		body:          body,
+		body:          b,
 		etag:          []string{`"` + tag + `"`},
-		contentLength: []string{strconv.Itoa(len(body))},
+		contentLength: []string{strconv.Itoa(b.size)},
 	}
 }
 

@@ -1,0 +1,71 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"io"
+	"strings"
+	"unique"
+)
+
+// body is a served body held as the pieces it is written from: the
+// config's own bytes, and its large file contents, each held once however
+// many versions, pools and snapshots serve it (see interner). The body is
+// the pieces' concatenation.
+type body struct {
+	pieces []string
+	// keep holds the interned contents' handles: while any is held, the
+	// same content interned again is this copy, not another.
+	keep []unique.Handle[string]
+	size int
+}
+
+// bytesBody is a body of one piece.
+func bytesBody(b []byte) *body { return &body{pieces: []string{string(b)}, size: len(b)} }
+
+// writeTo writes the body and returns how many bytes were written; it
+// allocates nothing (ResponseWriters write strings as they are).
+func (b *body) writeTo(w io.Writer) int {
+	n := 0
+	for _, p := range b.pieces {
+		m, err := io.WriteString(w, p)
+		n += m
+		if err != nil {
+			break
+		}
+	}
+	return n
+}
+
+// bytes joins the pieces: for the rarely asked forms (gzip, pretty).
+func (b *body) bytes() []byte { return []byte(strings.Join(b.pieces, "")) }
+
+// interner makes one pool's bodies from EncodeSegments' pieces, interning
+// the contents (odd pieces) once each: they are the same slices in every
+// version of the pool, and unique shares equal contents across pools and
+// snapshots while a served body holds them.
+type interner map[*byte]unique.Handle[string]
+
+// body builds a body from segs and returns it with the hex SHA-256 of its
+// bytes.
+func (in interner) body(segs [][]byte) (*body, [sha256.Size]byte) {
+	b := &body{pieces: make([]string, len(segs))}
+	h := sha256.New()
+	for i, s := range segs {
+		h.Write(s)
+		b.size += len(s)
+		if i%2 == 0 || len(s) == 0 {
+			b.pieces[i] = string(s)
+			continue
+		}
+		hd, ok := in[&s[0]]
+		if !ok {
+			hd = unique.Make(string(s))
+			in[&s[0]] = hd
+		}
+		b.pieces[i] = hd.Value()
+		b.keep = append(b.keep, hd)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return b, sum
+}
