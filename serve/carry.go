@@ -3,6 +3,7 @@ package serve
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"runtime/debug"
 
 	"github.com/ignition-mcs/mcs/render"
 )
@@ -36,4 +37,23 @@ func nodeKey(cc *render.ControllerConfig, nf NodeFiles) [sha256.Size]byte {
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
 	return out
+}
+
+// swapReleasing swaps snap in with swap. When most of it was built anew, it
+// returns to the OS the memory the build left behind: encoding a pool
+// translates and validates its config at every version, many times what
+// the snapshot keeps, and the runtime would return it only gradually, so a
+// server that re-rendered many pools would sit at several times the memory
+// it serves. That runs before the swap, so that a server is ready with its
+// memory settled, and again after it, off the reload, for the pools the
+// swap let go of. A build that carried most pools made little garbage, and
+// a forced collection would delay its new bytes.
+func swapReleasing(snap *Snapshot, swap func(*Snapshot)) {
+	if snap.Rerendered <= snap.Carried {
+		swap(snap)
+		return
+	}
+	debug.FreeOSMemory()
+	swap(snap)
+	go debug.FreeOSMemory()
 }

@@ -79,7 +79,7 @@ func (r *Reloader) reload(ctx context.Context) error {
 		return err
 	}
 	snap.keepFailed(r.Server.Snapshot(), in.Failed)
-	r.Server.Swap(snap)
+	swapReleasing(snap, r.Server.Swap)
 	return failed
 }
 

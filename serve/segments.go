@@ -39,30 +39,32 @@ func (b *body) writeTo(w io.Writer) int {
 // bytes joins the pieces: for the rarely asked forms (gzip, pretty).
 func (b *body) bytes() []byte { return []byte(strings.Join(b.pieces, "")) }
 
-// interner makes one pool's bodies from EncodeSegments' pieces, interning
-// the contents (odd pieces) once each: they are the same slices in every
-// version of the pool, and unique shares equal contents across pools and
+// interner makes one pool's bodies from EncodeSegments' pieces, each held
+// once: the contents (odd pieces) are the same slices in every version of
+// the pool, so each is looked up once; and unique shares equal pieces
+// (contents, and the config's own bytes between them, which pools selecting
+// the same MachineConfigs have in common) across versions, pools and
 // snapshots while a served body holds them.
 type interner map[*byte]unique.Handle[string]
 
-// body builds a body from segs and returns it with the hex SHA-256 of its
-// bytes.
+// body builds a body from segs and returns it with the SHA-256 of its bytes.
 func (in interner) body(segs [][]byte) (*body, [sha256.Size]byte) {
-	b := &body{pieces: make([]string, len(segs))}
+	b := &body{pieces: make([]string, 0, len(segs)), keep: make([]unique.Handle[string], 0, len(segs))}
 	h := sha256.New()
 	for i, s := range segs {
-		h.Write(s)
-		b.size += len(s)
-		if i%2 == 0 || len(s) == 0 {
-			b.pieces[i] = string(s)
+		if len(s) == 0 {
 			continue
 		}
+		h.Write(s)
+		b.size += len(s)
 		hd, ok := in[&s[0]]
 		if !ok {
 			hd = unique.Make(string(s))
-			in[&s[0]] = hd
+			if i%2 == 1 {
+				in[&s[0]] = hd
+			}
 		}
-		b.pieces[i] = hd.Value()
+		b.pieces = append(b.pieces, hd.Value())
 		b.keep = append(b.keep, hd)
 	}
 	var sum [sha256.Size]byte
