@@ -1,10 +1,11 @@
 package serve
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"io"
-	"strings"
 	"unique"
+	"unsafe"
 )
 
 // body is a served body held as the pieces it is written from: the
@@ -12,7 +13,7 @@ import (
 // many versions, pools and snapshots serve it (see interner). The body is
 // the pieces' concatenation.
 type body struct {
-	pieces []string
+	pieces [][]byte // never modified: they alias interned strings
 	// keep holds the interned contents' handles: while any is held, the
 	// same content interned again is this copy, not another.
 	keep []unique.Handle[string]
@@ -20,14 +21,15 @@ type body struct {
 }
 
 // bytesBody is a body of one piece.
-func bytesBody(b []byte) *body { return &body{pieces: []string{string(b)}, size: len(b)} }
+func bytesBody(b []byte) *body { return &body{pieces: [][]byte{b}, size: len(b)} }
 
-// writeTo writes the body and returns how many bytes were written; it
-// allocates nothing (ResponseWriters write strings as they are).
+// writeTo writes the body and returns how many bytes were written. The
+// pieces are written as bytes, not strings, so that no writer (a wrapper
+// without WriteString) copies them; io.Writer must not modify them.
 func (b *body) writeTo(w io.Writer) int {
 	n := 0
 	for _, p := range b.pieces {
-		m, err := io.WriteString(w, p)
+		m, err := w.Write(p)
 		n += m
 		if err != nil {
 			break
@@ -37,7 +39,7 @@ func (b *body) writeTo(w io.Writer) int {
 }
 
 // bytes joins the pieces: for the rarely asked forms (gzip, pretty).
-func (b *body) bytes() []byte { return []byte(strings.Join(b.pieces, "")) }
+func (b *body) bytes() []byte { return bytes.Join(b.pieces, nil) }
 
 // interner makes one pool's bodies from EncodeSegments' pieces, each held
 // once: the contents (odd pieces) are the same slices in every version of
@@ -49,7 +51,7 @@ type interner map[*byte]unique.Handle[string]
 
 // body builds a body from segs and returns it with the SHA-256 of its bytes.
 func (in interner) body(segs [][]byte) (*body, [sha256.Size]byte) {
-	b := &body{pieces: make([]string, 0, len(segs)), keep: make([]unique.Handle[string], 0, len(segs))}
+	b := &body{pieces: make([][]byte, 0, len(segs)), keep: make([]unique.Handle[string], 0, len(segs))}
 	h := sha256.New()
 	for i, s := range segs {
 		if len(s) == 0 {
@@ -64,7 +66,8 @@ func (in interner) body(segs [][]byte) (*body, [sha256.Size]byte) {
 				in[&s[0]] = hd
 			}
 		}
-		b.pieces = append(b.pieces, hd.Value())
+		v := hd.Value()
+		b.pieces = append(b.pieces, unsafe.Slice(unsafe.StringData(v), len(v)))
 		b.keep = append(b.keep, hd)
 	}
 	var sum [sha256.Size]byte

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/ignition-mcs/mcs/render"
 )
@@ -26,8 +25,8 @@ func contentCopies(snap *Snapshot) map[*byte]int {
 	for _, p := range snap.pools {
 		for _, r := range p.responses {
 			for _, piece := range r.body.pieces {
-				if piece == `"data:,`+strings.Repeat("x", 4096) {
-					out[unsafe.StringData(piece)]++
+				if string(piece) == `"data:,`+strings.Repeat("x", 4096) {
+					out[&piece[0]]++
 				}
 			}
 		}
@@ -92,5 +91,24 @@ func TestSegmentedBodiesServed(t *testing.T) {
 	nm := get(t, s, http.MethodGet, "/config/worker", "Accept", "application/vnd.coreos.ignition+json;version=3.4.0", "If-None-Match", plain.Header().Get("ETag"))
 	if nm.Code != http.StatusNotModified {
 		t.Fatalf("If-None-Match: %d", nm.Code)
+	}
+}
+
+// writerOnly is a ResponseWriter wrapper without WriteString, as
+// middleware's are.
+type writerOnly struct{ io.Writer }
+
+func TestBodyWriteAllocatesNothing(t *testing.T) {
+	snap, err := BuildSnapshot(1, []*render.Result{result(t, "a", sharedIgn)}, nil, NodeFiles{Kubeconfig: []byte(strings.Repeat("k", 2048))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := snap.pools["a"].responses[snap.pools["a"].result.Spec].body
+	if len(b.pieces) < 3 {
+		t.Fatalf("%d pieces: the contents were not held out", len(b.pieces))
+	}
+	w := &writerOnly{io.Discard}
+	if n := testing.AllocsPerRun(100, func() { b.writeTo(w) }); n != 0 {
+		t.Fatalf("writing a body allocates %v times", n)
 	}
 }
