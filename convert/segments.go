@@ -9,11 +9,7 @@ import "bytes"
 // (or many configs sharing contents) can keep one copy of each. Safe for
 // concurrent use; the pieces must not be changed.
 func (e *Encoder) EncodeSegments(v Version, edit func(*Config) error) ([][]byte, error) {
-	cfg, reasons, err := e.edited(e.swapped, edit)
-	if err != nil {
-		return nil, err
-	}
-	tokens, err := encode(&cfg, v, reasons, false)
+	tokens, err := e.tokens(v, edit)
 	if err != nil {
 		return nil, err
 	}
