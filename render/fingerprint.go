@@ -28,8 +28,11 @@ func (s *Set) Fingerprints(opts Options) map[string]Fingerprint {
 	for _, p := range s.pools {
 		h := sha256.New()
 		h.Write(base)
-		writeJSON(h, p)
+		// What a render reads of the pool: not its status, resourceVersion
+		// or labels, which a cluster changes all the time.
+		writeField(h, []byte(p.Metadata.Name))
 		writeField(h, []byte(p.Source))
+		writeJSON(h, p.Spec.MachineConfigSelector)
 		sel := p.Spec.MachineConfigSelector
 		var members []*entry
 		for _, e := range s.entries {
@@ -52,12 +55,17 @@ func (s *Set) Fingerprints(opts Options) map[string]Fingerprint {
 	return out
 }
 
-// sum hashes the MachineConfig as written back (every field, known or not)
-// with where it came from and what loading found, which errors and
-// provenance quote.
+// sum hashes what a render reads of the MachineConfig (its name, labels,
+// annotations and whole spec, not the metadata a cluster bumps on every
+// write: resourceVersion, generation, managedFields) with where it came
+// from and what loading found, which errors and provenance quote.
 func (e *entry) sum() []byte {
 	h := sha256.New()
-	writeJSON(h, e.mc)
+	m := &e.mc.Metadata
+	writeField(h, []byte(m.Name))
+	writeJSON(h, m.Labels)
+	writeJSON(h, m.Annotations)
+	writeJSON(h, e.mc.Spec)
 	writeField(h, []byte(e.mc.Source))
 	if e.generated {
 		writeField(h, []byte("generated"))
