@@ -12,6 +12,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -61,14 +62,15 @@ func run(args []string, stdout io.Writer) error {
 		}
 		o.counts = append(o.counts, n)
 	}
-	fmt.Fprintf(stdout, "%-6s %-10s %-10s %-12s %-14s %-14s\n", "pools", "RSS MiB", "peak MiB", "first (s)", "one pool (ms)", "all pools (ms)")
+	fmt.Fprintf(stdout, "%-6s %-10s %-10s %-12s %-14s %-14s %-14s %-14s\n", "pools", "RSS MiB", "peak MiB", "first (s)", "one pool (ms)", "all pools (ms)",
+		"first CPU (s)", "all CPU (s)")
 	for _, n := range o.counts {
 		r, err := measure(o, n)
 		if err != nil {
 			return fmt.Errorf("%d custom pools: %w", n, err)
 		}
-		fmt.Fprintf(stdout, "%-6d %-10.0f %-10.0f %-12.2f %-14.0f %-14.0f\n", n+2, r.rssMiB, r.peakMiB,
-			r.first.Seconds(), ms(r.onePool), ms(r.allPools))
+		fmt.Fprintf(stdout, "%-6d %-10.0f %-10.0f %-12.2f %-14.0f %-14.0f %-14.2f %-14.2f\n", n+2, r.rssMiB, r.peakMiB,
+			r.first.Seconds(), ms(r.onePool), ms(r.allPools), r.firstCPU.Seconds(), r.allCPU.Seconds())
 	}
 	return nil
 }
@@ -78,6 +80,10 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 type result struct {
 	rssMiB, peakMiB          float64
 	first, onePool, allPools time.Duration
+	// CPU time mcs used to get ready, and for the worker edit: what the
+	// wall times would be on idle cores, give or take parallelism, on a
+	// machine other work shares.
+	firstCPU, allCPU time.Duration
 }
 
 func measure(o options, n int) (*result, error) {
@@ -98,6 +104,9 @@ func measure(o options, n int) (*result, error) {
 	defer srv.stop()
 	r := &result{first: srv.ready}
 	if r.rssMiB, r.peakMiB, err = rss(srv.cmd.Process.Pid); err != nil {
+		return nil, err
+	}
+	if r.firstCPU, err = cpu(srv.cmd.Process.Pid); err != nil {
 		return nil, err
 	}
 
@@ -124,6 +133,10 @@ func measure(o options, n int) (*result, error) {
 		return nil, err
 	}
 	// A worker MachineConfig changed: every pool but master changes.
+	cpu0, err := cpu(srv.cmd.Process.Pid)
+	if err != nil {
+		return nil, err
+	}
 	t0 = time.Now()
 	if err := writeWorkerMC(dir, "edited"); err != nil {
 		return nil, err
@@ -132,6 +145,11 @@ func measure(o options, n int) (*result, error) {
 		return nil, err
 	}
 	r.allPools = time.Since(t0)
+	cpu1, err := cpu(srv.cmd.Process.Pid)
+	if err != nil {
+		return nil, err
+	}
+	r.allCPU = cpu1 - cpu0
 	_, peak, err := rss(srv.cmd.Process.Pid)
 	if err != nil {
 		return nil, err
@@ -263,6 +281,29 @@ func rss(pid int) (cur, peak float64, err error) {
 		}
 	}
 	return cur, peak, nil
+}
+
+// cpu is the CPU time (user and system) the process has used, from
+// /proc/pid/stat, in clock ticks of 1/100 s (USER_HZ on Linux).
+func cpu(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name", pid, len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // utime, stime: fields 14 and 15
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 func customName(i int) string { return fmt.Sprintf("custom-%03d", i) }
