@@ -1,8 +1,11 @@
 package source
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"sync"
 
+	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -59,4 +62,49 @@ func (r *Renderer) Render(set *render.Set, opts render.Options) *Input {
 		in.Results = append(in.Results, pools[i].res)
 	}
 	return in
+}
+
+// Carry replaces each result of in that equals the one the previous call
+// (of Carry or Render) gave for its pool by that earlier *Result, so the
+// server carries its responses over: for sources that make results without
+// rendering (the Kubernetes source's pool mode, which re-reads the rendered
+// MachineConfig a pool names on every load).
+func (r *Renderer) Carry(in *serve.Input) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next := make(map[string]renderedPool, len(in.Results))
+	for i, res := range in.Results {
+		fp := resultFingerprint(res)
+		if prev, ok := r.last[res.Pool]; ok && prev.fp == fp && prev.res != nil {
+			in.Results[i] = prev.res
+		}
+		next[res.Pool] = renderedPool{fp: fp, res: in.Results[i]}
+	}
+	r.last = next
+}
+
+// resultFingerprint hashes everything a result holds that is served or
+// shown: results with the same fingerprint serve the same bytes.
+func resultFingerprint(res *render.Result) render.Fingerprint {
+	warnings := make([]string, len(res.Warnings))
+	for i, w := range res.Warnings {
+		warnings[i] = w.Error()
+	}
+	b, err := json.Marshal(struct {
+		Pool, Name     string
+		MachineConfig  *render.MachineConfig
+		Spec, MinSpec  string
+		Options        render.Options
+		Reasons        []render.Reason
+		MachineConfigs []string
+		Warnings       []string
+		Provenance     render.Provenance
+		Config         *convert.Config
+		WrittenModes   convert.WrittenModes
+	}{res.Pool, res.Name, res.MachineConfig, res.Spec.String(), res.MinSpec.String(), res.Options, res.Reasons,
+		res.MachineConfigs, warnings, res.Provenance, &res.Config, res.WrittenModes})
+	if err != nil {
+		return render.Fingerprint{} // never equal to a real one's hash
+	}
+	return sha256.Sum256(b)
 }

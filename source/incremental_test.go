@@ -92,3 +92,29 @@ func mustSet(t *testing.T, dir string) *render.Set {
 	}
 	return set
 }
+
+func TestRendererCarry(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "50-worker", "worker")
+	write(t, dir, "50-master", "master")
+	// Fresh renders: equal results, other pointers, as pool mode makes them.
+	fresh := func() *serve.Input { return RenderPools(mustSet(t, dir), render.Options{}) }
+	var r Renderer
+	first := fresh()
+	r.Carry(first)
+	second := fresh()
+	before := byPool(second)
+	r.Carry(second)
+	if byPool(second)["worker"] != byPool(first)["worker"] || byPool(second)["master"] != byPool(first)["master"] {
+		t.Fatal("equal results not carried")
+	}
+	if before["worker"] == byPool(first)["worker"] {
+		t.Fatal("the test's renders were not fresh")
+	}
+	write(t, dir, "60-master", "master")
+	third := fresh()
+	r.Carry(third)
+	if byPool(third)["worker"] != byPool(first)["worker"] || byPool(third)["master"] == byPool(first)["master"] {
+		t.Fatal("carried a changed result, or not an unchanged one")
+	}
+}
