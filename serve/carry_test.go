@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -89,5 +90,30 @@ func TestBuildSnapshotFromNodeFilesChanged(t *testing.T) {
 				t.Fatal("same ETag for other node files")
 			}
 		})
+	}
+}
+
+// The Reloader builds each snapshot from the one served: a source that
+// hands back a pool's earlier Result gets that pool's responses carried.
+func TestReloadCarriesUnchangedPools(t *testing.T) {
+	worker, infra := result(t, "worker", plainIgn), result(t, "infra", kargsIgn)
+	src := &inputs{loads: []load{
+		{in: &Input{Results: []*render.Result{worker, infra}}},
+		{in: &Input{Results: []*render.Result{worker, result(t, "infra", plainIgn)}}},
+	}}
+	rl := &Reloader{Source: src, Server: New(Config{})}
+	if err := rl.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := rl.Server.Snapshot()
+	if err := rl.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	second := rl.Server.Snapshot()
+	if second.pools["worker"] != first.pools["worker"] || second.pools["infra"] == first.pools["infra"] {
+		t.Fatal("the reload did not carry worker alone")
+	}
+	if st := rl.Server.Status(); st.PoolsRerendered != 1 || st.PoolsCarried != 1 {
+		t.Fatalf("status rerendered %d carried %d", st.PoolsRerendered, st.PoolsCarried)
 	}
 }
