@@ -39,21 +39,29 @@ func nodeKey(cc *render.ControllerConfig, nf NodeFiles) [sha256.Size]byte {
 	return out
 }
 
-// swapReleasing swaps snap in with swap. When most of it was built anew, it
-// returns to the OS the memory the build left behind: encoding a pool
-// translates and validates its config at every version, many times what
-// the snapshot keeps, and the runtime would return it only gradually, so a
+// swapAndFill swaps snap in with swap, then encodes, off the reload, the
+// specs of its pools that were not encoded before it was served (see
+// lazy.go). When most of it was built anew, it returns to the OS the memory
+// the build left behind, and again after the fill: encoding translates and
+// validates each pool's config at every version, many times what the
+// snapshot keeps, and the runtime would return it only gradually, so a
 // server that re-rendered many pools would sit at several times the memory
-// it serves. That runs before the swap, so that a server is ready with its
-// memory settled, and again after it, off the reload, for the pools the
-// swap let go of. A build that carried most pools made little garbage, and
-// a forced collection would delay its new bytes.
-func swapReleasing(snap *Snapshot, swap func(*Snapshot)) {
-	if snap.Rerendered <= snap.Carried {
-		swap(snap)
+// it serves. The first release runs before the swap, so that a server is
+// ready with its memory settled. A build that carried most pools made
+// little garbage, and a forced collection would delay its new bytes.
+func swapAndFill(snap *Snapshot, swap func(*Snapshot)) {
+	big := snap.Rerendered > snap.Carried
+	if big {
+		debug.FreeOSMemory()
+	}
+	swap(snap)
+	if snap.Rerendered == 0 {
 		return
 	}
-	debug.FreeOSMemory()
-	swap(snap)
-	go debug.FreeOSMemory()
+	go func() {
+		snap.fill()
+		if big {
+			debug.FreeOSMemory()
+		}
+	}()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source"
 )
 
 func TestBuildSnapshotFromCarriesUnchangedPools(t *testing.T) {
@@ -86,7 +87,7 @@ func TestBuildSnapshotFromNodeFilesChanged(t *testing.T) {
 			if next.Carried != 0 || next.pools["worker"] == first.pools["worker"] {
 				t.Fatal("carried a pool whose node files changed")
 			}
-			if first.pools["worker"].responses[worker.Spec].etag[0] == next.pools["worker"].responses[worker.Spec].etag[0] {
+			if first.pools["worker"].response(worker.Spec).etag[0] == next.pools["worker"].response(worker.Spec).etag[0] {
 				t.Fatal("same ETag for other node files")
 			}
 		})
@@ -98,8 +99,8 @@ func TestBuildSnapshotFromNodeFilesChanged(t *testing.T) {
 func TestReloadCarriesUnchangedPools(t *testing.T) {
 	worker, infra := result(t, "worker", plainIgn), result(t, "infra", kargsIgn)
 	src := &inputs{loads: []load{
-		{in: &Input{Results: []*render.Result{worker, infra}}},
-		{in: &Input{Results: []*render.Result{worker, result(t, "infra", plainIgn)}}},
+		{in: &source.Input{Results: []*render.Result{worker, infra}}},
+		{in: &source.Input{Results: []*render.Result{worker, result(t, "infra", plainIgn)}}},
 	}}
 	rl := &Reloader{Source: src, Server: New(Config{})}
 	if err := rl.Reload(context.Background()); err != nil {

@@ -25,7 +25,7 @@ func generations(tb testing.TB, n int) ([]*Snapshot, map[string]int) {
 			tb.Fatal(err)
 		}
 		snaps[g] = snap
-		for _, r := range snap.pools["worker"].responses {
+		for _, r := range responses(snap.pools["worker"]) {
 			gen[string(r.body.bytes())] = g
 		}
 	}

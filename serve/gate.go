@@ -73,9 +73,9 @@ func min3(v convert.Version) convert.Version {
 // neededAbove is the oldest spec newer than v that this pool can be served at.
 func (p *pool) neededAbove(v convert.Version) convert.Version {
 	for _, o := range convert.OutputVersions {
-		if v.Less(o) && p.responses[o] != nil {
+		if v.Less(o) && p.response(o) != nil {
 			return o
 		}
 	}
-	return p.lowest
+	return p.lowest()
 }

@@ -54,13 +54,13 @@ spec:
 				if served != encoded {
 					t.Fatalf("%s %s %s: served %v, direct encoding %v", dir, res.Pool, v, served, encoded)
 				}
-				if (p.responses[v] == nil) != (werr != nil) {
-					t.Fatalf("%s %s %s: served %v, direct encoding: %v", dir, res.Pool, v, p.responses[v] != nil, werr)
+				if (p.response(v) == nil) != (werr != nil) {
+					t.Fatalf("%s %s %s: served %v, direct encoding: %v", dir, res.Pool, v, p.response(v) != nil, werr)
 				}
-				if werr == nil && !bytes.Equal(p.responses[v].body.bytes(), want) {
+				if werr == nil && !bytes.Equal(p.response(v).body.bytes(), want) {
 					t.Fatalf("%s %s %s: bodies differ", dir, res.Pool, v)
 				}
-				if werr == nil && bytes.Contains(p.responses[v].body.bytes(), []byte("mcsph-")) {
+				if werr == nil && bytes.Contains(p.response(v).body.bytes(), []byte("mcsph-")) {
 					t.Fatalf("%s %s %s: a token was left in the body", dir, res.Pool, v)
 				}
 			}

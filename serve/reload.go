@@ -79,7 +79,7 @@ func (r *Reloader) reload(ctx context.Context) error {
 		return err
 	}
 	snap.keepFailed(r.Server.Snapshot(), in.Failed)
-	swapReleasing(snap, r.Server.Swap)
+	swapAndFill(snap, r.Server.Swap)
 	return failed
 }
 

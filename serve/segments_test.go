@@ -23,7 +23,7 @@ var sharedIgn = `{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/e
 func contentCopies(snap *Snapshot) map[*byte]int {
 	out := map[*byte]int{}
 	for _, p := range snap.pools {
-		for _, r := range p.responses {
+		for _, r := range responses(p) {
 			for _, piece := range r.body.pieces {
 				if string(piece) == `"data:,`+strings.Repeat("x", 4096) {
 					out[&piece[0]]++
@@ -45,7 +45,7 @@ func TestContentsHeldOnce(t *testing.T) {
 		t.Fatalf("the shared content is held %d times, want once", len(copies))
 	}
 	for _, n := range copies {
-		if n < 2*len(first.pools["a"].responses) {
+		if n < 2*len(responses(first.pools["a"])) {
 			t.Fatalf("%d bodies hold the content, want every version of both pools", n)
 		}
 	}
@@ -103,7 +103,7 @@ func TestBodyWriteAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := snap.pools["a"].responses[snap.pools["a"].result.Spec].body
+	b := snap.pools["a"].response(snap.pools["a"].result.Spec).body
 	if len(b.pieces) < 3 {
 		t.Fatalf("%d pieces: the contents were not held out", len(b.pieces))
 	}

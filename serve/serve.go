@@ -261,7 +261,7 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pool, version
 			s.refuse(w, r, CauseBadVersion, p.name, err.Error())
 			return nil, true
 		}
-		wnt, resp = wantExactly(v), p.responses[v]
+		wnt, resp = wantExactly(v), p.response(v)
 	} else {
 		wnt = forUserAgent(s.negotiate(r.Header.Get("Accept")), ua)
 		resp = p.pick(wnt, s.cfg.DefaultSpec)
@@ -277,7 +277,7 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pool, version
 		return nil, true
 	}
 	v, err := p.whyNot(wnt)
-	s.refuse(w, r, CauseNotExpressible, p.name, fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.name, p.lowest, v, err))
+	s.refuse(w, r, CauseNotExpressible, p.name, fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.name, p.lowest(), v, err))
 	return nil, true
 }
 

@@ -58,13 +58,12 @@ func (s *Snapshot) keepFailed(prev *Snapshot, failed map[string]error) {
 // pool holds one pool's precomputed responses, one per spec version that can
 // express its config, and why the others cannot.
 type pool struct {
-	name      string
-	result    *render.Result
-	responses map[convert.Version]*response
-	blocked   map[convert.Version]error
-	// lowest is the oldest spec that has a response (the spec a client must
-	// read at least); zero when none.
-	lowest convert.Version
+	name   string
+	result *render.Result
+	// specs hold the responses, by index in convert.OutputVersions (see
+	// response); build is what the ones not encoded yet need.
+	specs []specSlot
+	build atomic.Pointer[encoding]
 	// fetches records who fetched this rendered config; set by Swap.
 	fetches atomic.Pointer[renderedFetches]
 	node    [sha256.Size]byte // nodeKey of the node files encoded with the result
@@ -202,41 +201,20 @@ func parallel(n int, f func(i int)) {
 }
 
 func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*pool, error) {
-	p := &pool{
-		name:      res.Pool,
-		result:    res,
-		responses: make(map[convert.Version]*response),
-		blocked:   make(map[convert.Version]error),
-	}
 	shared, err := nodeFiles(res, cc, nf)
 	if err != nil {
 		return nil, err
 	}
+	p := &pool{name: res.Pool, result: res, specs: make([]specSlot, len(convert.OutputVersions))}
 	// The render validated the pool's contents and the node files are ours,
 	// so the large ones are held out of every version's translation (see
 	// convert.Encoder), and what the config needs is found once. Directory
 	// modes are written as the render wrote them.
-	enc := convert.NewEncoder(withNodeFiles(res.Config, shared), false).Written(res.WrittenModes)
-	vs := convert.OutputVersions
-	segs := make([][][]byte, len(vs))
-	errs := make([]error, len(vs))
-	parallel(len(vs), func(i int) {
-		segs[i], errs[i] = enc.EncodeSegments(vs[i], func(cfg *convert.Config) error { return servedConfig(cfg, res, vs[i]) })
-	})
-	in := interner{}
-	for i, v := range vs {
-		if errs[i] != nil {
-			p.blocked[v] = errs[i]
-			continue
-		}
-		b, sum := in.body(segs[i])
-		p.responses[v] = newResponse(v, b, sum)
-		if p.lowest.IsZero() {
-			p.lowest = v
-		}
-	}
-	if _, ok := p.responses[res.Spec]; !ok {
-		return nil, fmt.Errorf("cannot serve the rendered spec %s: %w", res.Spec, p.blocked[res.Spec])
+	e := &encoding{enc: convert.NewEncoder(withNodeFiles(res.Config, shared), false).Written(res.WrittenModes), res: res, in: interner{}}
+	e.left.Store(int32(len(p.specs)))
+	p.build.Store(e)
+	if p.response(res.Spec) == nil {
+		return nil, fmt.Errorf("cannot serve the rendered spec %s: %w", res.Spec, p.blocked(res.Spec))
 	}
 	return p, nil
 }
@@ -343,18 +321,18 @@ func (p *pool) pick(w want, defaultSpec convert.Version) *response {
 	switch w.kind {
 	case wantDefault:
 		if !defaultSpec.IsZero() {
-			return p.responses[defaultSpec]
+			return p.response(defaultSpec)
 		}
-		return p.responses[p.result.Spec]
+		return p.response(p.result.Spec)
 	case wantSpec2:
-		return p.responses[convert.V2_2]
+		return p.response(convert.V2_2)
 	case wantSpec3:
 		for i := len(convert.OutputVersions) - 1; i >= 0; i-- {
 			v := convert.OutputVersions[i]
 			if v.Major != 3 || w.max.Less(v) {
 				continue
 			}
-			if r := p.responses[v]; r != nil {
+			if r := p.response(v); r != nil {
 				return r
 			}
 		}
@@ -373,7 +351,7 @@ func (p *pool) whyNot(w want) (convert.Version, error) {
 			v = w.max
 		}
 	}
-	err := p.blocked[v]
+	err := p.blocked(v)
 	if err == nil {
 		err = errors.New("no servable version")
 	}

@@ -109,9 +109,9 @@ func (s *Server) Status() Status {
 			}
 			ps.Fetches = s.fetches.status(name, p.fetches.Load())
 			for _, v := range convert.OutputVersions {
-				if p.responses[v] != nil {
+				if p.response(v) != nil {
 					ps.Servable = append(ps.Servable, v)
-				} else if err := p.blocked[v]; err != nil {
+				} else if err := p.blocked(v); err != nil {
 					if ps.Blocked == nil {
 						ps.Blocked = map[string]string{}
 					}

@@ -15,7 +15,7 @@ func BenchmarkFullRerender(b *testing.B) {
 	d := &source.Dir{Path: shareddata.Path(b, "realdata", "aws")}
 	b.ReportAllocs()
 	for b.Loop() {
-		d.renderer = Renderer{} // every pool changed
+		source.ForgetRenders(d) // every pool changed
 		in, err := d.Load(context.Background())
 		if err != nil || len(in.Failed) > 0 {
 			b.Fatal(err, in.Failed)
@@ -29,7 +29,7 @@ func BenchmarkFullRerender(b *testing.B) {
 // BenchmarkUnchangedReload is what a reload that changes no pool costs (a
 // change to a file no pool selects, or a touch): load, fingerprint, carry.
 func BenchmarkUnchangedReload(b *testing.B) {
-	d := &Dir{Path: "../../shared/realdata/aws"}
+	d := &source.Dir{Path: shareddata.Path(b, "realdata", "aws")}
 	in, err := d.Load(context.Background())
 	if err != nil {
 		b.Fatal(err)

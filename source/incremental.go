@@ -69,7 +69,7 @@ func (r *Renderer) Render(set *render.Set, opts render.Options) *Input {
 // server carries its responses over: for sources that make results without
 // rendering (the Kubernetes source's pool mode, which re-reads the rendered
 // MachineConfig a pool names on every load).
-func (r *Renderer) Carry(in *serve.Input) {
+func (r *Renderer) Carry(in *Input) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	next := make(map[string]renderedPool, len(in.Results))

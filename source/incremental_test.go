@@ -98,7 +98,7 @@ func TestRendererCarry(t *testing.T) {
 	write(t, dir, "50-worker", "worker")
 	write(t, dir, "50-master", "master")
 	// Fresh renders: equal results, other pointers, as pool mode makes them.
-	fresh := func() *serve.Input { return RenderPools(mustSet(t, dir), render.Options{}) }
+	fresh := func() *Input { return RenderPools(mustSet(t, dir), render.Options{}) }
 	var r Renderer
 	first := fresh()
 	r.Carry(first)

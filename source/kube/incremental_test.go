@@ -13,7 +13,7 @@ import (
 // MachineConfig renders master again and carries worker; a pool's status
 // and resourceVersion, which the cluster bumps all the time, render nothing.
 func TestLoadSelfRerendersOnlyChangedPools(t *testing.T) {
-	s := cachedSource(t, clusterDir("aws"), Config{})
+	s := cachedSource(t, clusterDir(t, "aws"), Config{})
 	load := func() map[string]*render.Result {
 		t.Helper()
 		in, err := s.Load(context.Background())
