@@ -37,3 +37,16 @@ func (e *Encoder) EncodeSegments(v Version, edit func(*Config) error) ([][]byte,
 	}
 	return [][]byte{out.JSON}, nil
 }
+
+// ShareContents makes the Encoder hold each large content it holds out, as
+// written in JSON (the odd pieces of EncodeSegments), as intern returns it:
+// a caller that keeps those bytes anyway (interned, shared between configs)
+// then holds no second copy for as long as it keeps the Encoder. intern
+// must return equal bytes. Call it before the Encoder is first used.
+func (e *Encoder) ShareContents(intern func([]byte) []byte) *Encoder {
+	js := e.ph.jsonAll()
+	for i := range js {
+		js[i] = intern(js[i])
+	}
+	return e
+}

@@ -57,3 +57,25 @@ func TestEncodeSegments(t *testing.T) {
 		})
 	}
 }
+
+func TestShareContents(t *testing.T) {
+	big := "data:," + strings.Repeat("b", 2*minPlaceholder)
+	var cfg Config
+	cfg.Ignition.Version = "3.6.0"
+	cfg.Storage.Files = []types.File{{Node: types.Node{Path: "/etc/b"}, FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: &big}}}}
+	held := []byte(`"` + big)
+	enc := NewEncoder(cfg, false).ShareContents(func(b []byte) []byte {
+		if !bytes.Equal(b, held) {
+			t.Fatalf("asked to intern %.40q", b)
+		}
+		return held
+	})
+	segs, err := enc.EncodeSegments(V3_4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := Encode(&cfg, V3_4, false)
+	if len(segs) != 3 || &segs[1][0] != &held[0] || !bytes.Equal(bytes.Join(segs, nil), want) {
+		t.Fatalf("%d pieces; the content is not the shared copy, or the bytes differ", len(segs))
+	}
+}

@@ -49,6 +49,16 @@ func (b *body) bytes() []byte { return bytes.Join(b.pieces, nil) }
 // snapshots while a served body holds them.
 type interner map[*byte]unique.Handle[string]
 
+// content interns one of the contents an Encoder holds out, for
+// convert.Encoder.ShareContents: the body pieces then are the Encoder's.
+func (in interner) content(b []byte) []byte {
+	hd := unique.Make(string(b))
+	v := hd.Value()
+	shared := unsafe.Slice(unsafe.StringData(v), len(v))
+	in[&shared[0]] = hd
+	return shared
+}
+
 // body builds a body from segs and returns it with the SHA-256 of its bytes.
 func (in interner) body(segs [][]byte) (*body, [sha256.Size]byte) {
 	b := &body{pieces: make([][]byte, 0, len(segs)), keep: make([]unique.Handle[string], 0, len(segs))}

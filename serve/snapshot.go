@@ -210,7 +210,8 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 	// so the large ones are held out of every version's translation (see
 	// convert.Encoder), and what the config needs is found once. Directory
 	// modes are written as the render wrote them.
-	e := &encoding{enc: convert.NewEncoder(withNodeFiles(res.Config, shared), false).Written(res.WrittenModes), res: res, in: interner{}}
+	e := &encoding{res: res, in: interner{}}
+	e.enc = convert.NewEncoder(withNodeFiles(res.Config, shared), false).Written(res.WrittenModes).ShareContents(e.in.content)
 	e.left.Store(int32(len(p.specs)))
 	p.build.Store(e)
 	if p.response(res.Spec) == nil {
