@@ -59,7 +59,7 @@ func swapAndFill(snap *Snapshot, swap func(*Snapshot)) {
 		return
 	}
 	go func() {
-		snap.fill()
+		snap.Fill()
 		if big {
 			debug.FreeOSMemory()
 		}

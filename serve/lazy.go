@@ -89,10 +89,10 @@ func (p *pool) encode(i int) {
 	}
 }
 
-// fill encodes every spec of every pool of s not encoded yet, one at a
+// Fill encodes every spec of every pool of s not encoded yet, one at a
 // time: it is background work, and must leave the other cores to requests
 // and to the next render.
-func (s *Snapshot) fill() {
+func (s *Snapshot) Fill() {
 	for _, name := range s.names {
 		if p := s.pools[name]; p.build.Load() != nil {
 			for _, v := range convert.OutputVersions {

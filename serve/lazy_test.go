@@ -67,7 +67,7 @@ func TestSpecsEncodedOnFirstUse(t *testing.T) {
 	if p.build.Load() == nil {
 		t.Fatal("encoder dropped before every spec was encoded")
 	}
-	snap.fill()
+	snap.Fill()
 	if n := encoded(p); n != len(convert.OutputVersions) || p.build.Load() != nil {
 		t.Fatalf("after fill: %d specs encoded, encoder kept %v", n, p.build.Load() != nil)
 	}

@@ -20,9 +20,11 @@ func BenchmarkFullRerender(b *testing.B) {
 		if err != nil || len(in.Failed) > 0 {
 			b.Fatal(err, in.Failed)
 		}
-		if _, err := serve.BuildSnapshot(1, in.Results, in.ControllerConfig, serve.NodeFiles{}); err != nil {
+		snap, err := serve.BuildSnapshot(1, in.Results, in.ControllerConfig, serve.NodeFiles{})
+		if err != nil {
 			b.Fatal(err)
 		}
+		snap.Fill() // the specs a server encodes after the swap
 	}
 }
 
