@@ -80,11 +80,7 @@ type Encoded struct {
 // its elements change), whose needs are then found anew. Safe for
 // concurrent use.
 func (e *Encoder) Encode(v Version, edit func(*Config) error) (*Encoded, error) {
-	cfg, reasons, err := e.edited(e.swapped, edit)
-	if err != nil {
-		return nil, err
-	}
-	tokens, err := encode(&cfg, v, reasons, e.written, false)
+	tokens, err := e.tokens(v, edit)
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +92,22 @@ func (e *Encoder) Encode(v Version, edit func(*Config) error) (*Encoded, error) 
 	}
 	// A token went missing, which translation cannot do: a node must still
 	// never get one, so the config is written the slow way.
-	if cfg, reasons, err = e.edited(e.cfg, edit); err != nil {
+	cfg, reasons, err := e.edited(e.cfg, edit)
+	if err != nil {
 		return nil, err
 	}
 	js, err := encode(&cfg, v, reasons, e.written, false)
 	return &Encoded{JSON: js}, err
+}
+
+// tokens is the config, edited, at spec v, with tokens for the large
+// contents held out.
+func (e *Encoder) tokens(v Version, edit func(*Config) error) ([]byte, error) {
+	cfg, reasons, err := e.edited(e.swapped, edit)
+	if err != nil {
+		return nil, err
+	}
+	return encode(&cfg, v, reasons, e.written, false)
 }
 
 func (e *Encoder) edited(cfg Config, edit func(*Config) error) (Config, []Reason, error) {

@@ -103,6 +103,14 @@ var plainByte = func() (t [256]bool) {
 // one pass that finds the tokens wherever they are, and returns how many it
 // put back. body is not changed. Safe for concurrent use.
 func (p *placeholders) restoreJSON(body []byte) ([]byte, int) {
+	js := p.jsonAll()
+	return p.restore(body, []byte(`"`+p.lead), '"', len(js), func(n int) []byte { return js[n] })
+}
+
+// jsonAll is the originals swapped before its first call, JSON-encoded, less
+// the closing quote: the bytes a token stands for, from its opening quote
+// on. Every caller gets the same slices.
+func (p *placeholders) jsonAll() [][]byte {
 	p.jsOnce.Do(func() {
 		p.js = make([][]byte, len(p.orig))
 		for i, o := range p.orig {
@@ -110,7 +118,7 @@ func (p *placeholders) restoreJSON(body []byte) ([]byte, int) {
 			p.js[i] = js[:len(js)-1]
 		}
 	})
-	return p.restore(body, []byte(`"`+p.lead), '"', len(p.js), func(n int) []byte { return p.js[n] })
+	return p.js
 }
 
 // restoreYAML puts the originals back into YAML bytes written from the
@@ -135,9 +143,23 @@ func (p *placeholders) restore(body, lead []byte, end byte, limit int, with func
 	if len(p.orig) == 0 || body == nil {
 		return body, 0
 	}
-	var out []byte
-	count := 0
-	rest := body
+	text, found := p.split(body, lead, end, limit)
+	if len(found) == 0 {
+		return body, 0
+	}
+	out := make([]byte, 0, len(body)+p.size())
+	for i, n := range found {
+		out = append(out, text[i]...)
+		out = append(out, with(n)...)
+	}
+	return append(out, text[len(found)]...), len(found)
+}
+
+// split cuts body at each lead+index+end, index below limit: text holds
+// the bytes around them (one more than found, each a subslice of body, the
+// end byte starting the next) and found their indices, in order.
+func (p *placeholders) split(body, lead []byte, end byte, limit int) (text [][]byte, found []int) {
+	start, rest := 0, body
 	for {
 		at := bytes.Index(rest, lead)
 		if at < 0 {
@@ -150,23 +172,17 @@ func (p *placeholders) restore(body, lead []byte, end byte, limit int, with func
 		}
 		stop := at + len(lead) + width
 		if width == 0 || n >= limit || stop >= len(rest) || rest[stop] != end {
-			// Not one of ours after all: copy past the lead and go on.
-			out = append(out, rest[:at+len(lead)]...)
+			// Not one of ours after all: go on past the lead.
 			rest = rest[at+len(lead):]
 			continue
 		}
-		if out == nil {
-			out = make([]byte, 0, len(body)+p.size())
-		}
-		out = append(out, rest[:at]...)
-		out = append(out, with(n)...)
-		count++
+		cut := len(body) - len(rest) + at
+		text = append(text, body[start:cut])
+		found = append(found, n)
 		rest = rest[stop:] // the end byte stays
+		start = len(body) - len(rest)
 	}
-	if out == nil {
-		return body, 0
-	}
-	return append(out, rest...), count
+	return append(text, body[start:]), found
 }
 
 func (p *placeholders) size() int {

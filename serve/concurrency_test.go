@@ -25,8 +25,8 @@ func generations(tb testing.TB, n int) ([]*Snapshot, map[string]int) {
 			tb.Fatal(err)
 		}
 		snaps[g] = snap
-		for _, r := range snap.pools["worker"].responses {
-			gen[string(r.body)] = g
+		for _, r := range responses(snap.pools["worker"]) {
+			gen[string(r.body.bytes())] = g
 		}
 	}
 	return snaps, gen

@@ -20,8 +20,8 @@ func Bodies(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (prec
 	}
 	precomputed, direct = map[convert.Version][]byte{}, map[convert.Version][]byte{}
 	for _, v := range convert.OutputVersions {
-		if r := p.responses[v]; r != nil {
-			precomputed[v] = r.body
+		if r := p.response(v); r != nil {
+			precomputed[v] = r.body.bytes()
 		}
 		cfg := withNodeFiles(res.Config, shared)
 		if servedConfig(&cfg, res, v) != nil {

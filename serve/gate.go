@@ -58,7 +58,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want,
 	info.spec, info.decision = stubSpec.String(), "stub:"+d.ID
 	w.Header()["X-Mcs-Skew"] = []string{d.Reason + "; id=" + d.ID}
 	writeBody(w, r, []string{ignitionType + ";version=" + stubSpec.String()}, []string{`"` + d.ID + "-" + stubSpec.String() + `"`},
-		[]string{strconv.Itoa(len(body))}, body, nil)
+		[]string{strconv.Itoa(len(body))}, bytesBody(body), nil)
 	return true
 }
 
@@ -73,9 +73,9 @@ func min3(v convert.Version) convert.Version {
 // neededAbove is the oldest spec newer than v that this pool can be served at.
 func (p *pool) neededAbove(v convert.Version) convert.Version {
 	for _, o := range convert.OutputVersions {
-		if v.Less(o) && p.responses[o] != nil {
+		if v.Less(o) && p.response(o) != nil {
 			return o
 		}
 	}
-	return p.lowest
+	return p.lowest()
 }

@@ -25,6 +25,8 @@ type metrics struct {
 	// reloadStuckTotal counts loads that ran past the timeout.
 	reloadStuckTotal prometheus.Counter
 	refusals         *prometheus.CounterVec // cause
+	poolsEncoded     prometheus.Counter
+	poolsCarried     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -52,9 +54,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reloadStuckTotal: counter("mcs_reload_stuck_total", "Loads and renders of the source that ran past --reload-timeout."),
 		refusals: counterVec("mcs_config_refusals_total",
 			"Config requests answered without a config, by cause (docs/reliability.md); Ignition retries the 5xx causes.", "cause"),
+		poolsEncoded: counter("mcs_render_pools_rerendered_total", "Pools whose responses a served render encoded anew (their inputs changed)."),
+		poolsCarried: counter("mcs_render_pools_carried_total", "Pools whose responses a served render carried over unchanged from the one before."),
 	}
 	reg.MustRegister(m.requests, m.duration, m.servedBytes, m.clients, m.renderGen,
-		m.renderDuration, m.renderErrors, m.renderFailing, m.renderLastOK, m.skew, m.reloadStuck, m.reloadStuckTotal, m.refusals)
+		m.renderDuration, m.renderErrors, m.renderFailing, m.renderLastOK, m.skew, m.reloadStuck, m.reloadStuckTotal, m.refusals,
+		m.poolsEncoded, m.poolsCarried)
 	return m
 }
 

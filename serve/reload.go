@@ -48,7 +48,7 @@ func (r *Reloader) Reload(ctx context.Context) error {
 		p := snap.pools[n]
 		pools = append(pools, fmt.Sprintf("%s=%s@%s", n, p.result.Name, p.result.Spec))
 	}
-	r.log().Info("render served", "generation", snap.Generation, "pools", pools, "duration", time.Since(start))
+	r.log().Info("render served", "generation", snap.Generation, "pools", pools, "rerendered", snap.Rerendered, "carried", snap.Carried, "duration", time.Since(start))
 	return nil
 }
 
@@ -73,13 +73,13 @@ func (r *Reloader) reload(ctx context.Context) error {
 		}
 	}
 	r.gen++
-	snap, err := BuildSnapshot(r.gen, in.Results, in.ControllerConfig, nf)
+	snap, err := BuildSnapshotFrom(r.Server.Snapshot(), r.gen, in.Results, in.ControllerConfig, nf)
 	if err != nil {
 		r.gen--
 		return err
 	}
 	snap.keepFailed(r.Server.Snapshot(), in.Failed)
-	r.Server.Swap(snap)
+	swapAndFill(snap, r.Server.Swap)
 	return failed
 }
 

@@ -144,6 +144,8 @@ func (s *Server) Swap(snap *Snapshot) {
 	s.m.renderGen.Set(float64(snap.Generation))
 	s.m.renderFailing.Set(0)
 	s.m.renderLastOK.Set(float64(snap.Built.Unix()))
+	s.m.poolsEncoded.Add(float64(snap.Rerendered))
+	s.m.poolsCarried.Add(float64(snap.Carried))
 }
 
 // failedRender records a failed render; the current snapshot keeps serving.
@@ -229,10 +231,10 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	info.spec = resp.versionLabel
 	if pretty := q.Get("pretty"); pretty != "" && pretty != "0" {
 		var buf bytes.Buffer
-		json.Indent(&buf, resp.body, "", "  ")
+		json.Indent(&buf, resp.body.bytes(), "", "  ")
 		buf.WriteByte('\n')
 		etag := strings.TrimSuffix(resp.etag[0], `"`) + `-pretty"`
-		writeBody(w, r, resp.contentType, []string{etag}, []string{strconv.Itoa(buf.Len())}, buf.Bytes(), nil)
+		writeBody(w, r, resp.contentType, []string{etag}, []string{strconv.Itoa(buf.Len())}, bytesBody(buf.Bytes()), nil)
 		return
 	}
 	body, etag, length, enc := resp.body, resp.etag, resp.contentLength, []string(nil)
@@ -259,7 +261,7 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pool, version
 			s.refuse(w, r, CauseBadVersion, p.name, err.Error())
 			return nil, true
 		}
-		wnt, resp = wantExactly(v), p.responses[v]
+		wnt, resp = wantExactly(v), p.response(v)
 	} else {
 		wnt = forUserAgent(s.negotiate(r.Header.Get("Accept")), ua)
 		resp = p.pick(wnt, s.cfg.DefaultSpec)
@@ -275,7 +277,7 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pool, version
 		return nil, true
 	}
 	v, err := p.whyNot(wnt)
-	s.refuse(w, r, CauseNotExpressible, p.name, fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.name, p.lowest, v, err))
+	s.refuse(w, r, CauseNotExpressible, p.name, fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.name, p.lowest(), v, err))
 	return nil, true
 }
 
@@ -314,7 +316,7 @@ var (
 
 // writeBody writes a body with its validators, answering If-None-Match with
 // 304 and HEAD without a body. It returns the body bytes written.
-func writeBody(w http.ResponseWriter, r *http.Request, contentType, etag, length []string, body []byte, encoding []string) int {
+func writeBody(w http.ResponseWriter, r *http.Request, contentType, etag, length []string, body *body, encoding []string) int {
 	h := w.Header()
 	h["Content-Type"] = contentType
 	h["Etag"] = etag
@@ -332,8 +334,7 @@ func writeBody(w http.ResponseWriter, r *http.Request, contentType, etag, length
 		w.WriteHeader(http.StatusOK)
 		return 0
 	}
-	n, _ := w.Write(body)
-	return n
+	return body.writeTo(w)
 }
 
 func etagMatch(header, etag string) bool {

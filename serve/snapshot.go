@@ -32,6 +32,9 @@ type Snapshot struct {
 	pools      map[string]*pool
 	names      []string          // sorted
 	failed     map[string]string // pool → why its newest render failed (it serves an older one)
+	// Rerendered and Carried count the pools whose responses this snapshot
+	// encoded and those it carried over from the one before.
+	Rerendered, Carried int
 }
 
 // keepFailed carries over, from prev, the pools whose newest render failed.
@@ -55,15 +58,15 @@ func (s *Snapshot) keepFailed(prev *Snapshot, failed map[string]error) {
 // pool holds one pool's precomputed responses, one per spec version that can
 // express its config, and why the others cannot.
 type pool struct {
-	name      string
-	result    *render.Result
-	responses map[convert.Version]*response
-	blocked   map[convert.Version]error
-	// lowest is the oldest spec that has a response (the spec a client must
-	// read at least); zero when none.
-	lowest convert.Version
+	name   string
+	result *render.Result
+	// specs hold the responses, by index in convert.OutputVersions (see
+	// response); build is what the ones not encoded yet need.
+	specs []specSlot
+	build atomic.Pointer[encoding]
 	// fetches records who fetched this rendered config; set by Swap.
 	fetches atomic.Pointer[renderedFetches]
+	node    [sha256.Size]byte // nodeKey of the node files encoded with the result
 }
 
 // response is a served body with every header precomputed, as the header
@@ -72,7 +75,7 @@ type response struct {
 	version       convert.Version
 	versionLabel  string
 	contentType   []string
-	body          []byte
+	body          *body
 	etag          []string
 	contentLength []string
 
@@ -80,7 +83,7 @@ type response struct {
 	// snapshots never need it, and compressing every version of every pool
 	// would triple the render time.
 	gzOnce   sync.Once
-	gzBody   []byte
+	gzBody   *body
 	gzETag   []string
 	gzLength []string
 }
@@ -89,9 +92,9 @@ func (r *response) gzipped() *response {
 	r.gzOnce.Do(func() {
 		var gz bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-		zw.Write(r.body)
+		r.body.writeTo(zw)
 		zw.Close()
-		r.gzBody = gz.Bytes()
+		r.gzBody = bytesBody(gz.Bytes())
 		r.gzETag = []string{strings.TrimSuffix(r.etag[0], `"`) + `-gz"`}
 		r.gzLength = []string{strconv.Itoa(gz.Len())}
 	})
@@ -140,11 +143,36 @@ const (
 // versions in parallel. It fails only on errors that would make a pool
 // unservable to every client.
 func BuildSnapshot(gen uint64, results []*render.Result, cc *render.ControllerConfig, nf NodeFiles) (*Snapshot, error) {
+	return BuildSnapshotFrom(nil, gen, results, cc, nf)
+}
+
+// BuildSnapshotFrom is BuildSnapshot that carries over from prev, unchanged
+// (the same bytes and ETags), the responses of every pool whose result is
+// the one prev served (the same pointer: see source.Renderer) and whose
+// node files are unchanged; only the others are encoded.
+func BuildSnapshotFrom(prev *Snapshot, gen uint64, results []*render.Result, cc *render.ControllerConfig, nf NodeFiles) (*Snapshot, error) {
 	start := time.Now()
 	s := &Snapshot{Generation: gen, Built: start, pools: make(map[string]*pool, len(results))}
+	node := nodeKey(cc, nf)
 	pools := make([]*pool, len(results))
 	errs := make([]error, len(results))
-	parallel(len(results), func(i int) { pools[i], errs[i] = buildPool(results[i], cc, nf) })
+	var todo []int
+	for i, res := range results {
+		if p := prev.carry(res, node); p != nil {
+			pools[i] = p
+			s.Carried++
+			continue
+		}
+		todo = append(todo, i)
+	}
+	s.Rerendered = len(todo)
+	parallel(len(todo), func(j int) {
+		i := todo[j]
+		pools[i], errs[i] = buildPool(results[i], cc, nf)
+		if pools[i] != nil {
+			pools[i].node = node
+		}
+	})
 	for i, res := range results {
 		if errs[i] != nil {
 			return nil, fmt.Errorf("pool %s: %w", res.Pool, errs[i])
@@ -173,57 +201,35 @@ func parallel(n int, f func(i int)) {
 }
 
 func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*pool, error) {
-	p := &pool{
-		name:      res.Pool,
-		result:    res,
-		responses: make(map[convert.Version]*response),
-		blocked:   make(map[convert.Version]error),
-	}
 	shared, err := nodeFiles(res, cc, nf)
 	if err != nil {
 		return nil, err
 	}
+	p := &pool{name: res.Pool, result: res, specs: make([]specSlot, len(convert.OutputVersions))}
 	// The render validated the pool's contents and the node files are ours,
 	// so the large ones are held out of every version's translation (see
 	// convert.Encoder), and what the config needs is found once. Directory
 	// modes are written as the render wrote them.
-	enc := convert.NewEncoder(withNodeFiles(res.Config, shared), false).Written(res.WrittenModes)
-	vs := convert.OutputVersions
-	bodies := make([][]byte, len(vs))
-	errs := make([]error, len(vs))
-	parallel(len(vs), func(i int) {
-		out, err := enc.Encode(vs[i], func(cfg *convert.Config) error { return servedConfig(cfg, res, vs[i]) })
-		if err == nil {
-			bodies[i] = out.JSON
-		}
-		errs[i] = err
-	})
-	for i, v := range vs {
-		if errs[i] != nil {
-			p.blocked[v] = errs[i]
-			continue
-		}
-		p.responses[v] = newResponse(v, bodies[i])
-		if p.lowest.IsZero() {
-			p.lowest = v
-		}
-	}
-	if _, ok := p.responses[res.Spec]; !ok {
-		return nil, fmt.Errorf("cannot serve the rendered spec %s: %w", res.Spec, p.blocked[res.Spec])
+	e := &encoding{res: res, in: interner{}}
+	e.enc = convert.NewEncoder(withNodeFiles(res.Config, shared), false).Written(res.WrittenModes).ShareContents(e.in.content)
+	e.left.Store(int32(len(p.specs)))
+	p.build.Store(e)
+	if p.response(res.Spec) == nil {
+		return nil, fmt.Errorf("cannot serve the rendered spec %s: %w", res.Spec, p.blocked(res.Spec))
 	}
 	return p, nil
 }
 
-func newResponse(v convert.Version, body []byte) *response {
-	sum := sha256.Sum256(body)
+// newResponse is b served at v; sum is its bytes' SHA-256.
+func newResponse(v convert.Version, b *body, sum [sha256.Size]byte) *response {
 	tag := hex.EncodeToString(sum[:16])
 	return &response{
 		version:       v,
 		versionLabel:  v.String(),
 		contentType:   []string{ignitionType + ";version=" + v.String()},
-		body:          body,
+		body:          b,
 		etag:          []string{`"` + tag + `"`},
-		contentLength: []string{strconv.Itoa(len(body))},
+		contentLength: []string{strconv.Itoa(b.size)},
 	}
 }
 
@@ -316,18 +322,18 @@ func (p *pool) pick(w want, defaultSpec convert.Version) *response {
 	switch w.kind {
 	case wantDefault:
 		if !defaultSpec.IsZero() {
-			return p.responses[defaultSpec]
+			return p.response(defaultSpec)
 		}
-		return p.responses[p.result.Spec]
+		return p.response(p.result.Spec)
 	case wantSpec2:
-		return p.responses[convert.V2_2]
+		return p.response(convert.V2_2)
 	case wantSpec3:
 		for i := len(convert.OutputVersions) - 1; i >= 0; i-- {
 			v := convert.OutputVersions[i]
 			if v.Major != 3 || w.max.Less(v) {
 				continue
 			}
-			if r := p.responses[v]; r != nil {
+			if r := p.response(v); r != nil {
 				return r
 			}
 		}
@@ -346,7 +352,7 @@ func (p *pool) whyNot(w want) (convert.Version, error) {
 			v = w.max
 		}
 	}
-	err := p.blocked[v]
+	err := p.blocked(v)
 	if err == nil {
 		err = errors.New("no servable version")
 	}

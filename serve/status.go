@@ -28,6 +28,10 @@ type Status struct {
 	// SkewPolicyError is why the source's newest skew policy (a cluster's
 	// MachineConfiguration) was refused; the one shown stays in force.
 	SkewPolicyError string `json:"skewPolicyError,omitempty"`
+	// PoolsRerendered and PoolsCarried count, for the served render, the
+	// pools encoded anew and those carried over unchanged from the one before.
+	PoolsRerendered int `json:"poolsRerendered"`
+	PoolsCarried    int `json:"poolsCarried"`
 	// ReloadStuck says a load has run past the reload timeout, and what it
 	// was reading: "reload stuck since T, reading FILE; …".
 	ReloadStuck string `json:"reloadStuck,omitempty"`
@@ -92,6 +96,7 @@ func (s *Server) Status() Status {
 		st.Ready, st.Generation = true, snap.Generation
 		t := snap.Built
 		st.RenderedAt, st.BuildTime = &t, snap.BuildTime.String()
+		st.PoolsRerendered, st.PoolsCarried = snap.Rerendered, snap.Carried
 		for _, name := range snap.names {
 			p := snap.pools[name]
 			ps := PoolStatus{Name: name, Rendered: p.result.Name, Spec: p.result.Spec, MinSpec: p.result.MinSpec,
@@ -104,9 +109,9 @@ func (s *Server) Status() Status {
 			}
 			ps.Fetches = s.fetches.status(name, p.fetches.Load())
 			for _, v := range convert.OutputVersions {
-				if p.responses[v] != nil {
+				if p.response(v) != nil {
 					ps.Servable = append(ps.Servable, v)
-				} else if err := p.blocked[v]; err != nil {
+				} else if err := p.blocked(v); err != nil {
 					if ps.Blocked == nil {
 						ps.Blocked = map[string]string{}
 					}

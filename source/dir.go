@@ -21,7 +21,8 @@ type Dir struct {
 	// Limits bound the bytes a load reads (per file, whole tree).
 	Limits render.Limits
 
-	cache render.ParseCache // parsed configs, kept from one load to the next
+	cache    render.ParseCache // parsed configs, kept from one load to the next
+	renderer Renderer          // re-renders only the pools whose inputs changed
 	// Poll is how often the tree is checked for changes. Polling, not inotify,
 	// because it also sees Kubernetes ConfigMap symlink swaps, NFS, and a
 	// directory that is removed and recreated.
@@ -46,7 +47,7 @@ func (d *Dir) Load(ctx context.Context) (*Input, error) {
 	if err != nil {
 		return &Input{Warnings: warnings}, err
 	}
-	in := RenderPools(set, d.Options)
+	in := d.renderer.Render(set, d.Options)
 	in.Warnings = warnings
 	return in, nil
 }

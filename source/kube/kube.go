@@ -115,6 +115,7 @@ type Source struct {
 	notify    chan struct{} // capacity 1: a pending change
 	health    health
 	cache     render.ParseCache // parsed configs, kept from one load to the next
+	renderer  source.Renderer   // re-renders only the pools whose inputs changed
 
 	// Set before synced is closed, read only after.
 	mcs, pools, ccs, mcfgs cache.Store
@@ -252,6 +253,9 @@ func (s *Source) Load(ctx context.Context) (*source.Input, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.cfg.Mode == ModePool {
+		s.renderer.Carry(in) // self mode's renderer carried what it could
+	}
 	in.SkewPolicy, in.SkewPolicyError = s.skewPolicy()
 	return in, nil
 }
@@ -311,7 +315,7 @@ func (s *Source) loadSelf() (*source.Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	return source.RenderPools(set, s.cfg.Options), nil
+	return s.renderer.Render(set, s.cfg.Options), nil
 }
 
 // feed hands one object to the loader as JSON. The name given carries no

@@ -1,0 +1,67 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"runtime/debug"
+
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// carry returns the pool prev serves for res, to be served again as it is,
+// or nil when it must be encoded: prev has no such pool, it was rendered
+// anew (a different *render.Result), or the node files changed.
+func (prev *Snapshot) carry(res *render.Result, node [sha256.Size]byte) *pool {
+	if prev == nil {
+		return nil
+	}
+	if p := prev.pools[res.Pool]; p != nil && p.result == res && p.node == node {
+		return p
+	}
+	return nil
+}
+
+// nodeKey hashes what nodeFiles adds to a pool's config beside its render.
+func nodeKey(cc *render.ControllerConfig, nf NodeFiles) [sha256.Size]byte {
+	fields := [][]byte{nf.Kubeconfig, nf.KubeletCA, nil, nil}
+	if cc != nil {
+		fields[2], fields[3] = cc.KubeAPIServerServingCAData, cc.CloudProviderCAData
+	}
+	h := sha256.New()
+	for _, f := range fields {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write(f)
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// swapAndFill swaps snap in with swap, then encodes, off the reload, the
+// specs of its pools that were not encoded before it was served (see
+// lazy.go). When most of it was built anew, it returns to the OS the memory
+// the build left behind, and again after the fill: encoding translates and
+// validates each pool's config at every version, many times what the
+// snapshot keeps, and the runtime would return it only gradually, so a
+// server that re-rendered many pools would sit at several times the memory
+// it serves. The first release runs before the swap, so that a server is
+// ready with its memory settled. A build that carried most pools made
+// little garbage, and a forced collection would delay its new bytes.
+func swapAndFill(snap *Snapshot, swap func(*Snapshot)) {
+	big := snap.Rerendered > snap.Carried
+	if big {
+		debug.FreeOSMemory()
+	}
+	swap(snap)
+	if snap.Rerendered == 0 {
+		return
+	}
+	go func() {
+		snap.Fill()
+		if big {
+			debug.FreeOSMemory()
+		}
+	}()
+}

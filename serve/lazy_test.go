@@ -1,0 +1,96 @@
+package serve
+
+import (
+	"bytes"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// responses encodes every spec of p and returns those it can be served at.
+func responses(p *pool) map[convert.Version]*response {
+	out := map[convert.Version]*response{}
+	for _, v := range convert.OutputVersions {
+		if r := p.response(v); r != nil {
+			out[v] = r
+		}
+	}
+	return out
+}
+
+func encoded(p *pool) int {
+	n := 0
+	for i := range p.specs {
+		if p.specs[i].resp != nil || p.specs[i].err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// A snapshot is served with each pool's rendered spec encoded; the others
+// are encoded once, on first use, whoever asks at the same time, and the
+// pool lets go of its encoder when all are.
+func TestSpecsEncodedOnFirstUse(t *testing.T) {
+	snap, err := BuildSnapshot(1, []*render.Result{result(t, "worker", sharedIgn)}, nil, NodeFiles{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := snap.pools["worker"]
+	if n := encoded(p); n != 1 || p.specs[versionIndex(p.result.Spec)].resp == nil {
+		t.Fatalf("%d specs encoded before serving, want the rendered spec alone", n)
+	}
+	got := make([]*response, 8)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() { got[i] = p.response(convert.V3_4) })
+	}
+	wg.Wait()
+	for _, r := range got {
+		if r == nil || r != got[0] {
+			t.Fatal("concurrent first requests got different responses")
+		}
+	}
+	cfg := withNodeFiles(p.result.Config, mustNodeFiles(t, p.result))
+	if err := servedConfig(&cfg, p.result, convert.V3_4); err != nil {
+		t.Fatal(err)
+	}
+	want, err := convert.Encode(&cfg, convert.V3_4, false)
+	if err != nil || !bytes.Equal(got[0].body.bytes(), want) {
+		t.Fatalf("lazily encoded body differs from a direct encoding (%v)", err)
+	}
+	if p.build.Load() == nil {
+		t.Fatal("encoder dropped before every spec was encoded")
+	}
+	snap.Fill()
+	if n := encoded(p); n != len(convert.OutputVersions) || p.build.Load() != nil {
+		t.Fatalf("after fill: %d specs encoded, encoder kept %v", n, p.build.Load() != nil)
+	}
+}
+
+// A request for a spec not encoded yet is answered, as a HEAD and a 304 are.
+func TestLazySpecServed(t *testing.T) {
+	s := newTestServer(t, Config{}, result(t, "worker", plainIgn))
+	w := get(t, s, http.MethodGet, "/config/worker?version=2.2.0")
+	if w.Code != http.StatusOK || servedVersion(t, w) != convert.V2_2 {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	nm := get(t, s, http.MethodGet, "/config/worker?version=2.2.0", "If-None-Match", w.Header().Get("ETag"))
+	if nm.Code != http.StatusNotModified {
+		t.Fatalf("If-None-Match: %d", nm.Code)
+	}
+}
+
+func mustNodeFiles(t *testing.T, res *render.Result) []types.File {
+	t.Helper()
+	files, err := nodeFiles(res, nil, NodeFiles{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}

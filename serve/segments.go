@@ -1,0 +1,86 @@
+package serve
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"io"
+	"unique"
+	"unsafe"
+)
+
+// body is a served body held as the pieces it is written from: the
+// config's own bytes, and its large file contents, each held once however
+// many versions, pools and snapshots serve it (see interner). The body is
+// the pieces' concatenation.
+type body struct {
+	pieces [][]byte // never modified: they alias interned strings
+	// keep holds the interned contents' handles: while any is held, the
+	// same content interned again is this copy, not another.
+	keep []unique.Handle[string]
+	size int
+}
+
+// bytesBody is a body of one piece.
+func bytesBody(b []byte) *body { return &body{pieces: [][]byte{b}, size: len(b)} }
+
+// writeTo writes the body and returns how many bytes were written. The
+// pieces are written as bytes, not strings, so that no writer (a wrapper
+// without WriteString) copies them; io.Writer must not modify them.
+func (b *body) writeTo(w io.Writer) int {
+	n := 0
+	for _, p := range b.pieces {
+		m, err := w.Write(p)
+		n += m
+		if err != nil {
+			break
+		}
+	}
+	return n
+}
+
+// bytes joins the pieces: for the rarely asked forms (gzip, pretty).
+func (b *body) bytes() []byte { return bytes.Join(b.pieces, nil) }
+
+// interner makes one pool's bodies from EncodeSegments' pieces, each held
+// once: the contents (odd pieces) are the same slices in every version of
+// the pool, so each is looked up once; and unique shares equal pieces
+// (contents, and the config's own bytes between them, which pools selecting
+// the same MachineConfigs have in common) across versions, pools and
+// snapshots while a served body holds them.
+type interner map[*byte]unique.Handle[string]
+
+// content interns one of the contents an Encoder holds out, for
+// convert.Encoder.ShareContents: the body pieces then are the Encoder's.
+func (in interner) content(b []byte) []byte {
+	hd := unique.Make(string(b))
+	v := hd.Value()
+	shared := unsafe.Slice(unsafe.StringData(v), len(v))
+	in[&shared[0]] = hd
+	return shared
+}
+
+// body builds a body from segs and returns it with the SHA-256 of its bytes.
+func (in interner) body(segs [][]byte) (*body, [sha256.Size]byte) {
+	b := &body{pieces: make([][]byte, 0, len(segs)), keep: make([]unique.Handle[string], 0, len(segs))}
+	h := sha256.New()
+	for i, s := range segs {
+		if len(s) == 0 {
+			continue
+		}
+		h.Write(s)
+		b.size += len(s)
+		hd, ok := in[&s[0]]
+		if !ok {
+			hd = unique.Make(string(s))
+			if i%2 == 1 {
+				in[&s[0]] = hd
+			}
+		}
+		v := hd.Value()
+		b.pieces = append(b.pieces, unsafe.Slice(unsafe.StringData(v), len(v)))
+		b.keep = append(b.keep, hd)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return b, sum
+}

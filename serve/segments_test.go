@@ -1,0 +1,114 @@
+package serve
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// sharedIgn holds a file large enough to be held out of encoding.
+var sharedIgn = `{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/etc/big","contents":{"source":"data:,` +
+	strings.Repeat("x", 4096) + `"}}]}}`
+
+// contentCopies maps each copy of sharedIgn's large content (the piece
+// holding it, as JSON less the closing quote) to how many bodies hold it.
+func contentCopies(snap *Snapshot) map[*byte]int {
+	out := map[*byte]int{}
+	for _, p := range snap.pools {
+		for _, r := range responses(p) {
+			for _, piece := range r.body.pieces {
+				if string(piece) == `"data:,`+strings.Repeat("x", 4096) {
+					out[&piece[0]]++
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestContentsHeldOnce(t *testing.T) {
+	a, b := result(t, "a", sharedIgn), result(t, "b", sharedIgn)
+	first, err := BuildSnapshot(1, []*render.Result{a, b}, nil, NodeFiles{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := contentCopies(first)
+	if len(copies) != 1 {
+		t.Fatalf("the shared content is held %d times, want once", len(copies))
+	}
+	for _, n := range copies {
+		if n < 2*len(responses(first.pools["a"])) {
+			t.Fatalf("%d bodies hold the content, want every version of both pools", n)
+		}
+	}
+	// A pool rendered anew, with the same content, shares the copy held.
+	second, err := BuildSnapshotFrom(first, 2, []*render.Result{a, result(t, "b", sharedIgn)}, nil, NodeFiles{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := contentCopies(second)
+	for ptr := range again {
+		if copies[ptr] == 0 || len(again) != 1 {
+			t.Fatalf("a new snapshot made another copy of unchanged content: %v then %v", copies, again)
+		}
+	}
+}
+
+func TestSegmentedBodiesServed(t *testing.T) {
+	s := newTestServer(t, Config{}, result(t, "worker", sharedIgn))
+	plain := get(t, s, http.MethodGet, "/config/worker", "Accept", "application/vnd.coreos.ignition+json;version=3.4.0")
+	body := plain.Body.Bytes()
+	if !bytes.Contains(body, []byte(strings.Repeat("x", 4096))) || bytes.Contains(body, []byte("mcsph-")) {
+		t.Fatalf("served %.200s", body)
+	}
+	sum := sha256.Sum256(body)
+	if want := `"` + hex.EncodeToString(sum[:16]) + `"`; plain.Header().Get("ETag") != want {
+		t.Fatalf("ETag %s, want %s (the body's hash)", plain.Header().Get("ETag"), want)
+	}
+	if plain.Header().Get("Content-Length") != strconv.Itoa(len(body)) {
+		t.Fatalf("Content-Length %s for %d bytes", plain.Header().Get("Content-Length"), len(body))
+	}
+	gz := get(t, s, http.MethodGet, "/config/worker", "Accept", "application/vnd.coreos.ignition+json;version=3.4.0", "Accept-Encoding", "gzip")
+	zr, err := gzip.NewReader(gz.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unzipped, _ := io.ReadAll(zr); !bytes.Equal(unzipped, body) {
+		t.Fatal("gzip body differs")
+	}
+	head := get(t, s, http.MethodHead, "/config/worker", "Accept", "application/vnd.coreos.ignition+json;version=3.4.0")
+	if head.Body.Len() != 0 || head.Header().Get("Content-Length") != strconv.Itoa(len(body)) {
+		t.Fatalf("HEAD: %d bytes, Content-Length %s", head.Body.Len(), head.Header().Get("Content-Length"))
+	}
+	nm := get(t, s, http.MethodGet, "/config/worker", "Accept", "application/vnd.coreos.ignition+json;version=3.4.0", "If-None-Match", plain.Header().Get("ETag"))
+	if nm.Code != http.StatusNotModified {
+		t.Fatalf("If-None-Match: %d", nm.Code)
+	}
+}
+
+// writerOnly is a ResponseWriter wrapper without WriteString, as
+// middleware's are.
+type writerOnly struct{ io.Writer }
+
+func TestBodyWriteAllocatesNothing(t *testing.T) {
+	snap, err := BuildSnapshot(1, []*render.Result{result(t, "a", sharedIgn)}, nil, NodeFiles{Kubeconfig: []byte(strings.Repeat("k", 2048))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := snap.pools["a"].response(snap.pools["a"].result.Spec).body
+	if len(b.pieces) < 3 {
+		t.Fatalf("%d pieces: the contents were not held out", len(b.pieces))
+	}
+	w := &writerOnly{io.Discard}
+	if n := testing.AllocsPerRun(100, func() { b.writeTo(w) }); n != 0 {
+		t.Fatalf("writing a body allocates %v times", n)
+	}
+}

@@ -1,0 +1,120 @@
+package source
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ignition-mcs/mcs/render"
+)
+
+func byPool(in *Input) map[string]*render.Result {
+	out := map[string]*render.Result{}
+	for _, r := range in.Results {
+		out[r.Pool] = r
+	}
+	return out
+}
+
+func TestRendererRerendersOnlyChangedPools(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "50-worker", "worker")
+	write(t, dir, "50-master", "master")
+	d := &Dir{Path: dir}
+	load := func() map[string]*render.Result {
+		t.Helper()
+		in, err := d.Load(context.Background())
+		if err != nil || len(in.Failed) != 0 {
+			t.Fatalf("%v %v", err, in.Failed)
+		}
+		return byPool(in)
+	}
+	first := load()
+	if again := load(); again["worker"] != first["worker"] || again["master"] != first["master"] {
+		t.Fatal("an unchanged tree rendered its pools again")
+	}
+	write(t, dir, "60-master", "master")
+	next := load()
+	if next["worker"] != first["worker"] {
+		t.Fatal("worker rendered again although only master's MachineConfigs changed")
+	}
+	if next["master"] == first["master"] || len(next["master"].MachineConfigs) != 2 {
+		t.Fatalf("master not rendered again: %v", next["master"].MachineConfigs)
+	}
+	// Fresh state renders everything: the same content, other pointers.
+	fresh := byPool(RenderPools(mustSet(t, dir), render.Options{}))
+	if fresh["worker"] == next["worker"] || fresh["worker"].Name != next["worker"].Name {
+		t.Fatal("RenderPools did not render anew")
+	}
+}
+
+func TestRendererKeepsFailuresUntilFixed(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "50-worker", "worker")
+	write(t, dir, "50-master", "master")
+	bad := filepath.Join(dir, "60-master.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata: {name: 60-master, labels: {machineconfiguration.openshift.io/role: master}}\nspec: {kernelType: turbo}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var r Renderer
+	in := r.Render(mustSet(t, dir), render.Options{})
+	again := r.Render(mustSet(t, dir), render.Options{})
+	if in.Failed["master"] == nil || again.Failed["master"] != in.Failed["master"] {
+		t.Fatalf("failure not kept: %v then %v", in.Failed, again.Failed)
+	}
+	os.Remove(bad)
+	fixed := r.Render(mustSet(t, dir), render.Options{})
+	if len(fixed.Failed) != 0 || byPool(fixed)["master"] == nil {
+		t.Fatalf("fixed pool still failing: %v", fixed.Failed)
+	}
+	if byPool(fixed)["worker"] != byPool(in)["worker"] {
+		t.Fatal("worker rendered again")
+	}
+}
+
+func TestRendererOptionsRerenderAll(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "50-worker", "worker")
+	var r Renderer
+	before := byPool(r.Render(mustSet(t, dir), render.Options{}))
+	after := byPool(r.Render(mustSet(t, dir), render.Options{ControllerVersion: "v2"}))
+	if after["worker"] == before["worker"] {
+		t.Fatal("changed options kept the old render")
+	}
+}
+
+func mustSet(t *testing.T, dir string) *render.Set {
+	t.Helper()
+	set, err := render.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func TestRendererCarry(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "50-worker", "worker")
+	write(t, dir, "50-master", "master")
+	// Fresh renders: equal results, other pointers, as pool mode makes them.
+	fresh := func() *Input { return RenderPools(mustSet(t, dir), render.Options{}) }
+	var r Renderer
+	first := fresh()
+	r.Carry(first)
+	second := fresh()
+	before := byPool(second)
+	r.Carry(second)
+	if byPool(second)["worker"] != byPool(first)["worker"] || byPool(second)["master"] != byPool(first)["master"] {
+		t.Fatal("equal results not carried")
+	}
+	if before["worker"] == byPool(first)["worker"] {
+		t.Fatal("the test's renders were not fresh")
+	}
+	write(t, dir, "60-master", "master")
+	third := fresh()
+	r.Carry(third)
+	if byPool(third)["worker"] != byPool(first)["worker"] || byPool(third)["master"] == byPool(first)["master"] {
+		t.Fatal("carried a changed result, or not an unchanged one")
+	}
+}
