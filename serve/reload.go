@@ -66,6 +66,12 @@ func (r *Reloader) reload(ctx context.Context) error {
 	if len(in.Results) == 0 && failed != nil {
 		return failed
 	}
+	// A source that briefly reads empty (a tree rewritten in two steps, a
+	// ConfigMap mount between versions) must not drop every pool's last
+	// good render; removing pools one at a time still works.
+	if prev := r.Server.Snapshot(); len(in.Results) == 0 && prev != nil && len(prev.names) > 0 {
+		return errNoPools
+	}
 	var nf NodeFiles
 	if r.NodeFiles != nil {
 		if nf, err = r.NodeFiles(); err != nil {
@@ -82,6 +88,8 @@ func (r *Reloader) reload(ctx context.Context) error {
 	swapAndFill(snap, r.Server.Swap)
 	return failed
 }
+
+var errNoPools = errors.New("the source has no pools any more; keeping the last good render of every pool")
 
 // applyPolicy hands the gate a policy that differs from the one it has.
 func (r *Reloader) applyPolicy(p *skewgate.Policy) {

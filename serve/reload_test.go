@@ -67,3 +67,33 @@ func TestReloadSkewPolicy(t *testing.T) {
 		}
 	}
 }
+
+// A load that finds no pools at all keeps every pool's last good render and
+// says so; one that drops a single pool drops it.
+func TestReloadEmptySourceKeepsServing(t *testing.T) {
+	w, m := result(t, "worker", plainIgn), result(t, "master", plainIgn)
+	src := &inputs{loads: []load{
+		{in: &source.Input{Results: []*render.Result{w, m}}},
+		{in: &source.Input{}},
+		{in: &source.Input{Results: []*render.Result{w}}},
+	}}
+	rl := &Reloader{Source: src, Server: New(Config{})}
+	if err := rl.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := rl.Reload(context.Background()); !errors.Is(err, errNoPools) {
+		t.Fatalf("empty load: %v, want %v", err, errNoPools)
+	}
+	if got := rl.Server.Snapshot().names; len(got) != 2 {
+		t.Fatalf("after an empty load, serving %v, want master and worker", got)
+	}
+	if st := rl.Server.Status(); st.LastError == nil || !strings.Contains(st.LastError.Message, "no pools") {
+		t.Errorf("/status lastError %+v, want the empty source named", st.LastError)
+	}
+	if err := rl.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := rl.Server.Snapshot().names; len(got) != 1 || got[0] != "worker" {
+		t.Fatalf("after dropping master, serving %v, want worker", got)
+	}
+}

@@ -73,10 +73,12 @@ func serveUntil(ctx context.Context, servers []server, grace time.Duration, log 
 		go func() { errc <- s.serve() }()
 	}
 	var err error
+	running := len(servers)
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down; letting in-flight requests finish", "grace", grace)
 	case err = <-errc:
+		running--
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -90,6 +92,11 @@ func serveUntil(ctx context.Context, servers []server, grace time.Duration, log 
 		go func() { defer wg.Done(); s.srv.Shutdown(sctx) }()
 	}
 	wg.Wait()
+	// A Serve that had not started when Shutdown ran returns at once and
+	// closes its listener; until it has, the listener still accepts.
+	for range running {
+		<-errc
+	}
 	return err
 }
 
