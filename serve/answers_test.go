@@ -60,7 +60,7 @@ var contractCases = map[Cause]contractCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap.keepFailed(nil, map[string]error{"infra": errors.New("dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus\nsecond problem")})
+		snap.keepFailed(nil, map[string]error{"infra": errors.New("dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus\nsecond problem")}, nil, NodeFiles{})
 		s.Swap(snap)
 		return s
 	}, request: getter("/config/infra"), body: `pool "infra" has no good render yet: dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus; second problem`},

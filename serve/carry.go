@@ -48,8 +48,9 @@ func nodeKey(cc *render.ControllerConfig, nf NodeFiles) [sha256.Size]byte {
 // server that re-rendered many pools would sit at several times the memory
 // it serves. The first release runs before the swap, so that a server is
 // ready with its memory settled. A build that carried most pools made
-// little garbage, and a forced collection would delay its new bytes.
-func swapAndFill(snap *Snapshot, swap func(*Snapshot)) {
+// little garbage, and a forced collection would delay its new bytes. The
+// fill stops once current no longer returns snap.
+func swapAndFill(snap *Snapshot, swap func(*Snapshot), current func() *Snapshot) {
 	big := snap.Rerendered > snap.Carried
 	if big {
 		debug.FreeOSMemory()
@@ -59,7 +60,7 @@ func swapAndFill(snap *Snapshot, swap func(*Snapshot)) {
 		return
 	}
 	go func() {
-		snap.Fill()
+		snap.fillWhile(func() bool { return current() == snap })
 		if big {
 			debug.FreeOSMemory()
 		}

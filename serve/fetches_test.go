@@ -193,7 +193,7 @@ func TestRenderFailedNotices(t *testing.T) {
 	broken := errors.New("MachineConfig/99-worker-x: $.spec.kernelType: invalid")
 
 	snap, _ := BuildSnapshot(2, []*render.Result{result(t, "master", plainIgn)}, nil, NodeFiles{})
-	snap.keepFailed(s.Snapshot(), map[string]error{"worker": broken})
+	snap.keepFailed(s.Snapshot(), map[string]error{"worker": broken}, nil, NodeFiles{})
 	s.Swap(snap)
 	s.failedRender(failure(map[string]error{"worker": broken}))
 	n := got.of(source.NoticeRenderFailed)

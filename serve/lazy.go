@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -75,6 +76,16 @@ func (p *pool) lowest() convert.Version {
 func (p *pool) encode(i int) {
 	e := p.build.Load() // not nil: this slot is not encoded yet
 	v, s := convert.OutputVersions[i], &p.specs[i]
+	defer func() {
+		// A panic (a bug) must not leave the slot empty and the encoder
+		// held for ever: the spec is reported unservable, like an error.
+		if r := recover(); r != nil {
+			s.resp, s.err = nil, fmt.Errorf("encoding pool %s at spec %s failed: %v", p.name, v, r)
+		}
+		if e.left.Add(-1) == 0 {
+			p.build.Store(nil)
+		}
+	}()
 	segs, err := e.enc.EncodeSegments(v, func(cfg *convert.Config) error { return servedConfig(cfg, e.res, v) })
 	if err != nil {
 		s.err = err
@@ -84,16 +95,22 @@ func (p *pool) encode(i int) {
 		e.mu.Unlock()
 		s.resp = newResponse(v, b, sum)
 	}
-	if e.left.Add(-1) == 0 {
-		p.build.Store(nil)
-	}
 }
 
 // Fill encodes every spec of every pool of s not encoded yet, one at a
 // time: it is background work, and must leave the other cores to requests
 // and to the next render.
-func (s *Snapshot) Fill() {
+func (s *Snapshot) Fill() { s.fillWhile(func() bool { return true }) }
+
+// fillWhile is Fill, stopping before a pool once served reports false: a
+// snapshot replaced meanwhile needs no more bodies (the pools it shares
+// with its successor are that one's to fill), and fills of successive
+// snapshots must not pile up beside the render of the next one.
+func (s *Snapshot) fillWhile(served func() bool) {
 	for _, name := range s.names {
+		if !served() {
+			return
+		}
 		if p := s.pools[name]; p.build.Load() != nil {
 			for _, v := range convert.OutputVersions {
 				p.response(v)

@@ -94,3 +94,21 @@ func mustNodeFiles(t *testing.T, res *render.Result) []types.File {
 	}
 	return files
 }
+
+// A fill stops once its snapshot is no longer the one served: the bodies of
+// a replaced snapshot are nobody's to encode.
+func TestFillStopsWhenReplaced(t *testing.T) {
+	results := []*render.Result{result(t, "master", sharedIgn), result(t, "worker", sharedIgn)}
+	snap, err := BuildSnapshot(1, results, nil, NodeFiles{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := true
+	snap.fillWhile(func() bool { r := served; served = false; return r }) // replaced after the first pool
+	if n := encoded(snap.pools["master"]); n != len(convert.OutputVersions) {
+		t.Errorf("the pool filled while served: %d specs encoded", n)
+	}
+	if n := encoded(snap.pools["worker"]); n != 1 {
+		t.Errorf("the fill went on after the snapshot was replaced: %d specs encoded, want the rendered one", n)
+	}
+}

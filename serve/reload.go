@@ -84,8 +84,8 @@ func (r *Reloader) reload(ctx context.Context) error {
 		r.gen--
 		return err
 	}
-	snap.keepFailed(r.Server.Snapshot(), in.Failed)
-	swapAndFill(snap, r.Server.Swap)
+	snap.keepFailed(r.Server.Snapshot(), in.Failed, in.ControllerConfig, nf)
+	swapAndFill(snap, r.Server.Swap, r.Server.Snapshot)
 	return failed
 }
 

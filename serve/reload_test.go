@@ -97,3 +97,30 @@ func TestReloadEmptySourceKeepsServing(t *testing.T) {
 		t.Fatalf("after dropping master, serving %v, want worker", got)
 	}
 }
+
+// A pool whose newest render fails keeps its last good render, re-encoded
+// with the node files of the day: a rotated kubeconfig reaches it too.
+func TestReloadFailedPoolGetsNewNodeFiles(t *testing.T) {
+	w, m := result(t, "worker", plainIgn), result(t, "master", plainIgn)
+	src := &inputs{loads: []load{
+		{in: &source.Input{Results: []*render.Result{w, m}}},
+		{in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": errors.New("broken")}}},
+	}}
+	kubeconfig := []byte("apiVersion: v1\nkind: Config\n# old\n")
+	rl := &Reloader{Source: src, Server: New(Config{}), NodeFiles: func() (NodeFiles, error) { return NodeFiles{Kubeconfig: kubeconfig}, nil }}
+	if err := rl.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	old := rl.Server.Snapshot().pools["worker"]
+	kubeconfig = []byte("apiVersion: v1\nkind: Config\n# rotated\n")
+	if err := rl.Reload(context.Background()); err == nil || !strings.Contains(err.Error(), "broken") {
+		t.Fatalf("second load: %v, want worker's failure", err)
+	}
+	p := rl.Server.Snapshot().pools["worker"]
+	if p == nil || p.result != w {
+		t.Fatal("worker does not serve its last good render")
+	}
+	if p == old || p.node != nodeKey(nil, NodeFiles{Kubeconfig: kubeconfig}) {
+		t.Error("worker kept the node files of before the rotation")
+	}
+}

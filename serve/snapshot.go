@@ -38,18 +38,27 @@ type Snapshot struct {
 }
 
 // keepFailed carries over, from prev, the pools whose newest render failed.
-// A pool that never rendered stays absent (404 names it nowhere).
-func (s *Snapshot) keepFailed(prev *Snapshot, failed map[string]error) {
+// A pool that never rendered stays absent (404 names it nowhere). A kept
+// pool is re-encoded when the node files changed (a rotated kubeconfig or
+// CA): its last good render must not hand new nodes stale credentials.
+func (s *Snapshot) keepFailed(prev *Snapshot, failed map[string]error, cc *render.ControllerConfig, nf NodeFiles) {
 	if len(failed) == 0 {
 		return
 	}
 	s.failed = make(map[string]string, len(failed))
+	node := nodeKey(cc, nf)
 	for name, err := range failed {
 		s.failed[name] = err.Error()
 		if prev == nil || prev.pools[name] == nil || s.pools[name] != nil {
 			continue
 		}
-		s.pools[name] = prev.pools[name]
+		p := prev.pools[name]
+		if p.node != node {
+			if q, err := buildPool(p.result, cc, nf); err == nil {
+				q.node, p = node, q
+			}
+		}
+		s.pools[name] = p
 		s.names = append(s.names, name)
 	}
 	slices.Sort(s.names)
