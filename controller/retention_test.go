@@ -144,19 +144,7 @@ func TestRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var list bytes.Buffer
-	if _, err := Prune(ctx, cp.Dynamic, meta, PruneOptions{List: true, Keep: 2}, &list); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{names[0] + " ", "in use: node n1 currentConfig, node n1 desiredConfig, node n2 currentConfig",
-		"in use: node n2 desiredConfig", "in use: pool worker status", "in use: pool worker spec", "kept: newest 2 of pool worker"} {
-		if !strings.Contains(list.String(), want) {
-			t.Errorf("list lacks %q:\n%s", want, list.String())
-		}
-	}
-	if n := strings.Count(list.String(), "prunable"); n != 2 {
-		t.Errorf("%d prunable, want 2:\n%s", n, list.String())
-	}
+	checkPruneList(t, cp, meta, names)
 
 	var dry, real bytes.Buffer
 	dryNames, err := Prune(ctx, cp.Dynamic, meta, PruneOptions{Keep: 2}, &dry)
@@ -219,4 +207,22 @@ func FuzzRenderedPool(f *testing.F) {
 			t.Errorf("%q read as pool %q", name, pool)
 		}
 	})
+}
+
+// checkPruneList checks that the listing names why each config is kept.
+func checkPruneList(t *testing.T, cp *kubetest.ControlPlane, meta metadata.Interface, names []string) {
+	t.Helper()
+	var list bytes.Buffer
+	if _, err := Prune(context.Background(), cp.Dynamic, meta, PruneOptions{List: true, Keep: 2}, &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{names[0] + " ", "in use: node n1 currentConfig, node n1 desiredConfig, node n2 currentConfig",
+		"in use: node n2 desiredConfig", "in use: pool worker status", "in use: pool worker spec", "kept: newest 2 of pool worker"} {
+		if !strings.Contains(list.String(), want) {
+			t.Errorf("list lacks %q:\n%s", want, list.String())
+		}
+	}
+	if n := strings.Count(list.String(), "prunable"); n != 2 {
+		t.Errorf("%d prunable, want 2:\n%s", n, list.String())
+	}
 }
