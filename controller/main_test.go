@@ -162,7 +162,7 @@ func pool(t testing.TB, cp *kubetest.ControlPlane, name string) *unstructured.Un
 func renderDegraded(p *unstructured.Unstructured) map[string]any {
 	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
 	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == ConditionRenderDegraded {
+		if m, ok := c.(map[string]any); ok && m["type"] == conditionRenderDegraded {
 			return m
 		}
 	}

@@ -6,7 +6,7 @@ import "context"
 // would: in use by no pool and no node, and older than the Keep newest of
 // their pool.
 func (c *Controller) prune(ctx context.Context) ([]string, error) {
-	inv, err := TakeInventory(ctx, c.dyn, c.meta)
+	inv, err := takeInventory(ctx, c.dyn, c.meta)
 	if err != nil {
 		return nil, err
 	}
@@ -14,7 +14,7 @@ func (c *Controller) prune(ctx context.Context) ([]string, error) {
 	if len(plan) == 0 {
 		return nil, nil
 	}
-	done, err := Delete(ctx, c.meta, plan, c.cfg.DryRun)
+	done, err := deleteConfigs(ctx, c.meta, plan, c.cfg.DryRun)
 	c.m.prunes.WithLabelValues(c.dryRunLabel()).Add(float64(len(done)))
 	for _, n := range done {
 		c.log.Info("pruned rendered MachineConfig", "name", n, "dryRun", c.cfg.DryRun)

@@ -29,7 +29,7 @@ func Prune(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, 
 	if o.Keep < 0 || o.Count < 0 {
 		return nil, fmt.Errorf("--keep and --count cannot be negative")
 	}
-	inv, err := TakeInventory(ctx, dyn, meta)
+	inv, err := takeInventory(ctx, dyn, meta)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func Prune(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, 
 		verb = "would delete"
 		fmt.Fprintln(out, "Dry run: nothing is deleted. Add --confirm to delete the rendered MachineConfigs below.")
 	}
-	done, err := Delete(ctx, meta, plan, !o.Confirm)
+	done, err := deleteConfigs(ctx, meta, plan, !o.Confirm)
 	for _, n := range done {
 		fmt.Fprintf(out, "%s rendered MachineConfig %s\n", verb, n)
 	}
@@ -54,7 +54,7 @@ func Prune(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, 
 }
 
 // count counts the pool's (or every) configs in use, or kept though not in use.
-func (inv *Inventory) count(pool string, inUse bool) int {
+func (inv *inventory) count(pool string, inUse bool) int {
 	n := 0
 	for _, r := range inv.Configs {
 		if pool != "" && r.Pool != pool {
@@ -67,7 +67,7 @@ func (inv *Inventory) count(pool string, inUse bool) int {
 	return n
 }
 
-func (inv *Inventory) write(out io.Writer, pool string, plan []*RenderedConfig) error {
+func (inv *inventory) write(out io.Writer, pool string, plan []*renderedConfig) error {
 	prune := map[string]bool{}
 	for _, r := range plan {
 		prune[r.Name] = true

@@ -29,12 +29,12 @@ var Nodes = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 // The node annotations the machine-config-daemon keeps: the rendered config
 // a node runs, and the one it is moving to.
 const (
-	AnnotationCurrentConfig = "machineconfiguration.openshift.io/currentConfig"
-	AnnotationDesiredConfig = "machineconfiguration.openshift.io/desiredConfig"
+	annotationCurrentConfig = "machineconfiguration.openshift.io/currentConfig"
+	annotationDesiredConfig = "machineconfiguration.openshift.io/desiredConfig"
 )
 
-// RenderedConfig is one rendered MachineConfig and what retention makes of it.
-type RenderedConfig struct {
+// renderedConfig is one rendered MachineConfig and what retention makes of it.
+type renderedConfig struct {
 	Name            string
 	Pool            string
 	Created         time.Time
@@ -49,12 +49,12 @@ type RenderedConfig struct {
 }
 
 // Prunable reports whether retention may delete it.
-func (r *RenderedConfig) Prunable() bool { return len(r.InUse) == 0 && r.Kept == "" }
+func (r *renderedConfig) Prunable() bool { return len(r.InUse) == 0 && r.Kept == "" }
 
-// Inventory is every rendered MachineConfig of a cluster, sorted by pool
+// inventory is every rendered MachineConfig of a cluster, sorted by pool
 // and newest first, with the names every pool and node uses.
-type Inventory struct {
-	Configs []*RenderedConfig
+type inventory struct {
+	Configs []*renderedConfig
 	Pools   []string
 }
 
@@ -80,10 +80,10 @@ func renderedPool(m *metav1.PartialObjectMetadata) (string, bool) {
 	return "", false
 }
 
-// TakeInventory lists the rendered configs (metadata only), then the pools
+// takeInventory lists the rendered configs (metadata only), then the pools
 // and the nodes, fresh from the API server: what is in use must not come
 // from a cache that may be behind.
-func TakeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface) (*Inventory, error) {
+func takeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface) (*inventory, error) {
 	// The rendered configs first: one created after this list is simply not
 	// a candidate, whereas listed after the pools it could be in use by a pool
 	// re-pointed meanwhile and still look unused.
@@ -96,7 +96,7 @@ func TakeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 	if err != nil {
 		return nil, fmt.Errorf("listing MachineConfigPools: %w", err)
 	}
-	inv := &Inventory{}
+	inv := &inventory{}
 	for _, p := range pools.Items {
 		inv.Pools = append(inv.Pools, p.GetName())
 		for _, where := range []string{"spec", "status"} {
@@ -110,7 +110,7 @@ func TakeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 		return nil, fmt.Errorf("listing Nodes: %w", err)
 	}
 	for _, n := range nodes.Items {
-		for _, a := range []string{AnnotationCurrentConfig, AnnotationDesiredConfig} {
+		for _, a := range []string{annotationCurrentConfig, annotationDesiredConfig} {
 			if v := n.Annotations[a]; v != "" {
 				uses[v] = append(uses[v], fmt.Sprintf("node %s %s", n.Name, strings.TrimPrefix(a, "machineconfiguration.openshift.io/")))
 			}
@@ -122,7 +122,7 @@ func TakeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 		if !ok {
 			continue
 		}
-		inv.Configs = append(inv.Configs, &RenderedConfig{Name: m.Name, Pool: pool, Created: m.CreationTimestamp.Time,
+		inv.Configs = append(inv.Configs, &renderedConfig{Name: m.Name, Pool: pool, Created: m.CreationTimestamp.Time,
 			UID: m.UID, ResourceVersion: m.ResourceVersion, InUse: uses[m.Name]})
 	}
 	slices.SortFunc(inv.Configs, newestFirst)
@@ -131,7 +131,7 @@ func TakeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 }
 
 // newestFirst orders by pool, then newest first.
-func newestFirst(a, b *RenderedConfig) int {
+func newestFirst(a, b *renderedConfig) int {
 	if c := strings.Compare(a.Pool, b.Pool); c != 0 {
 		return c
 	}
@@ -141,7 +141,7 @@ func newestFirst(a, b *RenderedConfig) int {
 // olderFirst orders by creation time. Creation times have a resolution of
 // a second, so ties go to the resourceVersion (etcd's revision, which
 // grows), then the name.
-func olderFirst(a, b *RenderedConfig) int {
+func olderFirst(a, b *renderedConfig) int {
 	if c := a.Created.Compare(b.Created); c != 0 {
 		return c
 	}
@@ -157,9 +157,9 @@ func olderFirst(a, b *RenderedConfig) int {
 // the keep newest of each pool. It returns the rest, oldest first, limited
 // to pool when not empty and to the oldest count when count > 0 (as `oc adm
 // prune renderedmachineconfigs --count` does).
-func (inv *Inventory) Plan(keep int, pool string, count int) []*RenderedConfig {
+func (inv *inventory) Plan(keep int, pool string, count int) []*renderedConfig {
 	kept := map[string]int{}
-	var out []*RenderedConfig
+	var out []*renderedConfig
 	for _, r := range inv.Configs {
 		r.Kept = ""
 		if len(r.InUse) > 0 {
@@ -181,11 +181,11 @@ func (inv *Inventory) Plan(keep int, pool string, count int) []*RenderedConfig {
 	return out
 }
 
-// Delete deletes each config, with preconditions on its uid and
+// deleteConfigs deletes each config, with preconditions on its uid and
 // resourceVersion so a config changed since the inventory is left alone;
 // dryRun sends the deletes with dryRun=All (validated and authorised,
 // nothing deleted). It returns the names deleted.
-func Delete(ctx context.Context, meta metadata.Interface, configs []*RenderedConfig, dryRun bool) ([]string, error) {
+func deleteConfigs(ctx context.Context, meta metadata.Interface, configs []*renderedConfig, dryRun bool) ([]string, error) {
 	opts := metav1.DeleteOptions{}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}

@@ -53,11 +53,11 @@ func TestPlan(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	// w0..w5 for worker (w5 newest; w1 and w2 created in the same second,
 	// told apart by resourceVersion), m0..m1 for master.
-	inv := func() *Inventory {
-		mk := func(name, pool string, sec, rv int, inUse ...string) *RenderedConfig {
-			return &RenderedConfig{Name: name, Pool: pool, Created: at.Add(time.Duration(sec) * time.Second), ResourceVersion: fmt.Sprint(rv), InUse: inUse}
+	inv := func() *inventory {
+		mk := func(name, pool string, sec, rv int, inUse ...string) *renderedConfig {
+			return &renderedConfig{Name: name, Pool: pool, Created: at.Add(time.Duration(sec) * time.Second), ResourceVersion: fmt.Sprint(rv), InUse: inUse}
 		}
-		i := &Inventory{Configs: []*RenderedConfig{
+		i := &inventory{Configs: []*renderedConfig{
 			mk("w0", "worker", 0, 1, "node a currentConfig"), mk("w1", "worker", 1, 2), mk("w2", "worker", 1, 3),
 			mk("w3", "worker", 2, 4), mk("w4", "worker", 3, 5), mk("w5", "worker", 4, 6, "pool worker spec"),
 			mk("m0", "master", 0, 7), mk("m1", "master", 1, 8, "pool master spec"),
@@ -65,7 +65,7 @@ func TestPlan(t *testing.T) {
 		slices.SortFunc(i.Configs, newestFirst)
 		return i
 	}
-	names := func(rs []*RenderedConfig) []string {
+	names := func(rs []*renderedConfig) []string {
 		var out []string
 		for _, r := range rs {
 			out = append(out, r.Name)
@@ -133,8 +133,8 @@ func TestRetention(t *testing.T) {
 		})
 	}
 	c.stop()
-	cp.Apply(t, nodeObject("n1", map[string]string{AnnotationCurrentConfig: names[0], AnnotationDesiredConfig: names[0]}),
-		nodeObject("n2", map[string]string{AnnotationCurrentConfig: names[0], AnnotationDesiredConfig: names[1]}))
+	cp.Apply(t, nodeObject("n1", map[string]string{annotationCurrentConfig: names[0], annotationDesiredConfig: names[0]}),
+		nodeObject("n2", map[string]string{annotationCurrentConfig: names[0], annotationDesiredConfig: names[1]}))
 	if _, err := cp.Dynamic.Resource(kube.MachineConfigPools).Patch(ctx, "worker", types.MergePatchType,
 		[]byte(`{"status":{"configuration":{"name":"`+names[2]+`"}}}`), metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)

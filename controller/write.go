@@ -15,11 +15,11 @@ import (
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
-// FieldManager names the controller's writes in managedFields.
-const FieldManager = "mcs-controller"
+// fieldManager names the controller's writes in managedFields.
+const fieldManager = "mcs-controller"
 
-// ConditionRenderDegraded is the pool condition a failed render sets.
-const ConditionRenderDegraded = "RenderDegraded"
+// conditionRenderDegraded is the pool condition a failed render sets.
+const conditionRenderDegraded = "RenderDegraded"
 
 // maxConflictRetries bounds the re-reads after a conflict; the next change
 // or resync tries again.
@@ -80,7 +80,7 @@ func (c *Controller) ensureRendered(ctx context.Context, res *render.Result, poo
 	}
 	mcs := c.dyn.Resource(kube.MachineConfigs)
 	if cur == nil {
-		_, err = mcs.Create(ctx, obj, metav1.CreateOptions{DryRun: c.dryRun(), FieldManager: FieldManager})
+		_, err = mcs.Create(ctx, obj, metav1.CreateOptions{DryRun: c.dryRun(), FieldManager: fieldManager})
 		if err == nil {
 			c.m.renders.WithLabelValues(c.dryRunLabel()).Inc()
 			c.wrote(res.Pool, "created rendered MachineConfig "+name)
@@ -165,7 +165,7 @@ func (c *Controller) patchPool(ctx context.Context, pool *unstructured.Unstructu
 		if err != nil {
 			return nil, err
 		}
-		got, err := res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{DryRun: c.dryRun(), FieldManager: FieldManager}, subs...)
+		got, err := res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{DryRun: c.dryRun(), FieldManager: fieldManager}, subs...)
 		if err == nil {
 			kind := "configuration"
 			if subresource != "" {
@@ -197,20 +197,20 @@ type condition struct{ status, reason, message string }
 // setCondition sets the pool's RenderDegraded condition as OpenShift's
 // helpers do: the transition time moves only when the status changes.
 func (c *Controller) setCondition(ctx context.Context, from *unstructured.Unstructured, pool, selKey string, want condition) error {
-	what := "cleared " + ConditionRenderDegraded
+	what := "cleared " + conditionRenderDegraded
 	if want.status == "True" {
-		what = "set " + ConditionRenderDegraded
+		what = "set " + conditionRenderDegraded
 	}
 	_, err := c.patchPool(ctx, from, pool, selKey, "status", func(p *unstructured.Unstructured) map[string]any {
 		conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
 		i := -1
 		for j, x := range conds {
-			if m, ok := x.(map[string]any); ok && m["type"] == ConditionRenderDegraded {
+			if m, ok := x.(map[string]any); ok && m["type"] == conditionRenderDegraded {
 				i = j
 			}
 		}
 		now := time.Now().UTC().Format(time.RFC3339)
-		next := map[string]any{"type": ConditionRenderDegraded, "status": want.status, "reason": want.reason,
+		next := map[string]any{"type": conditionRenderDegraded, "status": want.status, "reason": want.reason,
 			"message": want.message, "lastTransitionTime": now}
 		if i >= 0 {
 			cur := conds[i].(map[string]any)

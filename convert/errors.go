@@ -24,15 +24,15 @@ type UnsupportedVersionError struct {
 
 func (e *UnsupportedVersionError) Error() string {
 	if e.Butane {
-		return fmt.Sprintf("unsupported Butane variant and version %q: Butane's stable variants and versions are read when they produce a supported spec version: %s", e.Version, versionList(InputVersions))
+		return fmt.Sprintf("unsupported Butane variant and version %q: Butane's stable variants and versions are read when they produce a supported spec version: %s", e.Version, versionList(inputVersions))
 	}
 	if e.Output {
 		return fmt.Sprintf("cannot write spec version %q: supported output versions are %s", e.Version, versionList(OutputVersions))
 	}
 	if e.Version == "" {
-		return fmt.Sprintf("config has no ignition.version: supported versions are %s (or Butane with a variant)", versionList(InputVersions))
+		return fmt.Sprintf("config has no ignition.version: supported versions are %s (or Butane with a variant)", versionList(inputVersions))
 	}
-	return fmt.Sprintf("unsupported spec version %q: supported versions are %s", e.Version, versionList(InputVersions))
+	return fmt.Sprintf("unsupported spec version %q: supported versions are %s", e.Version, versionList(inputVersions))
 }
 
 func (e *UnsupportedVersionError) Is(target error) bool { return target == ErrUnsupportedVersion }

@@ -71,7 +71,7 @@ func Parse(raw []byte) (*Parsed, error) {
 	}
 	vs := *stub.Ignition.Version
 	v, err := ParseVersion(vs)
-	if err != nil || !contains(InputVersions, v) || v.String() != vs {
+	if err != nil || !contains(inputVersions, v) || v.String() != vs {
 		return nil, &UnsupportedVersionError{Version: vs}
 	}
 	if v.Major == 2 {

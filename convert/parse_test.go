@@ -15,7 +15,7 @@ var spec2File = `"storage":{"files":[{"filesystem":"root","path":"/etc/hello","c
 var spec3File = `"storage":{"files":[{"path":"/etc/hello","contents":{"source":"data:,hi"},"mode":420}]}`
 
 func TestParseVersions(t *testing.T) {
-	for _, v := range InputVersions {
+	for _, v := range inputVersions {
 		t.Run(v.String(), func(t *testing.T) {
 			body := spec3File
 			if v.Major == 2 {

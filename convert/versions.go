@@ -32,8 +32,8 @@ var Newest = V3_6
 // one list that dispatch, tests, the CLI's help and the server's negotiation use.
 var OutputVersions = []Version{V2_2, V3_0, V3_1, V3_2, V3_3, V3_4, V3_5, V3_6}
 
-// InputVersions lists every spec Parse accepts (Butane is detected by its variant).
-var InputVersions = []Version{
+// inputVersions lists every spec Parse accepts (Butane is detected by its variant).
+var inputVersions = []Version{
 	{2, 0, 0}, {2, 1, 0}, V2_2, {2, 3, 0}, {2, 4, 0},
 	V3_0, V3_1, V3_2, V3_3, V3_4, V3_5, V3_6,
 }

@@ -38,17 +38,17 @@ func Eras() []EraClient {
 			v = spec2Client
 		}
 		ua := "Ignition/" + v.String()
-		out = append(out, EraClient{Spec: r.Spec, Ignition: v, UserAgent: ua, Accept: AcceptFor(ua)})
+		out = append(out, EraClient{Spec: r.Spec, Ignition: v, UserAgent: ua, Accept: acceptFor(ua)})
 	}
 	return out
 }
 
-// AcceptFor is the Accept header a client sends, from its User-Agent: an
+// acceptFor is the Accept header a client sends, from its User-Agent: an
 // Ignition release asks for the newest spec it reads (reference: what real
 // clients send), but v2.0.x still sent spec 2's header (observed with the
 // real v2.0.0; mcs corrects it by the User-Agent); anything else sends
 // curl's */*.
-func AcceptFor(userAgent string) string {
+func acceptFor(userAgent string) string {
 	v, ok := skewgate.ParseUserAgent(userAgent)
 	if !ok {
 		return "*/*"
@@ -66,7 +66,7 @@ const spec2Accept = "application/vnd.coreos.ignition+json; version=2.2.0, applic
 // Accept given or the one it sends, and identity encoding, as Ignition asks.
 func ClientHeader(userAgent, accept string) http.Header {
 	if accept == "" {
-		accept = AcceptFor(userAgent)
+		accept = acceptFor(userAgent)
 	}
 	h := http.Header{}
 	h.Set("User-Agent", userAgent)

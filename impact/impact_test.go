@@ -149,7 +149,7 @@ func TestAcceptFor(t *testing.T) {
 	}
 	for ua, want := range cases {
 		t.Run(ua, func(t *testing.T) {
-			if got := AcceptFor(ua); got != want {
+			if got := acceptFor(ua); got != want {
 				t.Fatalf("%q", got)
 			}
 		})

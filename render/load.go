@@ -586,7 +586,7 @@ func defaultPools() []*MachineConfigPool {
 			APIVersion: APIVersion,
 			Kind:       KindMachineConfigPool,
 			Metadata:   ObjectMeta{Name: role},
-			Spec:       MachineConfigPoolSpec{MachineConfigSelector: &LabelSelector{MatchLabels: map[string]string{RoleLabel: role}}},
+			Spec:       MachineConfigPoolSpec{MachineConfigSelector: &LabelSelector{MatchLabels: map[string]string{roleLabel: role}}},
 			Source:     defaultPoolSource,
 		})
 	}

@@ -50,8 +50,8 @@ func TestMCOServerConfigAsObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	mc := loaded.MachineConfigs()[0]
-	mc.Metadata.Labels = map[string]string{RoleLabel: "test"}
-	pool := &MachineConfigPool{Metadata: ObjectMeta{Name: "test"}, Spec: MachineConfigPoolSpec{MachineConfigSelector: &LabelSelector{MatchLabels: map[string]string{RoleLabel: "test"}}}, Source: "kubernetes"}
+	mc.Metadata.Labels = map[string]string{roleLabel: "test"}
+	pool := &MachineConfigPool{Metadata: ObjectMeta{Name: "test"}, Spec: MachineConfigPoolSpec{MachineConfigSelector: &LabelSelector{MatchLabels: map[string]string{roleLabel: "test"}}}, Source: "kubernetes"}
 	l := &Loader{configs: []*MachineConfig{mc}, pools: []*MachineConfigPool{pool}, ccs: []*ControllerConfig{{BaseOSContainerImage: "registry.example.com/release-os@sha256:0"}}}
 	s, err := l.build()
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 func mergeOrder(members []*entry) []*entry {
 	var workers, others []*entry
 	for _, e := range members {
-		if e.mc.Metadata.Labels[RoleLabel] == "worker" {
+		if e.mc.Metadata.Labels[roleLabel] == "worker" {
 			workers = append(workers, e)
 		} else {
 			others = append(others, e)

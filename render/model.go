@@ -15,9 +15,9 @@ const (
 	KindMachineConfigPool = "MachineConfigPool"
 	kindControllerConfig  = "ControllerConfig"
 
-	// RoleLabel selects MachineConfigs into the default pools and decides
+	// roleLabel selects MachineConfigs into the default pools and decides
 	// the merge order (role worker first).
-	RoleLabel = "machineconfiguration.openshift.io/role"
+	roleLabel = "machineconfiguration.openshift.io/role"
 
 	// Annotations upstream's renderer writes on rendered configs, and the
 	// one its template controllers write on the configs they generate.

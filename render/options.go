@@ -62,8 +62,8 @@ func sizeProblem(mc *MachineConfig) (string, error) {
 	if err != nil {
 		return "encoding the rendered MachineConfig: " + err.Error(), err
 	}
-	if n > MaxRenderedSize {
-		return fmt.Sprintf("the rendered MachineConfig %s is %d bytes of JSON, above the limit of %d", mc.Metadata.Name, n, MaxRenderedSize), ErrInvalid
+	if n > maxRenderedSize {
+		return fmt.Sprintf("the rendered MachineConfig %s is %d bytes of JSON, above the limit of %d", mc.Metadata.Name, n, maxRenderedSize), ErrInvalid
 	}
 	return "", nil
 }

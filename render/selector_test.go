@@ -3,8 +3,8 @@ package render
 import "testing"
 
 func TestSelector(t *testing.T) {
-	worker := map[string]string{RoleLabel: "worker"}
-	infra := map[string]string{RoleLabel: "infra", "zone": "a"}
+	worker := map[string]string{roleLabel: "worker"}
+	infra := map[string]string{roleLabel: "infra", "zone": "a"}
 	none := map[string]string{}
 	req := func(key, op string, values ...string) LabelSelectorRequirement {
 		return LabelSelectorRequirement{Key: key, Operator: op, Values: values}
@@ -20,17 +20,17 @@ func TestSelector(t *testing.T) {
 		{"matchLabels", &LabelSelector{MatchLabels: worker}, worker, true},
 		{"matchLabels other value", &LabelSelector{MatchLabels: worker}, infra, false},
 		{"matchLabels missing", &LabelSelector{MatchLabels: worker}, none, false},
-		{"In", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, opIn, "worker", "infra")}}, infra, true},
-		{"In missing label", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, opIn, "worker")}}, none, false},
-		{"NotIn", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, opNotIn, "worker")}}, infra, true},
-		{"NotIn excluded", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, opNotIn, "worker")}}, worker, false},
-		{"NotIn missing label matches", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, opNotIn, "worker")}}, none, true},
+		{"In", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(roleLabel, opIn, "worker", "infra")}}, infra, true},
+		{"In missing label", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(roleLabel, opIn, "worker")}}, none, false},
+		{"NotIn", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(roleLabel, opNotIn, "worker")}}, infra, true},
+		{"NotIn excluded", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(roleLabel, opNotIn, "worker")}}, worker, false},
+		{"NotIn missing label matches", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(roleLabel, opNotIn, "worker")}}, none, true},
 		{"Exists", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req("zone", opExists)}}, infra, true},
 		{"Exists missing", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req("zone", opExists)}}, worker, false},
 		{"DoesNotExist", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req("zone", opDoesNotExist)}}, worker, true},
 		{"DoesNotExist present", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req("zone", opDoesNotExist)}}, infra, false},
-		{"all terms must hold", &LabelSelector{MatchLabels: map[string]string{"zone": "a"}, MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, opIn, "worker")}}, infra, false},
-		{"unknown operator matches nothing", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(RoleLabel, "Like", "w")}}, worker, false},
+		{"all terms must hold", &LabelSelector{MatchLabels: map[string]string{"zone": "a"}, MatchExpressions: []LabelSelectorRequirement{req(roleLabel, opIn, "worker")}}, infra, false},
+		{"unknown operator matches nothing", &LabelSelector{MatchExpressions: []LabelSelectorRequirement{req(roleLabel, "Like", "w")}}, worker, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,12 +17,12 @@ const (
 	KernelType64kPages = "64k-pages"
 )
 
-// SupportedExtensions are the RHCOS extensions upstream accepts.
-var SupportedExtensions = []string{"two-node-ha", "ipsec", "usbguard", "kerberos", "kernel-devel", "sandboxed-containers", "sysstat"}
+// supportedExtensions are the RHCOS extensions upstream accepts.
+var supportedExtensions = []string{"two-node-ha", "ipsec", "usbguard", "kerberos", "kernel-devel", "sandboxed-containers", "sysstat"}
 
-// MaxRenderedSize is upstream's limit on a rendered MachineConfig, in bytes
+// maxRenderedSize is upstream's limit on a rendered MachineConfig, in bytes
 // of JSON: 1.5 MiB, what etcd stores in one object.
-const MaxRenderedSize = 1572864
+const maxRenderedSize = 1572864
 
 // newEntry parses a MachineConfig's Ignition config and checks what upstream
 // checks before merging (and what it forgets: extensions are checked even
@@ -40,8 +40,8 @@ func newEntry(mc *MachineConfig, cache *ParseCache) *entry {
 		bad("$.spec.kernelType", fmt.Sprintf("kernelType %q is invalid: want %s, %s or %s", kt, KernelTypeDefault, KernelTypeRealtime, KernelType64kPages), nil)
 	}
 	for i, x := range mc.Spec.Extensions {
-		if !contains(SupportedExtensions, x) {
-			bad(fmt.Sprintf("$.spec.extensions.%d", i), fmt.Sprintf("extension %q is not supported: want one of %s", x, strings.Join(SupportedExtensions, ", ")), nil)
+		if !contains(supportedExtensions, x) {
+			bad(fmt.Sprintf("$.spec.extensions.%d", i), fmt.Sprintf("extension %q is not supported: want one of %s", x, strings.Join(supportedExtensions, ", ")), nil)
 		}
 	}
 

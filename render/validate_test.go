@@ -48,7 +48,7 @@ func TestEmptyConfigs(t *testing.T) {
 }
 
 func TestSizeLimit(t *testing.T) {
-	big := strings.Repeat("a", MaxRenderedSize)
+	big := strings.Repeat("a", maxRenderedSize)
 	errs := renderErrs(t, setOf(t, doc("10-a", "worker", file("/etc/big", "data:,"+big))), "worker", Options{})
 	if len(errs) != 1 || errs[0].Object != "MachineConfigPool/worker" || !strings.Contains(errs[0].Message, "above the limit of 1572864") {
 		t.Fatalf("errors %v", errs)

@@ -26,7 +26,7 @@ type renderedPool struct {
 	err error
 }
 
-// Render renders set's pools with opts, as RenderPools does, reusing the
+// Render renders set's pools with opts, as renderPools does, reusing the
 // previous call's result for each pool whose fingerprint is unchanged.
 func (r *Renderer) Render(set *render.Set, opts render.Options) *Input {
 	r.mu.Lock()

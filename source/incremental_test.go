@@ -43,9 +43,9 @@ func TestRendererRerendersOnlyChangedPools(t *testing.T) {
 		t.Fatalf("master not rendered again: %v", next["master"].MachineConfigs)
 	}
 	// Fresh state renders everything: the same content, other pointers.
-	fresh := byPool(RenderPools(mustSet(t, dir), render.Options{}))
+	fresh := byPool(renderPools(mustSet(t, dir), render.Options{}))
 	if fresh["worker"] == next["worker"] || fresh["worker"].Name != next["worker"].Name {
-		t.Fatal("RenderPools did not render anew")
+		t.Fatal("renderPools did not render anew")
 	}
 }
 
@@ -98,7 +98,7 @@ func TestRendererCarry(t *testing.T) {
 	write(t, dir, "50-worker", "worker")
 	write(t, dir, "50-master", "master")
 	// Fresh renders: equal results, other pointers, as pool mode makes them.
-	fresh := func() *Input { return RenderPools(mustSet(t, dir), render.Options{}) }
+	fresh := func() *Input { return renderPools(mustSet(t, dir), render.Options{}) }
 	var r Renderer
 	first := fresh()
 	r.Carry(first)

@@ -96,8 +96,8 @@ func notWanted(benchmarks bool) string {
 	return ""
 }
 
-// PoolTemplate is a pool named POOL selecting role worker and POOL.
-const PoolTemplate = `apiVersion: machineconfiguration.openshift.io/v1
+// poolTemplate is a pool named POOL selecting role worker and POOL.
+const poolTemplate = `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfigPool
 metadata:
   name: POOL
@@ -125,9 +125,9 @@ func MachineConfig(t testing.TB, name, role, content string) *unstructured.Unstr
 	return Object(t, mctest.MachineConfig(name, role, content))
 }
 
-// Pool is PoolTemplate filled in.
+// Pool is poolTemplate filled in.
 func Pool(t testing.TB, name string) *unstructured.Unstructured {
-	return Object(t, PoolTemplate, "POOL", name)
+	return Object(t, poolTemplate, "POOL", name)
 }
 
 // Logger writes to the test's log, so a failure shows what the code under

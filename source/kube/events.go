@@ -20,9 +20,9 @@ import (
 	"github.com/ignition-mcs/mcs/source"
 )
 
-// EventComponent is the source.component of every Event mcs writes: it
+// eventComponent is the source.component of every Event mcs writes: it
 // stands in for OpenShift's machine-config-server.
-const EventComponent = "machine-config-server"
+const eventComponent = "machine-config-server"
 
 // Events is where the recorder writes: core/v1 Events. A cluster-scoped
 // object's Events live in the default namespace, which is the only one the
@@ -76,7 +76,7 @@ func (s *Source) Events(cfg EventsConfig) (*EventNotifier, error) {
 	return &EventNotifier{
 		src:         s,
 		broadcaster: b,
-		recorder:    b.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: EventComponent, Host: cfg.Host}),
+		recorder:    b.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: eventComponent, Host: cfg.Host}),
 	}, nil
 }
 

@@ -102,7 +102,7 @@ func checkEvent(cp *controlPlane, ev corev1.Event, pool string) error {
 	if err != nil {
 		return err
 	}
-	if ev.InvolvedObject.UID != obj.GetUID() || ev.Source.Component != EventComponent || ev.Source.Host != "replica-a" || ev.Namespace != metav1.NamespaceDefault {
+	if ev.InvolvedObject.UID != obj.GetUID() || ev.Source.Component != eventComponent || ev.Source.Host != "replica-a" || ev.Namespace != metav1.NamespaceDefault {
 		return fmt.Errorf("event %s: object %+v, source %+v, namespace %s", ev.Name, ev.InvolvedObject, ev.Source, ev.Namespace)
 	}
 	return nil
