@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"runtime"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/ignition-mcs/mcs/internal/syncbuf"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -50,18 +50,6 @@ func (s *hanging) count() (loads, maxOnce int) {
 	return s.loads, s.maxOnce
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-func (b *lockedBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
-
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
@@ -77,7 +65,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // the report clears. The timeout, 1 s, is one the other loads stay far below
 // even on a loaded machine.
 func TestReloadWatchdog(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	srv := New(Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	src := &hanging{result: result(t, "worker", plainIgn), release: make(chan struct{})}
 	rl := &Reloader{Source: src, Server: srv, Timeout: time.Second, Debounce: time.Millisecond, Logger: srv.log}
@@ -137,7 +125,7 @@ func TestReloadWatchdog(t *testing.T) {
 // What a load skipped is shown in /status and logged once, not on every
 // reload that skips it again.
 func TestReloadWarnings(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	srv := New(Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	w := result(t, "worker", plainIgn)
 	fifo := "/src/97-x.yaml: warning: not a regular file: a named pipe (FIFO), so never opened; skipped"

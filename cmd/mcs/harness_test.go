@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ignition-mcs/mcs/internal/syncbuf"
 )
 
 // instance is a running mcs (run() in a goroutine) for end-to-end tests.
@@ -17,8 +19,8 @@ type instance struct {
 	base   string
 	cancel context.CancelFunc
 	done   chan error
-	stderr *syncBuffer
-	stdout *syncBuffer
+	stderr *syncbuf.Buffer
+	stdout *syncbuf.Buffer
 }
 
 func (in *instance) stdoutForTLS() string { return in.stdout.String() }
@@ -33,7 +35,7 @@ func start(t testing.TB, args ...string) *instance {
 func launch(t testing.TB, listens bool, f func(ctx context.Context, stdout, stderr io.Writer) error) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{t: t, cancel: cancel, done: make(chan error, 1), stderr: &syncBuffer{}, stdout: &syncBuffer{}}
+	in := &instance{t: t, cancel: cancel, done: make(chan error, 1), stderr: &syncbuf.Buffer{}, stdout: &syncbuf.Buffer{}}
 	go func() { in.done <- f(ctx, in.stdout, in.stderr) }()
 	if listens {
 		waitFor(t, "listening", func() bool {
