@@ -29,9 +29,7 @@ func newServerSource(t *testing.T, cp *kubetest.ControlPlane, mode kube.Mode, op
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	s.Start(ctx)
+	kubetest.Run(t, s)
 	return s
 }
 

@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -11,10 +12,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/ignition-mcs/mcs/internal/mctest"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/ignition-mcs/mcs/internal/mctest"
 )
 
 // Shared is the one control plane a test package's tests share.
@@ -152,4 +154,12 @@ func (w *testWriter) Write(p []byte) (int, error) {
 		w.t.Log(strings.TrimRight(string(p), "\n"))
 	}
 	return len(p), nil
+}
+
+// Run starts s (a source or controller) with a context the test's end
+// cancels.
+func Run(t testing.TB, s interface{ Start(context.Context) }) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s.Start(ctx)
 }

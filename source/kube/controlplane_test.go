@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"context"
 	"flag"
 	"os"
 	"testing"
@@ -106,9 +105,7 @@ func (cp *controlPlane) newSource(t *testing.T, cfg Config) *Source {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	s.Start(ctx)
+	kubetest.Run(t, s)
 	return s
 }
 
