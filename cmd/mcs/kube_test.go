@@ -28,18 +28,7 @@ import (
 // kube-apiserver. It serves the cluster's pools, follows an edit, and
 // takes the skew policy from the cluster's MachineConfiguration.
 func TestServeKubernetes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: no control plane")
-	}
-	assets, err := kubetest.Assets()
-	if err != nil {
-		kubetest.Missing(t, err.Error())
-	}
-	crds, err := kubetest.CRDFiles(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, dyn, apply := controlPlane(t, assets, crds)
+	kubeconfig, dyn, apply := controlPlane(t, true)
 	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
   spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
 	apply(kube.MachineConfigs, strings.Replace(workerMC, "GEN", "one", 1))
@@ -93,11 +82,23 @@ func TestServeKubernetes(t *testing.T) {
 	}
 }
 
-// controlPlane starts a kube-apiserver with the CRDs for the test, and
-// returns a kubeconfig file for it, an admin client and a function that
+// controlPlane starts a kube-apiserver with kubetest.CRDFiles(allCRDs)
+// installed (it skips under -short, and fails under CI without the
+// binaries), and returns a kubeconfig file for it, an admin client and a function that
 // applies objects.
-func controlPlane(t *testing.T, assets string, crds []string) (string, dynamic.Interface, func(schema.GroupVersionResource, string)) {
+func controlPlane(t *testing.T, allCRDs bool) (string, dynamic.Interface, func(schema.GroupVersionResource, string)) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no control plane")
+	}
+	assets, err := kubetest.Assets()
+	if err != nil {
+		kubetest.Missing(t, err.Error())
+	}
+	crds, err := kubetest.CRDFiles(allCRDs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctrllog.SetLogger(logr.Discard())
 	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDInstallOptions: envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true}}
 	env.ControlPlane.GetAPIServer().Configure().Set("endpoint-reconciler-type", "none")
@@ -173,18 +174,7 @@ func startSubcommand(t *testing.T, listens bool, args ...string) *instance {
 // a real kube-apiserver. The controller points the pool at its rendered
 // config and says so in /status; prune lists it as in use.
 func TestControllerAndPruneSubcommands(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: no control plane")
-	}
-	assets, err := kubetest.Assets()
-	if err != nil {
-		kubetest.Missing(t, err.Error())
-	}
-	crds, err := kubetest.CRDFiles(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, dyn, apply := controlPlane(t, assets, crds)
+	kubeconfig, dyn, apply := controlPlane(t, false)
 	apply(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, `{apiVersion: v1, kind: Namespace, metadata: {name: mcs}}`)
 	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
   spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
