@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,16 +20,7 @@ import (
 // One control plane serves every test and benchmark of the package.
 var shared = &kubetest.Shared{Benchmarks: true}
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	stop := shared.Setup("controller", true)
-	defer stop()
-	return m.Run()
-}
+func TestMain(m *testing.M) { shared.Main(m, "controller", true, nil) }
 
 // needControlPlane returns the shared control plane emptied of every
 // object the tests make, or ends the test.

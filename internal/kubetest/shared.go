@@ -29,10 +29,27 @@ type Shared struct {
 	Err     error  // the binaries are there but would not start (always a failure)
 }
 
-// Setup starts the shared control plane, with every CRD when all, unless the
-// run needs none; call it from TestMain after flag.Parse, and the returned
-// stop after m.Run. label prefixes the start-up line on stderr.
-func (s *Shared) Setup(label string, all bool) (stop func()) {
+// Main is a package's TestMain: it starts the shared control plane (see
+// setup), calls ready with it if it started, runs the tests, stops it and
+// exits.
+func (s *Shared) Main(m *testing.M, label string, all bool, ready func(*ControlPlane)) {
+	flag.Parse()
+	os.Exit(s.run(m, label, all, ready))
+}
+
+func (s *Shared) run(m *testing.M, label string, all bool, ready func(*ControlPlane)) int {
+	stop := s.setup(label, all)
+	defer stop()
+	if s.CP != nil && ready != nil {
+		ready(s.CP)
+	}
+	return m.Run()
+}
+
+// setup starts the shared control plane, with every CRD when all, unless the
+// run needs none, and returns what stops it. label prefixes the start-up
+// line on stderr.
+func (s *Shared) setup(label string, all bool) (stop func()) {
 	// envtest's logger and client-go's klog would print every retry.
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())

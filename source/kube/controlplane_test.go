@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"flag"
-	"os"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,17 +20,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	stop := sharedCP.Setup("kube", true)
-	defer stop()
-	if sharedCP.CP != nil {
-		shared = wrap(sharedCP.CP)
-	}
-	return m.Run()
+	sharedCP.Main(m, "kube", true, func(cp *kubetest.ControlPlane) { shared = wrap(cp) })
 }
 
 // controlPlane is kubetest's, with the short names these tests use.
