@@ -143,16 +143,14 @@ func TestTranslateKeepsInput(t *testing.T) {
 // The server encodes one config for every spec at once: Translate shares
 // nothing mutable (run with -race).
 func TestTranslateConcurrent(t *testing.T) {
-	raw, err := os.ReadFile("testdata/features/spec2-defaults.ign")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := mustParse(t, "spec2-defaults", raw)
+	p := parseFeature(t, "spec2-defaults")
 	want := map[Version][]byte{}
 	for _, v := range OutputVersions {
-		if want[v], err = Encode(&p.Config, v, false); err != nil {
+		b, err := Encode(&p.Config, v, false)
+		if err != nil {
 			t.Fatal(err)
 		}
+		want[v] = b
 	}
 	var wg sync.WaitGroup
 	for range 4 {

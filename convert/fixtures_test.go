@@ -83,6 +83,16 @@ func mustParse(tb testing.TB, name string, raw []byte) *Parsed {
 	return p
 }
 
+// parseFeature parses testdata/features/name.ign.
+func parseFeature(tb testing.TB, name string) *Parsed {
+	tb.Helper()
+	raw, err := os.ReadFile("testdata/features/" + name + ".ign")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return mustParse(tb, name, raw)
+}
+
 // TestSharedFixtures keeps testdata's copies of the shared fixtures, so that
 // the tests run on a machine without them: with -update it rewrites the
 // copies from -shared, and it always checks that every copy parses.

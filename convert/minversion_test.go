@@ -2,7 +2,6 @@ package convert
 
 import (
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -73,11 +72,7 @@ func below(v Version) Version {
 func TestMinVersionFeatures(t *testing.T) {
 	for _, tc := range featureCases {
 		t.Run(tc.name, func(t *testing.T) {
-			raw, err := os.ReadFile("testdata/features/" + tc.name + ".ign")
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := mustParse(t, tc.name, raw)
+			p := parseFeature(t, tc.name)
 			if p.Version != tc.want {
 				t.Errorf("fixture is labelled %s, want it labelled with the spec it needs, %s", p.Version, tc.want)
 			}
@@ -103,7 +98,7 @@ func TestMinVersionFeatures(t *testing.T) {
 			if tc.want == V3_0 {
 				return // spec 2.2 has its own cases, TestSpec2
 			}
-			_, err = Translate(&p.Config, lower)
+			_, err := Translate(&p.Config, lower)
 			var ce *CannotExpressError
 			if !errors.As(err, &ce) || !errors.Is(err, ErrCannotExpress) {
 				t.Fatalf("Translate to %s: err = %v, want a CannotExpressError", lower, err)

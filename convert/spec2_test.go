@@ -2,7 +2,6 @@ package convert
 
 import (
 	"errors"
-	"os"
 	"slices"
 	"testing"
 
@@ -27,11 +26,7 @@ var spec2Cases = []struct {
 func TestSpec2(t *testing.T) {
 	for _, tc := range spec2Cases {
 		t.Run(tc.name, func(t *testing.T) {
-			raw, err := os.ReadFile("testdata/features/" + tc.name + ".ign")
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := mustParse(t, tc.name, raw)
+			p := parseFeature(t, tc.name)
 			if v, reasons := MinVersion(&p.Config); v != V3_0 {
 				t.Fatalf("MinVersion = %s (%v), want 3.0.0: spec 2.2 is the only spec these trouble", v, reasons)
 			}
@@ -63,11 +58,7 @@ func TestSpec2(t *testing.T) {
 // What spec 2.2 output must spell out so that a spec-2 node does what the
 // spec-3 config means.
 func TestSpec2Output(t *testing.T) {
-	raw, err := os.ReadFile("testdata/features/spec2-defaults.ign")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := mustParse(t, "spec2-defaults", raw)
+	p := parseFeature(t, "spec2-defaults")
 	typed, err := Translate(&p.Config, V2_2)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package convert
 
 import (
 	"errors"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -222,11 +221,7 @@ func TestIgnConverterV35toV34Defect(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
-			raw, err := os.ReadFile("testdata/features/" + tc.fixture + ".ign")
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := mustParse(t, tc.fixture, raw)
+			p := parseFeature(t, tc.fixture)
 			in, err := Translate(&p.Config, V3_5)
 			if err != nil {
 				t.Fatal(err)
@@ -257,11 +252,7 @@ func TestTranslateCatchesLossyStep(t *testing.T) {
 	t.Cleanup(func() { steps[1] = saved })
 	steps[1] = step{V3_5, V3_4, "ign-converter", func(c any) (any, error) { return v35tov34.Translate(c.(t35.Config)) }}
 
-	raw, err := os.ReadFile("testdata/features/tang-advertisement.ign")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := mustParse(t, "tang-advertisement", raw)
+	p := parseFeature(t, "tang-advertisement")
 	for _, target := range []Version{V3_4} {
 		_, err := Translate(&p.Config, target)
 		var le *LossError
