@@ -92,14 +92,7 @@ install_blkid() {
 }
 
 mkdir -p "$out"
-todo=()
-for v in "${versions[@]}"; do
-	bin=$out/ignition-$v
-	if [[ -x $bin && -f $bin.stamp && $(cat "$bin.stamp") == "$(stamp_of "$v")" ]]; then
-		continue
-	fi
-	todo+=("$v")
-done
+mapfile -t todo < <(stale "$out/ignition-" "${versions[@]}")
 if ((${#todo[@]} == 0)); then
 	echo "ignition-clients: up to date in $out"
 	exit 0

@@ -53,14 +53,7 @@ stamp_of() {
 }
 
 mkdir -p "$out"
-todo=()
-for b in "${bins[@]}"; do
-	bin=$out/$b
-	if [[ -x $bin && -f $bin.stamp && $(cat "$bin.stamp") == "$(stamp_of "$b")" ]]; then
-		continue
-	fi
-	todo+=("$b")
-done
+mapfile -t todo < <(stale "$out/" "${bins[@]}")
 if ((${#todo[@]} == 0)); then
 	echo "kube-tools: up to date in $out"
 	exit 0

@@ -1,5 +1,21 @@
 # Shared by the tool build scripts (hack/*/build.sh); sourced, not run.
 
+# up_to_date BIN STAMP succeeds when BIN is built and its stamp file holds
+# STAMP.
+up_to_date() {
+	[[ -x $1 && -f $1.stamp && $(cat "$1.stamp") == "$2" ]]
+}
+
+# stale PREFIX NAME... prints each NAME whose binary ${PREFIX}NAME is not
+# up to date with `stamp_of NAME` (the calling script's).
+stale() {
+	local prefix=$1 name
+	shift
+	for name; do
+		up_to_date "$prefix$name" "$(stamp_of "$name")" || printf '%s\n' "$name"
+	done
+}
+
 # build_verified LABEL MODDIR PKG CGO LDFLAGS WANT BIN STAMP builds PKG from
 # the scratch module MODDIR into BIN, checks that `BIN --version` mentions
 # WANT, and writes STAMP next to it. It builds next to BIN and renames, so an

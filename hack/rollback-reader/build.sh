@@ -20,7 +20,7 @@ stamp=$({
 } | sha256sum | cut -d' ' -f1)
 
 mkdir -p "$out"
-if [[ -x $bin && -f $bin.stamp && $(cat "$bin.stamp") == "$stamp" ]]; then
+if up_to_date "$bin" "$stamp"; then
 	echo "rollback-reader: up to date in $out"
 	exit 0
 fi
