@@ -79,7 +79,7 @@ func TestDeployRBACIsMinimal(t *testing.T) {
 		{[]string{kube.Group}, []string{kube.MachineConfigPools.Resource}, []string{"get", "list", "patch", "watch"}},
 		{[]string{kube.Group}, []string{kube.MachineConfigPools.Resource + "/status"}, []string{"patch"}},
 		{[]string{kube.Group}, []string{kube.ControllerConfigs.Resource}, read},
-		{[]string{""}, []string{Nodes.Resource}, []string{"list"}},
+		{[]string{""}, []string{nodesGVR.Resource}, []string{"list"}},
 	}
 	if got := rules(t, objs["ClusterRole/mcs-controller"]); yamlString(got) != yamlString(want) {
 		t.Errorf("ClusterRole rules\n%s\nwant\n%s", yamlString(got), yamlString(want))

@@ -23,8 +23,8 @@ import (
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
-// Nodes are read (listed, metadata only) for the configs they run.
-var Nodes = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+// nodesGVR: Nodes are read (listed, metadata only) for the configs they run.
+var nodesGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 
 // The node annotations the machine-config-daemon keeps: the rendered config
 // a node runs, and the one it is moving to.
@@ -105,7 +105,7 @@ func takeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 			}
 		}
 	}
-	nodes, err := meta.Resource(Nodes).List(ctx, metav1.ListOptions{})
+	nodes, err := meta.Resource(nodesGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing Nodes: %w", err)
 	}

@@ -179,7 +179,7 @@ func (c *comparison) eras(ctx context.Context, pool string, o, n *render.Result)
 	if c.new.tree.Server == nil || c.old.tree.Server == nil {
 		return out
 	}
-	for _, e := range Eras() {
+	for _, e := range eraClients() {
 		h := ClientHeader(e.UserAgent, e.Accept)
 		era := &Era{Spec: e.Spec.String(), Ignition: e.Ignition.String()}
 		if o != nil {

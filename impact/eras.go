@@ -14,9 +14,9 @@ type Server interface {
 	Answer(ctx context.Context, pool string, h http.Header) (int, http.Header, []byte)
 }
 
-// EraClient is a node of one Ignition release line: the spec it reads and
+// eraClient is a node of one Ignition release line: the spec it reads and
 // the headers it sends.
-type EraClient struct {
+type eraClient struct {
 	Spec      convert.Version
 	Ignition  skewgate.IgnitionVersion
 	UserAgent string
@@ -26,19 +26,19 @@ type EraClient struct {
 // spec2Client is the last spec-2 Ignition, which old RHCOS boot images run.
 var spec2Client = skewgate.IgnitionVersion{Major: 0, Minor: 35, Patch: 0}
 
-// Eras lists one client per Ignition release line (skewgate.ReleaseLines), its
+// eraClients lists one client per Ignition release line (skewgate.ReleaseLines), its
 // oldest release, the one a policy of minimum versions refuses first (for
 // spec 2, v0.35.0: the release old boot images run).
-func Eras() []EraClient {
+func eraClients() []eraClient {
 	lines := skewgate.ReleaseLines()
-	out := make([]EraClient, 0, len(lines))
+	out := make([]eraClient, 0, len(lines))
 	for _, r := range lines {
 		v := r.Ignition
 		if r.Spec.Major == 2 {
 			v = spec2Client
 		}
 		ua := "Ignition/" + v.String()
-		out = append(out, EraClient{Spec: r.Spec, Ignition: v, UserAgent: ua, Accept: acceptFor(ua)})
+		out = append(out, eraClient{Spec: r.Spec, Ignition: v, UserAgent: ua, Accept: acceptFor(ua)})
 	}
 	return out
 }

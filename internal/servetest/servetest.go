@@ -4,7 +4,6 @@ package servetest
 import (
 	"context"
 	"log/slog"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -47,15 +46,6 @@ func Handler(tb testing.TB, dir string, cfg serve.Config) (*serve.Server, map[st
 		byPool[r.Pool] = r
 	}
 	return s, byPool
-}
-
-// Serve is Handler on loopback until the test ends.
-func Serve(tb testing.TB, dir string, cfg serve.Config) (*httptest.Server, map[string]*render.Result) {
-	tb.Helper()
-	s, byPool := Handler(tb, dir, cfg)
-	ts := httptest.NewServer(s)
-	tb.Cleanup(ts.Close)
-	return ts, byPool
 }
 
 // Reloading serves src from a server built from cfg (Source defaults to

@@ -2,6 +2,7 @@ package servetest
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -11,8 +12,10 @@ import (
 
 const cluster = "../../fixtures/cluster"
 
-func TestServe(t *testing.T) {
-	ts, byPool := Serve(t, cluster, serve.Config{})
+func TestHandler(t *testing.T) {
+	s, byPool := Handler(t, cluster, serve.Config{})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
 	if byPool["worker"] == nil || byPool["master"] == nil {
 		t.Fatalf("pools %v", byPool)
 	}

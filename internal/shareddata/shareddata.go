@@ -9,15 +9,15 @@ import (
 	"testing"
 )
 
-// Env names the shared data directory when it is not ../shared beside the
+// envVar names the shared data directory when it is not ../shared beside the
 // module's root (a worktree elsewhere, say).
-const Env = "MCS_SHARED"
+const envVar = "MCS_SHARED"
 
 // Root returns the shared data directory: $MCS_SHARED, else "shared" beside
 // the directory holding go.mod, found upwards from the working directory
 // (a test's is its package's). It is an error when that does not exist.
 func Root() (string, error) {
-	if d := os.Getenv(Env); d != "" {
+	if d := os.Getenv(envVar); d != "" {
 		return existing(d)
 	}
 	wd, err := os.Getwd()
@@ -37,7 +37,7 @@ func Root() (string, error) {
 func existing(d string) (string, error) {
 	info, err := os.Stat(d)
 	if err != nil {
-		return "", fmt.Errorf("%w (set %s to its directory)", err, Env)
+		return "", fmt.Errorf("%w (set %s to its directory)", err, envVar)
 	}
 	if !info.IsDir() {
 		return "", fmt.Errorf("shared test data: %s is not a directory", d)

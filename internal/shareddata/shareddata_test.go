@@ -16,7 +16,7 @@ func TestRoot(t *testing.T) {
 		{"missing directory", filepath.Join(t.TempDir(), "none"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(Env, tc.env)
+			t.Setenv(envVar, tc.env)
 			got, err := Root()
 			if (err == nil) != tc.ok || tc.ok && got != tc.env {
 				t.Fatalf("Root() = %q, %v", got, err)
@@ -27,7 +27,7 @@ func TestRoot(t *testing.T) {
 
 // Beside the module root, found upwards from the working directory.
 func TestRootBesideModule(t *testing.T) {
-	t.Setenv(Env, "")
+	t.Setenv(envVar, "")
 	parent := t.TempDir()
 	mod := filepath.Join(parent, "clone")
 	pkg := filepath.Join(mod, "a", "b")
@@ -69,7 +69,7 @@ func TestPathPresent(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "realdata"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(Env, dir)
+	t.Setenv(envVar, dir)
 	if got := Path(t, "realdata"); got != filepath.Join(dir, "realdata") {
 		t.Fatalf("Path = %q", got)
 	}
