@@ -48,9 +48,6 @@ type renderedConfig struct {
 	Kept string
 }
 
-// Prunable reports whether retention may delete it.
-func (r *renderedConfig) Prunable() bool { return len(r.InUse) == 0 && r.Kept == "" }
-
 // inventory is every rendered MachineConfig of a cluster, sorted by pool
 // and newest first, with the names every pool and node uses.
 type inventory struct {

@@ -27,8 +27,8 @@ func ParseFailOn(s string) ([]string, error) {
 	return out, nil
 }
 
-// Hold reports whether a condition holds.
-func (h Holds) Hold(cond string) bool {
+// hold reports whether a condition holds.
+func (h Holds) hold(cond string) bool {
 	switch cond {
 	case "spec-raise":
 		return h.SpecRaise
@@ -46,7 +46,7 @@ func (h Holds) Hold(cond string) bool {
 func (r *Report) Failing(failOn []string) []string {
 	var out []string
 	for _, c := range failOn {
-		if r.Holds.Hold(c) {
+		if r.Holds.hold(c) {
 			out = append(out, c)
 		}
 	}

@@ -54,7 +54,7 @@ func summary(r *Report) string {
 	s := fmt.Sprintf("%d changed, %d added, %d removed, %d unchanged", count[PoolChanged], count[PoolAdded], count[PoolRemoved], count[PoolUnchanged])
 	var holds []string
 	for _, c := range Conditions {
-		if r.Holds.Hold(c) {
+		if r.Holds.hold(c) {
 			holds = append(holds, c)
 		}
 	}

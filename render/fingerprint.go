@@ -36,7 +36,7 @@ func (s *Set) Fingerprints(opts Options) map[string]Fingerprint {
 		sel := p.Spec.MachineConfigSelector
 		var members []*entry
 		for _, e := range s.entries {
-			if sel.Matches(e.mc.Metadata.Labels) {
+			if sel.matches(e.mc.Metadata.Labels) {
 				members = append(members, e)
 			}
 		}

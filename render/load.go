@@ -529,7 +529,7 @@ func (l *Loader) build() (*Set, error) {
 		// worker configs alone renders; a pool the tree defines is kept
 		// and fails to render, as upstream's does.
 		for _, p := range defaultPools() {
-			if slices.ContainsFunc(s.entries, func(e *entry) bool { return p.Spec.MachineConfigSelector.Matches(e.mc.Metadata.Labels) }) {
+			if slices.ContainsFunc(s.entries, func(e *entry) bool { return p.Spec.MachineConfigSelector.matches(e.mc.Metadata.Labels) }) {
 				s.pools = append(s.pools, p)
 			}
 		}
@@ -547,7 +547,7 @@ func (l *Loader) build() (*Set, error) {
 	for _, e := range s.entries {
 		selected := false
 		for _, p := range s.pools {
-			if p.Spec.MachineConfigSelector.Matches(e.mc.Metadata.Labels) {
+			if p.Spec.MachineConfigSelector.matches(e.mc.Metadata.Labels) {
 				selected = true
 				break
 			}

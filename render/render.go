@@ -118,13 +118,13 @@ func (r *renderer) members() []*entry {
 	sel := r.pool.Spec.MachineConfigSelector
 	var members []*entry
 	for _, e := range r.set.entries {
-		if sel.Matches(e.mc.Metadata.Labels) {
+		if sel.matches(e.mc.Metadata.Labels) {
 			members = append(members, e)
 		}
 	}
 	if len(members) == 0 {
 		msg := "the selector matches no MachineConfig"
-		if sel.Empty() {
+		if sel.empty() {
 			msg = "the selector is empty, and an empty selector selects nothing"
 		}
 		r.poolErr("$.spec.machineConfigSelector", msg, ErrNoConfigs)

@@ -27,9 +27,9 @@ const (
 	opDoesNotExist = "DoesNotExist"
 )
 
-// Empty reports whether the selector has no terms. Upstream's renderer lets
+// empty reports whether the selector has no terms. Upstream's renderer lets
 // a nil or empty selector match nothing, not everything.
-func (s *LabelSelector) Empty() bool {
+func (s *LabelSelector) empty() bool {
 	return s == nil || len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0
 }
 
@@ -60,10 +60,10 @@ func (s *LabelSelector) Validate() *fieldError {
 	return nil
 }
 
-// Matches reports whether labels satisfy the selector. An empty selector
+// matches reports whether labels satisfy the selector. An empty selector
 // matches nothing; call Validate first, an invalid term matches nothing.
-func (s *LabelSelector) Matches(labels map[string]string) bool {
-	if s.Empty() {
+func (s *LabelSelector) matches(labels map[string]string) bool {
+	if s.empty() {
 		return false
 	}
 	for k, v := range s.MatchLabels {

@@ -34,7 +34,7 @@ func TestSelector(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.sel.Matches(tc.labels); got != tc.want {
+			if got := tc.sel.matches(tc.labels); got != tc.want {
 				t.Errorf("Matches = %v, want %v", got, tc.want)
 			}
 		})
