@@ -10,7 +10,7 @@ import (
 )
 
 // TestAnswer: Answer gives what the handler writes, status, headers and
-// body, for configs, stubs, refusals and unknown pools (500: see answers.go).
+// body, for configs, stubs, refusals and unknown pools (500: see contract.go).
 func TestAnswer(t *testing.T) {
 	s := newTestServer(t, Config{Gate: skewgate.New(nil, nil)}, result(t, "worker", luksIgn))
 	cases := []struct {
