@@ -76,7 +76,7 @@ type Controller struct {
 	m    *metrics
 
 	mu      sync.Mutex
-	status  Status
+	status  statusDoc
 	checked map[string]string // rendered config → resourceVersion found equal to its render
 }
 
@@ -110,8 +110,8 @@ func New(cfg Config) (*Controller, error) {
 	if c.meta, err = metadata.NewForConfig(rc); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
-	c.status = Status{Identity: cfg.Identity, DryRun: cfg.DryRun, Prune: cfg.Prune, Keep: cfg.Keep,
-		Lease: cfg.LeaseNamespace + "/" + cfg.LeaseName, Pools: map[string]*PoolStatus{}}
+	c.status = statusDoc{Identity: cfg.Identity, DryRun: cfg.DryRun, Prune: cfg.Prune, Keep: cfg.Keep,
+		Lease: cfg.LeaseNamespace + "/" + cfg.LeaseName, Pools: map[string]*poolStatus{}}
 	return c, nil
 }
 
@@ -150,9 +150,6 @@ func (cfg *Config) defaults() error {
 	}
 	return nil
 }
-
-// Synced reports whether the caches have listed everything once.
-func (c *Controller) Synced() bool { return c.src.Synced() }
 
 // Run starts the caches (every replica keeps them warm, so a standby takes
 // over without a cold start) and campaigns for the Lease until ctx ends;

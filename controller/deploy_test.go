@@ -138,7 +138,7 @@ func TestDeployRBACIsEnough(t *testing.T) {
 	kubetest.Eventually(t, 20*time.Second, "rendered as the ServiceAccount", func() error {
 		first = configuration(pool(t, cp, "worker"))
 		if first == "" {
-			return fmt.Errorf("status %+v", c.Status())
+			return fmt.Errorf("status %+v", c.statusCopy())
 		}
 		return nil
 	})
@@ -152,7 +152,7 @@ func TestDeployRBACIsEnough(t *testing.T) {
 		}
 		return nil
 	})
-	st := c.Status()
+	st := c.statusCopy()
 	if st.LastError != "" || st.Pools["worker"].LastError != "" {
 		t.Errorf("errors as the ServiceAccount: %q %q", st.LastError, st.Pools["worker"].LastError)
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/ignition-mcs/mcs/render"
 )
 
-// Status is what /status reports: who leads, and per pool what was
+// statusDoc is what /status reports: who leads, and per pool what was
 // rendered and written (or, in a dry run, would have been).
-type Status struct {
+type statusDoc struct {
 	Identity string `json:"identity"`
 	Leader   string `json:"leader"`  // the holder last observed
 	Leading  bool   `json:"leading"` // this replica writes
@@ -29,14 +29,14 @@ type Status struct {
 	LastSync  time.Time `json:"lastSync,omitzero"`
 	LastError string    `json:"lastError,omitempty"`
 
-	Pools map[string]*PoolStatus `json:"pools"`
+	Pools map[string]*poolStatus `json:"pools"`
 	// Pruned are the rendered configs the last prune deleted (in a dry
 	// run: would have deleted).
 	Pruned []string `json:"pruned,omitempty"`
 }
 
-// PoolStatus is one pool as the leader last saw it.
-type PoolStatus struct {
+// poolStatus is one pool as the leader last saw it.
+type poolStatus struct {
 	Rendered  string   `json:"rendered,omitempty"` // the config its MachineConfigs render to
 	Spec      string   `json:"spec,omitempty"`
 	MinSpec   string   `json:"minSpec,omitempty"`
@@ -51,13 +51,13 @@ type PoolStatus struct {
 
 const maxWrites = 20
 
-// Status returns a copy of what /status reports.
-func (c *Controller) Status() Status {
+// statusCopy returns a copy of what /status reports.
+func (c *Controller) statusCopy() statusDoc {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.status
 	s.Synced = c.src.Synced()
-	s.Pools = make(map[string]*PoolStatus, len(c.status.Pools))
+	s.Pools = make(map[string]*poolStatus, len(c.status.Pools))
 	for k, v := range c.status.Pools {
 		p := *v
 		p.Writes = slices.Clone(v.Writes)
@@ -69,10 +69,10 @@ func (c *Controller) Status() Status {
 }
 
 // pool returns the pool's status entry; c.mu is held.
-func (c *Controller) pool(name string) *PoolStatus {
+func (c *Controller) pool(name string) *poolStatus {
 	p := c.status.Pools[name]
 	if p == nil {
-		p = &PoolStatus{}
+		p = &poolStatus{}
 		c.status.Pools[name] = p
 	}
 	return p
@@ -161,7 +161,7 @@ func (c *Controller) Handler(g prometheus.Gatherer) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(c.Status())
+		_ = enc.Encode(c.statusCopy())
 	})
 	r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

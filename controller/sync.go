@@ -217,7 +217,7 @@ func (c *Controller) syncPool(ctx context.Context, res *render.Result, selKey st
 	}
 	c.setRendered(res)
 	if err := c.ensureRendered(ctx, res, pool); err != nil {
-		var ce *ContentError
+		var ce *contentError
 		if errors.As(err, &ce) {
 			return c.degrade(ctx, res.Pool, selKey, err)
 		}

@@ -25,15 +25,15 @@ const conditionRenderDegraded = "RenderDegraded"
 // or resync tries again.
 const maxConflictRetries = 8
 
-// ContentError is a rendered MachineConfig that exists under the name of a
+// contentError is a rendered MachineConfig that exists under the name of a
 // render with other content. Names are content-addressed, so it is never
 // rewritten: the pool keeps what it has and is degraded until someone looks.
-type ContentError struct {
+type contentError struct {
 	Name string
 	Pool string
 }
 
-func (e *ContentError) Error() string {
+func (e *contentError) Error() string {
 	return fmt.Sprintf("%s: MachineConfig/%s: $.spec: a rendered MachineConfig of that name exists with other content; names are content-addressed, so it is not rewritten (delete it to have it written again)", kube.Origin, e.Name)
 }
 
@@ -61,7 +61,7 @@ func sameContent(pool string, cur, want *unstructured.Unstructured) error {
 	if sameJSON(cur.Object["spec"], want.Object["spec"]) {
 		return nil
 	}
-	return &ContentError{Name: want.GetName(), Pool: pool}
+	return &contentError{Name: want.GetName(), Pool: pool}
 }
 
 // ensureRendered creates the pool's rendered MachineConfig unless it

@@ -58,7 +58,7 @@ func BenchmarkConvert(b *testing.B) {
 					b.Fatal(err)
 				}
 				MinVersion(&p.Config)
-				if _, err := Translate(&p.Config, target); err != nil {
+				if _, err := translateTo(&p.Config, target); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -84,7 +84,7 @@ func BenchmarkTranslate(b *testing.B) {
 		b.Run(target.String(), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Translate(&p.Config, target); err != nil {
+				if _, err := translateTo(&p.Config, target); err != nil {
 					b.Fatal(err)
 				}
 			}

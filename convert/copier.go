@@ -10,7 +10,7 @@ import (
 // of another, field by field, as Ignition's config/translate does. It plans
 // each pair of types once: Ignition's translator re-walks a type's fields
 // for every element it copies, which made translation, not validation, the
-// larger part of Translate.
+// larger part of translate.
 //
 // Rules, in order: a custom function for the pair; a field listed in drop is
 // skipped (the step's target cannot hold it, and MinVersion has refused

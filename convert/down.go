@@ -20,7 +20,7 @@ import (
 // and Ignition's 3.4→3.5 step drops tang advertisements (see up34to35).
 //
 // Nothing here decides what a target can hold: MinVersion refuses that
-// before any step runs, Translate validates the result once at the target
+// before any step runs, translate validates the result once at the target
 // spec, and the lossless proof compares it with the input, so a field a step
 // forgot is an error, never a silent loss. TestStepsKeepEveryField checks
 // that every field of every spec survives the way up and back.

@@ -6,7 +6,7 @@ import (
 	json "github.com/clarketm/json"
 )
 
-// Marshal writes a typed config (Config, or what Translate returns) as JSON:
+// Marshal writes a typed config (Config, or what translate returns) as JSON:
 // compact by default, indented when pretty. Same input, same bytes.
 func Marshal(typed any, pretty bool) ([]byte, error) {
 	if pretty {

@@ -102,10 +102,10 @@ func TestEncodeCompactAndPretty(t *testing.T) {
 
 func TestTranslateRefusesUnknownTarget(t *testing.T) {
 	for _, v := range []Version{{2, 3, 0}, {2, 4, 0}, {3, 7, 0}, {1, 0, 0}} {
-		_, err := Translate(&Config{}, v)
+		_, err := translateTo(&Config{}, v)
 		var ue *UnsupportedVersionError
 		if !errors.As(err, &ue) || !ue.Output || !strings.Contains(err.Error(), "3.6.0") {
-			t.Errorf("Translate(%s) = %v, want an UnsupportedVersionError listing the outputs", v, err)
+			t.Errorf("translateTo(%s) = %v, want an UnsupportedVersionError listing the outputs", v, err)
 		}
 	}
 }
@@ -114,15 +114,15 @@ func TestTranslateRefusesUnknownTarget(t *testing.T) {
 func TestTranslateValidatesOutput(t *testing.T) {
 	cfg := Config{Storage: types.Storage{Files: []types.File{{Node: types.Node{Path: "etc/relative"}}}}}
 	for _, v := range []Version{V3_0, V3_4, V3_6} {
-		_, err := Translate(&cfg, v)
+		_, err := translateTo(&cfg, v)
 		var ie *InvalidError
 		if !errors.As(err, &ie) || ie.Version != v || len(ie.Problems) == 0 || ie.Problems[0].Path != "$.storage.files.0.path" {
-			t.Errorf("Translate to %s = %v, want an InvalidError for %s at $.storage.files.0.path", v, err, v)
+			t.Errorf("translateTo %s = %v, want an InvalidError for %s at $.storage.files.0.path", v, err, v)
 		}
 	}
 }
 
-// Translate leaves its input alone (2.2 and 3.0 take every step).
+// translate leaves its input alone (2.2 and 3.0 take every step).
 func TestTranslateKeepsInput(t *testing.T) {
 	for _, fx := range fixtures(t) {
 		p := mustParse(t, fx.name, fx.raw)
@@ -131,16 +131,16 @@ func TestTranslateKeepsInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, v := range []Version{V2_2, V3_0} {
-			_, _ = Translate(&p.Config, v)
+			_, _ = translateTo(&p.Config, v)
 		}
 		after, _ := Marshal(p.Config, false)
 		if !bytes.Equal(before, after) {
-			t.Errorf("%s: Translate changed its input", fx.name)
+			t.Errorf("%s: translate changed its input", fx.name)
 		}
 	}
 }
 
-// The server encodes one config for every spec at once: Translate shares
+// The server encodes one config for every spec at once: translate shares
 // nothing mutable (run with -race).
 func TestTranslateConcurrent(t *testing.T) {
 	p := parseFeature(t, "spec2-defaults")

@@ -1,21 +1,11 @@
 package convert
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
 
-// Sentinels for errors.Is; the typed errors below carry the details.
-var (
-	ErrUnsupportedVersion = errors.New("unsupported spec version")
-	ErrSyntax             = errors.New("invalid syntax")
-	ErrInvalid            = errors.New("invalid config")
-	ErrCannotExpress      = errors.New("spec cannot express config")
-	ErrLossy              = errors.New("translation is not lossless")
-)
-
-// UnsupportedVersionError is a version Parse cannot read or Translate cannot write.
+// UnsupportedVersionError is a version Parse cannot read or translate cannot write.
 type UnsupportedVersionError struct {
 	Version string
 	Output  bool // the version was asked for as an output
@@ -34,8 +24,6 @@ func (e *UnsupportedVersionError) Error() string {
 	}
 	return fmt.Sprintf("unsupported spec version %q: supported versions are %s", e.Version, versionList(inputVersions))
 }
-
-func (e *UnsupportedVersionError) Is(target error) bool { return target == ErrUnsupportedVersion }
 
 // SyntaxError locates malformed JSON or YAML.
 type SyntaxError struct {
@@ -63,8 +51,6 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid %s at %s: %s", e.Format, strings.Join(where, ", "), e.Msg)
 }
 
-func (e *SyntaxError) Is(target error) bool { return target == ErrSyntax }
-
 // Problem is one finding at a JSON path, e.g. "$.storage.files.0.path".
 type Problem struct {
 	Path    string
@@ -88,8 +74,6 @@ func (e *InvalidError) Error() string {
 	return fmt.Sprintf("invalid spec %s config: %s", e.Version, joinProblems(e.Problems))
 }
 
-func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
-
 func joinProblems(ps []Problem) string {
 	s := make([]string, len(ps))
 	for i, p := range ps {
@@ -112,18 +96,14 @@ func (e *CannotExpressError) Error() string {
 	return fmt.Sprintf("spec %s cannot express this config: %s", e.Target, strings.Join(s, "; "))
 }
 
-func (e *CannotExpressError) Is(target error) bool { return target == ErrCannotExpress }
-
-// LossError is a translation step whose output, translated back up, differs
+// lossError is a translation step whose output, translated back up, differs
 // from its input: the step would have dropped or changed these paths.
-type LossError struct {
+type lossError struct {
 	Target Version
 	Step   string // e.g. "3.5.0→3.4.0", or "" when the whole chain was checked
 	Diffs  []Problem
 }
 
-func (e *LossError) Error() string {
+func (e *lossError) Error() string {
 	return fmt.Sprintf("translation to spec %s is not lossless: %s", e.Target, joinProblems(e.Diffs))
 }
-
-func (e *LossError) Is(target error) bool { return target == ErrLossy }

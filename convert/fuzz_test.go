@@ -29,14 +29,16 @@ func fuzzSeeds(f *testing.F) [][]byte {
 	)
 }
 
-// typedErr reports whether err is one of the errors Parse and Translate promise.
+// typedErr reports whether err is one of the errors Parse and translate promise.
 func typedErr(err error) bool {
-	for _, s := range []error{ErrUnsupportedVersion, ErrSyntax, ErrInvalid, ErrCannotExpress, ErrLossy} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
+	var (
+		uv *UnsupportedVersionError
+		se *SyntaxError
+		ie *InvalidError
+		ce *CannotExpressError
+		le *lossError
+	)
+	return errors.As(err, &uv) || errors.As(err, &se) || errors.As(err, &ie) || errors.As(err, &ce) || errors.As(err, &le)
 }
 
 // Parse never panics, fails only with its typed errors, and what it accepts
@@ -73,7 +75,7 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// Translate never panics and either fails, with a typed error that agrees
+// translate never panics and either fails, with a typed error that agrees
 // with MinVersion, or writes a config that reads back as its input.
 func FuzzTranslate(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
@@ -92,18 +94,18 @@ func FuzzTranslate(f *testing.F) {
 		if v == V2_2 {
 			blocked = append(blocked, spec2Blockers(&p.Config)...)
 		}
-		typed, err := Translate(&p.Config, v)
+		typed, err := translateTo(&p.Config, v)
 		var ce *CannotExpressError
 		switch {
 		case err == nil && len(blocked) > 0:
-			t.Fatalf("Translate to %s succeeded although %v", v, blocked)
+			t.Fatalf("translateTo %s succeeded although %v", v, blocked)
 		case errors.As(err, &ce) && len(ce.Reasons) != len(blocked):
 			t.Fatalf("CannotExpressError lists %v, MinVersion %v", ce.Reasons, blocked)
 		case err != nil && ce == nil && len(blocked) > 0:
-			t.Fatalf("Translate to %s: %v, want a CannotExpressError for %v", v, err, blocked)
+			t.Fatalf("translateTo %s: %v, want a CannotExpressError for %v", v, err, blocked)
 		case err != nil:
 			if !typedErr(err) {
-				t.Fatalf("Translate error %T is untyped: %v", err, err)
+				t.Fatalf("translate error %T is untyped: %v", err, err)
 			}
 			return
 		}
@@ -111,7 +113,7 @@ func FuzzTranslate(f *testing.F) {
 	})
 }
 
-// readsBack checks that typed, what Translate wrote from cfg at spec v,
+// readsBack checks that typed, what translate wrote from cfg at spec v,
 // declares v and parses back to cfg, written compact or pretty.
 func readsBack(t *testing.T, typed any, cfg Config, v Version, pretty bool) {
 	t.Helper()
@@ -121,7 +123,7 @@ func readsBack(t *testing.T, typed any, cfg Config, v Version, pretty bool) {
 	}
 	q, err := Parse(out)
 	if err != nil {
-		t.Fatalf("output of Translate to %s does not parse: %v\n%s", v, err, out)
+		t.Fatalf("output of translateTo %s does not parse: %v\n%s", v, err, out)
 	}
 	if q.Version != v {
 		t.Fatalf("output declares %s, want %s", q.Version, v)
@@ -131,7 +133,7 @@ func readsBack(t *testing.T, typed any, cfg Config, v Version, pretty bool) {
 		want, got = spec2Equivalent(want), spec2Equivalent(got)
 	}
 	if d := diff(want, got); len(d) > 0 {
-		t.Fatalf("output of Translate to %s reads back different: %v\n%s", v, d, out)
+		t.Fatalf("output of translateTo %s reads back different: %v\n%s", v, d, out)
 	}
 }
 
@@ -260,18 +262,18 @@ func FuzzTranslateGenerated(f *testing.F) {
 			if v == V2_2 {
 				blocked = append(blocked, spec2Blockers(&cfg)...)
 			}
-			typed, err := Translate(&cfg, v)
+			typed, err := translateTo(&cfg, v)
 			var ce *CannotExpressError
 			switch {
 			case len(blocked) > 0 && !errors.As(err, &ce):
-				t.Fatalf("Translate to %s = %v, want a CannotExpressError for %v", v, err, blocked)
+				t.Fatalf("translateTo %s = %v, want a CannotExpressError for %v", v, err, blocked)
 			case len(blocked) > 0:
 				continue
-			case errors.Is(err, ErrInvalid) || errors.Is(err, ErrLossy):
+			case err != nil && !errors.As(err, &ce):
 				out, _ := Marshal(cfg, false)
-				t.Fatalf("MinVersion sees nothing above %s, but Translate: %v\n%s", v, err, out)
+				t.Fatalf("MinVersion sees nothing above %s, but translate: %v\n%s", v, err, out)
 			case err != nil:
-				t.Fatalf("Translate to %s: %v", v, err)
+				t.Fatalf("translateTo %s: %v", v, err)
 			}
 			readsBack(t, typed, cfg, v, false)
 		}

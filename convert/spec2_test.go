@@ -10,7 +10,7 @@ import (
 )
 
 // spec2Cases are the spec-3.0 configs spec 2.2 cannot hold (blocked names
-// the paths Translate must refuse), or can hold only with help.
+// the paths translate must refuse), or can hold only with help.
 var spec2Cases = []struct {
 	name    string
 	blocked []string
@@ -30,19 +30,19 @@ func TestSpec2(t *testing.T) {
 			if v, reasons := MinVersion(&p.Config); v != V3_0 {
 				t.Fatalf("MinVersion = %s (%v), want 3.0.0: spec 2.2 is the only spec these trouble", v, reasons)
 			}
-			if _, err := Translate(&p.Config, V3_0); err != nil {
-				t.Fatalf("Translate to 3.0.0: %v", err)
+			if _, err := translateTo(&p.Config, V3_0); err != nil {
+				t.Fatalf("translate to 3.0.0: %v", err)
 			}
-			typed, err := Translate(&p.Config, V2_2)
+			typed, err := translateTo(&p.Config, V2_2)
 			if tc.blocked == nil {
 				if err != nil {
-					t.Fatalf("Translate to 2.2.0: %v", err)
+					t.Fatalf("translate to 2.2.0: %v", err)
 				}
 				return
 			}
 			var ce *CannotExpressError
 			if !errors.As(err, &ce) {
-				t.Fatalf("Translate to 2.2.0 = %v, %v; want a CannotExpressError", typed, err)
+				t.Fatalf("translate to 2.2.0 = %v, %v; want a CannotExpressError", typed, err)
 			}
 			var got []string
 			for _, r := range ce.Reasons {
@@ -59,7 +59,7 @@ func TestSpec2(t *testing.T) {
 // spec-3 config means.
 func TestSpec2Output(t *testing.T) {
 	p := parseFeature(t, "spec2-defaults")
-	typed, err := Translate(&p.Config, V2_2)
+	typed, err := translateTo(&p.Config, V2_2)
 	if err != nil {
 		t.Fatal(err)
 	}

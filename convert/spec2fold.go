@@ -46,7 +46,7 @@ func spec2To3(cfg ign2types.Config) (Config, error) {
 
 // spec2Filesystems maps spec 2's filesystem names to paths: "root" is "/",
 // and a filesystem with a path (or one named by its mount point, as spec-2
-// output of Translate names them) maps there.
+// output of translate names them) maps there.
 func spec2Filesystems(cfg ign2types.Config) map[string]string {
 	fsMap := map[string]string{"root": "/"}
 	used := map[string]bool{}

@@ -91,18 +91,13 @@ var upSteps = []struct {
 	{V3_5, func(c any) any { return up35to36(c.(t35.Config)) }},
 }
 
-// Translate writes cfg as the typed config of spec target (a value of that
-// version's types.Config). It fails with a CannotExpressError listing every
-// field that needs a newer spec, and proves the result lossless: translated
-// back up, it must equal cfg, or a LossError names what differs. The result
-// passes Ignition's validation for the target spec, or an InvalidError says why.
-func Translate(cfg *Config, target Version) (any, error) {
-	_, reasons := MinVersion(cfg)
-	return translate(cfg, target, reasons, nil)
-}
-
-// translate is Translate given what MinVersion found for cfg, writing the
-// directory modes in written as written when target is before 3.6.
+// translate writes cfg as the typed config of spec target (a value of that
+// version's types.Config), given what MinVersion found for cfg, writing the
+// directory modes in written as written when target is before 3.6. It fails
+// with a CannotExpressError listing every field that needs a newer spec, and
+// proves the result lossless: translated back up, it must equal cfg, or a
+// lossError names what differs. The result passes Ignition's validation for
+// the target spec, or an InvalidError says why.
 func translate(cfg *Config, target Version, reasons []Reason, written WrittenModes) (any, error) {
 	if !IsOutputVersion(target) {
 		return nil, &UnsupportedVersionError{Version: target.String(), Output: true}
@@ -148,7 +143,7 @@ func translate(cfg *Config, target Version, reasons []Reason, written WrittenMod
 	return cur, nil
 }
 
-// validated runs Ignition's validation of the target spec, so Translate never
+// validated runs Ignition's validation of the target spec, so translate never
 // hands on a config that spec's Ignition would refuse.
 func validated(cfg any, v Version) error {
 	rpt := validate.ValidateWithContext(cfg, nil)
@@ -163,7 +158,7 @@ func validated(cfg any, v Version) error {
 func proveLossless(in Config, out any, target Version) error {
 	back, err := upFrom(target, out)
 	if err != nil {
-		return &LossError{Target: target, Diffs: []Problem{{Message: "translating back up failed: " + err.Error()}}}
+		return &lossError{Target: target, Diffs: []Problem{{Message: "translating back up failed: " + err.Error()}}}
 	}
 	if target == V2_2 {
 		in, back = spec2Equivalent(in), spec2Equivalent(back)
@@ -172,7 +167,7 @@ func proveLossless(in Config, out any, target Version) error {
 	if len(d) == 0 {
 		return nil
 	}
-	return &LossError{Target: target, Step: culprit(in, target), Diffs: d}
+	return &lossError{Target: target, Step: culprit(in, target), Diffs: d}
 }
 
 // culprit re-runs the chain one step at a time and returns the first step

@@ -28,7 +28,7 @@ var (
 // Newest is the newest stable spec: the internal form every config is held in.
 var Newest = V3_6
 
-// OutputVersions lists, oldest first, every spec Translate can write. It is the
+// OutputVersions lists, oldest first, every spec translate can write. It is the
 // one list that dispatch, tests, the CLI's help and the server's negotiation use.
 var OutputVersions = []Version{V2_2, V3_0, V3_1, V3_2, V3_3, V3_4, V3_5, V3_6}
 
@@ -54,10 +54,10 @@ func (v *Version) UnmarshalText(b []byte) error {
 }
 
 // Less reports whether v is an older spec than o.
-func (v Version) Less(o Version) bool { return v.Compare(o) < 0 }
+func (v Version) Less(o Version) bool { return v.compare(o) < 0 }
 
-// Compare returns -1, 0 or 1 as v is older than, equal to or newer than o.
-func (v Version) Compare(o Version) int {
+// compare returns -1, 0 or 1 as v is older than, equal to or newer than o.
+func (v Version) compare(o Version) int {
 	for _, d := range [3]int64{v.Major - o.Major, v.Minor - o.Minor, v.Patch - o.Patch} {
 		switch {
 		case d < 0:
@@ -84,7 +84,7 @@ func ParseVersion(s string) (Version, error) {
 	return Version{int64(sv.Major), int64(sv.Minor), int64(sv.Patch)}, nil
 }
 
-// ParseOutputVersion reads a version and checks that Translate can write it.
+// ParseOutputVersion reads a version and checks that translate can write it.
 func ParseOutputVersion(s string) (Version, error) {
 	v, err := ParseVersion(s)
 	if err != nil {
@@ -96,7 +96,7 @@ func ParseOutputVersion(s string) (Version, error) {
 	return v, nil
 }
 
-// IsOutputVersion reports whether Translate can write v.
+// IsOutputVersion reports whether translate can write v.
 func IsOutputVersion(v Version) bool { return contains(OutputVersions, v) }
 
 func contains(vs []Version, v Version) bool {

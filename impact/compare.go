@@ -32,7 +32,7 @@ func Compare(ctx context.Context, old, new *Tree, o Options) *Report {
 		o.Ceiling = convert.Newest
 	}
 	c := &comparison{old: side(old, "old"), new: side(new, "new"), loc: newLocator(), ceiling: o.Ceiling}
-	rep := &Report{SchemaVersion: SchemaVersion, Old: old.Path, New: new.Path, Ceiling: o.Ceiling.String(), Pools: []*Pool{}}
+	rep := &Report{SchemaVersion: schemaVersion, Old: old.Path, New: new.Path, Ceiling: o.Ceiling.String(), Pools: []*Pool{}}
 	for _, n := range keys(c.old.results, c.new.results) {
 		p := c.pool(ctx, n)
 		rep.Pools = append(rep.Pools, p)

@@ -1,10 +1,10 @@
 // Package impact compares two renders of a MachineConfig tree and says what the change does to each pool and to nodes of each Ignition era.
 package impact
 
-// SchemaVersion is the version of the Report JSON document
+// schemaVersion is the version of the Report JSON document
 // (docs/render-diff.schema.json). It changes only when a field is removed or
 // changes meaning; new optional fields keep it.
-const SchemaVersion = 1
+const schemaVersion = 1
 
 // Report is what `render diff` prints, as JSON with --output json.
 type Report struct {

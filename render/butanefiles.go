@@ -59,11 +59,11 @@ func (l *Loader) checkLocal(p string, tree bool) error {
 
 func (l *Loader) checkLocalFile(p string, info fs.FileInfo) error {
 	if !info.Mode().IsRegular() {
-		return fmt.Errorf("local file %s: %w: %s, so not read", p, ErrNotRegular, describeMode(info.Mode()))
+		return fmt.Errorf("local file %s: %w: %s, so not read", p, errNotRegular, describeMode(info.Mode()))
 	}
 	limit, left := l.Limits.file(), l.Limits.tree()-l.read
 	if info.Size() > min(limit, left) {
-		se := &SizeError{Size: info.Size(), Limit: limit}
+		se := &sizeError{Size: info.Size(), Limit: limit}
 		if left < limit {
 			se.Limit, se.Before, se.Tree = l.Limits.tree(), l.read, true
 		}

@@ -14,7 +14,7 @@ var (
 	ErrSpecCeiling   = errors.New("config needs a spec above the ceiling")
 	ErrUnknownPool   = errors.New("unknown pool")
 	ErrNoConfigs     = errors.New("pool selects no MachineConfigs")
-	ErrDuplicateName = errors.New("duplicate name")
+	errDuplicateName = errors.New("duplicate name")
 )
 
 // Error is one problem with one object, located the way CI logs and editors
@@ -82,17 +82,17 @@ func (e *Errors) orNil() error {
 	return e
 }
 
-// SpecCeilingError is a pool whose content needs a newer spec than the
+// specCeilingError is a pool whose content needs a newer spec than the
 // ceiling allows (--max-spec, or the forced --spec). Reasons lists every
 // field above the ceiling with the MachineConfig it came from.
-type SpecCeilingError struct {
+type specCeilingError struct {
 	Pool    string
 	Ceiling convert.Version
 	Needs   convert.Version
 	Reasons []Reason
 }
 
-func (e *SpecCeilingError) Error() string {
+func (e *specCeilingError) Error() string {
 	s := make([]string, len(e.Reasons))
 	for i, r := range e.Reasons {
 		s[i] = r.describe()
@@ -100,10 +100,10 @@ func (e *SpecCeilingError) Error() string {
 	return fmt.Sprintf("pool %s needs spec %s, above the ceiling %s: %s", e.Pool, e.Needs, e.Ceiling, strings.Join(s, "; "))
 }
 
-func (e *SpecCeilingError) Is(target error) bool { return target == ErrSpecCeiling }
+func (e *specCeilingError) Is(target error) bool { return target == ErrSpecCeiling }
 
 // lines turns the ceiling error into one located problem per field.
-func (e *SpecCeilingError) lines() []*Error {
+func (e *specCeilingError) lines() []*Error {
 	out := make([]*Error, len(e.Reasons))
 	for i, r := range e.Reasons {
 		out[i] = &Error{

@@ -37,15 +37,15 @@ func orDefault(v, def int64) int64 {
 }
 
 var (
-	// ErrNotRegular marks a file that was not read because, after following
+	// errNotRegular marks a file that was not read because, after following
 	// symbolic links, it is not a regular file (a FIFO, socket or device):
 	// opening a FIFO blocks, and a device such as /dev/zero never ends.
-	ErrNotRegular = errors.New("not a regular file")
-	// ErrTooLarge marks a file, or a tree, over its size limit.
-	ErrTooLarge = errors.New("over the size limit")
-	// ErrSymlinkLoop marks a directory reached again through a symbolic
+	errNotRegular = errors.New("not a regular file")
+	// errTooLarge marks a file, or a tree, over its size limit.
+	errTooLarge = errors.New("over the size limit")
+	// errSymlinkLoop marks a directory reached again through a symbolic
 	// link to one of its own ancestors.
-	ErrSymlinkLoop = errors.New("directory symlink loop")
+	errSymlinkLoop = errors.New("directory symlink loop")
 )
 
 // WalkTree visits root and, when it is a directory, everything under it in
@@ -53,7 +53,7 @@ var (
 // (nil when err is set) describes what a link points to. A directory is
 // visited before its contents; returning fs.SkipDir skips them, any other
 // error stops the walk. A directory that resolves to one of its own
-// ancestors is visited with an error wrapping ErrSymlinkLoop and not entered;
+// ancestors is visited with an error wrapping errSymlinkLoop and not entered;
 // one reached a second time by another link is not visited again. Nothing is
 // opened but directories, so no file in the tree can block the walk.
 func WalkTree(root string, visit func(p string, info fs.FileInfo, err error) error) error {
@@ -84,7 +84,7 @@ func (w *treeWalk) walk(p string, info fs.FileInfo) error {
 		return w.visit(p, nil, err)
 	}
 	if slices.Contains(w.ancestors, real) {
-		return w.visit(p, nil, fmt.Errorf("%w: resolves to %s, which contains it", ErrSymlinkLoop, real))
+		return w.visit(p, nil, fmt.Errorf("%w: resolves to %s, which contains it", errSymlinkLoop, real))
 	}
 	if w.seen[real] {
 		return nil
@@ -141,7 +141,7 @@ func openRegular(p string) (*os.File, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	if !info.Mode().IsRegular() {
-		return nil, info, fmt.Errorf("%w: %s, so never opened", ErrNotRegular, describeMode(info.Mode()))
+		return nil, info, fmt.Errorf("%w: %s, so never opened", errNotRegular, describeMode(info.Mode()))
 	}
 	return openChecked(p)
 }
@@ -157,16 +157,16 @@ func openChecked(p string) (*os.File, fs.FileInfo, error) {
 	if err != nil || !info.Mode().IsRegular() {
 		f.Close()
 		if err == nil {
-			err = fmt.Errorf("%w: %s (swapped in as it was opened; closed unread)", ErrNotRegular, describeMode(info.Mode()))
+			err = fmt.Errorf("%w: %s (swapped in as it was opened; closed unread)", errNotRegular, describeMode(info.Mode()))
 		}
 		return nil, info, err
 	}
 	return f, info, nil
 }
 
-// SizeError is a file over the per-file limit, or one that would take the
+// sizeError is a file over the per-file limit, or one that would take the
 // bytes read by a load over the whole-tree limit.
-type SizeError struct {
+type sizeError struct {
 	Size   int64 // the file's size; when Grew, the bytes read before stopping
 	Limit  int64 // the limit it is over
 	Before int64 // for the whole-tree limit: the bytes read from other files first
@@ -174,7 +174,7 @@ type SizeError struct {
 	Grew   bool  // the file grew past the limit while it was read
 }
 
-func (e *SizeError) Error() string {
+func (e *sizeError) Error() string {
 	size := fmt.Sprintf("file is %d bytes", e.Size)
 	if e.Grew {
 		size = fmt.Sprintf("file grew while it was read: stopped after %d bytes", e.Size)
@@ -185,14 +185,14 @@ func (e *SizeError) Error() string {
 	return fmt.Sprintf("%s, over the per-file limit of %d bytes", size, e.Limit)
 }
 
-func (e *SizeError) Unwrap() error { return ErrTooLarge }
+func (e *sizeError) Unwrap() error { return errTooLarge }
 
 // readAtMost reads f whole, or fails without reading more than limit+1
 // bytes: its size when opened is only a hint, as a file can grow (or, in
 // /proc, claim size 0) while it is read.
 func readAtMost(f *os.File, size, limit int64) ([]byte, error) {
 	if size > limit {
-		return nil, &SizeError{Size: size, Limit: limit}
+		return nil, &sizeError{Size: size, Limit: limit}
 	}
 	r := io.LimitReader(f, limit+1)
 	buf := make([]byte, 0, size+1) // +1: an unchanged file is read to EOF without growing buf
@@ -203,7 +203,7 @@ func readAtMost(f *os.File, size, limit int64) ([]byte, error) {
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > limit {
-			return nil, &SizeError{Size: int64(len(buf)), Limit: limit, Grew: true}
+			return nil, &sizeError{Size: int64(len(buf)), Limit: limit, Grew: true}
 		}
 		if err == io.EOF {
 			return buf, nil
@@ -223,7 +223,7 @@ func (l *Loader) readFile(p string) ([]byte, error) {
 	defer f.Close()
 	limit, left := l.Limits.file(), l.Limits.tree()-l.read
 	data, err := readAtMost(f, info.Size(), min(limit, left))
-	var se *SizeError
+	var se *sizeError
 	if errors.As(err, &se) && se.Limit < limit {
 		se.Limit, se.Before, se.Tree = l.Limits.tree(), l.read, true
 		l.treeFull = true

@@ -112,11 +112,11 @@ func TestReadStopsPastTheLimit(t *testing.T) {
 	w.Close()
 	const limit = 1 << 20
 	data, err := readAtMost(f, info.Size(), limit)
-	var se *SizeError
+	var se *sizeError
 	if !errors.As(err, &se) || !se.Grew || se.Size != limit+1 || data != nil {
-		t.Fatalf("read %d bytes, err %v; want a SizeError after %d bytes", len(data), err, limit+1)
+		t.Fatalf("read %d bytes, err %v; want a sizeError after %d bytes", len(data), err, limit+1)
 	}
-	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "grew while it was read: stopped after 1048577 bytes, over the per-file limit of 1048576 bytes") {
+	if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), "grew while it was read: stopped after 1048577 bytes, over the per-file limit of 1048576 bytes") {
 		t.Fatalf("error %q", err)
 	}
 }
@@ -135,7 +135,7 @@ func TestLoadTreeLimit(t *testing.T) {
 	l.Path(dir)
 	_, err := l.Set()
 	var es *Errors
-	if !errors.As(err, &es) || len(es.List) != 1 || !errors.Is(es.List[0], ErrTooLarge) || es.List[0].File != filepath.Join(dir, "20-b.yaml") {
+	if !errors.As(err, &es) || len(es.List) != 1 || !errors.Is(es.List[0], errTooLarge) || es.List[0].File != filepath.Join(dir, "20-b.yaml") {
 		t.Fatalf("err %v", err)
 	}
 	want := fmt.Sprintf("file is %d bytes; with the %[1]d bytes read from other files first, over the whole-tree limit of %d bytes; it and the files after it were not read", size, size+size/2)
@@ -153,7 +153,7 @@ func TestLoadNamedFIFO(t *testing.T) {
 		defer stop()
 	}
 	errs := loadErrs(t, p)
-	if len(errs) != 1 || !errors.Is(errs[0], ErrNotRegular) || errs[0].File != p {
+	if len(errs) != 1 || !errors.Is(errs[0], errNotRegular) || errs[0].File != p {
 		t.Fatalf("errors %v", errs)
 	}
 }
@@ -196,7 +196,7 @@ func TestOpenCheckedFIFO(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "a named pipe (FIFO) (swapped in as it was opened; closed unread)") {
+		if !errors.Is(err, errNotRegular) || !strings.Contains(err.Error(), "a named pipe (FIFO) (swapped in as it was opened; closed unread)") {
 			t.Fatalf("err %v", err)
 		}
 	case <-time.After(10 * time.Second):

@@ -162,7 +162,7 @@ func (l *Loader) dir(root string) {
 			return nil
 		}
 		switch {
-		case errors.Is(err, ErrSymlinkLoop):
+		case errors.Is(err, errSymlinkLoop):
 			l.skip(p, err)
 		case err != nil:
 			l.errs.add(fileError(p, err))
@@ -184,7 +184,7 @@ func (l *Loader) file(p string, named bool) {
 	}
 	data, err := l.readFile(p)
 	switch {
-	case errors.Is(err, ErrNotRegular) && !named:
+	case errors.Is(err, errNotRegular) && !named:
 		l.skip(p, err)
 	case err != nil:
 		l.errs.add(fileError(p, err))
@@ -228,12 +228,9 @@ type rawObject struct {
 	Name       string
 }
 
-func (o rawObject) ident() string {
-	if o.Name == "" {
-		return o.Kind
-	}
-	return o.Kind + "/" + o.Name
-}
+// ident names the object as errors do, "Kind/name" (the kind alone for an
+// object without a name).
+func (o rawObject) ident() string { return strings.TrimSuffix(o.Kind+"/"+o.Name, "/") }
 
 var docSep = regexp.MustCompile(`^---(\s|$)`)
 
@@ -445,7 +442,7 @@ func decodePool(o rawObject) (*MachineConfigPool, error) {
 		return nil, typeError(err)
 	}
 	p.Source = o.File
-	if fe := p.Spec.MachineConfigSelector.Validate(); fe != nil {
+	if fe := p.Spec.MachineConfigSelector.validate(); fe != nil {
 		return nil, &fieldError{"$.spec.machineConfigSelector" + fe.Path[1:], fe.Msg}
 	}
 	return &p, nil
@@ -565,7 +562,7 @@ func (l *Loader) build() (*Set, error) {
 
 func dupError(kind, name, first, second string) *Error {
 	return &Error{File: second, Object: kind + "/" + name, Path: "$.metadata.name",
-		Message: fmt.Sprintf("duplicate name: %s %q is also defined in %s", kind, name, orUnknown(first)), Err: ErrDuplicateName}
+		Message: fmt.Sprintf("duplicate name: %s %q is also defined in %s", kind, name, orUnknown(first)), Err: errDuplicateName}
 }
 
 func orUnknown(s string) string {

@@ -94,7 +94,7 @@ func TestLoadDuplicates(t *testing.T) {
 		t.Fatalf("errors %v", errs)
 	}
 	for _, e := range errs {
-		if !errors.Is(e, ErrDuplicateName) || !strings.Contains(e.Error(), dir) {
+		if !errors.Is(e, errDuplicateName) || !strings.Contains(e.Error(), dir) {
 			t.Errorf("error %v", e)
 		}
 	}
@@ -261,7 +261,7 @@ func TestLoadFollowsSymlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := loadErrs(t, dir) // the same config twice, through two links
-	if len(errs) != 1 || !errors.Is(errs[0], ErrDuplicateName) {
+	if len(errs) != 1 || !errors.Is(errs[0], errDuplicateName) {
 		t.Fatalf("errors %v", errs)
 	}
 	if _, err := Load(filepath.Join(dir, "linked")); err != nil {

@@ -7,15 +7,15 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 )
 
-// ErrOptions is a render asked for with impossible bounds.
-var ErrOptions = errors.New("invalid render options")
+// errOptions is a render asked for with impossible bounds.
+var errOptions = errors.New("invalid render options")
 
 // DefaultMinSpec is the floor of the output spec: the oldest spec-3 release,
 // which every boot image since OpenShift 4.6 reads.
 var DefaultMinSpec = convert.V3_0
 
 // Normalized returns o with the defaults filled in (MinSpec DefaultMinSpec,
-// MaxSpec the newest spec), or an error wrapping ErrOptions when a bound is
+// MaxSpec the newest spec), or an error wrapping errOptions when a bound is
 // not an output spec or the bounds are crossed. Every render normalizes its
 // options so; a source checks them with it before its first render.
 func (o Options) Normalized() (Options, error) {
@@ -30,11 +30,11 @@ func (o Options) Normalized() (Options, error) {
 		v    convert.Version
 	}{{"minimum spec", o.MinSpec}, {"maximum spec", o.MaxSpec}, {"spec", o.Spec}} {
 		if !v.v.IsZero() && !convert.IsOutputVersion(v.v) {
-			return o, fmt.Errorf("%w: %s %s cannot be written: %w", ErrOptions, v.name, v.v, &convert.UnsupportedVersionError{Version: v.v.String(), Output: true})
+			return o, fmt.Errorf("%w: %s %s cannot be written: %w", errOptions, v.name, v.v, &convert.UnsupportedVersionError{Version: v.v.String(), Output: true})
 		}
 	}
 	if o.MaxSpec.Less(o.MinSpec) {
-		return o, fmt.Errorf("%w: maximum spec %s is below minimum spec %s", ErrOptions, o.MaxSpec, o.MinSpec)
+		return o, fmt.Errorf("%w: maximum spec %s is below minimum spec %s", errOptions, o.MaxSpec, o.MinSpec)
 	}
 	return o, nil
 }

@@ -47,7 +47,7 @@ func (s *Set) Render(opts Options) ([]*Result, *Errors) {
 // RenderPool merges one pool's MachineConfigs as upstream's renderer does and
 // writes the result at the lowest spec that can express it within opts. The
 // error, when not nil, is an *Errors; a spec ceiling problem unwraps to a
-// *SpecCeilingError.
+// *specCeilingError.
 func (s *Set) RenderPool(pool string, opts Options) (*Result, error) {
 	p := s.Pool(pool)
 	if p == nil {
@@ -212,7 +212,7 @@ func names(order []*entry) []string {
 // unless a MachineConfig a user wrote (not one a controller generated)
 // overrides them, the last one winning.
 func (r *renderer) mergeSpec(order []*entry) MachineConfigSpec {
-	spec := MachineConfigSpec{KernelArguments: []string{}, Extensions: []string{}, KernelType: KernelTypeDefault}
+	spec := MachineConfigSpec{KernelArguments: []string{}, Extensions: []string{}, KernelType: kernelTypeDefault}
 	if cc := r.set.cc; cc != nil {
 		spec.OSImageURL, spec.BaseOSExtensionsContainerImage = cc.BaseOSContainerImage, cc.BaseOSExtensionsContainerImage
 	}
@@ -222,7 +222,7 @@ func (r *renderer) mergeSpec(order []*entry) MachineConfigSpec {
 		spec.KernelArguments = append(spec.KernelArguments, s.KernelArguments...)
 		spec.Extensions = append(spec.Extensions, s.Extensions...)
 		spec.FIPS = spec.FIPS || s.FIPS
-		if s.KernelType == KernelTypeRealtime || s.KernelType == KernelType64kPages {
+		if s.KernelType == kernelTypeRealtime || s.KernelType == kernelType64kPages {
 			spec.KernelType, kernelFrom = s.KernelType, e
 		}
 		if !e.generated && s.OSImageURL != "" {
@@ -232,7 +232,7 @@ func (r *renderer) mergeSpec(order []*entry) MachineConfigSpec {
 			spec.BaseOSExtensionsContainerImage = s.BaseOSExtensionsContainerImage
 		}
 	}
-	if spec.KernelType != KernelTypeDefault {
+	if spec.KernelType != kernelTypeDefault {
 		for _, e := range order {
 			if i := slices.Index(e.mc.Spec.Extensions, "kernel-devel"); i >= 0 {
 				r.errs.add(&Error{File: e.mc.Source, Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: fmt.Sprintf("$.spec.extensions.%d", i),
@@ -285,7 +285,7 @@ func (r *renderer) attribute(m *merged, reasons []convert.Reason) []Reason {
 }
 
 func (r *renderer) ceiling(ceiling, need convert.Version, reasons []Reason) {
-	ce := &SpecCeilingError{Pool: r.pool.Metadata.Name, Ceiling: ceiling, Needs: need, Reasons: reasons}
+	ce := &specCeilingError{Pool: r.pool.Metadata.Name, Ceiling: ceiling, Needs: need, Reasons: reasons}
 	r.errs.add(ce.lines()...)
 }
 

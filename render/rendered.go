@@ -14,7 +14,7 @@ import (
 // everything else (name, annotations, kernel arguments, OS image) as the
 // cluster wrote it, so nodes are annotated with the cluster's own rendered
 // name. mc is not modified. The error, unless opts are invalid, is an
-// *Errors; a spec ceiling problem unwraps to a *SpecCeilingError.
+// *Errors; a spec ceiling problem unwraps to a *specCeilingError.
 func FromRendered(pool string, mc *MachineConfig, opts Options) (*Result, error) {
 	opts, err := opts.Normalized()
 	if err != nil {
@@ -41,13 +41,13 @@ func FromRendered(pool string, mc *MachineConfig, opts Options) (*Result, error)
 	}
 	target, ceiling := opts.specFor(need)
 	if above := convert.ReasonsAbove(reasons, ceiling); len(above) > 0 {
-		return nil, &SpecCeilingError{Pool: pool, Ceiling: ceiling, Needs: need, Reasons: attribute(above)}
+		return nil, &specCeilingError{Pool: pool, Ceiling: ceiling, Needs: need, Reasons: attribute(above)}
 	}
 	js, err := enc.Encode(target, nil)
 	if err != nil {
 		var ce *convert.CannotExpressError
 		if errors.As(err, &ce) {
-			return nil, &SpecCeilingError{Pool: pool, Ceiling: target, Needs: need, Reasons: attribute(ce.Reasons)}
+			return nil, &specCeilingError{Pool: pool, Ceiling: target, Needs: need, Reasons: attribute(ce.Reasons)}
 		}
 		return nil, bad("$.spec.config", fmt.Sprintf("cannot write the config at spec %s: %v", target, err), err)
 	}

@@ -49,7 +49,7 @@ func TestFromRendered(t *testing.T) {
 		{"invalid", `{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"relative"}]}}`, Options{},
 			"", ErrInvalid, "kubernetes: MachineConfig/rendered-worker-0123: $.spec.config:"},
 		{"bad options", `{"ignition":{"version":"3.5.0"}}`, Options{MinSpec: convert.V3_4, MaxSpec: convert.V3_1},
-			"", ErrOptions, "below minimum"},
+			"", errOptions, "below minimum"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mc := renderedMC(t, tc.config)

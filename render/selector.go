@@ -33,9 +33,9 @@ func (s *LabelSelector) empty() bool {
 	return s == nil || len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0
 }
 
-// Validate checks the selector as Kubernetes' LabelSelectorAsSelector does:
+// validate checks the selector as Kubernetes' LabelSelectorAsSelector does:
 // In and NotIn need values, Exists and DoesNotExist take none.
-func (s *LabelSelector) Validate() *fieldError {
+func (s *LabelSelector) validate() *fieldError {
 	if s == nil {
 		return nil
 	}

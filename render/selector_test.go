@@ -55,7 +55,7 @@ func TestSelectorValidate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			fe := (&LabelSelector{MatchExpressions: []LabelSelectorRequirement{tc.r}}).Validate()
+			fe := (&LabelSelector{MatchExpressions: []LabelSelectorRequirement{tc.r}}).validate()
 			switch {
 			case tc.path == "" && fe != nil:
 				t.Errorf("unexpected error %v", fe)

@@ -143,7 +143,7 @@ func TestDirectorySpecialBitsSpec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := setOf(t, doc("50-tmp", "worker", tc.ign))
 			if tc.ceiling {
-				var ce *SpecCeilingError
+				var ce *specCeilingError
 				if _, err := s.RenderPool("worker", tc.opts); !errors.As(err, &ce) || ce.Needs != tc.min {
 					t.Fatalf("error %v, want a ceiling error needing %s", err, tc.min)
 				}

@@ -12,9 +12,9 @@ import (
 
 // Kernel types upstream knows; "" means default.
 const (
-	KernelTypeDefault  = "default"
-	KernelTypeRealtime = "realtime"
-	KernelType64kPages = "64k-pages"
+	kernelTypeDefault  = "default"
+	kernelTypeRealtime = "realtime"
+	kernelType64kPages = "64k-pages"
 )
 
 // supportedExtensions are the RHCOS extensions upstream accepts.
@@ -35,9 +35,9 @@ func newEntry(mc *MachineConfig, cache *ParseCache) *entry {
 	}
 
 	switch kt := mc.Spec.KernelType; kt {
-	case "", KernelTypeDefault, KernelTypeRealtime, KernelType64kPages:
+	case "", kernelTypeDefault, kernelTypeRealtime, kernelType64kPages:
 	default:
-		bad("$.spec.kernelType", fmt.Sprintf("kernelType %q is invalid: want %s, %s or %s", kt, KernelTypeDefault, KernelTypeRealtime, KernelType64kPages), nil)
+		bad("$.spec.kernelType", fmt.Sprintf("kernelType %q is invalid: want %s, %s or %s", kt, kernelTypeDefault, kernelTypeRealtime, kernelType64kPages), nil)
 	}
 	for i, x := range mc.Spec.Extensions {
 		if !contains(supportedExtensions, x) {

@@ -115,9 +115,9 @@ func TestSpecChoice(t *testing.T) {
 				}
 				return
 			}
-			var ce *SpecCeilingError
+			var ce *specCeilingError
 			if !errors.As(err, &ce) || !errors.Is(err, ErrSpecCeiling) {
-				t.Fatalf("error %v, want a *SpecCeilingError", err)
+				t.Fatalf("error %v, want a *specCeilingError", err)
 			}
 			if ce.Ceiling.String() != tc.ceiling || ce.Pool != "worker" || len(ce.Reasons) == 0 {
 				t.Fatalf("ceiling error %+v", ce)
@@ -142,8 +142,8 @@ func TestOptionsChecked(t *testing.T) {
 		{Spec: convert.Version{Major: 3, Minor: 9}},
 		{MaxSpec: convert.Version{Major: 2, Minor: 4}},
 	} {
-		if _, err := s.RenderPool("worker", o); !errors.Is(err, ErrOptions) {
-			t.Errorf("%+v: error %v, want ErrOptions", o, err)
+		if _, err := s.RenderPool("worker", o); !errors.Is(err, errOptions) {
+			t.Errorf("%+v: error %v, want errOptions", o, err)
 		}
 	}
 }

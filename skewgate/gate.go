@@ -16,12 +16,12 @@ import (
 
 // Reasons are bounded: they are metric label values.
 const (
-	ReasonOK              = "ok"
-	ReasonEnforcementOff  = "enforcement-off"
-	ReasonBootImageOld    = "boot-image-too-old"
-	ReasonIgnitionOld     = "ignition-too-old"
+	reasonOK              = "ok"
+	reasonEnforcementOff  = "enforcement-off"
+	reasonBootImageOld    = "boot-image-too-old"
+	reasonIgnitionOld     = "ignition-too-old"
 	ReasonSpecUnreadable  = "spec-unreadable"
-	ReasonAutomaticManage = "automatic"
+	reasonAutomaticManage = "automatic"
 )
 
 // Request is what the gate knows about one config request.
@@ -125,12 +125,12 @@ func (g *Gate) Decide(r Request) Decision {
 	}
 	switch p.Mode {
 	case "None":
-		return Decision{Admit: true, Reason: ReasonEnforcementOff}
+		return Decision{Admit: true, Reason: reasonEnforcementOff}
 	case "Automatic":
-		return Decision{Admit: true, Reason: ReasonAutomaticManage}
+		return Decision{Admit: true, Reason: reasonAutomaticManage}
 	case "Manual":
 		if msg, old := bootImageTooOld(p); old {
-			return g.stub(r.Pool, ReasonBootImageOld, fmt.Sprintf("This node cannot join pool %q: %s\n"+
+			return g.stub(r.Pool, reasonBootImageOld, fmt.Sprintf("This node cannot join pool %q: %s\n"+
 				"Update the boot image of the machine sets (or the recorded version in the skew policy) and recreate this machine.\n", r.Pool, msg))
 		}
 	}
@@ -139,10 +139,10 @@ func (g *Gate) Decide(r Request) Decision {
 		min, ok = p.minIgnition["*"]
 	}
 	if ok && known && client.Less(min) {
-		return g.stub(r.Pool, ReasonIgnitionOld, fmt.Sprintf("This node cannot join pool %q: its Ignition %s is older than %s, the oldest this pool admits.\n"+
+		return g.stub(r.Pool, reasonIgnitionOld, fmt.Sprintf("This node cannot join pool %q: its Ignition %s is older than %s, the oldest this pool admits.\n"+
 			"Boot this machine from a newer boot image.\n", r.Pool, client, min))
 	}
-	return Decision{Admit: true, Reason: ReasonOK}
+	return Decision{Admit: true, Reason: reasonOK}
 }
 
 func bootImageTooOld(p *Policy) (string, bool) {

@@ -91,8 +91,8 @@ type Stage struct {
 	Duration time.Duration
 }
 
-// StageError is a stage that did not finish successfully.
-type StageError struct {
+// stageError is a stage that did not finish successfully.
+type stageError struct {
 	Version  string
 	Stage    string
 	ExitCode int    // -1 when the process was killed (see Err)
@@ -100,7 +100,7 @@ type StageError struct {
 	Err      error
 }
 
-func (e *StageError) Error() string {
+func (e *stageError) Error() string {
 	msg := fmt.Sprintf("ignition %s stage %s: %v", e.Version, e.Stage, e.Err)
 	if e.Last != "" {
 		msg += ": " + e.Last
@@ -108,7 +108,7 @@ func (e *StageError) Error() string {
 	return msg
 }
 
-func (e *StageError) Unwrap() error { return e.Err }
+func (e *stageError) Unwrap() error { return e.Err }
 
 // Paths inside the scratch directory.
 const (
@@ -123,7 +123,7 @@ const (
 // node does: a pointer config that merges (spec 3) or appends (spec 2) url,
 // then the files stage writing into a scratch root seeded with a core user.
 // The disks, mount, umount and kargs stages touch the host and never run.
-// On a failed stage Run returns the partial Result with a *StageError; when
+// On a failed stage Run returns the partial Result with a *stageError; when
 // ctx ends first the error wraps ctx.Err().
 func Run(ctx context.Context, c Client, url string, opts Options) (*Result, error) {
 	if c.Bin == "" || c.Version == "" {
@@ -353,7 +353,7 @@ func runStage(ctx context.Context, c Client, stage string, argv, env []string, l
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		err = fmt.Errorf("%w (after %s)", ctxErr, st.Duration.Round(time.Millisecond))
 	}
-	return st, &StageError{Version: c.Version, Stage: stage, ExitCode: st.ExitCode, Last: lastError(out.Bytes()), Err: err}
+	return st, &stageError{Version: c.Version, Stage: stage, ExitCode: st.ExitCode, Last: lastError(out.Bytes()), Err: err}
 }
 
 // lastError finds the line that explains a failure; the clients print the

@@ -322,7 +322,7 @@ func TestRunToken(t *testing.T) {
 			}
 
 			res, err = Run(testContext(t, 60*time.Second), c, url, Options{Dir: scratch(t)})
-			var se *StageError
+			var se *stageError
 			if !errors.As(err, &se) || se.Stage != "fetch" || se.ExitCode != 1 {
 				t.Fatalf("without token: err %v, want a failed fetch stage\n%s", err, logOf(res))
 			}
@@ -391,7 +391,7 @@ type failure struct {
 type outcome struct {
 	ok       bool   // both stages succeeded
 	canceled bool   // still retrying when the test cancelled it
-	last     string // substring of StageError.Last
+	last     string // substring of stageError.Last
 	minHits  int    // config requests, at least
 }
 
@@ -545,7 +545,7 @@ func runFailure(t *testing.T, c Client, tc failure) {
 	case err == nil:
 		t.Fatalf("succeeded, want a failure\n%s", res.Log)
 	}
-	var se *StageError
+	var se *stageError
 	first := "fetch"
 	if c.NoFetchStage {
 		first = "files" // the stage that fetches

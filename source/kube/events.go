@@ -92,8 +92,8 @@ func spamKey(e *corev1.Event) string {
 // recorder's queue, Events are dropped. Failures to reach the API server are
 // not told to it.
 func (e *EventNotifier) Notify(n source.Notice) {
-	var api *APIError
-	var notSynced *NotSyncedError
+	var api *apiError
+	var notSynced *notSyncedError
 	if errors.As(n.Err, &api) || errors.As(n.Err, &notSynced) {
 		return
 	}

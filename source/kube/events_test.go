@@ -31,8 +31,8 @@ func TestEventNotifierNotices(t *testing.T) {
 	e.Notify(source.Notice{Kind: source.NoticeNodeRefused, Pool: "worker", Message: "node at 10.0.0.1 refused"})
 	e.Notify(source.Notice{Kind: source.NoticeFirstFetch, Pool: "worker", Message: "rendered-worker-1 first fetched"})
 	e.Notify(source.Notice{Kind: source.NoticeRenderFailed, Pool: "master", Err: errors.New("bad"), Message: strings.Repeat("é", 1000)})
-	e.Notify(source.Notice{Kind: source.NoticeRenderFailed, Pool: "master", Err: fmt.Errorf("load: %w", &APIError{Host: "h", Err: errors.New("refused")}), Message: "api down"})
-	e.Notify(source.Notice{Kind: source.NoticeRenderFailed, Pool: "master", Err: &NotSyncedError{Host: "h"}, Message: "not synced"})
+	e.Notify(source.Notice{Kind: source.NoticeRenderFailed, Pool: "master", Err: fmt.Errorf("load: %w", &apiError{Host: "h", Err: errors.New("refused")}), Message: "api down"})
+	e.Notify(source.Notice{Kind: source.NoticeRenderFailed, Pool: "master", Err: &notSyncedError{Host: "h"}, Message: "not synced"})
 	close(rec.Events)
 	var got []string
 	for ev := range rec.Events {

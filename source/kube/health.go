@@ -8,28 +8,28 @@ import (
 	"time"
 )
 
-// APIError is a Load while the API server cannot be reached (or refuses the
+// apiError is a Load while the API server cannot be reached (or refuses the
 // source): what the caches hold may be stale, so it is not rendered.
-type APIError struct {
+type apiError struct {
 	Host  string
 	Since time.Time // the first failure of this outage
 	Err   error     // the latest failure
 }
 
-func (e *APIError) Error() string {
+func (e *apiError) Error() string {
 	return fmt.Sprintf("kubernetes %s: failing since %s: %v", e.Host, e.Since.UTC().Format(time.RFC3339), e.Err)
 }
 
-func (e *APIError) Unwrap() error { return e.Err }
+func (e *apiError) Unwrap() error { return e.Err }
 
-// NotSyncedError is a Load before the informers have listed everything once.
-type NotSyncedError struct {
+// notSyncedError is a Load before the informers have listed everything once.
+type notSyncedError struct {
 	Host string
 	Wait time.Duration
 	Last error // the last API error seen, if any
 }
 
-func (e *NotSyncedError) Error() string {
+func (e *notSyncedError) Error() string {
 	msg := fmt.Sprintf("kubernetes %s: caches not synced after %s", e.Host, e.Wait)
 	if e.Last != nil {
 		msg += ": " + e.Last.Error()
@@ -37,7 +37,7 @@ func (e *NotSyncedError) Error() string {
 	return msg
 }
 
-func (e *NotSyncedError) Unwrap() error { return e.Last }
+func (e *notSyncedError) Unwrap() error { return e.Last }
 
 // health is the state of the connection to the API server, per resource
 // (and "discovery"): a resource fails when a request for it fails and

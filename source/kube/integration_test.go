@@ -552,7 +552,7 @@ func TestAPIServerLifecycle(t *testing.T) {
 	st := cp.kubeStack(t, Config{SyncWait: 500 * time.Millisecond})
 	src := st.src.(*Source)
 	_, err = src.Load(context.Background())
-	var ns *NotSyncedError
+	var ns *notSyncedError
 	if !errors.As(err, &ns) || !strings.Contains(err.Error(), "install the MachineConfig CRDs") {
 		t.Fatalf("Load without CRDs: %v", err)
 	}
@@ -622,7 +622,7 @@ func (st *stack) outage(t *testing.T, api *envtest.APIServer, before reply) {
 		return nil
 	})
 	t.Logf("outage reported after %s: %s", time.Since(start).Round(time.Millisecond), st.srv.Status().LastError.Message)
-	var ae *APIError
+	var ae *apiError
 	if _, err := src.Load(context.Background()); !errors.As(err, &ae) {
 		t.Errorf("Load during the outage: %v", err)
 	}

@@ -239,11 +239,11 @@ func (s *Source) Load(ctx context.Context) (*source.Input, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-t.C:
-			return nil, &NotSyncedError{Host: s.host, Wait: s.cfg.SyncWait, Last: s.health.get().err}
+			return nil, &notSyncedError{Host: s.host, Wait: s.cfg.SyncWait, Last: s.health.get().err}
 		}
 	}
 	if h := s.health.get(); h.err != nil {
-		return nil, &APIError{Host: s.host, Since: h.since, Err: h.err}
+		return nil, &apiError{Host: s.host, Since: h.since, Err: h.err}
 	}
 	load := s.loadSelf
 	if s.cfg.Mode == ModePool {

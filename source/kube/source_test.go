@@ -76,7 +76,7 @@ func TestLoadRefusesWhileFailing(t *testing.T) {
 	s := cachedSource(t, clusterDir(t, "aws"), Config{})
 	s.failed("machineconfigs", errors.New("machineconfigs: connection refused"))
 	_, err := s.Load(context.Background())
-	var ae *APIError
+	var ae *apiError
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "failing since") || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("Load: %v", err)
 	}
@@ -93,7 +93,7 @@ func TestLoadWaitsForSync(t *testing.T) {
 	}
 	s.failed("discovery", errors.New("no route"))
 	_, err = s.Load(context.Background())
-	var ns *NotSyncedError
+	var ns *notSyncedError
 	if !errors.As(err, &ns) || !strings.Contains(err.Error(), "caches not synced after 20ms: no route") {
 		t.Fatalf("Load: %v", err)
 	}

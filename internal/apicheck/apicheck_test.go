@@ -1,0 +1,380 @@
+// Package apicheck checks that every exported identifier of the module has a
+// user outside its package.
+package apicheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// An exported identifier nobody outside its package uses is API nobody
+// asked for: it widens what a change must keep working. Unexport it, or
+// delete it.
+func TestExportsHaveUsers(t *testing.T) {
+	found := unusedIn(t, "../..")
+	if len(found) == 0 {
+		return
+	}
+	t.Errorf("%d exported identifiers have no user outside their package (unexport or delete them):\n%s",
+		len(found), strings.Join(found, "\n"))
+}
+
+// listed is the part of `go list -json` this package reads.
+type listed struct {
+	ImportPath   string
+	Dir          string
+	Name         string
+	Export       string
+	GoFiles      []string
+	TestGoFiles  []string
+	XTestGoFiles []string
+	Module       *struct{ Path string }
+}
+
+// unused lists, as "pkg.Name" or "pkg.Type.Method", the exported
+// package-level identifiers and methods of the module rooted at dir that no
+// other package (tests of other packages included) refers to. A method that
+// may satisfy an interface (it has the name of a method of an interface the
+// module declares or imports) counts as used: callers reach it through the
+// interface.
+func unused(dir string) ([]string, error) {
+	pkgs, exports, err := list(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{
+		fset:     token.NewFileSet(),
+		declared: map[string]bool{}, used: map[string]bool{}, objects: map[string]types.Object{},
+		// The error conventions of package errors, which no interface type declares.
+		ifaceMethods: map[string]bool{"Error": true, "Unwrap": true, "Is": true, "As": true},
+		seenPkgs:     map[*types.Package]bool{},
+	}
+	c.imp = importer.ForCompiler(c.fset, "gc", func(path string) (io.ReadCloser, error) {
+		f, ok := exports[path]
+		if !ok {
+			return nil, fmt.Errorf("no export data for %s", path)
+		}
+		return os.Open(f)
+	})
+	for _, p := range pkgs {
+		// The package with its internal tests, then its external tests.
+		if err := c.check(p, append(slices.Clone(p.GoFiles), p.TestGoFiles...), true); err != nil {
+			return nil, err
+		}
+		if err := c.check(p, p.XTestGoFiles, false); err != nil {
+			return nil, err
+		}
+	}
+	reach(c.used, c.objects)
+	var out []string
+	for k := range c.declared {
+		if c.used[k] {
+			continue
+		}
+		if i := strings.LastIndexByte(k, '.'); c.isMethod(k) && c.ifaceMethods[k[i+1:]] {
+			continue
+		}
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// checker gathers, package by package, what the module declares and uses.
+type checker struct {
+	fset         *token.FileSet
+	imp          types.Importer
+	declared     map[string]bool // exported objects and methods, by key
+	used         map[string]bool // keys referred to from another package
+	objects      map[string]types.Object
+	ifaceMethods map[string]bool // method names of every interface in sight
+	seenPkgs     map[*types.Package]bool
+}
+
+func (c *checker) isMethod(k string) bool {
+	_, ok := c.objects[k].(*types.Func)
+	return ok && c.objects[k].(*types.Func).Signature().Recv() != nil
+}
+
+// check type-checks one unit of p (its files with or without the package's
+// own declarations) and records what it declares and uses.
+func (c *checker) check(p listed, names []string, declares bool) error {
+	if len(names) == 0 {
+		return nil
+	}
+	files, err := parse(c.fset, p.Dir, names)
+	if err != nil {
+		return err
+	}
+	// Type errors (a test variant's import cycle through export data) leave
+	// the uses that were resolved, which is all this needs.
+	conf := types.Config{Importer: c.imp, Error: func(error) {}}
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}, Defs: map[*ast.Ident]types.Object{}}
+	pkg, _ := conf.Check(p.ImportPath, c.fset, files, info)
+	if declares {
+		collectDeclared(c.fset, pkg, c.declared, c.objects)
+	}
+	use := func(o types.Object) {
+		if k := key(o); k != "" && o.Pkg().Path() != p.ImportPath {
+			c.used[k] = true
+		}
+	}
+	for _, o := range info.Uses {
+		use(o)
+	}
+	for _, s := range info.Selections {
+		use(s.Obj())
+	}
+	for _, o := range info.Defs {
+		c.interfaceMethods(o)
+	}
+	c.importedInterfaces(pkg)
+	return nil
+}
+
+// importedInterfaces adds the methods of the interfaces pkg's imports
+// declare, transitively.
+func (c *checker) importedInterfaces(pkg *types.Package) {
+	if pkg == nil || c.seenPkgs[pkg] {
+		return
+	}
+	c.seenPkgs[pkg] = true
+	for _, name := range pkg.Scope().Names() {
+		c.interfaceMethods(pkg.Scope().Lookup(name))
+	}
+	for _, imp := range pkg.Imports() {
+		c.importedInterfaces(imp)
+	}
+}
+
+func (c *checker) interfaceMethods(o types.Object) {
+	if tn, ok := o.(*types.TypeName); ok {
+		if it, ok := tn.Type().Underlying().(*types.Interface); ok {
+			for m := range it.Methods() {
+				c.ifaceMethods[m.Name()] = true
+			}
+		}
+	}
+}
+
+func list(dir string) ([]listed, map[string]string, error) {
+	cmd := exec.Command("go", "list", "-e", "-test", "-export", "-deps", "-json", "./...")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("go list: %w: %s", err, stderr.Bytes())
+	}
+	var own []listed
+	exports := map[string]string{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, nil, fmt.Errorf("go list output: %w", err)
+		}
+		if strings.Contains(p.ImportPath, " [") || strings.HasSuffix(p.ImportPath, ".test") {
+			continue
+		}
+		if p.Export != "" {
+			exports[p.ImportPath] = p.Export
+		}
+		if p.Module != nil && p.Dir != "" && strings.HasPrefix(p.Dir, dir) {
+			own = append(own, p)
+		}
+	}
+	return own, exports, nil
+}
+
+func parse(fset *token.FileSet, dir string, names []string) ([]*ast.File, error) {
+	var files []*ast.File
+	for _, n := range names {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// collectDeclared records the exported package-level objects and the
+// exported methods of package-level types declared in non-test files.
+func collectDeclared(fset *token.FileSet, pkg *types.Package, into map[string]bool, objects map[string]types.Object) {
+	if pkg == nil || pkg.Name() == "main" {
+		return
+	}
+	scope := pkg.Scope()
+	for _, name := range scope.Names() {
+		o := scope.Lookup(name)
+		if strings.HasSuffix(fset.Position(o.Pos()).Filename, "_test.go") {
+			continue
+		}
+		if o.Exported() {
+			into[key(o)] = true
+		}
+		objects[key(o)] = o
+		tn, ok := o.(*types.TypeName)
+		if !ok {
+			continue
+		}
+		named, ok := tn.Type().(*types.Named)
+		if !ok {
+			continue
+		}
+		for m := range named.Methods() {
+			if m.Exported() && o.Exported() {
+				into[key(m)] = true
+			}
+			objects[key(m)] = m
+		}
+	}
+}
+
+// key names a package-level object "path.Name" and a method "path.Type.Name".
+func key(o types.Object) string {
+	if o == nil || o.Pkg() == nil {
+		return ""
+	}
+	if f, ok := o.(*types.Func); ok {
+		if recv := f.Signature().Recv(); recv != nil {
+			t := recv.Type()
+			if p, ok := t.(*types.Pointer); ok {
+				t = p.Elem()
+			}
+			if n, ok := t.(*types.Named); ok {
+				return o.Pkg().Path() + "." + n.Obj().Name() + "." + o.Name()
+			}
+			return ""
+		}
+	}
+	if o.Parent() != o.Pkg().Scope() {
+		return ""
+	}
+	return o.Pkg().Path() + "." + o.Name()
+}
+
+// reach marks as used what a caller of a used identifier meets without
+// naming it: the named types in its signature or fields, and the constants
+// of a used type.
+func reach(used map[string]bool, objects map[string]types.Object) {
+	consts := map[string][]string{}
+	for k, o := range objects {
+		if c, ok := o.(*types.Const); ok {
+			if n, ok := c.Type().(*types.Named); ok {
+				t := key(n.Obj())
+				consts[t] = append(consts[t], k)
+			}
+		}
+	}
+	var queue []string
+	for k := range used {
+		queue = append(queue, k)
+	}
+	mark := func(k string) {
+		if k != "" && !used[k] {
+			used[k] = true
+			queue = append(queue, k)
+		}
+	}
+	var walk func(t types.Type, seen map[types.Type]bool)
+	walk = func(t types.Type, seen map[types.Type]bool) {
+		if t == nil || seen[t] {
+			return
+		}
+		seen[t] = true
+		switch t := t.(type) {
+		case *types.Named:
+			mark(key(t.Obj()))
+			for a := range t.TypeArgs().Types() {
+				walk(a, seen)
+			}
+		case *types.Pointer:
+			walk(t.Elem(), seen)
+		case *types.Slice:
+			walk(t.Elem(), seen)
+		case *types.Array:
+			walk(t.Elem(), seen)
+		case *types.Map:
+			walk(t.Key(), seen)
+			walk(t.Elem(), seen)
+		case *types.Chan:
+			walk(t.Elem(), seen)
+		case *types.Signature:
+			for v := range t.Params().Variables() {
+				walk(v.Type(), seen)
+			}
+			for v := range t.Results().Variables() {
+				walk(v.Type(), seen)
+			}
+		case *types.Struct:
+			for f := range t.Fields() {
+				if f.Exported() || f.Embedded() {
+					walk(f.Type(), seen)
+				}
+			}
+		case *types.Interface:
+			for m := range t.Methods() {
+				walk(m.Type(), seen)
+			}
+		}
+	}
+	for len(queue) > 0 {
+		k := queue[0]
+		queue = queue[1:]
+		o, ok := objects[k]
+		if !ok {
+			continue
+		}
+		seen := map[types.Type]bool{}
+		switch o := o.(type) {
+		case *types.TypeName:
+			walk(o.Type().Underlying(), seen)
+			for _, c := range consts[k] {
+				mark(c)
+			}
+		default:
+			walk(o.Type(), seen)
+		}
+	}
+}
+
+// The check finds what testdata/mod declares without a user elsewhere, and
+// only that.
+func TestUnusedFinds(t *testing.T) {
+	got := unusedIn(t, "testdata/mod")
+	want := []string{"example.com/mod/a.Result.Tidy", "example.com/mod/a.Unused", "example.com/mod/a.UnusedConst"}
+	if !slices.Equal(got, want) {
+		t.Errorf("unused = %q, want %q", got, want)
+	}
+}
+
+func unusedIn(t *testing.T, dir string) []string {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, err := unused(abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
