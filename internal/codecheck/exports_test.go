@@ -1,6 +1,5 @@
-// Package apicheck checks that every exported identifier of the module has a
-// user outside its package.
-package apicheck
+// Package codecheck holds the checks on the module's code that no compiler or vet makes.
+package codecheck
 
 import (
 	"bytes"
@@ -294,48 +293,6 @@ func reach(used map[string]bool, objects map[string]types.Object) {
 			queue = append(queue, k)
 		}
 	}
-	var walk func(t types.Type, seen map[types.Type]bool)
-	walk = func(t types.Type, seen map[types.Type]bool) {
-		if t == nil || seen[t] {
-			return
-		}
-		seen[t] = true
-		switch t := t.(type) {
-		case *types.Named:
-			mark(key(t.Obj()))
-			for a := range t.TypeArgs().Types() {
-				walk(a, seen)
-			}
-		case *types.Pointer:
-			walk(t.Elem(), seen)
-		case *types.Slice:
-			walk(t.Elem(), seen)
-		case *types.Array:
-			walk(t.Elem(), seen)
-		case *types.Map:
-			walk(t.Key(), seen)
-			walk(t.Elem(), seen)
-		case *types.Chan:
-			walk(t.Elem(), seen)
-		case *types.Signature:
-			for v := range t.Params().Variables() {
-				walk(v.Type(), seen)
-			}
-			for v := range t.Results().Variables() {
-				walk(v.Type(), seen)
-			}
-		case *types.Struct:
-			for f := range t.Fields() {
-				if f.Exported() || f.Embedded() {
-					walk(f.Type(), seen)
-				}
-			}
-		case *types.Interface:
-			for m := range t.Methods() {
-				walk(m.Type(), seen)
-			}
-		}
-	}
 	for len(queue) > 0 {
 		k := queue[0]
 		queue = queue[1:]
@@ -343,17 +300,63 @@ func reach(used map[string]bool, objects map[string]types.Object) {
 		if !ok {
 			continue
 		}
-		seen := map[types.Type]bool{}
-		switch o := o.(type) {
-		case *types.TypeName:
-			walk(o.Type().Underlying(), seen)
+		t := o.Type()
+		if _, ok := o.(*types.TypeName); ok {
+			t = t.Underlying()
 			for _, c := range consts[k] {
 				mark(c)
 			}
-		default:
-			walk(o.Type(), seen)
+		}
+		for _, n := range namedIn(t, map[types.Type]bool{}) {
+			mark(key(n.Obj()))
 		}
 	}
+}
+
+// namedIn lists the named types t is built of, down to the first named
+// type on each path: through pointers, containers, signatures, exported
+// struct fields and interface methods.
+func namedIn(t types.Type, seen map[types.Type]bool) []*types.Named {
+	if t == nil || seen[t] {
+		return nil
+	}
+	seen[t] = true
+	var parts []types.Type
+	switch t := t.(type) {
+	case *types.Named:
+		out := []*types.Named{t}
+		for a := range t.TypeArgs().Types() {
+			out = append(out, namedIn(a, seen)...)
+		}
+		return out
+	case interface{ Elem() types.Type }: // pointer, slice, array, chan
+		parts = append(parts, t.Elem())
+		if m, ok := t.(*types.Map); ok {
+			parts = append(parts, m.Key())
+		}
+	case *types.Signature:
+		for v := range t.Params().Variables() {
+			parts = append(parts, v.Type())
+		}
+		for v := range t.Results().Variables() {
+			parts = append(parts, v.Type())
+		}
+	case *types.Struct:
+		for f := range t.Fields() {
+			if f.Exported() || f.Embedded() {
+				parts = append(parts, f.Type())
+			}
+		}
+	case *types.Interface:
+		for m := range t.Methods() {
+			parts = append(parts, m.Type())
+		}
+	}
+	var out []*types.Named
+	for _, p := range parts {
+		out = append(out, namedIn(p, seen)...)
+	}
+	return out
 }
 
 // The check finds what testdata/mod declares without a user elsewhere, and
