@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ignition-mcs/mcs/internal/testkit"
 )
 
 func TestLocatorLine(t *testing.T) {
@@ -138,7 +140,7 @@ func TestFields(t *testing.T) {
 }
 
 func TestAcceptFor(t *testing.T) {
-	cases := map[string]string{
+	testkit.Table(t, "acceptFor", acceptFor, map[string]string{
 		"Ignition/v2.27.0":                "application/vnd.coreos.ignition+json;version=3.6.0, */*;q=0.1",
 		"Ignition/v2.9.0":                 "application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1",
 		"Ignition/v0.35.0":                spec2Accept,
@@ -146,14 +148,7 @@ func TestAcceptFor(t *testing.T) {
 		"Ignition/v2.1.0":                 "application/vnd.coreos.ignition+json;version=3.0.0, */*;q=0.1",
 		"curl/8.5.0":                      "*/*",
 		"Ignition/was not built properly": "*/*",
-	}
-	for ua, want := range cases {
-		t.Run(ua, func(t *testing.T) {
-			if got := acceptFor(ua); got != want {
-				t.Fatalf("%q", got)
-			}
-		})
-	}
+	})
 }
 
 func TestEraChange(t *testing.T) {

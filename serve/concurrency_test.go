@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -128,20 +129,7 @@ func BenchmarkRequestsDuringSwaps(b *testing.B) {
 	s.Swap(snaps[0])
 	ts := httptest.NewServer(s)
 	defer ts.Close()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for i := 1; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-			s.Swap(snaps[i%len(snaps)])
-		}
-	}()
+	testkit.Every(b, time.Millisecond, func(i int) { s.Swap(snaps[i%len(snaps)]) })
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, problem := fetchGeneration(ts.URL, hdr36, gen); problem != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/vincent-petithory/dataurl"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
@@ -383,7 +384,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestClientLabel(t *testing.T) {
-	for ua, want := range map[string]string{
+	testkit.Table(t, "clientLabel", clientLabel, map[string]string{
 		"":                                "none",
 		"Ignition/v2.27.0":                "v2.27",
 		"Ignition/v0.35.0":                "v0.35",
@@ -393,11 +394,7 @@ func TestClientLabel(t *testing.T) {
 		"Ignition/v2.123456.0":            "other",
 		"Ignition/v2.14.0-3-gabc1234":     "v2.14",
 		"Ignition/v2.27.0x":               "other",
-	} {
-		if got := clientLabel(ua); got != want {
-			t.Errorf("clientLabel(%q) = %q, want %q", ua, got, want)
-		}
-	}
+	})
 }
 
 func TestStatus(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/hazards"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/internal/testpki"
 )
 
@@ -488,23 +489,12 @@ func BenchmarkConfigDuringRewrites(b *testing.B) {
 	writeFile(b, dir, "a-part.yaml", mc("a-part", "gen-0"))
 	in := start(b, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", "10ms", "--debounce", "20ms", "--log-level", "error")
 	waitFor(b, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for g := 1; ; g++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			tmp := filepath.Join(dir, ".a-part.yaml.tmp")
-			if os.WriteFile(tmp, []byte(mc("a-part", fmt.Sprintf("gen-%d", g))), 0o644) == nil {
-				os.Rename(tmp, filepath.Join(dir, "a-part.yaml"))
-			}
+	stop := testkit.Every(b, 50*time.Millisecond, func(g int) {
+		tmp := filepath.Join(dir, ".a-part.yaml.tmp")
+		if os.WriteFile(tmp, []byte(mc("a-part", fmt.Sprintf("gen-%d", g))), 0o644) == nil {
+			os.Rename(tmp, filepath.Join(dir, "a-part.yaml"))
 		}
-	}()
+	})
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if code, body, err := in.get("/config/worker"); err != nil || code != 200 {
@@ -512,6 +502,5 @@ func BenchmarkConfigDuringRewrites(b *testing.B) {
 			}
 		}
 	})
-	close(stop)
-	<-done
+	stop()
 }

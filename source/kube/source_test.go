@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -167,7 +168,7 @@ func TestObserver(t *testing.T) {
 }
 
 func TestResourceOf(t *testing.T) {
-	for path, want := range map[string]string{
+	testkit.Table(t, "resourceOf", resourceOf, map[string]string{
 		"/apis/machineconfiguration.openshift.io/v1/machineconfigs":        "machineconfigs",
 		"/apis/machineconfiguration.openshift.io/v1/machineconfigpools/w":  "machineconfigpools",
 		"/apis/machineconfiguration.openshift.io/v1/controllerconfigs/a/b": "controllerconfigs",
@@ -177,11 +178,7 @@ func TestResourceOf(t *testing.T) {
 		"/apis/operator.openshift.io/v1/machineconfigurations/cluster":     "machineconfigurations",
 		"/apis/operator.openshift.io/v1/ingresscontrollers":                "",
 		"/prefix/apis/machineconfiguration.openshift.io/v1/machineconfigs": "",
-	} {
-		if got := resourceOf(path); got != want {
-			t.Errorf("resourceOf(%q) = %q, want %q", path, got, want)
-		}
-	}
+	})
 }
 
 // Only changes that can change what is served signal: a pool's status
