@@ -17,6 +17,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
@@ -175,18 +176,10 @@ func TestFollowsChanges(t *testing.T) {
 	}
 }
 
-const badMC = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 99-worker-bad
-  labels: {machineconfiguration.openshift.io/role: worker}
-spec:
-  config:
-    ignition: {version: 3.2.0}
-    storage:
-      files:
-      - {path: PATH, mode: 420, contents: {source: "data:,x"}}
-`
+// badMC is a MachineConfig for worker whose one file is at path.
+func badMC(path string) string {
+	return mctest.Config{Name: "99-worker-bad", Role: "worker", Files: []mctest.File{{Path: path, Source: "data:,x"}}}.YAML()
+}
 
 // An invalid MachineConfig added to a live pool: RenderDegraded with the
 // file, object and JSON path; the pool keeps naming (and the servers keep
@@ -203,7 +196,7 @@ func TestBadInputDegradesThePool(t *testing.T) {
 		return err
 	})
 
-	cp.Apply(t, object(t, badMC, "PATH", "etc/relative"))
+	cp.Apply(t, object(t, badMC("etc/relative")))
 	kubetest.Eventually(t, 20*time.Second, "RenderDegraded", func() error {
 		c := renderDegraded(pool(t, cp, "worker"))
 		if c == nil || c["status"] != "True" {
@@ -233,7 +226,7 @@ func TestBadInputDegradesThePool(t *testing.T) {
 		t.Errorf("mcs_controller_render_degraded %v", v)
 	}
 
-	cp.Apply(t, object(t, badMC, "PATH", "/etc/fixed"))
+	cp.Apply(t, object(t, badMC("/etc/fixed")))
 	kubetest.Eventually(t, 20*time.Second, "cleared after the fix", func() error {
 		name, err := pointedAt(t, cp, self, "worker", []string{"50-worker", "99-worker-bad"}, "/etc/fixed")
 		if err == nil && name == good {
@@ -243,17 +236,8 @@ func TestBadInputDegradesThePool(t *testing.T) {
 	})
 }
 
-const kargsMC = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 99-worker-kargs
-  labels: {machineconfiguration.openshift.io/role: worker}
-spec:
-  config:
-    ignition: {version: 3.3.0}
-    kernelArguments:
-      shouldExist: [nosmt]
-`
+var kargsMC = mctest.Config{Name: "99-worker-kargs", Role: "worker", Version: "3.3.0",
+	Config: map[string]any{"kernelArguments": map[string]any{"shouldExist": []string{"nosmt"}}}}.YAML()
 
 // --max-spec: a pool needing more is not written; the condition names the
 // field that forces the spec, and where it comes from.

@@ -14,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ignition-mcs/mcs/internal/kubetest"
@@ -158,14 +156,8 @@ func TestDeployRBACIsEnough(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	client, err := kubernetes.NewForConfig(sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(sa)
-	if err != nil {
-		t.Fatal(err)
-	}
+	saClients := kubetest.ClientsFor(t, sa)
+	client, dyn := saClients.Kube, saClients.Dynamic
 	current := configuration(pool(t, cp, "worker"))
 	for what, err := range map[string]error{
 		"listing secrets":             errOf(client.CoreV1().Secrets("mcs").List(ctx, metav1.ListOptions{})),

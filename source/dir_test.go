@@ -29,7 +29,7 @@ func TestLoadSplitsFailuresByPool(t *testing.T) {
 		t.Fatalf("%v %+v", err, in)
 	}
 	// A master-only problem fails master alone.
-	bad := mctest.MachineConfig("60-master", "master", "x") + "  kernelType: turbo\n"
+	bad := mctest.Config{Name: "60-master", Role: "master", Spec: map[string]any{"kernelType": "turbo"}}.YAML()
 	os.WriteFile(filepath.Join(dir, "60-master.yaml"), []byte(bad), 0o644)
 	in, err = d.Load(context.Background())
 	if err != nil {

@@ -60,7 +60,7 @@ func TestServeKubernetes(t *testing.T) {
 	node := ignclient.Start(ctx, ignclient.Get(t, "v2.27.0"), in.base+"/config/infra", ignclient.Options{})
 	waitLogged(t, in, map[string]*ignclient.Running{"v2.27.0": node}, "cause=unknown-pool pool=infra")
 	apply(kube.MachineConfigPools, strings.Split(pools, "---\n")[1])
-	apply(kube.MachineConfigs, infraMC)
+	apply(kube.MachineConfigs, infraMC(nil))
 	if b, err := booted(t, node).ReadFile("/etc/infra-hello"); err != nil || string(b) != "infra" {
 		t.Fatalf("/etc/infra-hello: %q %v", b, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/ignclient"
+	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/internal/testpki"
 )
 
@@ -149,19 +150,11 @@ func running(t *testing.T, runs map[string]*ignclient.Running) bool {
 	return true
 }
 
-// infraMC is the one MachineConfig of the infra pool (reliability_test.go's pools).
-const infraMC = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 50-infra-hello
-  labels: {machineconfiguration.openshift.io/role: infra}
-spec:
-  config:
-    ignition: {version: 3.2.0}
-    storage:
-      files:
-      - {path: /etc/infra-hello, mode: 420, contents: {source: "data:,infra"}}
-`
+// infraMC is the one MachineConfig of the infra pool (reliability_test.go's
+// pools) with its file's mode (nil: 420).
+func infraMC(mode any) string {
+	return mctest.Config{Name: "50-infra-hello", Role: "infra", Files: []mctest.File{{Path: "/etc/infra-hello", Source: "data:,infra", Mode: mode}}}.YAML()
+}
 
 // Nodes of every era whose pool does not exist yet wait (500, retried);
 // the cause is logged once per client address, counted and shown in
@@ -183,7 +176,7 @@ func TestNodeWaitsForPool(t *testing.T) {
 		t.Errorf("/status does not show the waiting nodes:\n%s", st)
 	}
 	writeFile(t, dir, "pools.yaml", pools)
-	writeFile(t, dir, "60-infra.yaml", infraMC)
+	writeFile(t, dir, "60-infra.yaml", infraMC(nil))
 	bootedAll(t, runs, "GET result: Internal Server Error", "/etc/infra-hello", "infra")
 	if n := strings.Count(ti.stderr.String(), "node waiting"); n != 1 {
 		t.Errorf("%d WARN lines for nodes from one address, want 1:\n%s", n, ti.stderr.String())
@@ -239,7 +232,7 @@ func TestNodeWaitsForBrokenPool(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "50-worker.yaml", mc("50-worker-hello", "one"))
 	writeFile(t, dir, "pools.yaml", pools)
-	writeFile(t, dir, "60-infra.yaml", strings.Replace(infraMC, "mode: 420", "mode: bogus", 1))
+	writeFile(t, dir, "60-infra.yaml", infraMC("bogus"))
 	ti := startTLS(t, dir, (*testpki.CA).Serving)
 	waitFor(t, "ready", func() bool { c, _, _ := ti.get("/readyz"); return c == 200 })
 	runs := ti.bootAll(t, "infra", nil)
@@ -247,6 +240,6 @@ func TestNodeWaitsForBrokenPool(t *testing.T) {
 	if code, body, _ := ti.get("/config/infra"); code != 500 || !strings.Contains(string(body), "60-infra.yaml") {
 		t.Errorf("curl gets %d %q, want 500 naming the broken file", code, body)
 	}
-	writeFile(t, dir, "60-infra.yaml", infraMC)
+	writeFile(t, dir, "60-infra.yaml", infraMC(nil))
 	bootedAll(t, runs, "GET result: Internal Server Error", "/etc/infra-hello", "infra")
 }

@@ -30,12 +30,36 @@ import (
 // ControlPlane is a running etcd and kube-apiserver with the MachineConfig
 // CRDs installed, and admin clients for it.
 type ControlPlane struct {
-	Env     *envtest.Environment
-	Admin   *rest.Config
-	Dynamic dynamic.Interface
-	Kube    kubernetes.Interface
+	Env   *envtest.Environment
+	Admin *rest.Config
+	Clients
 	Version string
 	mapper  meta.RESTMapper
+}
+
+// Clients are the dynamic and typed clients of one identity.
+type Clients struct {
+	Dynamic dynamic.Interface
+	Kube    kubernetes.Interface
+}
+
+func newClients(c *rest.Config) (Clients, error) {
+	d, err := dynamic.NewForConfig(c)
+	if err != nil {
+		return Clients{}, err
+	}
+	k, err := kubernetes.NewForConfig(c)
+	return Clients{Dynamic: d, Kube: k}, err
+}
+
+// ClientsFor are the clients of c (a ServiceAccount's, say); an error fails t.
+func ClientsFor(t testing.TB, c *rest.Config) Clients {
+	t.Helper()
+	cl, err := newClients(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }
 
 // Start runs a control plane from the binaries in assets with the CRD files
@@ -66,10 +90,7 @@ func Start(assets string, crds []string, opts ...func(*envtest.Environment)) (*C
 
 func (cp *ControlPlane) clients() error {
 	var err error
-	if cp.Dynamic, err = dynamic.NewForConfig(cp.Admin); err != nil {
-		return err
-	}
-	if cp.Kube, err = kubernetes.NewForConfig(cp.Admin); err != nil {
+	if cp.Clients, err = newClients(cp.Admin); err != nil {
 		return err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cp.Admin)

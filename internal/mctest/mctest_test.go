@@ -34,3 +34,40 @@ func TestMachineConfig(t *testing.T) {
 		t.Fatalf("%+v", mc)
 	}
 }
+
+func TestConfig(t *testing.T) {
+	got := Config{
+		Name: "99-worker-kargs", Role: "worker", Version: "3.3.0",
+		Files:  []File{{Path: "/etc/a", Source: "data:,a"}, {Path: "/etc/b", Source: "data:,b", Mode: "bogus"}},
+		Config: map[string]any{"kernelArguments": map[string]any{"shouldExist": []string{"nosmt"}}},
+		Spec:   map[string]any{"kernelType": "realtime"},
+	}.YAML()
+	const want = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  labels:
+    machineconfiguration.openshift.io/role: worker
+  name: 99-worker-kargs
+spec:
+  config:
+    ignition:
+      version: 3.3.0
+    kernelArguments:
+      shouldExist:
+      - nosmt
+    storage:
+      files:
+      - contents:
+          source: data:,a
+        mode: 420
+        path: /etc/a
+      - contents:
+          source: data:,b
+        mode: bogus
+        path: /etc/b
+  kernelType: realtime
+`
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -20,8 +20,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -480,10 +478,8 @@ func TestDeployRBACIsEnough(t *testing.T) {
 		})
 	}
 
-	client, err := kubernetes.NewForConfig(sa)
-	if err != nil {
-		t.Fatal(err)
-	}
+	saClients := kubetest.ClientsFor(t, sa)
+	client, saDyn := saClients.Kube, saClients.Dynamic
 	ctx := context.Background()
 	if _, err := client.CoreV1().Secrets("mcs").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("listing secrets: %v, want forbidden", err)
@@ -491,7 +487,6 @@ func TestDeployRBACIsEnough(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("listing config maps: %v, want forbidden", err)
 	}
-	saDyn := cp.newDynamic(t, sa)
 	if _, err := saDyn.Resource(MachineConfigs).Create(ctx, mcObject(t, "99-x", "worker", "x"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("creating a MachineConfig: %v, want forbidden", err)
 	}
@@ -638,15 +633,6 @@ func (st *stack) outage(t *testing.T, api *envtest.APIServer, before reply) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-func (cp *controlPlane) newDynamic(t *testing.T, c *rest.Config) dynamic.Interface {
-	t.Helper()
-	d, err := dynamic.NewForConfig(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 // The cluster's MachineConfiguration is the skew policy: absent, none;
