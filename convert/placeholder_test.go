@@ -46,23 +46,16 @@ func TestPlaceholdersRoundTrip(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := placeholderConfig(c.sources...)
-			want, err := Marshal(&cfg, false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, wantY := encodeBoth(t, &cfg)
 			ph := newPlaceholders(c.plainOnly)
 			swapped := ph.swap(cfg)
 			if len(ph.orig) != c.swapped {
 				t.Fatalf("%d swapped, want %d", len(ph.orig), c.swapped)
 			}
-			again, _ := Marshal(&cfg, false)
-			if !bytes.Equal(again, want) {
+			if again, _ := encodeBoth(t, &cfg); !bytes.Equal(again, want) {
 				t.Fatal("Swap changed its input")
 			}
-			tokens, err := Marshal(&swapped, false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tokens, tokY := encodeBoth(t, &swapped)
 			got, n := ph.restoreJSON(tokens)
 			if n != len(ph.orig) || !bytes.Equal(got, want) {
 				t.Fatalf("JSON: %d restored of %d; equal %v\n got %.300s\nwant %.300s", n, len(ph.orig), bytes.Equal(got, want), got, want)
@@ -70,20 +63,26 @@ func TestPlaceholdersRoundTrip(t *testing.T) {
 			if !c.plainOnly {
 				return
 			}
-			wantY, err := yaml.JSONToYAML(want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tokY, err := yaml.JSONToYAML(tokens)
-			if err != nil {
-				t.Fatal(err)
-			}
 			gotY, n := ph.restoreYAML(tokY)
 			if n != len(ph.orig) || !bytes.Equal(gotY, wantY) {
 				t.Fatalf("YAML: %d restored of %d\n got %.300s\nwant %.300s", n, len(ph.orig), gotY, wantY)
 			}
 		})
 	}
+}
+
+// encodeBoth is cfg as Marshal writes it and the YAML sigs.k8s.io/yaml writes
+// from that; an error fails t.
+func encodeBoth(t *testing.T, cfg *Config) (js, y []byte) {
+	t.Helper()
+	js, err := Marshal(cfg, false)
+	if err == nil {
+		y, err = yaml.JSONToYAML(js)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, y
 }
 
 // Two sets never share tokens.
