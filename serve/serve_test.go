@@ -41,59 +41,22 @@ const (
 
 func TestNegotiation(t *testing.T) {
 	s := newTestServer(t, Config{}, result(t, "worker", plainIgn))
-	cases := []struct {
-		name, accept string
-		want         string // served version, or "406"
-	}{
-		// Upstream's own table, where we agree.
-		{"upstream spec2 2.4.0", hdrRHCOS, "2.2.0"},
-		{"upstream 3.5.0", hdr35, "3.5.0"},
-		{"upstream 3.4.0", hdr34, "3.4.0"},
-		{"upstream 3.3.0", "application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1", "3.3.0"},
-		{"upstream 3.2.0", hdr32, "3.2.0"},
-		{"upstream 3.1.0", "application/vnd.coreos.ignition+json;version=3.1.0, */*;q=0.1", "3.1.0"},
-		{"upstream 3.99.0 is the newest", "application/vnd.coreos.ignition+json;version=3.99.0, */*;q=0.1", "3.6.0"},
-		// Where upstream serves 2.2 to anything without an Ignition type, we
-		// serve the rendered spec (curl); --default-spec restores 2.2.
-		{"no version parameter", "application/vnd.coreos.ignition+json", "3.0.0"},
-		{"text/plain", "text/plain", "3.0.0"},
-		{"garbage", "an-invalid-accept-header", "3.0.0"},
-		{"empty", "", "3.0.0"},
-		{"curl", "*/*", "3.0.0"},
-		// Real clients.
-		{"ignition v2.27", hdr36, "3.6.0"},
-		{"ignition v0.35", hdrSpec2, "2.2.0"},
-		{"3.0.0 is served, not a 500", "application/vnd.coreos.ignition+json;version=3.0.0, */*;q=0.1", "3.0.0"},
-		// Doing better than upstream.
-		{"4.0.0 falls back to */*", "application/vnd.coreos.ignition+json;version=4.0.0, */*;q=0.1", "3.0.0"},
-		{"4.0.0 alone is not acceptable", "application/vnd.coreos.ignition+json;version=4.0.0", "406"},
-		{"2.1.0 alone is not acceptable", "application/vnd.coreos.ignition+json;version=2.1.0", "406"},
-		{"q=0 is not acceptable", "application/vnd.coreos.ignition+json;version=3.6.0;q=0, application/vnd.coreos.ignition+json;version=3.2.0;q=0.5", "3.2.0"},
-		{"everything q=0", "application/vnd.coreos.ignition+json;version=3.6.0;q=0, */*;q=0", "406"},
-		{"q orders entries", "application/vnd.coreos.ignition+json;version=3.2.0;q=0.4, application/vnd.coreos.ignition+json;version=3.4.0;q=0.9", "3.4.0"},
-		{"quoted version", `application/vnd.coreos.ignition+json;version="3.4.0"`, "3.4.0"},
-		{"two-part version", "application/vnd.coreos.ignition+json;version=3.4", "3.4.0"},
-		{"case-insensitive", "Application/VND.CoreOS.Ignition+JSON; VERSION=3.3.0; Q=1", "3.3.0"},
-		{"spaces everywhere", " application/vnd.coreos.ignition+json ; version = 3.1.0 , */* ; q = 0.1 ", "3.1.0"},
-		{"bad q skips entry", "application/vnd.coreos.ignition+json;version=3.6.0;q=2, application/vnd.coreos.ignition+json;version=3.1.0", "3.1.0"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			w := get(t, s, "GET", "/config/worker", "Accept", c.accept)
-			if c.want == "406" {
-				if w.Code != http.StatusNotAcceptable {
-					t.Fatalf("code %d, want 406: %s", w.Code, w.Body)
-				}
-				return
+	testkit.Cases(t, "testdata/negotiation.txt", 3, func(t *testing.T, c []string) {
+		accept, want := c[1], c[2]
+		w := get(t, s, "GET", "/config/worker", "Accept", accept)
+		if want == "406" {
+			if w.Code != http.StatusNotAcceptable {
+				t.Fatalf("code %d, want 406: %s", w.Code, w.Body)
 			}
-			if w.Code != http.StatusOK {
-				t.Fatalf("code %d: %s", w.Code, w.Body)
-			}
-			if got := servedVersion(t, w); got.String() != c.want {
-				t.Fatalf("served %s, want %s", got, c.want)
-			}
-		})
-	}
+			return
+		}
+		if w.Code != http.StatusOK {
+			t.Fatalf("code %d: %s", w.Code, w.Body)
+		}
+		if got := servedVersion(t, w); got.String() != want {
+			t.Fatalf("served %s, want %s", got, want)
+		}
+	})
 }
 
 func TestDefaultSpecFlag(t *testing.T) {

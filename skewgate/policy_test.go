@@ -1,49 +1,31 @@
 package skewgate
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 )
 
 func TestParseRHCOS(t *testing.T) {
-	cases := []struct {
-		in           string
-		major, minor int
-		build        string
-		err          bool
-	}{
-		{"9.6.20251023-0", 9, 6, "20251023-0", false},
-		{"9.2", 9, 2, "", false},
-		{"10.0.20260101-1", 10, 0, "20260101-1", false},
-		{"48.84.202208021106-0", 8, 4, "202208021106-0", false},
-		{"413.92.202305021736-0", 9, 2, "202305021736-0", false},
-		{"410.84.202201251210-0", 8, 4, "202201251210-0", false},
-		{"48.84", 8, 4, "", false},
-		{"", 0, 0, "", true},
-		{"rhcos-9.6", 0, 0, "", true},
-		{"9.6.2025-0", 0, 0, "", true},
-		{"7.9", 0, 0, "", true},
-		{"48.84.20220802-0", 0, 0, "", true},
-	}
-	for _, c := range cases {
-		t.Run(c.in, func(t *testing.T) {
-			got, err := parseRHCOS(c.in)
-			if c.err {
-				if err == nil {
-					t.Fatalf("accepted %q as %+v", c.in, got)
-				}
-				return
+	testkit.Cases(t, "testdata/rhcos.txt", 3, func(t *testing.T, c []string) {
+		in, release, build := c[0], c[1], c[2]
+		got, err := parseRHCOS(in)
+		if release == "error" {
+			if err == nil {
+				t.Fatalf("accepted %q as %+v", in, got)
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.RHELMajor != c.major || got.RHELMinor != c.minor || got.Build != c.build {
-				t.Fatalf("got %+v", got)
-			}
-		})
-	}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rel := fmt.Sprintf("%d.%d", got.RHELMajor, got.RHELMinor); rel != release || got.Build != build {
+			t.Fatalf("got %+v, want RHEL %s build %q", got, release, build)
+		}
+	})
 }
 
 func TestRHCOSOrder(t *testing.T) {
@@ -69,47 +51,18 @@ func TestRHCOSOrder(t *testing.T) {
 }
 
 func TestParsePolicy(t *testing.T) {
-	cases := []struct {
-		name, doc string
-		err       string // substring; "" means valid
-	}{
-		{"none", "mode: None", ""},
-		{"automatic", "mode: Automatic", ""},
-		{"manual ocp", "mode: Manual\nmanual: {mode: OCPVersion, ocpVersion: 4.12.0}", ""},
-		{"manual rhcos legacy", "mode: Manual\nmanual: {mode: RHCOSVersion, rhcosVersion: 48.84.202208021106-0}", ""},
-		{"json", `{"mode":"Manual","manual":{"mode":"RHCOSVersion","rhcosVersion":"9.6.20251023-0"}}`, ""},
-		{"MachineConfiguration object", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nspec:\n  bootImageSkewEnforcement:\n    mode: Manual\n    manual: {mode: OCPVersion, ocpVersion: 4.14.0}\n", ""},
-		{"MachineConfiguration without a policy", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: cluster}\nspec:\n  logLevel: Normal\n", ""},
-		{"MachineConfiguration null policy", `{"kind":"MachineConfiguration","spec":{"bootImageSkewEnforcement":null}}`, ""},
-		{"MachineConfiguration status only", "kind: MachineConfiguration\nspec: {}\nstatus:\n  bootImageSkewEnforcementStatus:\n    mode: Automatic\n    automatic: {ocpVersion: 4.19.0}\n", ""},
-		{"MachineConfiguration newer field", "kind: MachineConfiguration\nspec:\n  bootImageSkewEnforcement:\n    mode: None\n    gracePeriod: 7d\n", ""},
-		{"MachineConfiguration bad status", "kind: MachineConfiguration\nspec: {}\nstatus:\n  bootImageSkewEnforcementStatus: {mode: Later}\n", "$.status.bootImageSkewEnforcementStatus.mode"},
-		{"other kind", "kind: ConfigMap\ndata: {}", `$.kind: "ConfigMap" is not MachineConfiguration`},
-		{"min ignition", "minIgnitionVersion: {worker: 2.15.0, '*': v2.7.0}", ""},
-		{"bad mode", "mode: Sometimes", `$.mode: "Sometimes" is not Manual`},
-		{"manual without manual", "mode: Manual", "$.manual: required"},
-		{"bad manual mode", "mode: Manual\nmanual: {mode: Date}", "$.manual.mode"},
-		{"bad ocp", "mode: Manual\nmanual: {mode: OCPVersion, ocpVersion: four}", "$.manual.ocpVersion"},
-		{"bad rhcos", "mode: Manual\nmanual: {mode: RHCOSVersion, rhcosVersion: 9}", "$.manual.rhcosVersion"},
-		{"bad release", "release: {rhcosVersion: x}", "$.release.rhcosVersion"},
-		{"bad min ignition", "minIgnitionVersion: {worker: new}", "$.minIgnitionVersion.worker"},
-		{"unknown field", "mode: None\nenforce: true", "unknown field"},
-		{"object path", "kind: MachineConfiguration\nspec:\n  bootImageSkewEnforcement:\n    mode: Bogus\n", "$.spec.bootImageSkewEnforcement.mode"},
-		{"bad yaml", "mode: [", "invalid YAML"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := ParsePolicy([]byte(c.doc))
-			switch {
-			case c.err == "" && err != nil:
-				t.Fatal(err)
-			case c.err != "" && err == nil:
-				t.Fatalf("accepted; want error with %q", c.err)
-			case c.err != "" && !strings.Contains(err.Error(), c.err):
-				t.Fatalf("error %q lacks %q", err, c.err)
-			}
-		})
-	}
+	testkit.Cases(t, "testdata/policy.txt", 3, func(t *testing.T, c []string) {
+		doc, want := c[1], c[2]
+		_, err := ParsePolicy([]byte(doc))
+		switch {
+		case want == "" && err != nil:
+			t.Fatal(err)
+		case want != "" && err == nil:
+			t.Fatalf("accepted; want error with %q", want)
+		case want != "" && !strings.Contains(err.Error(), want):
+			t.Fatalf("error %q lacks %q", err, want)
+		}
+	})
 }
 
 func mustPolicy(t *testing.T, doc string) *Policy {

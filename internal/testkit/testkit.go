@@ -5,7 +5,10 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,4 +62,75 @@ func Every(tb testing.TB, interval time.Duration, f func(i int)) (stop func()) {
 	}
 	tb.Cleanup(stop)
 	return stop
+}
+
+// Cases runs f on each case of the case file at path, one subtest a case
+// named by its first field, f getting its n fields, that name first. A case
+// file holds one case a line, fields separated by "|" and trimmed of
+// spaces; a field in double quotes is a Go string literal, for spaces at
+// its ends, an empty string, "|" or a new line. Blank lines and lines
+// starting with # are skipped. A failing case logs where it stands.
+func Cases(t *testing.T, path string, n int, f func(t *testing.T, fields []string)) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := 0
+	for i, line := range strings.Split(string(data), "\n") {
+		if s := strings.TrimSpace(line); s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		pos := fmt.Sprintf("%s:%d", path, i+1)
+		fields, err := splitCase(line)
+		if err == nil && len(fields) != n {
+			err = fmt.Errorf("%d fields, want %d", len(fields), n)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", pos, err)
+		}
+		cases++
+		t.Run(fields[0], func(t *testing.T) {
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("the case at %s", pos)
+				}
+			})
+			f(t, fields)
+		})
+	}
+	if cases == 0 {
+		t.Fatalf("%s: no cases", path)
+	}
+}
+
+// splitCase is the fields of one line of a case file.
+func splitCase(line string) ([]string, error) {
+	var fields []string
+	for rest := line; ; {
+		rest = strings.TrimLeft(rest, " \t")
+		var field string
+		if strings.HasPrefix(rest, `"`) {
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				return nil, fmt.Errorf("field %d: %w", len(fields)+1, err)
+			}
+			field, _ = strconv.Unquote(q)
+			rest = strings.TrimLeft(rest[len(q):], " \t")
+			if rest != "" && rest[0] != '|' {
+				return nil, fmt.Errorf("field %d: %q after the quoted string", len(fields)+1, rest)
+			}
+		} else {
+			end := strings.IndexByte(rest, '|')
+			if end < 0 {
+				end = len(rest)
+			}
+			field, rest = strings.TrimRight(rest[:end], " \t"), rest[end:]
+		}
+		fields = append(fields, field)
+		if rest == "" {
+			return fields, nil
+		}
+		rest = rest[1:] // the "|"
+	}
 }

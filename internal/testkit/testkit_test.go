@@ -1,6 +1,8 @@
 package testkit
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -42,4 +44,39 @@ func TestEvery(t *testing.T) {
 		t.Errorf("f called after stop returned: %d then %d", after.Load(), n.Load())
 	}
 	stop() // a second stop, and the Cleanup's, are no-ops
+}
+
+func TestSplitCase(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string // nil: an error
+	}{
+		{"a | b c |d", []string{"a", "b c", "d"}},
+		{`name | " padded " | ""`, []string{"name", " padded ", ""}},
+		{`x | "a|b\nc" | y`, []string{"x", "a|b\nc", "y"}},
+		{"x | | y", []string{"x", "", "y"}},
+		{"x |", []string{"x", ""}},
+		{`x | "open`, nil},
+		{`x | "a" b`, nil},
+	} {
+		got, err := splitCase(tc.line)
+		if (err != nil) != (tc.want == nil) || strings.Join(got, "\x00") != strings.Join(tc.want, "\x00") || len(got) != len(tc.want) {
+			t.Errorf("splitCase(%q) = %q, %v; want %q", tc.line, got, err, tc.want)
+		}
+	}
+}
+
+func TestCases(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cases.txt")
+	os.WriteFile(path, []byte("# upper cases\n\nlower | abc | ABC\n  # indented comment\nempty | \"\" | \"\"\n"), 0o644)
+	var seen []string
+	Cases(t, path, 3, func(t *testing.T, f []string) {
+		seen = append(seen, t.Name()+"="+f[1]+">"+f[2])
+		if got := strings.ToUpper(f[1]); got != f[2] {
+			t.Errorf("ToUpper(%q) = %q, want %q", f[1], got, f[2])
+		}
+	})
+	if got, want := strings.Join(seen, ","), "TestCases/lower=abc>ABC,TestCases/empty=>"; got != want {
+		t.Errorf("cases run %q, want %q", got, want)
+	}
 }
