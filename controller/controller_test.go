@@ -18,6 +18,7 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/mctest"
+	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
@@ -41,10 +42,8 @@ func served(t *testing.T, s *kube.Source, pool string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, r := range in.Results {
-		if r.Pool == pool {
-			return r.Name, nil
-		}
+	if r := servetest.ByPool(in.Results)[pool]; r != nil {
+		return r.Name, nil
 	}
 	return "", fmt.Errorf("pool %s not served: %v", pool, in.Failed[pool])
 }

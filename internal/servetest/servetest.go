@@ -41,11 +41,16 @@ func Handler(tb testing.TB, dir string, cfg serve.Config) (*serve.Server, map[st
 	}
 	s := serve.New(cfg)
 	s.Swap(snap)
-	byPool := map[string]*render.Result{}
+	return s, ByPool(results)
+}
+
+// ByPool is results by the pool each is for.
+func ByPool(results []*render.Result) map[string]*render.Result {
+	m := make(map[string]*render.Result, len(results))
 	for _, r := range results {
-		byPool[r.Pool] = r
+		m[r.Pool] = r
 	}
-	return s, byPool
+	return m
 }
 
 // Reloading serves src from a server built from cfg (Source defaults to

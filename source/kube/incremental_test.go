@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -20,11 +21,7 @@ func TestLoadSelfRerendersOnlyChangedPools(t *testing.T) {
 		if err != nil || len(in.Failed) != 0 {
 			t.Fatalf("%v %v", err, in.Failed)
 		}
-		out := map[string]*render.Result{}
-		for _, r := range in.Results {
-			out[r.Pool] = r
-		}
-		return out
+		return servetest.ByPool(in.Results)
 	}
 	first := load()
 

@@ -346,13 +346,9 @@ func applyRendered(t *testing.T, cp *controlPlane, self []*render.Result) map[st
 // the configs and specs of the self render.
 func sameAsSelf(t *testing.T, got, self []*render.Result, names map[string]string) {
 	t.Helper()
+	selfByPool := servetest.ByPool(self)
 	for _, res := range got {
-		var want *render.Result
-		for _, r := range self {
-			if r.Pool == res.Pool {
-				want = r
-			}
-		}
+		want := selfByPool[res.Pool]
 		if res.Name != names[res.Pool] || res.Spec != want.Spec {
 			t.Errorf("pool %s: %s at %s, want %s at %s", res.Pool, res.Name, res.Spec, names[res.Pool], want.Spec)
 		}
@@ -412,10 +408,8 @@ func poolResult(in *source.Input, pool string) string {
 	if in == nil {
 		return ""
 	}
-	for _, r := range in.Results {
-		if r.Pool == pool {
-			return r.Name
-		}
+	if r := servetest.ByPool(in.Results)[pool]; r != nil {
+		return r.Name
 	}
 	return ""
 }
