@@ -17,6 +17,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
@@ -25,18 +26,9 @@ import (
 // config.Parse, whose newest stable spec is 3.2.
 func rollbackReader(t *testing.T) string {
 	t.Helper()
-	tools := os.Getenv("MCS_TOOLS")
-	if tools == "" {
-		home, _ := os.UserHomeDir()
-		tools = filepath.Join(home, ".cache", "mcs-tools")
-	}
-	bin := filepath.Join(tools, "rollback", "rollback-reader-v2.10.1")
-	if fi, err := os.Stat(bin); err != nil || fi.Mode().Perm()&0o111 == 0 {
-		msg := "no rollback reader at " + bin + "; run `make rollback-reader`"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+	bin := testkit.ToolsDir("rollback", "rollback-reader-v2.10.1")
+	if !testkit.Executable(bin) {
+		testkit.Missing(t, "no rollback reader at %s; run `make rollback-reader`", bin)
 	}
 	return bin
 }

@@ -1,9 +1,10 @@
 package ignclient
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ignition-mcs/mcs/internal/testkit"
 )
 
 // known lists the clients `make ignition-clients` builds, newest first, one
@@ -21,19 +22,8 @@ func known() []Client {
 	}
 }
 
-// toolsDir is where `make ignition-clients` puts the clients: $MCS_TOOLS/ignition,
-// by default $HOME/.cache/mcs-tools/ignition (the Makefile's TOOLS).
-func toolsDir() string {
-	tools := os.Getenv("MCS_TOOLS")
-	if tools == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		tools = filepath.Join(home, ".cache", "mcs-tools")
-	}
-	return filepath.Join(tools, "ignition")
-}
+// toolsDir is where `make ignition-clients` puts the clients.
+func toolsDir() string { return testkit.ToolsDir("ignition") }
 
 // Find returns every client with its binary, or ends the test: a missing
 // client fails it when CI=true, where a skipped end-to-end test would hide
@@ -45,18 +35,14 @@ func Find(t testing.TB) []Client {
 	var missing []string
 	for _, c := range known() {
 		c.Bin = filepath.Join(dir, "ignition-"+c.Version)
-		if fi, err := os.Stat(c.Bin); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		if !testkit.Executable(c.Bin) {
 			missing = append(missing, c.Bin)
 			continue
 		}
 		found = append(found, c)
 	}
 	if len(missing) > 0 {
-		const msg = "real Ignition clients missing: %v; run `make ignition-clients` (or set MCS_TOOLS to the TOOLS dir holding ignition/)"
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(msg, missing)
-		}
-		t.Skipf(msg, missing)
+		testkit.Missing(t, "real Ignition clients missing: %v; run `make ignition-clients` (or set MCS_TOOLS to the TOOLS dir holding ignition/)", missing)
 	}
 	return found
 }

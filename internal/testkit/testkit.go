@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,4 +134,32 @@ func splitCase(line string) ([]string, error) {
 		}
 		rest = rest[1:] // the "|"
 	}
+}
+
+// ToolsDir is elem under where the Makefile puts the tools the tests run:
+// $MCS_TOOLS, by default ~/.cache/mcs-tools (the Makefile's TOOLS).
+func ToolsDir(elem ...string) string {
+	tools := os.Getenv("MCS_TOOLS")
+	if tools == "" {
+		home, _ := os.UserHomeDir()
+		tools = filepath.Join(home, ".cache", "mcs-tools")
+	}
+	return filepath.Join(append([]string{tools}, elem...)...)
+}
+
+// Executable reports whether path is a regular file its mode lets someone run.
+func Executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// Missing ends a test that lacks a tool it needs, saying which: a failure
+// under CI=true, where the Makefile installs it and a skip would hide that
+// nothing ran; a skip elsewhere.
+func Missing(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf(format, args...)
+	}
+	tb.Skipf(format, args...)
 }

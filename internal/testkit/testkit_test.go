@@ -80,3 +80,40 @@ func TestCases(t *testing.T) {
 		t.Errorf("cases run %q, want %q", got, want)
 	}
 }
+
+func TestToolsDir(t *testing.T) {
+	t.Setenv("MCS_TOOLS", "/opt/tools")
+	if got := ToolsDir("kube", "etcd"); got != "/opt/tools/kube/etcd" {
+		t.Errorf("ToolsDir = %q", got)
+	}
+	t.Setenv("MCS_TOOLS", "")
+	t.Setenv("HOME", "/home/u")
+	if got := ToolsDir("ignition"); got != "/home/u/.cache/mcs-tools/ignition" {
+		t.Errorf("ToolsDir without MCS_TOOLS = %q", got)
+	}
+}
+
+func TestExecutable(t *testing.T) {
+	dir := t.TempDir()
+	run, plain := filepath.Join(dir, "run"), filepath.Join(dir, "plain")
+	os.WriteFile(run, nil, 0o755)
+	os.WriteFile(plain, nil, 0o644)
+	for path, want := range map[string]bool{run: true, plain: false, dir: false, filepath.Join(dir, "none"): false} {
+		if got := Executable(path); got != want {
+			t.Errorf("Executable(%s) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+// Outside CI a missing tool skips: the rest of the test does not run.
+func TestMissingSkips(t *testing.T) {
+	t.Setenv("CI", "")
+	ran := false
+	t.Run("inner", func(t *testing.T) {
+		Missing(t, "no %s", "tool")
+		ran = true
+	})
+	if ran {
+		t.Error("the test went on past Missing")
+	}
+}
