@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +89,5 @@ func writeFile(t testing.TB, dir, name, body string) {
 }
 
 func mc(name, marker string) string {
-	return strings.NewReplacer("50-worker-hello", name, "/etc/hello", "/etc/"+name, "GEN", marker).Replace(workerMC)
+	return helloMC(name, "/etc/"+name, marker, nil)
 }

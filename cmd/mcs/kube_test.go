@@ -31,7 +31,7 @@ func TestServeKubernetes(t *testing.T) {
 	kubeconfig, dyn, apply := controlPlane(t, true)
 	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
   spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
-	apply(kube.MachineConfigs, strings.Replace(workerMC, "GEN", "one", 1))
+	apply(kube.MachineConfigs, workerMC("one"))
 
 	in := start(t, "--source", "kube", "--kubeconfig", kubeconfig, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--debounce", "20ms")
 	const ua, v35 = "Ignition/v2.27.0", "application/vnd.coreos.ignition+json;version=3.5.0"
@@ -50,7 +50,7 @@ func TestServeKubernetes(t *testing.T) {
 		t.Errorf("/status does not name the API server: %s", status)
 	}
 
-	apply(kube.MachineConfigs, strings.Replace(workerMC, "GEN", "two", 1))
+	apply(kube.MachineConfigs, workerMC("two"))
 	waitFor(t, "the edited MachineConfig served", serves("data:,two"))
 
 	// A node booting before its pool exists waits, and boots once the
@@ -178,7 +178,7 @@ func TestControllerAndPruneSubcommands(t *testing.T) {
 	apply(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, `{apiVersion: v1, kind: Namespace, metadata: {name: mcs}}`)
 	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
   spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
-	apply(kube.MachineConfigs, strings.Replace(workerMC, "GEN", "one", 1))
+	apply(kube.MachineConfigs, workerMC("one"))
 
 	ctl := startSubcommand(t, true, "controller", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--identity", "test", "--max-spec", "3.2.0")
 	var name string

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -86,24 +87,14 @@ func TestOptionErrors(t *testing.T) {
 	}
 }
 
-const workerMC = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 50-worker-hello
-  labels:
-    machineconfiguration.openshift.io/role: worker
-spec:
-  config:
-    ignition:
-      version: 3.2.0
-    storage:
-      files:
-      - path: /etc/hello
-        mode: 420
-        overwrite: true
-        contents:
-          source: data:,GEN
-`
+// helloMC is a worker MachineConfig named name whose one file, path,
+// holds content with mode (nil: 420).
+func helloMC(name, path, content string, mode any) string {
+	return mctest.Config{Name: name, Role: "worker", Files: []mctest.File{{Path: path, Source: "data:," + content, Mode: mode, Overwrite: true}}}.YAML()
+}
+
+// workerMC is the worker pool's 50-worker-hello, its /etc/hello holding content.
+func workerMC(content string) string { return helloMC("50-worker-hello", "/etc/hello", content, nil) }
 
 var listening = regexp.MustCompile(`listening on (http://\S+)`)
 
@@ -111,7 +102,7 @@ var listening = regexp.MustCompile(`listening on (http://\S+)`)
 // shut down on cancel.
 func TestServeDirectory(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, dir, "50-worker-hello.yaml", strings.Replace(workerMC, "GEN", "one", 1))
+	writeFile(t, dir, "50-worker-hello.yaml", workerMC("one"))
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	os.WriteFile(tokens, []byte("# rotated weekly\ns3cret\n"), 0o600)
 	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "",
@@ -136,7 +127,7 @@ func TestServeDirectory(t *testing.T) {
 	}
 
 	// A bad edit: the last good render keeps serving, status says why.
-	writeFile(t, dir, "60-bad.yaml", strings.Replace(strings.Replace(workerMC, "50-worker-hello", "60-bad", 1), "mode: 420", "mode: bogus", 1))
+	writeFile(t, dir, "60-bad.yaml", helloMC("60-bad", "/etc/hello", "GEN", "bogus"))
 	waitFor(t, "render error in /status", func() bool {
 		_, st := fetch("/status", false)
 		var s struct{ LastError *struct{ Message string } }
@@ -147,7 +138,7 @@ func TestServeDirectory(t *testing.T) {
 		t.Fatalf("after a bad edit: %d %.200s", c, body)
 	}
 	os.Remove(filepath.Join(dir, "60-bad.yaml"))
-	writeFile(t, dir, "50-worker-hello.yaml", strings.Replace(workerMC, "GEN", "two", 1))
+	writeFile(t, dir, "50-worker-hello.yaml", workerMC("two"))
 	waitFor(t, "new render served", func() bool { _, body := fetch("/config/worker", true); return strings.Contains(body, "data:,two") })
 
 	if err := in.stop(); err != nil {

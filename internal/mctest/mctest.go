@@ -18,6 +18,7 @@ type Config struct {
 type File struct {
 	Path, Source string
 	Mode         any
+	Overwrite    bool
 }
 
 // YAML is c as a MachineConfig document.
@@ -37,7 +38,11 @@ func (c Config) YAML() string {
 			if mode == nil {
 				mode = 420
 			}
-			files[i] = map[string]any{"path": f.Path, "mode": mode, "contents": map[string]any{"source": f.Source}}
+			file := map[string]any{"path": f.Path, "mode": mode, "contents": map[string]any{"source": f.Source}}
+			if f.Overwrite {
+				file["overwrite"] = true
+			}
+			files[i] = file
 		}
 		config["storage"] = map[string]any{"files": files}
 	}

@@ -38,7 +38,7 @@ func TestMachineConfig(t *testing.T) {
 func TestConfig(t *testing.T) {
 	got := Config{
 		Name: "99-worker-kargs", Role: "worker", Version: "3.3.0",
-		Files:  []File{{Path: "/etc/a", Source: "data:,a"}, {Path: "/etc/b", Source: "data:,b", Mode: "bogus"}},
+		Files:  []File{{Path: "/etc/a", Source: "data:,a"}, {Path: "/etc/b", Source: "data:,b", Mode: "bogus", Overwrite: true}},
 		Config: map[string]any{"kernelArguments": map[string]any{"shouldExist": []string{"nosmt"}}},
 		Spec:   map[string]any{"kernelType": "realtime"},
 	}.YAML()
@@ -64,6 +64,7 @@ spec:
       - contents:
           source: data:,b
         mode: bogus
+        overwrite: true
         path: /etc/b
   kernelType: realtime
 `

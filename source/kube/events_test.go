@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
@@ -72,11 +73,7 @@ func TestEventsOnPools(t *testing.T) {
 	if r := st.get(t, "/config/worker", accept(convert.V3_5), "Ignition/v2.27.0"); strings.Contains(r.body, skewgate.IssuePath("worker")) {
 		t.Fatal("Ignition v2.27.0 was refused")
 	}
-	cp.apply(t, object(t, `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata: {name: 60-master-turbo, labels: {machineconfiguration.openshift.io/role: master}}
-spec: {config: {ignition: {version: 3.2.0}}, kernelType: turbo}
-`))
+	cp.apply(t, object(t, mctest.Config{Name: "60-master-turbo", Role: "master", Spec: map[string]any{"kernelType": "turbo"}}.YAML()))
 	rendered := st.srv.Status().Pools
 	for _, want := range []struct{ pool, typ, reason, msg string }{
 		{"worker", corev1.EventTypeWarning, string(source.NoticeNodeRefused), "node at 192.0.2.1 (Ignition v2.14.0) refused (ignition-too-old, reference mcs-skew-"},
@@ -152,11 +149,7 @@ func TestEventsBoundedUnderBootLoop(t *testing.T) {
 		t.Errorf("one address: %d Event objects, count %d, %d writes; in all %d writes: want 1 object and at most %d writes", objects, count, oneAddress, total, burst)
 	}
 
-	cp.apply(t, object(t, `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata: {name: 60-worker-turbo, labels: {machineconfiguration.openshift.io/role: worker}}
-spec: {config: {ignition: {version: 3.2.0}}, kernelType: turbo}
-`))
+	cp.apply(t, object(t, mctest.Config{Name: "60-worker-turbo", Role: "worker", Spec: map[string]any{"kernelType": "turbo"}}.YAML()))
 	eventually(t, 20*time.Second, "a RenderFailed Event past the refusals' budget", func() error {
 		for _, ev := range cp.poolEvents(t, "worker") {
 			if ev.Reason == string(source.NoticeRenderFailed) {
