@@ -37,7 +37,7 @@ func Compare(ctx context.Context, old, new *Tree, o Options) *Report {
 		p := c.pool(ctx, n)
 		rep.Pools = append(rep.Pools, p)
 		h := &rep.Holds
-		h.AnyChange = h.AnyChange || p.Status != PoolUnchanged
+		h.AnyChange = h.AnyChange || p.Status != Unchanged
 		h.SpecRaise = h.SpecRaise || p.Spec.Raised
 		h.Ceiling = h.Ceiling || p.Spec.AboveCeiling
 		for _, e := range p.Eras {
@@ -82,13 +82,13 @@ func (c *comparison) pool(ctx context.Context, name string) *Pool {
 	p := &Pool{Name: name, Changes: []*Change{}, Eras: []*Era{}}
 	switch {
 	case o == nil:
-		p.Status = PoolAdded
+		p.Status = Added
 	case n == nil:
-		p.Status = PoolRemoved
+		p.Status = Removed
 	case o.Name == n.Name:
-		p.Status = PoolUnchanged
+		p.Status = Unchanged
 	default:
-		p.Status = PoolChanged
+		p.Status = Changed
 	}
 	if o != nil {
 		p.Rendered.Old, p.Spec.Old = o.Name, o.Spec.String()
@@ -103,7 +103,7 @@ func (c *comparison) pool(ctx context.Context, name string) *Pool {
 		p.At = c.poolAt(c.old, name)
 	}
 	c.reasons(p, o, n)
-	if p.Status == PoolChanged {
+	if p.Status == Changed {
 		p.Changes = c.changes(o, n)
 	}
 	p.Eras = c.eras(ctx, name, o, n)

@@ -90,7 +90,7 @@ func Ask(ctx context.Context, s Server, pool string, h http.Header) (*Outcome, [
 }
 
 // eraChange names an era's fate between two outcomes (nil: no pool).
-func eraChange(old, new *Outcome) string {
+func eraChange(old, new *Outcome) EraChange {
 	switch {
 	case new == nil:
 		return EraGone

@@ -30,11 +30,11 @@ func WriteGitHub(w io.Writer, r *Report, failOn []string) error {
 	for _, p := range r.Pools {
 		title := "pool " + p.Name
 		switch p.Status {
-		case PoolUnchanged:
+		case Unchanged:
 			continue
-		case PoolAdded:
+		case Added:
 			annotate(b, "notice", p.At, title, fmt.Sprintf("added: %s at spec %s", p.Rendered.New, p.Spec.New))
-		case PoolRemoved:
+		case Removed:
 			annotate(b, "notice", p.At, title, fmt.Sprintf("removed (was %s at spec %s)", p.Rendered.Old, p.Spec.Old))
 		}
 		first := Location{}
@@ -49,7 +49,7 @@ func WriteGitHub(w io.Writer, r *Report, failOn []string) error {
 				first = newest(added).At
 			}
 		}
-		if p.Status == PoolChanged && !p.Spec.Raised && p.Spec.Old != p.Spec.New {
+		if p.Status == Changed && !p.Spec.Raised && p.Spec.Old != p.Spec.New {
 			annotate(b, "notice", Location{}, title, fmt.Sprintf("spec lowered %s → %s", p.Spec.Old, p.Spec.New))
 		}
 		if p.Spec.AboveCeiling {
@@ -110,7 +110,7 @@ func lostEras(p *Pool) string {
 }
 
 // erasNamed are the specs of the eras whose change is change.
-func erasNamed(p *Pool, change string) []string {
+func erasNamed(p *Pool, change EraChange) []string {
 	var out []string
 	for _, e := range p.Eras {
 		if e.Change == change {

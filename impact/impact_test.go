@@ -156,7 +156,7 @@ func TestEraChange(t *testing.T) {
 	cases := []struct {
 		name     string
 		old, new *Outcome
-		want     string
+		want     EraChange
 	}{
 		{"still admitted", in, in, EraStillAdmitted},
 		{"newly refused", in, out, EraNewlyRefused},

@@ -78,11 +78,11 @@ func (c *comparison) compareSet(category string, old, new set, o, n *render.Resu
 		s, r := c.new, n
 		switch {
 		case ol == nil:
-			ch.Op = OpAdded
+			ch.Op = Added
 		case nl == nil:
-			ch.Op, s, r = OpRemoved, c.old, o
+			ch.Op, s, r = Removed, c.old, o
 		default:
-			ch.Op, ch.Fields = OpChanged, fields(ol, nl)
+			ch.Op, ch.Fields = Changed, fields(ol, nl)
 			if len(ch.Fields) == 0 {
 				continue
 			}

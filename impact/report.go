@@ -32,18 +32,22 @@ type Holds struct {
 	AnyChange bool `json:"anyChange"`
 }
 
-// Pool statuses.
+// Status is what the new tree does to a pool, or to one thing of a pool's
+// render (a Change's Op, never Unchanged).
+type Status string
+
+// The statuses, as the JSON writes them.
 const (
-	PoolAdded     = "added"
-	PoolRemoved   = "removed"
-	PoolChanged   = "changed"
-	PoolUnchanged = "unchanged"
+	Added     Status = "added"
+	Removed   Status = "removed"
+	Changed   Status = "changed"
+	Unchanged Status = "unchanged"
 )
 
 // Pool is one pool's change.
 type Pool struct {
 	Name   string `json:"name"`
-	Status string `json:"status"`
+	Status Status `json:"status"`
 	// At is the MachineConfigPool's file and line (the old tree's, when
 	// removed); empty for the default pools.
 	At       Location   `json:"at"`
@@ -95,13 +99,6 @@ type Location struct {
 	Tree string `json:"tree,omitempty"`
 }
 
-// Change operations.
-const (
-	OpAdded   = "added"
-	OpRemoved = "removed"
-	OpChanged = "changed"
-)
-
 // Change is one thing of a pool's render added, removed or changed.
 type Change struct {
 	// Category is one of files, directories, links, units, users, groups,
@@ -111,7 +108,7 @@ type Change struct {
 	Category string `json:"category"`
 	// Name is the file path, unit name, user name, argument, ...
 	Name string `json:"name"`
-	Op   string `json:"op"`
+	Op   Status `json:"op"`
 	// MachineConfig supplies it (the old tree's, when removed).
 	MachineConfig string   `json:"machineConfig,omitempty"`
 	At            Location `json:"at"`
@@ -137,26 +134,29 @@ type Value struct {
 	SHA256 string `json:"sha256,omitempty"`
 }
 
-// Era outcomes, old → new.
+// EraChange is what becomes of an era's nodes, old → new.
+type EraChange string
+
+// The era changes, as the JSON writes them.
 const (
-	EraStillAdmitted = "still-admitted"
-	EraStillRefused  = "still-refused"
-	EraNewlyRefused  = "newly-refused"
-	EraNewlyAdmitted = "newly-admitted"
-	EraAdmitted      = "admitted" // a new pool
-	EraRefused       = "refused"  // a new pool
-	EraGone          = "gone"     // a removed pool
+	EraStillAdmitted EraChange = "still-admitted"
+	EraStillRefused  EraChange = "still-refused"
+	EraNewlyRefused  EraChange = "newly-refused"
+	EraNewlyAdmitted EraChange = "newly-admitted"
+	EraAdmitted      EraChange = "admitted" // a new pool
+	EraRefused       EraChange = "refused"  // a new pool
+	EraGone          EraChange = "gone"     // a removed pool
 )
 
 // Era is what a node of one Ignition release line receives for the pool.
 type Era struct {
 	// Spec is the newest spec the era reads; Ignition the release asked as:
 	// the era's oldest (v0.35.0, the last, for spec 2).
-	Spec     string   `json:"spec"`
-	Ignition string   `json:"ignition"`
-	Old      *Outcome `json:"old,omitempty"`
-	New      *Outcome `json:"new,omitempty"`
-	Change   string   `json:"change"`
+	Spec     string    `json:"spec"`
+	Ignition string    `json:"ignition"`
+	Old      *Outcome  `json:"old,omitempty"`
+	New      *Outcome  `json:"new,omitempty"`
+	Change   EraChange `json:"change"`
 }
 
 // Outcome is the server's answer to a node of an era.

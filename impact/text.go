@@ -33,7 +33,7 @@ func WriteText(w io.Writer, r *Report, failOn []string) error {
 		fmt.Fprintf(b, "no changes (pools: %s)\n", strings.Join(names, ", "))
 	}
 	for _, p := range r.Pools {
-		if p.Status != PoolUnchanged {
+		if p.Status != Unchanged {
 			writePool(b, p)
 		}
 	}
@@ -47,11 +47,11 @@ func WriteText(w io.Writer, r *Report, failOn []string) error {
 }
 
 func summary(r *Report) string {
-	count := map[string]int{}
+	count := map[Status]int{}
 	for _, p := range r.Pools {
 		count[p.Status]++
 	}
-	s := fmt.Sprintf("%d changed, %d added, %d removed, %d unchanged", count[PoolChanged], count[PoolAdded], count[PoolRemoved], count[PoolUnchanged])
+	s := fmt.Sprintf("%d changed, %d added, %d removed, %d unchanged", count[Changed], count[Added], count[Removed], count[Unchanged])
 	var holds []string
 	for _, c := range Conditions {
 		if r.Holds.hold(c) {
@@ -66,14 +66,14 @@ func summary(r *Report) string {
 
 func writePool(b *bufio.Writer, p *Pool) {
 	switch p.Status {
-	case PoolAdded:
+	case Added:
 		fmt.Fprintf(b, "pool %s: added%s: %s at spec %s\n", p.Name, where(p.At), p.Rendered.New, p.Spec.New)
-	case PoolRemoved:
+	case Removed:
 		fmt.Fprintf(b, "pool %s: removed%s (was %s at spec %s)\n", p.Name, where(p.At), p.Rendered.Old, p.Spec.Old)
 	default:
 		fmt.Fprintf(b, "pool %s: %s → %s\n", p.Name, p.Rendered.Old, p.Rendered.New)
 	}
-	if p.Status == PoolChanged {
+	if p.Status == Changed {
 		note := "unchanged"
 		if p.Spec.Raised {
 			note = "raised"
@@ -85,7 +85,7 @@ func writePool(b *bufio.Writer, p *Pool) {
 	if p.Spec.AboveCeiling {
 		fmt.Fprintf(b, "  spec %s is above the ceiling: nodes cannot read it\n", p.Spec.New)
 	}
-	if p.Status != PoolRemoved && len(p.Spec.Reasons) > 0 {
+	if p.Status != Removed && len(p.Spec.Reasons) > 0 {
 		fmt.Fprintf(b, "  fields that need more than spec 3.0.0 (+ new):\n")
 		for _, rs := range p.Spec.Reasons {
 			mark := " "
@@ -121,7 +121,7 @@ func writeEras(b *bufio.Writer, eras []*Era) {
 		same = same && e.Change == eras[0].Change && e.Change != EraNewlyRefused && e.Change != EraNewlyAdmitted
 	}
 	if same {
-		fmt.Fprintf(b, "  Ignition eras: every one %s (spec %s to %s)\n", strings.ReplaceAll(eras[0].Change, "-", " "), eras[0].Spec, eras[len(eras)-1].Spec)
+		fmt.Fprintf(b, "  Ignition eras: every one %s (spec %s to %s)\n", strings.ReplaceAll(string(eras[0].Change), "-", " "), eras[0].Spec, eras[len(eras)-1].Spec)
 		return
 	}
 	fmt.Fprintf(b, "  Ignition eras (the spec each reads, the Ignition release asked as):\n")
@@ -130,7 +130,7 @@ func writeEras(b *bufio.Writer, eras []*Era) {
 	}
 }
 
-var opMark = map[string]string{OpAdded: "+", OpRemoved: "-", OpChanged: "~"}
+var opMark = map[Status]string{Added: "+", Removed: "-", Changed: "~"}
 
 // nouns name one thing of each category.
 var nouns = map[string]string{
@@ -152,7 +152,7 @@ func (ch *Change) subject() string {
 
 // summary is the change on one line.
 func (ch *Change) summary() string {
-	s := ch.subject() + " " + ch.Op
+	s := ch.subject() + " " + string(ch.Op)
 	if len(ch.Fields) == 0 {
 		return s
 	}
@@ -203,7 +203,7 @@ func (e *Era) describe() string {
 	return fmt.Sprintf("spec %s (Ignition %s): %s → %s%s", e.Spec, e.Ignition, e.Old.String(), e.New.String(), eraNote[e.Change])
 }
 
-var eraNote = map[string]string{EraNewlyRefused: "  NEWLY REFUSED", EraNewlyAdmitted: "  newly admitted"}
+var eraNote = map[EraChange]string{EraNewlyRefused: "  NEWLY REFUSED", EraNewlyAdmitted: "  newly admitted"}
 
 // String is what a node got: a config at a spec, the stub, or an error.
 func (o *Outcome) String() string {

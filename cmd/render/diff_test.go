@@ -128,7 +128,7 @@ func TestDiffLUKSDiscard(t *testing.T) {
 	toRoot(t)
 	r := diffJSON(t, caseNamed("luks-discard"))
 	p := r.Pools[0]
-	if p.Name != "worker" || p.Status != impact.PoolChanged || p.Spec.Old != "3.0.0" || p.Spec.New != "3.4.0" || !p.Spec.Raised {
+	if p.Name != "worker" || p.Status != impact.Changed || p.Spec.Old != "3.0.0" || p.Spec.New != "3.4.0" || !p.Spec.Raised {
 		t.Fatalf("pool %+v", p)
 	}
 	if !r.Holds.SpecRaise || !r.Holds.EraLoss || !r.Holds.AnyChange || r.Holds.Ceiling {
@@ -175,7 +175,7 @@ func TestDiffNeverPrintsContents(t *testing.T) {
 	}
 	r := diffJSON(t, c)
 	ch := r.Pools[0].Changes
-	if len(ch) != 1 || ch[0].Category != "files" || ch[0].Name != "/etc/example/credentials" || ch[0].Op != impact.OpChanged {
+	if len(ch) != 1 || ch[0].Category != "files" || ch[0].Name != "/etc/example/credentials" || ch[0].Op != impact.Changed {
 		t.Fatalf("changes %+v", ch)
 	}
 	sum := sha256.Sum256([]byte("password=new-secret-9c2e\n"))
@@ -193,7 +193,7 @@ func TestDiffNeverPrintsContents(t *testing.T) {
 func TestDiffPoolsAndArguments(t *testing.T) {
 	toRoot(t)
 	r := diffJSON(t, caseNamed("custom-pool"))
-	if len(r.Pools) != 2 || r.Pools[0].Name != "infra" || r.Pools[0].Status != impact.PoolAdded || r.Pools[1].Status != impact.PoolUnchanged {
+	if len(r.Pools) != 2 || r.Pools[0].Name != "infra" || r.Pools[0].Status != impact.Added || r.Pools[1].Status != impact.Unchanged {
 		t.Fatalf("pools %+v", r.Pools)
 	}
 	if at, want := r.Pools[0].At, filepath.Join(diffDir, "custom-pool", "infra.machineconfigpool.yaml"); at.File != want || at.Line != lineOf(t, want, "apiVersion:") || at.Tree != "new" {
@@ -201,7 +201,7 @@ func TestDiffPoolsAndArguments(t *testing.T) {
 	}
 	r = diffJSON(t, caseNamed("karg-removed"))
 	ch := r.Pools[0].Changes
-	if len(ch) != 1 || ch[0].Category != "kernelArguments" || ch[0].Name != "nosmt" || ch[0].Op != impact.OpRemoved || ch[0].MachineConfig != "05-worker-kargs" {
+	if len(ch) != 1 || ch[0].Category != "kernelArguments" || ch[0].Name != "nosmt" || ch[0].Op != impact.Removed || ch[0].MachineConfig != "05-worker-kargs" {
 		t.Fatalf("changes %+v", ch)
 	}
 	out, _, code := cli(t, "", "diff", caseNamed("no-change").old, caseNamed("no-change").new)
