@@ -3,6 +3,9 @@ package convert
 import (
 	"reflect"
 
+	ign22 "github.com/coreos/ignition/config/v2_2/types"
+	ign23 "github.com/coreos/ignition/config/v2_3"
+	ign24 "github.com/coreos/ignition/config/v2_4"
 	t30 "github.com/coreos/ignition/v2/config/v3_0/types"
 	t31 "github.com/coreos/ignition/v2/config/v3_1/types"
 	t32 "github.com/coreos/ignition/v2/config/v3_2/types"
@@ -10,6 +13,73 @@ import (
 	t34 "github.com/coreos/ignition/v2/config/v3_4/types"
 	t35 "github.com/coreos/ignition/v2/config/v3_5/types"
 )
+
+// step translates one spec down to the next older one. Steps are listed from
+// the newest spec down; spec 2.2 hangs off 3.2, the newest spec-3 version
+// ign-converter translates to 2.2 from.
+type step struct {
+	from, to Version
+	by       string // who wrote the step, for loss reports
+	down     func(any) (any, error)
+}
+
+var steps = []step{
+	{V3_6, V3_5, "mcs", func(c any) (any, error) { return down36to35(c.(Config)), nil }},
+	{V3_5, V3_4, "mcs", func(c any) (any, error) { return down35to34(c.(t35.Config)), nil }},
+	{V3_4, V3_3, "mcs", func(c any) (any, error) { return down34to33(c.(t34.Config)), nil }},
+	{V3_3, V3_2, "mcs", func(c any) (any, error) { return down33to32(c.(t33.Config)), nil }},
+	{V3_2, V3_1, "mcs", func(c any) (any, error) { return down32to31(c.(t32.Config)), nil }},
+	{V3_1, V3_0, "mcs", func(c any) (any, error) { return down31to30(c.(t31.Config)), nil }},
+}
+
+// chain returns the steps from the newest spec down to target.
+func chain(target Version) []step {
+	var out []step
+	stop := target
+	if target == V2_2 {
+		stop = V3_2
+	}
+	for _, s := range steps {
+		if s.from == stop {
+			break
+		}
+		out = append(out, s)
+	}
+	if target == V2_2 {
+		out = append(out, spec2Step)
+	}
+	return out
+}
+
+// upFrom translates a typed config of spec v up to the newest spec, with the
+// steps up below (Ignition's, repaired) and, from spec 2, ign-converter's.
+func upFrom(v Version, c any) (Config, error) {
+	if v == V2_2 {
+		return spec2To3(ign24.Translate(ign23.Translate(c.(ign22.Config))))
+	}
+	if v.Major != 3 || !IsOutputVersion(v) {
+		return Config{}, &UnsupportedVersionError{Version: v.String(), Output: true}
+	}
+	for _, s := range upSteps {
+		if !s.from.Less(v) {
+			c = s.up(c)
+		}
+	}
+	return c.(Config), nil
+}
+
+// upSteps translate one spec up to the next, oldest first.
+var upSteps = []struct {
+	from Version
+	up   func(any) any
+}{
+	{V3_0, func(c any) any { return up30to31(c.(t30.Config)) }},
+	{V3_1, func(c any) any { return up31to32(c.(t31.Config)) }},
+	{V3_2, func(c any) any { return up32to33(c.(t32.Config)) }},
+	{V3_3, func(c any) any { return up33to34(c.(t33.Config)) }},
+	{V3_4, func(c any) any { return up34to35(c.(t34.Config)) }},
+	{V3_5, func(c any) any { return up35to36(c.(t35.Config)) }},
+}
 
 // The steps between spec-3 versions, down and up, as copies between the
 // versions' types that name what each step drops or converts. They mirror
