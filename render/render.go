@@ -337,16 +337,19 @@ var salt = []byte{
 }
 
 // hashedSpec is upstream's MachineConfigSpec exactly as its API serialises
-// it: every field, none omitted. The hash is over its YAML, so a field
-// added here, or a changed tag, changes every name.
-type hashedSpec struct {
-	OSImageURL                     string          `json:"osImageURL"`
-	BaseOSExtensionsContainerImage string          `json:"baseOSExtensionsContainerImage"`
-	Config                         json.RawMessage `json:"config"`
-	KernelArguments                []string        `json:"kernelArguments"`
-	Extensions                     []string        `json:"extensions"`
-	FIPS                           bool            `json:"fips"`
-	KernelType                     string          `json:"kernelType"`
+// it: every field, none omitted, with the config and lists given as the
+// YAML writer is to see them. The hash is over its YAML, so a key added
+// here, or a renamed one, changes every name.
+func hashedSpec(spec MachineConfigSpec, config, kernelArguments, extensions any) map[string]any {
+	return map[string]any{
+		"osImageURL":                     spec.OSImageURL,
+		"baseOSExtensionsContainerImage": spec.BaseOSExtensionsContainerImage,
+		"config":                         config,
+		"kernelArguments":                kernelArguments,
+		"extensions":                     extensions,
+		"fips":                           spec.FIPS,
+		"kernelType":                     spec.KernelType,
+	}
 }
 
 // hashedName is upstream's rendered name: "rendered-<pool>-" and the hex MD5
@@ -397,16 +400,7 @@ func specYAML(spec MachineConfigSpec) ([]byte, error) {
 	if !ok {
 		return slowSpecYAML(spec)
 	}
-	tree := map[string]any{
-		"osImageURL":                     spec.OSImageURL,
-		"baseOSExtensionsContainerImage": spec.BaseOSExtensionsContainerImage,
-		"config":                         cfg,
-		"kernelArguments":                stringsTree(spec.KernelArguments),
-		"extensions":                     stringsTree(spec.Extensions),
-		"fips":                           spec.FIPS,
-		"kernelType":                     spec.KernelType,
-	}
-	return goyaml.Marshal(tree)
+	return goyaml.Marshal(hashedSpec(spec, cfg, stringsTree(spec.KernelArguments), stringsTree(spec.Extensions)))
 }
 
 // yamlReadable reports whether s is valid UTF-8 made only of characters a
@@ -446,19 +440,11 @@ func allYAMLReadable(ss []string) bool {
 }
 
 func slowSpecYAML(spec MachineConfigSpec) ([]byte, error) {
-	hs := hashedSpec{
-		OSImageURL:                     spec.OSImageURL,
-		BaseOSExtensionsContainerImage: spec.BaseOSExtensionsContainerImage,
-		Config:                         spec.Config,
-		KernelArguments:                spec.KernelArguments,
-		Extensions:                     spec.Extensions,
-		FIPS:                           spec.FIPS,
-		KernelType:                     spec.KernelType,
+	var cfg any = spec.Config
+	if len(spec.Config) == 0 {
+		cfg = json.RawMessage("null")
 	}
-	if len(hs.Config) == 0 {
-		hs.Config = json.RawMessage("null")
-	}
-	return yaml.Marshal(hs)
+	return yaml.Marshal(hashedSpec(spec, cfg, spec.KernelArguments, spec.Extensions))
 }
 
 // stringsTree is a string list as JSON decoding gives it: a nil list is
