@@ -237,7 +237,9 @@ func pathString(p []any) string {
 // declares it, which is the one whose entry won the merge. Kernel arguments
 // are credited to the first MachineConfig that adds them.
 func provenance(order []*entry, cfg *convert.Config) Provenance {
-	files, dirs, links, units, users := map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}
+	// Files, directories and links share one key space, their path, as in
+	// Ignition's merge: a later node of any kind replaces an earlier one.
+	nodes, units, users := map[string]string{}, map[string]string{}, map[string]string{}
 	kargs := map[string]string{}
 	for _, e := range order {
 		name := e.mc.Metadata.Name
@@ -250,35 +252,23 @@ func provenance(order []*entry, cfg *convert.Config) Provenance {
 			continue
 		}
 		c := e.cfg
-		for _, f := range c.Storage.Files {
-			files[f.Path] = name
-		}
-		for _, d := range c.Storage.Directories {
-			dirs[d.Path] = name
-		}
-		for _, l := range c.Storage.Links {
-			links[l.Path] = name
-		}
-		for _, u := range c.Systemd.Units {
-			units[u.Name] = name
-		}
-		for _, u := range c.Passwd.Users {
-			users[u.Name] = name
-		}
+		credit(nodes, c.Storage.Files, name)
+		credit(nodes, c.Storage.Directories, name)
+		credit(nodes, c.Storage.Links, name)
+		credit(units, c.Systemd.Units, name)
+		credit(users, c.Passwd.Users, name)
 		for _, a := range c.KernelArguments.ShouldExist {
 			if _, ok := kargs[string(a)]; !ok {
 				kargs[string(a)] = name
 			}
 		}
 	}
-	// Keep only what the merged config holds: a later link can replace an
-	// earlier file of the same path.
 	p := Provenance{
-		Files:           keep(files, cfg.Storage.Files, func(f types.File) string { return f.Path }),
-		Directories:     keep(dirs, cfg.Storage.Directories, func(d types.Directory) string { return d.Path }),
-		Links:           keep(links, cfg.Storage.Links, func(l types.Link) string { return l.Path }),
-		Units:           keep(units, cfg.Systemd.Units, func(u types.Unit) string { return u.Name }),
-		Users:           keep(users, cfg.Passwd.Users, func(u types.PasswdUser) string { return u.Name }),
+		Files:           keep(nodes, cfg.Storage.Files),
+		Directories:     keep(nodes, cfg.Storage.Directories),
+		Links:           keep(nodes, cfg.Storage.Links),
+		Units:           keep(units, cfg.Systemd.Units),
+		Users:           keep(users, cfg.Passwd.Users),
 		KernelArguments: kargs,
 	}
 	if len(kargs) == 0 {
@@ -287,14 +277,24 @@ func provenance(order []*entry, cfg *convert.Config) Provenance {
 	return p
 }
 
-func keep[T any](all map[string]string, present []T, key func(T) string) map[string]string {
+// keyed is an Ignition list entry with its merge key (a path or a name).
+type keyed interface{ Key() string }
+
+// credit records name as the source of every entry of list.
+func credit[T keyed](by map[string]string, list []T, name string) {
+	for _, x := range list {
+		by[x.Key()] = name
+	}
+}
+
+// keep is the sources of the entries the merged config holds.
+func keep[T keyed](all map[string]string, present []T) map[string]string {
 	if len(present) == 0 {
 		return nil
 	}
 	out := make(map[string]string, len(present))
 	for _, x := range present {
-		k := key(x)
-		out[k] = all[k]
+		out[x.Key()] = all[x.Key()]
 	}
 	return out
 }
