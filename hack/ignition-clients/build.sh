@@ -14,7 +14,6 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:-${HOME}/.cache/mcs-tools/ignition}
-GO=${GO:-go}
 # shellcheck source=../lib/tools.sh
 source "$here/../lib/tools.sh"
 
@@ -44,14 +43,7 @@ ldflags() {
 	printf '%s' "$ld"
 }
 
-stamp_of() {
-	local v=$1 dir=$here/$1
-	{
-		cat "$dir/go.mod" "$dir/go.sum" "$dir/tools.go"
-		ldflags "$v"
-		"$GO" env GOOS GOARCH
-	} | sha256sum | cut -d' ' -f1
-}
+stamp_of() { module_stamp "$here/$1" tools.go "$(ldflags "$1")" GOOS GOARCH; }
 
 # Every client needs cgo and libblkid (blkid.go links -lblkid); v0.35.0 too.
 have_blkid() {

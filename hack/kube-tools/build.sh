@@ -12,7 +12,6 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:-${HOME}/.cache/mcs-tools/kube}
-GO=${GO:-go}
 # shellcheck source=../lib/tools.sh
 source "$here/../lib/tools.sh"
 
@@ -43,14 +42,7 @@ ldflags() {
 	esac
 }
 
-stamp_of() {
-	local b=$1 dir=$here/$1
-	{
-		cat "$dir/go.mod" "$dir/go.sum" "$dir/tools.go"
-		ldflags "$b"
-		"$GO" env GOOS GOARCH GOVERSION
-	} | sha256sum | cut -d' ' -f1
-}
+stamp_of() { module_stamp "$here/$1" tools.go "$(ldflags "$1")" GOOS GOARCH GOVERSION; }
 
 mkdir -p "$out"
 mapfile -t todo < <(stale "$out/" "${bins[@]}")

@@ -1,5 +1,20 @@
 # Shared by the tool build scripts (hack/*/build.sh); sourced, not run.
 
+GO=${GO:-go}
+
+# module_stamp DIR FILE LDFLAGS GOENV... prints the stamp of a binary built
+# from the scratch module DIR: a hash of its go.mod, go.sum and FILE, of the
+# link flags and of the `go env` values GOENV names.
+module_stamp() {
+	local dir=$1 file=$2 ldflags=$3
+	shift 3
+	{
+		cat "$dir/go.mod" "$dir/go.sum" "$dir/$file"
+		printf '%s' "$ldflags"
+		"$GO" env "$@"
+	} | sha256sum | cut -d' ' -f1
+}
+
 # up_to_date BIN STAMP succeeds when BIN is built and its stamp file holds
 # STAMP.
 up_to_date() {
@@ -19,7 +34,7 @@ stale() {
 # build_verified LABEL MODDIR PKG CGO LDFLAGS WANT BIN STAMP builds PKG from
 # the scratch module MODDIR into BIN, checks that `BIN --version` mentions
 # WANT, and writes STAMP next to it. It builds next to BIN and renames, so an
-# interrupted build never leaves a binary that looks complete. Needs $GO.
+# interrupted build never leaves a binary that looks complete.
 build_verified() {
 	local label=$1 moddir=$2 pkg=$3 cgo=$4 ldflags=$5 want=$6 bin=$7 stamp=$8
 	local start=$SECONDS tmp got

@@ -8,16 +8,12 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:-${HOME}/.cache/mcs-tools/rollback}
-GO=${GO:-go}
 # shellcheck source=../lib/tools.sh
 source "$here/../lib/tools.sh"
 
 version=v2.10.1
 bin=$out/rollback-reader-$version
-stamp=$({
-	cat "$here/go.mod" "$here/go.sum" "$here/main.go"
-	"$GO" env GOOS GOARCH
-} | sha256sum | cut -d' ' -f1)
+stamp=$(module_stamp "$here" main.go "" GOOS GOARCH)
 
 mkdir -p "$out"
 if up_to_date "$bin" "$stamp"; then
