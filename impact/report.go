@@ -63,12 +63,11 @@ type Pair struct {
 	New string `json:"new,omitempty"`
 }
 
-// SpecChange is the spec each tree writes the pool at, and why.
+// SpecChange is the spec each tree writes the pool at (the Pair), and why.
 type SpecChange struct {
-	Old          string `json:"old,omitempty"`
-	New          string `json:"new,omitempty"`
-	Raised       bool   `json:"raised"`
-	AboveCeiling bool   `json:"aboveCeiling"`
+	Pair
+	Raised       bool `json:"raised"`
+	AboveCeiling bool `json:"aboveCeiling"`
 	// Reasons are the new tree's fields that need more than spec 3.0.0;
 	// Added marks those the old tree did not have.
 	Reasons []*Reason `json:"reasons"`
