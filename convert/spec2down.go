@@ -154,10 +154,7 @@ func spec2EquivalentPasswd(pw *types.Passwd) {
 		nilIfZero(&u.Gecos, &u.HomeDir, &u.PrimaryGroup, &u.Shell)
 		nilIfZero(&u.NoCreateHome, &u.NoUserGroup, &u.NoLogInit, &u.System)
 	})
-	pw.Groups = edited(pw.Groups, func(g *types.PasswdGroup) {
-		nilIfZero(&g.PasswordHash)
-		nilIfZero(&g.System)
-	})
+	pw.Groups = edited(pw.Groups, func(g *types.PasswdGroup) { nilIfZero(&g.PasswordHash); nilIfZero(&g.System) })
 }
 
 // spec2EquivalentDevices covers disks, RAID arrays and filesystems.
@@ -167,10 +164,7 @@ func spec2EquivalentDevices(s *types.Storage) {
 		d.Partitions = edited(d.Partitions, func(p *types.Partition) { nilIfZero(&p.Label, &p.TypeGUID, &p.GUID) })
 	})
 	s.Raid = edited(s.Raid, func(r *types.Raid) { nilIfZero(&r.Spares) })
-	s.Filesystems = edited(s.Filesystems, func(f *types.Filesystem) {
-		nilIfZero(&f.Format)
-		nilIfZero(&f.WipeFilesystem)
-	})
+	s.Filesystems = edited(s.Filesystems, func(f *types.Filesystem) { nilIfZero(&f.Format); nilIfZero(&f.WipeFilesystem) })
 }
 
 // spec2EquivalentNodes covers files, directories and links.
