@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ignition-mcs/mcs/internal/prom"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -53,14 +54,9 @@ type fetchMetrics struct {
 
 func newFetchMetrics(reg prometheus.Registerer) *fetchMetrics {
 	m := &fetchMetrics{
-		firsts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcs_first_fetches_total",
-			Help: "Rendered configs fetched for the first time by an Ignition client, by pool.",
-		}, []string{"pool"}),
-		firstTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "mcs_first_fetch_timestamp_seconds",
-			Help: "Unix time an Ignition client first fetched the rendered config the pool serves; 0 until one has.",
-		}, []string{"pool"}),
+		firsts: prom.CounterVec("mcs_first_fetches_total", "Rendered configs fetched for the first time by an Ignition client, by pool.", "pool"),
+		firstTime: prom.GaugeVec("mcs_first_fetch_timestamp_seconds",
+			"Unix time an Ignition client first fetched the rendered config the pool serves; 0 until one has.", "pool"),
 	}
 	reg.MustRegister(m.firsts, m.firstTime)
 	return m

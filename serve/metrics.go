@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ignition-mcs/mcs/internal/prom"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
@@ -31,11 +32,11 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		requests:    counterVec("mcs_requests_total", "Config requests by pool, spec version served and HTTP status code.", "pool", "spec", "code"),
-		servedBytes: counterVec("mcs_served_bytes_total", "Config body bytes written, by pool and spec version.", "pool", "spec"),
-		clients: counterVec("mcs_client_requests_total",
+		requests:    prom.CounterVec("mcs_requests_total", "Config requests by pool, spec version served and HTTP status code.", "pool", "spec", "code"),
+		servedBytes: prom.CounterVec("mcs_served_bytes_total", "Config body bytes written, by pool and spec version.", "pool", "spec"),
+		clients: prom.CounterVec("mcs_client_requests_total",
 			"Config requests by the client's Ignition version (major.minor; other or none when unrecognised).", "ignition"),
-		skew: counterVec("mcs_skew_decisions_total", "Boot-image skew decisions by pool, decision (admit, stub) and reason.", "pool", "decision", "reason"),
+		skew: prom.CounterVec("mcs_skew_decisions_total", "Boot-image skew decisions by pool, decision (admit, stub) and reason.", "pool", "decision", "reason"),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcs_request_duration_seconds",
 			Help:    "Time to answer a request, by route.",
@@ -46,33 +47,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time to load, render and precompute every pool.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
 		}),
-		renderErrors:     counter("mcs_render_errors_total", "Renders that failed; the last good snapshot kept serving."),
-		renderGen:        gauge("mcs_render_generation", "Generation of the snapshot being served; increases with every successful render."),
-		renderFailing:    gauge("mcs_render_failing", "1 while the newest render attempt failed and an older snapshot is served."),
-		renderLastOK:     gauge("mcs_render_last_success_timestamp_seconds", "Unix time of the last successful render."),
-		reloadStuck:      gauge("mcs_reload_stuck", "1 while a load and render of the source runs past --reload-timeout; the last good render is served."),
-		reloadStuckTotal: counter("mcs_reload_stuck_total", "Loads and renders of the source that ran past --reload-timeout."),
-		refusals: counterVec("mcs_config_refusals_total",
+		renderErrors:     prom.Counter("mcs_render_errors_total", "Renders that failed; the last good snapshot kept serving."),
+		renderGen:        prom.Gauge("mcs_render_generation", "Generation of the snapshot being served; increases with every successful render."),
+		renderFailing:    prom.Gauge("mcs_render_failing", "1 while the newest render attempt failed and an older snapshot is served."),
+		renderLastOK:     prom.Gauge("mcs_render_last_success_timestamp_seconds", "Unix time of the last successful render."),
+		reloadStuck:      prom.Gauge("mcs_reload_stuck", "1 while a load and render of the source runs past --reload-timeout; the last good render is served."),
+		reloadStuckTotal: prom.Counter("mcs_reload_stuck_total", "Loads and renders of the source that ran past --reload-timeout."),
+		refusals: prom.CounterVec("mcs_config_refusals_total",
 			"Config requests answered without a config, by cause (docs/reliability.md); Ignition retries the 5xx causes.", "cause"),
-		poolsEncoded: counter("mcs_render_pools_rerendered_total", "Pools whose responses a served render encoded anew (their inputs changed)."),
-		poolsCarried: counter("mcs_render_pools_carried_total", "Pools whose responses a served render carried over unchanged from the one before."),
+		poolsEncoded: prom.Counter("mcs_render_pools_rerendered_total", "Pools whose responses a served render encoded anew (their inputs changed)."),
+		poolsCarried: prom.Counter("mcs_render_pools_carried_total", "Pools whose responses a served render carried over unchanged from the one before."),
 	}
 	reg.MustRegister(m.requests, m.duration, m.servedBytes, m.clients, m.renderGen,
 		m.renderDuration, m.renderErrors, m.renderFailing, m.renderLastOK, m.skew, m.reloadStuck, m.reloadStuckTotal, m.refusals,
 		m.poolsEncoded, m.poolsCarried)
 	return m
-}
-
-func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-}
-
-func counter(name, help string) prometheus.Counter {
-	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
-}
-
-func gauge(name, help string) prometheus.Gauge {
-	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 }
 
 // clientLabel bounds the ignition label: a User-Agent becomes "v2.27", or
