@@ -32,18 +32,6 @@ type Holds struct {
 	AnyChange bool `json:"anyChange"`
 }
 
-// Status is what the new tree does to a pool, or to one thing of a pool's
-// render (a Change's Op, never Unchanged).
-type Status string
-
-// The statuses, as the JSON writes them.
-const (
-	Added     Status = "added"
-	Removed   Status = "removed"
-	Changed   Status = "changed"
-	Unchanged Status = "unchanged"
-)
-
 // Pool is one pool's change.
 type Pool struct {
 	Name   string `json:"name"`
@@ -133,11 +121,23 @@ type Value struct {
 	SHA256 string `json:"sha256,omitempty"`
 }
 
-// EraChange is what becomes of an era's nodes, old → new.
-type EraChange string
+// The report's enumerations.
+type (
+	// Status is what the new tree does to a pool, or to one thing of a
+	// pool's render (a Change's Op, never Unchanged).
+	Status string
+	// EraChange is what becomes of an era's nodes, old → new.
+	EraChange string
+)
 
-// The era changes, as the JSON writes them.
+// The values of the report's enumerations, as the JSON (and
+// docs/render-diff.schema.json) writes them.
 const (
+	Added     Status = "added"
+	Removed   Status = "removed"
+	Changed   Status = "changed"
+	Unchanged Status = "unchanged"
+
 	EraStillAdmitted EraChange = "still-admitted"
 	EraStillRefused  EraChange = "still-refused"
 	EraNewlyRefused  EraChange = "newly-refused"
