@@ -2,6 +2,7 @@
 package convert
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 
@@ -123,4 +124,27 @@ func featureLevel(target Version) Version {
 		return V3_0
 	}
 	return target
+}
+
+// OutputVersionFlag is a flag.Value setting *v to a spec version the
+// converter writes: the commands' --spec flags refuse any other as they are
+// parsed, and show *v's value at definition as their default.
+func OutputVersionFlag(v *Version) flag.Value { return (*outputVersion)(v) }
+
+type outputVersion Version
+
+func (f *outputVersion) String() string {
+	if f == nil || Version(*f).IsZero() {
+		return ""
+	}
+	return Version(*f).String()
+}
+
+func (f *outputVersion) Set(s string) error {
+	v, err := ParseOutputVersion(s)
+	if err != nil {
+		return err
+	}
+	*f = outputVersion(v)
+	return nil
 }

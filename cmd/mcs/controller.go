@@ -37,9 +37,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.common.kubeAPIConfig, "kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&o.common.controllerConfig, "controller-config", kube.DefaultControllerConfig, "the ControllerConfig to render with")
-	fs.StringVar(&o.common.minSpec, "min-spec", "3.0.0", "lowest spec to render at (the servers' must be the same)")
-	fs.StringVar(&o.common.maxSpec, "max-spec", "", "highest spec to write: the newest spec the release rolled back to reads (default: the newest); a pool needing more is RenderDegraded")
-	fs.StringVar(&o.common.spec, "spec", "", "write exactly this spec (3.5.0 is OpenShift's behaviour)")
+	specFlags(fs, &o.common.render, "lowest spec `VERSION` to render at (the servers' must be the same)",
+		"highest spec `VERSION` to write: the newest spec the release rolled back to reads (default: the newest); a pool needing more is RenderDegraded",
+		"write exactly this spec `VERSION` (3.5.0 is OpenShift's behaviour)")
 	fs.StringVar(&o.common.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.common.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.listen, "listen", ":22625", "address of /status, /metrics, /healthz and /readyz")
@@ -103,10 +103,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	ro, err := renderOptions(&o.common)
-	if err != nil {
-		return err
-	}
+	ro := o.common.render
 	rc, err := kube.RESTConfig(o.common.kubeAPIConfig)
 	if err != nil {
 		return err

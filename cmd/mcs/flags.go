@@ -39,8 +39,8 @@ type options struct {
 	authTokenFile          string
 	skewPolicy             string
 	logFormat, logLevel    string
-	defaultSpec            string
-	minSpec, maxSpec, spec string
+	defaultSpec            convert.Version
+	render                 render.Options // --min-spec, --max-spec, --spec
 	http2                  bool
 	poll, debounce         time.Duration
 	shutdownGrace          time.Duration
@@ -144,10 +144,8 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.skewPolicy, "skew-policy", "", "boot-image skew policy file (YAML or JSON); reloaded on SIGHUP")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&o.defaultSpec, "default-spec", "", "spec for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
-	fs.StringVar(&o.minSpec, "min-spec", "3.0.0", "lowest spec to render at")
-	fs.StringVar(&o.maxSpec, "max-spec", "", "highest spec to render at: the newest spec release N-1 reads (default: the newest)")
-	fs.StringVar(&o.spec, "spec", "", "render at exactly this spec")
+	fs.Var(convert.OutputVersionFlag(&o.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
+	specFlags(fs, &o.render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads (default: the newest)", "render at exactly this spec `VERSION`")
 	fs.BoolVar(&o.http2, "http2", false, "allow HTTP/2 on TLS (off by default: Ignition speaks HTTP/1.1)")
 	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")
 	fs.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a change before re-rendering")
@@ -190,20 +188,11 @@ func (o *options) check(args []string) error {
 	return nil
 }
 
-func renderOptions(o *options) (render.Options, error) {
-	var ro render.Options
-	for _, f := range []struct {
-		name, val string
-		dst       *convert.Version
-	}{{"--min-spec", o.minSpec, &ro.MinSpec}, {"--max-spec", o.maxSpec, &ro.MaxSpec}, {"--spec", o.spec, &ro.Spec}} {
-		if f.val == "" {
-			continue
-		}
-		v, err := convert.ParseOutputVersion(f.val)
-		if err != nil {
-			return ro, fmt.Errorf("%s: %w", f.name, err)
-		}
-		*f.dst = v
-	}
-	return ro, nil
+// specFlags defines --min-spec (default render.DefaultMinSpec), --max-spec
+// and --spec on fs, writing ro.
+func specFlags(fs *flag.FlagSet, ro *render.Options, minUsage, maxUsage, specUsage string) {
+	ro.MinSpec = render.DefaultMinSpec
+	fs.Var(convert.OutputVersionFlag(&ro.MinSpec), "min-spec", minUsage)
+	fs.Var(convert.OutputVersionFlag(&ro.MaxSpec), "max-spec", maxUsage)
+	fs.Var(convert.OutputVersionFlag(&ro.Spec), "spec", specUsage)
 }

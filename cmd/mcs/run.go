@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/serve"
 )
 
@@ -23,16 +21,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	ro, err := renderOptions(o)
-	if err != nil {
-		return err
-	}
-	var defaultSpec convert.Version
-	if o.defaultSpec != "" {
-		if defaultSpec, err = convert.ParseOutputVersion(o.defaultSpec); err != nil {
-			return fmt.Errorf("--default-spec: %w", err)
-		}
-	}
+	ro := o.render
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gate, reloadPolicy, err := newGate(o, log)
@@ -51,7 +40,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	srv := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight})
+	srv := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight})
 	rl := &serve.Reloader{Source: src, Server: srv, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: nodeFiles(o)}
 	return lifecycle(ctx, o, srv, rl, reloadPolicy, log, stdout)
 }

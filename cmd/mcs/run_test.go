@@ -40,6 +40,9 @@ func TestUsage(t *testing.T) {
 		{"unknown source", []string{"--source", "git"}, nil, errUsage, `--source "git": want dir or kube`},
 		{"bad render mode", []string{"--source", "kube", "--render-mode", "cluster"}, nil, errUsage, "--render-mode"},
 		{"source from env", nil, map[string]string{"MCS_SOURCE": "kube", "MCS_RENDER_MODE": "both"}, errUsage, "--render-mode"},
+		{"bad spec", []string{"--dir", ".", "--spec", "3.9.0"}, nil, errUsage, `invalid value "3.9.0" for flag -spec: cannot write spec version "3.9.0"`},
+		{"bad default spec", []string{"--dir", ".", "--default-spec", "1.0.0"}, nil, errUsage, "flag -default-spec"},
+		{"bad spec from env", []string{"--dir", "."}, map[string]string{"MCS_MIN_SPEC": "2.4.0"}, errUsage, `MCS_MIN_SPEC: cannot write spec version "2.4.0"`},
 		{"help", []string{"--help"}, nil, nil, "MCS_<FLAG>"},
 	}
 	for _, c := range cases {
@@ -66,8 +69,6 @@ func TestOptionErrors(t *testing.T) {
 		msg  string
 		kube bool
 	}{
-		{"bad spec", []string{"--spec", "3.9.0"}, "--spec: cannot write spec version", false},
-		{"bad default spec", []string{"--default-spec", "1.0.0"}, "--default-spec", false},
 		{"bad log format", []string{"--log-format", "xml"}, "--log-format", false},
 		{"missing token file", []string{"--auth-token-file", "/nonexistent"}, "--auth-token-file", false},
 		{"bad policy", []string{"--skew-policy", "/nonexistent"}, "skew policy", false},

@@ -42,12 +42,11 @@ Examples:
 `
 
 type diffOptions struct {
-	pools   stringList
-	output  string
-	failOn  string
-	minSpec string
-	maxSpec string
-	server  serverFlags
+	pools  stringList
+	output string
+	failOn string
+	render render.Options // --min-spec, --max-spec
+	server serverFlags
 }
 
 func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -57,8 +56,7 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.Var(&d.pools, "pool", "compare only this pool (repeat, or separate with commas)")
 	fs.StringVar(&d.output, "output", "text", "output `FORMAT`: text (for people), json (docs/render-diff.schema.json) or github (workflow commands)")
 	fs.StringVar(&d.failOn, "fail-on", "", "exit with status 4 when one of these `CONDITIONS` holds: "+strings.Join(impact.Conditions, ","))
-	fs.StringVar(&d.minSpec, "min-spec", render.DefaultMinSpec.String(), "lowest spec to write, as mcs --min-spec")
-	fs.StringVar(&d.maxSpec, "max-spec", convert.Newest.String(), "the ceiling: the newest spec the booting nodes read")
+	specFlags(fs, &d.render, "lowest spec `VERSION` to write, as mcs --min-spec", "the ceiling: the newest spec `VERSION` the booting nodes read")
 	d.server.register(fs)
 
 	paths, err := parseInterspersed(fs, args)
@@ -117,16 +115,11 @@ func (d *diffOptions) check(paths []string) ([]string, render.Options, error) {
 	if err != nil {
 		return nil, opts, fmt.Errorf("--fail-on: %w", err)
 	}
-	if opts.MinSpec, err = convert.ParseOutputVersion(d.minSpec); err != nil {
-		return nil, opts, fmt.Errorf("--min-spec: %w", err)
+	opts = d.render
+	if err := checkBounds(opts); err != nil {
+		return nil, opts, err
 	}
-	if opts.MaxSpec, err = convert.ParseOutputVersion(d.maxSpec); err != nil {
-		return nil, opts, fmt.Errorf("--max-spec: %w", err)
-	}
-	if opts.MaxSpec.Less(opts.MinSpec) {
-		return nil, opts, fmt.Errorf("--max-spec %s is below --min-spec %s", opts.MaxSpec, opts.MinSpec)
-	}
-	if _, _, err := d.server.check(); err != nil {
+	if _, err := d.server.check(); err != nil {
 		return nil, opts, err
 	}
 	return failOn, opts, nil

@@ -98,9 +98,7 @@ type options struct {
 	format  string
 	pretty  bool
 	explain bool
-	minSpec string
-	maxSpec string
-	spec    string
+	render  render.Options // --min-spec, --max-spec, --spec
 	version bool
 
 	client     string
@@ -205,9 +203,8 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.StringVar(&o.format, "format", "machineconfig", "output `FORMAT`: machineconfig (the rendered MachineConfig) or ignition (its Ignition config)")
 	fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON output")
 	fs.BoolVar(&o.explain, "explain", false, "print the chosen spec and why, field by field, with the MachineConfig behind each file, unit, user and kernel argument")
-	fs.StringVar(&o.minSpec, "min-spec", render.DefaultMinSpec.String(), "lowest spec to write")
-	fs.StringVar(&o.maxSpec, "max-spec", convert.Newest.String(), "newest spec the booting nodes read; content needing more fails with exit status 3")
-	fs.StringVar(&o.spec, "spec", "", "write exactly this spec (3.5.0 reproduces OpenShift's names)")
+	specFlags(fs, &o.render, "lowest spec `VERSION` to write", "newest spec `VERSION` the booting nodes read; content needing more fails with exit status 3")
+	fs.Var(convert.OutputVersionFlag(&o.render.Spec), "spec", "write exactly this spec `VERSION` (3.5.0 reproduces OpenShift's names)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.StringVar(&o.client, "client", "", "print what mcs answers a client with this User-`AGENT` (Ignition/v2.9.0) for the pool")
 	fs.StringVar(&o.accept, "accept", "", "with --client: the Accept `HEADER` it sends (default: the one that Ignition release sends)")
@@ -261,7 +258,7 @@ func (o *options) checkClient() error {
 			return fmt.Errorf("--fail-on %s is for render diff; with --client only era-loss applies", c)
 		}
 	}
-	_, _, err = o.server.check()
+	_, err = o.server.check()
 	return err
 }
 
@@ -289,27 +286,29 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 func (o *options) renderOptions(fs *flag.FlagSet) (render.Options, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var opts render.Options
-	var err error
-	if o.spec != "" {
+	if !o.render.Spec.IsZero() {
 		if set["min-spec"] || set["max-spec"] {
-			return opts, errors.New("--spec forces one spec: it cannot be combined with --min-spec or --max-spec")
+			return render.Options{}, errors.New("--spec forces one spec: it cannot be combined with --min-spec or --max-spec")
 		}
-		if opts.Spec, err = convert.ParseOutputVersion(o.spec); err != nil {
-			return opts, fmt.Errorf("--spec: %w", err)
-		}
-		return opts, nil
+		return render.Options{Spec: o.render.Spec}, nil
 	}
-	if opts.MinSpec, err = convert.ParseOutputVersion(o.minSpec); err != nil {
-		return opts, fmt.Errorf("--min-spec: %w", err)
+	return o.render, checkBounds(o.render)
+}
+
+// specFlags defines --min-spec and --max-spec on fs, writing ro, with the
+// defaults mcs has: DefaultMinSpec and the newest spec.
+func specFlags(fs *flag.FlagSet, ro *render.Options, minUsage, maxUsage string) {
+	ro.MinSpec, ro.MaxSpec = render.DefaultMinSpec, convert.Newest
+	fs.Var(convert.OutputVersionFlag(&ro.MinSpec), "min-spec", minUsage)
+	fs.Var(convert.OutputVersionFlag(&ro.MaxSpec), "max-spec", maxUsage)
+}
+
+// checkBounds refuses crossed bounds as a usage error, before any render.
+func checkBounds(ro render.Options) error {
+	if ro.MaxSpec.Less(ro.MinSpec) {
+		return fmt.Errorf("--max-spec %s is below --min-spec %s", ro.MaxSpec, ro.MinSpec)
 	}
-	if opts.MaxSpec, err = convert.ParseOutputVersion(o.maxSpec); err != nil {
-		return opts, fmt.Errorf("--max-spec: %w", err)
-	}
-	if opts.MaxSpec.Less(opts.MinSpec) {
-		return opts, fmt.Errorf("--max-spec %s is below --min-spec %s", opts.MaxSpec, opts.MinSpec)
-	}
-	return opts, nil
+	return nil
 }
 
 func load(paths []string, stdin io.Reader) (*render.Set, error) {

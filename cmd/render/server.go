@@ -13,38 +13,33 @@ import (
 // serverFlags are mcs's flags that shape what it serves beside the render,
 // so that `render --client` and `render diff` answer as mcs would.
 type serverFlags struct {
-	skewPolicy, defaultSpec, kubeconfig, kubeletCA string
+	skewPolicy, kubeconfig, kubeletCA string
+	defaultSpec                       convert.Version
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.skewPolicy, "skew-policy", "", "boot-image skew policy `FILE`, as mcs --skew-policy reads it")
-	fs.StringVar(&f.defaultSpec, "default-spec", "", "spec for clients whose Accept names no Ignition type, as mcs --default-spec")
+	fs.Var(convert.OutputVersionFlag(&f.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type, as mcs --default-spec")
 	fs.StringVar(&f.kubeconfig, "bootstrap-kubeconfig", "", "node bootstrap kubeconfig `FILE` served as /etc/kubernetes/kubeconfig, as mcs's")
 	fs.StringVar(&f.kubeletCA, "kubelet-ca", "", "CA bundle `FILE` served as /etc/kubernetes/kubelet-ca.crt, as mcs's")
 }
 
 // check reads what the flags name, for a usage error before any render.
-func (f *serverFlags) check() (*skewgate.Policy, convert.Version, error) {
-	var p *skewgate.Policy
-	var v convert.Version
-	var err error
-	if f.skewPolicy != "" {
-		if p, err = skewgate.LoadPolicy(f.skewPolicy); err != nil {
-			return nil, v, fmt.Errorf("--skew-policy: %w", err)
-		}
+func (f *serverFlags) check() (*skewgate.Policy, error) {
+	if f.skewPolicy == "" {
+		return nil, nil
 	}
-	if f.defaultSpec != "" {
-		if v, err = convert.ParseOutputVersion(f.defaultSpec); err != nil {
-			return nil, v, fmt.Errorf("--default-spec: %w", err)
-		}
+	p, err := skewgate.LoadPolicy(f.skewPolicy)
+	if err != nil {
+		return nil, fmt.Errorf("--skew-policy: %w", err)
 	}
-	return p, v, nil
+	return p, nil
 }
 
 // server is an mcs server holding one snapshot of results, answering in
 // memory (serve.Server.Answer): its negotiation, skew gate and bytes.
 func (f *serverFlags) server(set *render.Set, results []*render.Result) (*serve.Server, error) {
-	policy, defaultSpec, err := f.check()
+	policy, err := f.check()
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +51,7 @@ func (f *serverFlags) server(set *render.Set, results []*render.Result) (*serve.
 	if err != nil {
 		return nil, err
 	}
-	srv := serve.New(serve.Config{DefaultSpec: defaultSpec, Gate: skewgate.New(policy, nil), Source: "render"})
+	srv := serve.New(serve.Config{DefaultSpec: f.defaultSpec, Gate: skewgate.New(policy, nil), Source: "render"})
 	srv.Swap(snap)
 	return srv, nil
 }
