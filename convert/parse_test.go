@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
+
+	"github.com/ignition-mcs/mcs/internal/testkit"
 )
 
 // A minimal config of every input spec, each with one file, so that Parse
@@ -311,32 +313,21 @@ func TestParseSpec2PartitionSizes(t *testing.T) {
 }
 
 func TestParseVersionString(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		want    Version
-		ok      bool
-		outputs bool
-	}{
-		{"3.2.0", V3_2, true, true},
-		{" 2.2.0 ", V2_2, true, true},
-		{"2.3.0", Version{2, 3, 0}, true, false},
-		{"3.7.0-experimental", Version{3, 7, 0}, false, false},
-		{"3.2", Version{}, false, false},
-		{"", Version{}, false, false},
-	} {
-		got, err := ParseVersion(tc.in)
-		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
-			t.Errorf("ParseVersion(%q) = %s, %v", tc.in, got, err)
+	testkit.Cases(t, "testdata/versions.txt", 4, func(t *testing.T, c []string) {
+		in, want, written := c[1], c[2], c[3] == "yes"
+		got, err := ParseVersion(in)
+		if want == "error" && err == nil || want != "error" && (err != nil || got.String() != want) {
+			t.Errorf("ParseVersion(%q) = %s, %v; want %s", in, got, err, want)
 		}
-		_, err = ParseOutputVersion(tc.in)
-		if (err == nil) != tc.outputs {
-			t.Errorf("ParseOutputVersion(%q): %v", tc.in, err)
-		}
+		_, err = ParseOutputVersion(in)
 		var ue *UnsupportedVersionError
-		if err != nil && tc.ok && !errors.As(err, &ue) {
-			t.Errorf("ParseOutputVersion(%q) = %v, want an UnsupportedVersionError", tc.in, err)
+		switch {
+		case (err == nil) != written:
+			t.Errorf("ParseOutputVersion(%q): %v", in, err)
+		case err != nil && want != "error" && !errors.As(err, &ue):
+			t.Errorf("ParseOutputVersion(%q) = %v, want an UnsupportedVersionError", in, err)
 		}
-	}
+	})
 }
 
 // ign-converter's v24tov31 gives every merged config and CA the last one's
