@@ -376,4 +376,8 @@ func TestOutputVersionFlag(t *testing.T) {
 	if err := fs.Parse([]string{"--min-spec", "3.2.0", "--spec", "2.2.0"}); err != nil || v != V3_2 || none != V2_2 {
 		t.Errorf("parse: %v, %s, %s", err, v, none)
 	}
+	// Empty, as a template writes an unset value: no version, the default.
+	if err := fs.Parse([]string{"--min-spec=", "--spec", " "}); err != nil || !v.IsZero() || !none.IsZero() {
+		t.Errorf("empty values: %v, %s, %s", err, v, none)
+	}
 }

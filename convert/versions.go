@@ -128,7 +128,9 @@ func featureLevel(target Version) Version {
 
 // OutputVersionFlag is a flag.Value setting *v to a spec version the
 // converter writes: the commands' --spec flags refuse any other as they are
-// parsed, and show *v's value at definition as their default.
+// parsed, and show *v's value at definition as their default. An empty
+// value is no version (the command's default), as deployment templates
+// write an unset flag.
 func OutputVersionFlag(v *Version) flag.Value { return (*outputVersion)(v) }
 
 type outputVersion Version
@@ -141,6 +143,10 @@ func (f *outputVersion) String() string {
 }
 
 func (f *outputVersion) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		*f = outputVersion{}
+		return nil
+	}
 	v, err := ParseOutputVersion(s)
 	if err != nil {
 		return err

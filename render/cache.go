@@ -64,8 +64,8 @@ func (c *ParseCache) sweep() {
 	c.used = nil
 }
 
-// Len is the number of configs held.
-func (c *ParseCache) Len() int {
+// size is the number of configs held.
+func (c *ParseCache) size() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)

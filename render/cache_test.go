@@ -48,10 +48,10 @@ func TestParseCache(t *testing.T) {
 		}
 	}
 	check("first load")
-	n := c.Len()
+	n := c.size()
 	check("second load")
-	if c.Len() != n {
-		t.Fatalf("cache grew from %d to %d on an unchanged tree", n, c.Len())
+	if c.size() != n {
+		t.Fatalf("cache grew from %d to %d on an unchanged tree", n, c.size())
 	}
 	ssh := filepath.Join(dir, "99-worker-ssh.yaml")
 	b, _ := os.ReadFile(ssh)
@@ -59,8 +59,8 @@ func TestParseCache(t *testing.T) {
 	check("after an edit")
 	fresh := &ParseCache{}
 	loadCached(t, dir, fresh)
-	if c.Len() != fresh.Len() {
-		t.Fatalf("cache holds %d configs, the tree %d: an old version was not dropped", c.Len(), fresh.Len())
+	if c.size() != fresh.size() {
+		t.Fatalf("cache holds %d configs, the tree %d: an old version was not dropped", c.size(), fresh.size())
 	}
 }
 

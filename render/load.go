@@ -228,9 +228,15 @@ type rawObject struct {
 	Name       string
 }
 
-// ident names the object as errors do, "Kind/name" (the kind alone for an
-// object without a name).
-func (o rawObject) ident() string { return strings.TrimSuffix(o.Kind+"/"+o.Name, "/") }
+// problem is an *Error about the whole object, named "Kind/name" (the kind
+// alone for an object without a name).
+func (o rawObject) problem(msg string, err error) *Error {
+	x := &Error{File: o.File, Object: o.Kind, Path: "$", Message: msg, Err: err}
+	if o.Name != "" {
+		x.Object += "/" + o.Name
+	}
+	return x
+}
 
 var docSep = regexp.MustCompile(`^---(\s|$)`)
 
@@ -413,7 +419,7 @@ func (l *Loader) object(o rawObject) {
 	case o.Kind == "":
 		l.notices = append(l.notices, &Error{File: o.File, Path: "$.kind", Message: "notice: object has no kind; skipped"})
 	default:
-		l.notices = append(l.notices, &Error{File: o.File, Object: o.ident(), Path: "$", Message: fmt.Sprintf("notice: %s %s is not used for rendering; skipped", o.APIVersion, o.Kind)})
+		l.notices = append(l.notices, o.problem(fmt.Sprintf("notice: %s %s is not used for rendering; skipped", o.APIVersion, o.Kind), nil))
 	}
 }
 
@@ -428,7 +434,7 @@ func keepObject[T any](l *Loader, o rawObject, v T, err error, list *[]T) {
 }
 
 func objectError(o rawObject, err error) *Error {
-	x := &Error{File: o.File, Object: o.ident(), Path: "$", Message: err.Error(), Err: ErrInvalid}
+	x := o.problem(err.Error(), ErrInvalid)
 	var fe *fieldError
 	if errors.As(err, &fe) {
 		x.Path, x.Message = fe.Path, fe.Msg

@@ -50,7 +50,7 @@ func (o Options) specFor(need convert.Version) (target, ceiling convert.Version)
 		target, ceiling = o.Spec, o.Spec
 	}
 	if ceiling.Major == 2 && ceiling.Less(target) {
-		// Spec 2.2 holds what 3.0 holds, bar what Translate names.
+		// Spec 2.2 holds what 3.0 holds, bar what translate refuses.
 		target = ceiling
 	}
 	return target, ceiling

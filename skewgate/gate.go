@@ -138,7 +138,7 @@ func (g *Gate) Decide(r Request) Decision {
 	if !ok {
 		min, ok = p.minIgnition["*"]
 	}
-	if ok && known && client.Less(min) {
+	if ok && known && client.less(min) {
 		return g.stub(r.Pool, reasonIgnitionOld, fmt.Sprintf("This node cannot join pool %q: its Ignition %s is older than %s, the oldest this pool admits.\n"+
 			"Boot this machine from a newer boot image.\n", r.Pool, client, min))
 	}

@@ -15,7 +15,7 @@ func (v IgnitionVersion) String() string {
 	return "v" + strconv.Itoa(v.Major) + "." + strconv.Itoa(v.Minor) + "." + strconv.Itoa(v.Patch)
 }
 
-func (v IgnitionVersion) Less(o IgnitionVersion) bool {
+func (v IgnitionVersion) less(o IgnitionVersion) bool {
 	if v.Major != o.Major {
 		return v.Major < o.Major
 	}
@@ -55,7 +55,7 @@ func ReleaseLines() []ReleaseLine { return slices.Clone(releases) }
 func SpecFor(v IgnitionVersion) convert.Version {
 	spec := convert.V2_2
 	for _, r := range releases {
-		if !v.Less(r.Ignition) {
+		if !v.less(r.Ignition) {
 			spec = r.Spec
 		}
 	}

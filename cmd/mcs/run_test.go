@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/mctest"
+	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -286,5 +287,19 @@ func TestLifecycleWaitsForReloader(t *testing.T) {
 				t.Fatalf("the load had returned: %v, want %v", src.returned.Load(), tc.waited)
 			}
 		})
+	}
+}
+
+// An empty spec value, as deployment templates write an unset one, is the
+// default, on the command line and in the environment alike.
+func TestEmptySpecValues(t *testing.T) {
+	t.Setenv("MCS_MAX_SPEC", "")
+	t.Setenv("MCS_DEFAULT_SPEC", "")
+	o, err := parseFlags([]string{"--dir", t.TempDir(), "--spec="}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (render.Options{MinSpec: render.DefaultMinSpec}); o.render != want || !o.defaultSpec.IsZero() {
+		t.Errorf("options %+v, default spec %s; want %+v and none", o.render, o.defaultSpec, want)
 	}
 }

@@ -305,7 +305,7 @@ func specFlags(fs *flag.FlagSet, ro *render.Options, minUsage, maxUsage string) 
 
 // checkBounds refuses crossed bounds as a usage error, before any render.
 func checkBounds(ro render.Options) error {
-	if ro.MaxSpec.Less(ro.MinSpec) {
+	if !ro.MaxSpec.IsZero() && ro.MaxSpec.Less(ro.MinSpec) {
 		return fmt.Errorf("--max-spec %s is below --min-spec %s", ro.MaxSpec, ro.MinSpec)
 	}
 	return nil

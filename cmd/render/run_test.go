@@ -125,6 +125,7 @@ func TestExitCodes(t *testing.T) {
 		{"not a version", []string{"--min-spec", "three", luks}, exitUsage, `invalid value "three" for flag -min-spec`},
 		{"spec with bounds", []string{"--spec", "3.5.0", "--max-spec", "3.5.0", luks}, exitUsage, "cannot be combined"},
 		{"bounds inverted", []string{"--min-spec", "3.4.0", "--max-spec", "3.2.0", luks}, exitUsage, "below"},
+		{"empty bounds are the defaults", []string{"--min-spec=", "--max-spec=", "--default-spec=", luks}, exitOK, ""},
 		{"unknown format", []string{"--format", "yaml", luks}, exitUsage, "unknown --format"},
 		{"unknown pool", []string{"--pool", "gpu", luks}, exitUsage, `unknown pool "gpu"`},
 		{"ignition of two pools to stdout", []string{"--format", "ignition", cluster}, exitUsage, "--format ignition writes one pool"},

@@ -24,7 +24,11 @@ import (
 // asked for: it widens what a change must keep working. Unexport it, or
 // delete it.
 func TestExportsHaveUsers(t *testing.T) {
-	found := unusedIn(t, "../..")
+	found, examined := unusedIn(t, "../..")
+	// Fewer would mean the module was not found, or not read whole.
+	if examined < 200 {
+		t.Fatalf("only %d exported identifiers examined", examined)
+	}
 	if len(found) == 0 {
 		return
 	}
@@ -47,21 +51,21 @@ type listed struct {
 // unused lists, as "pkg.Name" or "pkg.Type.Method", the exported
 // package-level identifiers and methods of the module rooted at dir that no
 // other package (tests of other packages included) refers to. A method that
-// may satisfy an interface (it has the name of a method of an interface the
-// module declares or imports) counts as used: callers reach it through the
-// interface.
-func unused(dir string) ([]string, error) {
+// satisfies an interface the module declares or imports, with its receiver
+// or a pointer to it, counts as used: callers reach it through the
+// interface. So do Unwrap, Is and As, package errors' conventions.
+func unused(dir string) (found []string, examined int, err error) {
 	pkgs, exports, err := list(dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	c := &checker{
 		fset:     token.NewFileSet(),
 		declared: map[string]bool{}, used: map[string]bool{}, objects: map[string]types.Object{},
-		// The error conventions of package errors, which no interface type declares.
-		ifaceMethods: map[string]bool{"Error": true, "Unwrap": true, "Is": true, "As": true},
-		seenPkgs:     map[*types.Package]bool{},
+		ifaces:   map[string][]*types.Interface{},
+		seenPkgs: map[*types.Package]bool{},
 	}
+	c.interfaceMethods(types.Universe.Lookup("error"))
 	c.imp = importer.ForCompiler(c.fset, "gc", func(path string) (io.ReadCloser, error) {
 		f, ok := exports[path]
 		if !ok {
@@ -72,41 +76,61 @@ func unused(dir string) ([]string, error) {
 	for _, p := range pkgs {
 		// The package with its internal tests, then its external tests.
 		if err := c.check(p, append(slices.Clone(p.GoFiles), p.TestGoFiles...), true); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if err := c.check(p, p.XTestGoFiles, false); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
+	}
+	// After every check: an import seen early through another package's
+	// export data is complete only once something imports it.
+	for _, pkg := range c.checked {
+		c.importedInterfaces(pkg)
 	}
 	reach(c.used, c.objects)
-	var out []string
 	for k := range c.declared {
-		if c.used[k] {
-			continue
+		if !c.used[k] && !c.meetsInterface(c.objects[k]) {
+			found = append(found, k)
 		}
-		if i := strings.LastIndexByte(k, '.'); c.isMethod(k) && c.ifaceMethods[k[i+1:]] {
-			continue
-		}
-		out = append(out, k)
 	}
-	slices.Sort(out)
-	return out, nil
+	slices.Sort(found)
+	return found, len(c.declared), nil
 }
 
 // checker gathers, package by package, what the module declares and uses.
 type checker struct {
-	fset         *token.FileSet
-	imp          types.Importer
-	declared     map[string]bool // exported objects and methods, by key
-	used         map[string]bool // keys referred to from another package
-	objects      map[string]types.Object
-	ifaceMethods map[string]bool // method names of every interface in sight
-	seenPkgs     map[*types.Package]bool
+	fset     *token.FileSet
+	imp      types.Importer
+	declared map[string]bool // exported objects and methods, by key
+	used     map[string]bool // keys referred to from another package
+	objects  map[string]types.Object
+	ifaces   map[string][]*types.Interface // the interfaces in sight, by method name
+	seenPkgs map[*types.Package]bool
+	checked  []*types.Package
 }
 
-func (c *checker) isMethod(k string) bool {
-	_, ok := c.objects[k].(*types.Func)
-	return ok && c.objects[k].(*types.Func).Signature().Recv() != nil
+// meetsInterface reports whether o is a method by which its receiver type,
+// or a pointer to it, satisfies an interface in sight, or one of package
+// errors' conventions.
+func (c *checker) meetsInterface(o types.Object) bool {
+	f, ok := o.(*types.Func)
+	if !ok || f.Signature().Recv() == nil {
+		return false
+	}
+	switch f.Name() {
+	case "Unwrap", "Is", "As":
+		return true
+	}
+	recv := f.Signature().Recv().Type()
+	if p, ok := recv.(*types.Pointer); ok {
+		recv = p.Elem()
+	}
+	for _, it := range c.ifaces[f.Name()] {
+		if types.Implements(recv, it) || types.Implements(types.NewPointer(recv), it) {
+			return true
+		}
+	}
+	return false
 }
 
 // check type-checks one unit of p (its files with or without the package's
@@ -141,7 +165,7 @@ func (c *checker) check(p listed, names []string, declares bool) error {
 	for _, o := range info.Defs {
 		c.interfaceMethods(o)
 	}
-	c.importedInterfaces(pkg)
+	c.checked = append(c.checked, pkg)
 	return nil
 }
 
@@ -161,11 +185,16 @@ func (c *checker) importedInterfaces(pkg *types.Package) {
 }
 
 func (c *checker) interfaceMethods(o types.Object) {
-	if tn, ok := o.(*types.TypeName); ok {
-		if it, ok := tn.Type().Underlying().(*types.Interface); ok {
-			for m := range it.Methods() {
-				c.ifaceMethods[m.Name()] = true
-			}
+	tn, ok := o.(*types.TypeName)
+	if !ok {
+		return
+	}
+	if n, ok := tn.Type().(*types.Named); ok && n.TypeParams().Len() > 0 {
+		return // a generic interface is met only by an instance
+	}
+	if it, ok := tn.Type().Underlying().(*types.Interface); ok {
+		for m := range it.Methods() {
+			c.ifaces[m.Name()] = append(c.ifaces[m.Name()], it)
 		}
 	}
 }
@@ -362,22 +391,22 @@ func namedIn(t types.Type, seen map[types.Type]bool) []*types.Named {
 // The check finds what testdata/mod declares without a user elsewhere, and
 // only that.
 func TestUnusedFinds(t *testing.T) {
-	got := unusedIn(t, "testdata/mod")
+	got, _ := unusedIn(t, "testdata/mod")
 	want := []string{"example.com/mod/a.Result.Tidy", "example.com/mod/a.Unused", "example.com/mod/a.UnusedConst"}
 	if !slices.Equal(got, want) {
 		t.Errorf("unused = %q, want %q", got, want)
 	}
 }
 
-func unusedIn(t *testing.T, dir string) []string {
+func unusedIn(t *testing.T, dir string) ([]string, int) {
 	t.Helper()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, err := unused(abs)
+	found, examined, err := unused(abs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return found
+	return found, examined
 }

@@ -20,6 +20,9 @@ import (
 // what the failure calls f.
 func Table[In cmp.Ordered, Out comparable](t *testing.T, name string, f func(In) Out, cases map[In]Out) {
 	t.Helper()
+	if len(cases) == 0 {
+		t.Fatalf("no cases for %s", name)
+	}
 	for _, in := range slices.Sorted(maps.Keys(cases)) {
 		want := cases[in]
 		t.Run(fmt.Sprint(in), func(t *testing.T) {
