@@ -55,7 +55,8 @@ type Server struct {
 	m        *metrics
 	router   http.Handler
 	snap     atomic.Pointer[Snapshot]
-	accepts  sync.Map // Accept header → want; bounded by acceptCacheMax
+	draining atomic.Bool // shutting down: not ready, still serving
+	accepts  sync.Map    // Accept header → want; bounded by acceptCacheMax
 	nAccept  atomic.Int64
 	counters counterCache
 	nUA      atomic.Int64
@@ -390,7 +391,16 @@ func plain(w http.ResponseWriter, code int, msg string) {
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusOK, "ok") }
 
+// Drain makes /readyz answer 503 from now on while everything else is
+// served as before, so that load balancers stop sending nodes here before
+// the listeners close.
+func (s *Server) Drain() { s.draining.Store(true) }
+
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		plain(w, http.StatusServiceUnavailable, "not ready: shutting down")
+		return
+	}
 	if s.snap.Load() == nil {
 		plain(w, http.StatusServiceUnavailable, "not ready: no render loaded yet")
 		return

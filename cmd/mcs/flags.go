@@ -43,6 +43,7 @@ type options struct {
 	render                 render.Options // --min-spec, --max-spec, --spec
 	http2                  bool
 	poll, debounce         time.Duration
+	shutdownDelay          time.Duration
 	shutdownGrace          time.Duration
 	readHeaderTimeout      time.Duration
 	writeTimeout           time.Duration
@@ -153,7 +154,8 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.Func("max-file-size", "largest file read from --dir, in bytes or with a Ki/Mi/Gi suffix (default 16Mi)", sizeFlag(&o.maxFileSize))
 	fs.Func("max-tree-size", "most bytes read from all files of --dir together (default 256Mi)", sizeFlag(&o.maxTreeSize))
 	fs.DurationVar(&o.reloadTimeout, "reload-timeout", serve.DefaultReloadTimeout, "time a load and render may take before /status, mcs_reload_stuck and a WARN log report it stuck")
-	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time in-flight requests get to finish on SIGTERM")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, time /readyz answers 503 while everything else is served, before the listeners close: a Deployment's readiness probe period times its failure threshold, so no node is sent to a closed port")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time in-flight requests get to finish on SIGTERM, after --shutdown-delay")
 	// Nodes send a few small headers and read one body; anything slower is a
 	// broken or hostile client holding a connection.
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers")

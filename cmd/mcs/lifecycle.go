@@ -17,11 +17,12 @@ import (
 )
 
 // lifecycle runs the reloader (which SIGHUP also triggers, after onHUP) and
-// the listeners until ctx ends or a listener fails. Then every listener is
-// shut down, in-flight requests getting the shutdown grace to finish, and
-// the reloader is waited for, as long again at most: a load stuck in a
-// source must not keep the process alive.
-func lifecycle(ctx context.Context, o *options, srv http.Handler, rl *serve.Reloader, onHUP func(), log *slog.Logger, stdout io.Writer) error {
+// the listeners until ctx ends or a listener fails. When ctx ends, srv
+// drains (not ready, still serving) for the shutdown delay. Then every
+// listener is shut down, in-flight requests getting the shutdown grace to
+// finish, and the reloader is waited for, as long again at most: a load
+// stuck in a source must not keep the process alive.
+func lifecycle(ctx context.Context, o *options, srv *serve.Server, rl *serve.Reloader, onHUP func(), log *slog.Logger, stdout io.Writer) error {
 	// Registered before anything runs: SIGHUP's default action ends the process.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -44,7 +45,14 @@ func lifecycle(ctx context.Context, o *options, srv http.Handler, rl *serve.Relo
 	for _, s := range servers {
 		fmt.Fprintf(stdout, "mcs: listening on %s\n", s.desc)
 	}
-	return serveUntil(ctx, servers, o.shutdownGrace, log)
+	return serveUntil(ctx, servers, shutdown{drain: srv.Drain, delay: o.shutdownDelay, grace: o.shutdownGrace}, log)
+}
+
+// shutdown is how serveUntil stops: drain and wait delay (only when asked
+// to stop, not when a listener failed), then give in-flight requests grace.
+type shutdown struct {
+	drain        func()
+	delay, grace time.Duration
 }
 
 // onSignal passes each SIGHUP on to trigger, after onHUP, until ctx ends.
@@ -66,8 +74,8 @@ func onSignal(ctx context.Context, hup <-chan os.Signal, trigger chan<- struct{}
 
 // serveUntil serves on every server until ctx ends or one of them fails;
 // either way it then shuts them all down, letting in-flight requests finish
-// within grace. It returns the failure, if any.
-func serveUntil(ctx context.Context, servers []server, grace time.Duration, log *slog.Logger) error {
+// within sd.grace. It returns the failure, if any.
+func serveUntil(ctx context.Context, servers []server, sd shutdown, log *slog.Logger) error {
 	errc := make(chan error, len(servers))
 	for _, s := range servers {
 		go func() { errc <- s.serve() }()
@@ -76,15 +84,20 @@ func serveUntil(ctx context.Context, servers []server, grace time.Duration, log 
 	running := len(servers)
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down; letting in-flight requests finish", "grace", grace)
+		sd.drain()
+		if sd.delay > 0 {
+			log.Info("shutting down: not ready, serving on while load balancers stop sending nodes here", "delay", sd.delay)
+			time.Sleep(sd.delay)
+		}
+		log.Info("shutting down; letting in-flight requests finish", "grace", sd.grace)
 	case err = <-errc:
 		running--
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
-		log.Error("a listener failed; shutting the others down", "err", err, "grace", grace)
+		log.Error("a listener failed; shutting the others down", "err", err, "grace", sd.grace)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	sctx, cancel := context.WithTimeout(context.Background(), sd.grace)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, s := range servers {

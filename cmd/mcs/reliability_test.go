@@ -236,6 +236,35 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	}
 }
 
+// With --shutdown-delay, SIGTERM first turns /readyz to 503 while configs
+// are still served, for the delay; then the listeners close and mcs exits.
+func TestShutdownDelay(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-1"))
+	const delay = 4 * time.Second
+	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--shutdown-delay", delay.String())
+	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
+	asked := time.Now()
+	in.cancel()
+	waitFor(t, "not ready", func() bool { c, _, _ := in.get("/readyz"); return c == 503 })
+	if c, b, err := in.get("/config/worker"); c != 200 || !strings.Contains(string(b), "gen-1") {
+		t.Fatalf("while draining: %d, %v", c, err)
+	}
+	if err := <-in.done; err != nil {
+		t.Fatal(err)
+	}
+	in.done <- nil
+	if took := time.Since(asked); took < delay {
+		t.Errorf("exited %v after the signal, before the %v delay", took, delay)
+	}
+	if _, _, err := in.get("/readyz"); err == nil {
+		t.Error("still listening after exit")
+	}
+	if !strings.Contains(in.stderr.String(), "not ready, serving on") {
+		t.Errorf("no log of the drain:\n%s", in.stderr)
+	}
+}
+
 // A client that trickles its headers is cut off by the header timeout.
 func TestSlowloris(t *testing.T) {
 	dir := t.TempDir()

@@ -223,7 +223,7 @@ func TestServeUntilListenerFails(t *testing.T) {
 		{srv: &http.Server{Handler: http.HandlerFunc(ok)}, ln: good},
 		{srv: &http.Server{Handler: http.HandlerFunc(ok)}, ln: bad},
 	}
-	err = serveUntil(context.Background(), servers, 5*time.Second, slog.New(slog.DiscardHandler))
+	err = serveUntil(context.Background(), servers, shutdown{drain: func() {}, grace: 5 * time.Second}, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("serveUntil = %v, want the failed listener's error", err)
 	}
