@@ -40,12 +40,11 @@ func TestExportsHaveUsers(t *testing.T) {
 type listed struct {
 	ImportPath   string
 	Dir          string
-	Name         string
 	Export       string
 	GoFiles      []string
 	TestGoFiles  []string
 	XTestGoFiles []string
-	Module       *struct{ Path string }
+	Module       *struct{ Main bool }
 }
 
 // unused lists, as "pkg.Name" or "pkg.Type.Method", the exported
@@ -224,7 +223,7 @@ func list(dir string) ([]listed, map[string]string, error) {
 		if p.Export != "" {
 			exports[p.ImportPath] = p.Export
 		}
-		if p.Module != nil && p.Dir != "" && strings.HasPrefix(p.Dir, dir) {
+		if p.Module != nil && p.Module.Main {
 			own = append(own, p)
 		}
 	}
