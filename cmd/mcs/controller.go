@@ -38,7 +38,7 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 	fs.StringVar(&o.common.kubeAPIConfig, "kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&o.common.controllerConfig, "controller-config", kube.DefaultControllerConfig, "the ControllerConfig to render with")
 	specFlags(fs, &o.common.render, "lowest spec `VERSION` to render at (the servers' must be the same)",
-		"highest spec `VERSION` to write: the newest spec the release rolled back to reads (default: the newest); a pool needing more is RenderDegraded",
+		"highest spec `VERSION` to write: the newest spec the release rolled back to reads; a pool needing more is RenderDegraded",
 		"write exactly this spec `VERSION` (3.5.0 is OpenShift's behaviour)")
 	fs.StringVar(&o.common.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.common.logLevel, "log-level", "info", "log level: debug, info, warn, error")

@@ -146,7 +146,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.Var(convert.OutputVersionFlag(&o.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
-	specFlags(fs, &o.render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads (default: the newest)", "render at exactly this spec `VERSION`")
+	specFlags(fs, &o.render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads", "render at exactly this spec `VERSION`")
 	fs.BoolVar(&o.http2, "http2", false, "allow HTTP/2 on TLS (off by default: Ignition speaks HTTP/1.1)")
 	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")
 	fs.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a change before re-rendering")
@@ -190,11 +190,8 @@ func (o *options) check(args []string) error {
 	return nil
 }
 
-// specFlags defines --min-spec (default render.DefaultMinSpec), --max-spec
-// and --spec on fs, writing ro.
+// specFlags defines --min-spec, --max-spec and --spec on fs, writing ro.
 func specFlags(fs *flag.FlagSet, ro *render.Options, minUsage, maxUsage, specUsage string) {
-	ro.MinSpec = render.DefaultMinSpec
-	fs.Var(convert.OutputVersionFlag(&ro.MinSpec), "min-spec", minUsage)
-	fs.Var(convert.OutputVersionFlag(&ro.MaxSpec), "max-spec", maxUsage)
+	ro.BoundFlags(fs, minUsage, maxUsage)
 	fs.Var(convert.OutputVersionFlag(&ro.Spec), "spec", specUsage)
 }

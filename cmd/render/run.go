@@ -203,7 +203,7 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.StringVar(&o.format, "format", "machineconfig", "output `FORMAT`: machineconfig (the rendered MachineConfig) or ignition (its Ignition config)")
 	fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON output")
 	fs.BoolVar(&o.explain, "explain", false, "print the chosen spec and why, field by field, with the MachineConfig behind each file, unit, user and kernel argument")
-	specFlags(fs, &o.render, "lowest spec `VERSION` to write", "newest spec `VERSION` the booting nodes read; content needing more fails with exit status 3")
+	o.render.BoundFlags(fs, "lowest spec `VERSION` to write", "newest spec `VERSION` the booting nodes read; content needing more fails with exit status 3")
 	fs.Var(convert.OutputVersionFlag(&o.render.Spec), "spec", "write exactly this spec `VERSION` (3.5.0 reproduces OpenShift's names)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.StringVar(&o.client, "client", "", "print what mcs answers a client with this User-`AGENT` (Ignition/v2.9.0) for the pool")
@@ -293,14 +293,6 @@ func (o *options) renderOptions(fs *flag.FlagSet) (render.Options, error) {
 		return render.Options{Spec: o.render.Spec}, nil
 	}
 	return o.render, checkBounds(o.render)
-}
-
-// specFlags defines --min-spec and --max-spec on fs, writing ro, with the
-// defaults mcs has: DefaultMinSpec and the newest spec.
-func specFlags(fs *flag.FlagSet, ro *render.Options, minUsage, maxUsage string) {
-	ro.MinSpec, ro.MaxSpec = render.DefaultMinSpec, convert.Newest
-	fs.Var(convert.OutputVersionFlag(&ro.MinSpec), "min-spec", minUsage)
-	fs.Var(convert.OutputVersionFlag(&ro.MaxSpec), "max-spec", maxUsage)
 }
 
 // checkBounds refuses crossed bounds as a usage error, before any render.
