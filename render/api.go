@@ -56,6 +56,9 @@ type MachineConfigSpec struct {
 // Result is one pool's render.
 type Result struct {
 	Pool string
+	// Key identifies everything the render read: results with the same key
+	// are the same (see Key).
+	Key Key
 	// Name is rendered-<pool>-<hash>, hashed exactly as OpenShift does over the
 	// spec written at Spec.
 	Name string

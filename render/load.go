@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	butanecommon "github.com/coreos/ignition/v2/butane/config/common"
 
@@ -38,6 +39,9 @@ type entry struct {
 	problems  []*Error             // any of these fails every pool selecting it
 	warnings  []*Error
 	generated bool // written by an upstream controller, not by a user
+
+	keyOnce sync.Once // computes sum, on first use (see key)
+	sum     Key
 }
 
 // Load reads MachineConfigs (.yaml, .yml, .json: one object, several

@@ -65,15 +65,3 @@ func (o Options) specFor(need convert.Version) (target, ceiling convert.Version)
 	}
 	return target, ceiling
 }
-
-// sizeProblem says why mc, rendered, cannot be stored, or returns "".
-func sizeProblem(mc *MachineConfig) (string, error) {
-	n, err := encodedSize(mc)
-	if err != nil {
-		return "encoding the rendered MachineConfig: " + err.Error(), err
-	}
-	if n > maxRenderedSize {
-		return fmt.Sprintf("the rendered MachineConfig %s is %d bytes of JSON, above the limit of %d", mc.Metadata.Name, n, maxRenderedSize), ErrInvalid
-	}
-	return "", nil
-}

@@ -1,22 +1,13 @@
 package render
 
 import (
-	"bytes"
-	"crypto/md5"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"unicode/utf8"
 
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/ignition-mcs/mcs/convert"
-	"sigs.k8s.io/yaml"
-	goyaml "sigs.k8s.io/yaml/goyaml.v2"
 )
 
 // Render renders every pool, in name order. Pools that fail are left out of
@@ -49,6 +40,22 @@ func (s *Set) Render(opts Options) ([]*Result, *Errors) {
 // error, when not nil, is an *Errors; a spec ceiling problem unwraps to a
 // *specCeilingError.
 func (s *Set) RenderPool(pool string, opts Options) (*Result, error) {
+	j, err := s.Job(pool, opts)
+	if err != nil {
+		return nil, err
+	}
+	return j.Render()
+}
+
+// Job is one pool's render ready to run: its MachineConfigs selected, in
+// merge order, and the key of everything the render reads computed from
+// that one selection. A source that kept the result of a job with the same
+// key may keep it instead of rendering again.
+type Job struct{ r renderer }
+
+// Job selects a pool's MachineConfigs and computes its render's key. The
+// error, for an unknown pool or invalid options, is an *Errors.
+func (s *Set) Job(pool string, opts Options) (*Job, error) {
 	p := s.Pool(pool)
 	if p == nil {
 		return nil, &Errors{List: []*Error{{Object: KindMachineConfigPool + "/" + pool,
@@ -58,16 +65,34 @@ func (s *Set) RenderPool(pool string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, &Errors{List: []*Error{{Object: KindMachineConfigPool + "/" + pool, Message: err.Error(), Err: err}}}
 	}
-	r := renderer{set: s, pool: p, opts: opts}
+	j := &Job{r: renderer{set: s, pool: p, opts: opts}}
+	j.r.order = j.r.members()
+	j.r.key = renderKey(p, j.r.order, s.cc, opts)
+	return j, nil
+}
+
+// Key is the key of everything the job's render reads.
+func (j *Job) Key() Key { return j.r.key }
+
+// Render runs the job. The error, when not nil, is an *Errors; a spec
+// ceiling problem unwraps to a *specCeilingError.
+func (j *Job) Render() (*Result, error) {
+	r := j.r // a job may be rendered again: its own errors, each time
+	r.errs.List = slices.Clone(r.errs.List)
 	res := r.run()
+	if res != nil {
+		res.Key = r.key
+	}
 	return res, r.errs.orNil()
 }
 
 type renderer struct {
-	set  *Set
-	pool *MachineConfigPool
-	opts Options
-	errs Errors
+	set   *Set
+	pool  *MachineConfigPool
+	opts  Options
+	order []*entry // the pool's MachineConfigs in merge order
+	key   Key
+	errs  Errors
 }
 
 func (r *renderer) poolErr(path, msg string, err error) {
@@ -75,8 +100,8 @@ func (r *renderer) poolErr(path, msg string, err error) {
 }
 
 func (r *renderer) run() *Result {
-	order := r.members()
-	if order == nil {
+	order := r.order
+	if len(r.errs.List) > 0 || order == nil {
 		return nil
 	}
 	m := mergeIgnition(order)
@@ -84,11 +109,7 @@ func (r *renderer) run() *Result {
 	if len(r.errs.List) > 0 {
 		return nil
 	}
-	// Validating the merged config reads what translating it reads; neither
-	// writes, so the two run side by side.
-	invalid := make(chan []*Error, 1)
-	go func() { invalid <- r.validateMerged(m) }()
-	res, out := r.encode(m, order, invalid)
+	res, out := r.encode(m, order)
 	if out == nil {
 		return nil
 	}
@@ -112,8 +133,8 @@ func (r *renderer) run() *Result {
 	return res
 }
 
-// members are the pool's MachineConfigs in merge order; nil, with the
-// problems recorded, when there are none or one is invalid.
+// members are the pool's MachineConfigs in merge order, with the problems
+// that fail the render recorded (none selected, one invalid).
 func (r *renderer) members() []*entry {
 	sel := r.pool.Spec.MachineConfigSelector
 	var members []*entry
@@ -137,24 +158,15 @@ func (r *renderer) members() []*entry {
 			r.errs.add(x)
 		}
 	}
-	if len(r.errs.List) > 0 {
-		return nil
-	}
 	return order
 }
 
-// encode writes the merged config at the lowest spec the options allow, and
-// records why. It takes the merged config's validation from invalid before
-// it returns, whatever happens: a render that stops early must not leave the
-// goroutine behind with a reference to the merged config. out is nil when
-// the pool fails.
-func (r *renderer) encode(m *merged, order []*entry, invalid <-chan []*Error) (res *Result, out *convert.Encoded) {
-	valid := sync.OnceValue(func() bool {
-		bad := <-invalid
-		r.errs.add(bad...)
-		return len(bad) == 0
-	})
-	defer valid()
+// encode validates the merged config and writes it at the lowest spec the
+// options allow, and records why. out is nil when the pool fails. Renders
+// run one per pool side by side already: nothing here needs a goroutine.
+func (r *renderer) encode(m *merged, order []*entry) (res *Result, out *convert.Encoded) {
+	invalid := r.validateMerged(m)
+	r.errs.add(invalid...)
 	res = &Result{
 		Pool:           r.pool.Metadata.Name,
 		Config:         m.cfg,
@@ -177,14 +189,13 @@ func (r *renderer) encode(m *merged, order []*entry, invalid <-chan []*Error) (r
 
 	target, ceiling := r.opts.specFor(need)
 	if above := convert.ReasonsAbove(reasons, ceiling); len(above) > 0 {
-		valid()
 		r.ceiling(ceiling, need, r.attribute(m, above))
 		return nil, nil
 	}
-	out, err := enc.Encode(target, nil)
-	if !valid() {
+	if len(invalid) > 0 {
 		return nil, nil
 	}
+	out, err := enc.Encode(target, nil)
 	if err != nil {
 		var ce *convert.CannotExpressError
 		if errors.As(err, &ce) {
@@ -324,196 +335,4 @@ func (r *renderer) annotations(order []*entry, osImageURL string, res *Result) m
 		a[annotationOSImageURLOverridden] = "true"
 	}
 	return a
-}
-
-// salt is upstream's: 80 random bytes that prefix what is hashed. Changing it
-// would change every rendered name.
-var salt = []byte{
-	16, 124, 206, 228, 139, 56, 175, 175, 79, 229, 134, 118, 157, 154, 211, 110,
-	25, 93, 47, 253, 172, 106, 37, 7, 174, 13, 160, 185, 110, 17, 87, 52,
-	219, 131, 12, 206, 218, 141, 116, 135, 188, 181, 192, 151, 233, 62, 126, 165,
-	64, 83, 179, 119, 15, 168, 208, 197, 146, 107, 58, 227, 133, 188, 238, 26,
-	33, 26, 235, 202, 32, 173, 31, 234, 41, 144, 148, 79, 6, 206, 23, 22,
-}
-
-// hashedSpec is upstream's MachineConfigSpec exactly as its API serialises
-// it: every field, none omitted, with the config and lists given as the
-// YAML writer is to see them. The hash is over its YAML, so a key added
-// here, or a renamed one, changes every name.
-func hashedSpec(spec MachineConfigSpec, config, kernelArguments, extensions any) map[string]any {
-	return map[string]any{
-		"osImageURL":                     spec.OSImageURL,
-		"baseOSExtensionsContainerImage": spec.BaseOSExtensionsContainerImage,
-		"config":                         config,
-		"kernelArguments":                kernelArguments,
-		"extensions":                     extensions,
-		"fips":                           spec.FIPS,
-		"kernelType":                     spec.KernelType,
-	}
-}
-
-// hashedName is upstream's rendered name: "rendered-<pool>-" and the hex MD5
-// of the salt followed by the YAML (sigs.k8s.io/yaml: JSON with sorted keys,
-// as YAML) of the spec. The same spec bytes give OpenShift's name. Given
-// the encoder's output whose JSON is spec.Config (or nil), the YAML is
-// written from that (see convert.Encoded.YAML), byte for byte the same.
-func hashedName(pool string, spec MachineConfigSpec, enc *convert.Encoded) (string, error) {
-	write := func(cfg []byte) ([]byte, error) {
-		s := spec
-		s.Config = cfg
-		return specYAML(s)
-	}
-	var y []byte
-	var err error
-	if enc != nil {
-		y, err = enc.YAML(write)
-	} else {
-		y, err = write(spec.Config)
-	}
-	if err != nil {
-		return "", fmt.Errorf("hashing the rendered spec: %w", err)
-	}
-	h := md5.New()
-	h.Write(salt)
-	h.Write(y)
-	return "rendered-" + pool + "-" + hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// specYAML is sigs.k8s.io/yaml.Marshal of upstream's spec, without its
-// detour through a YAML parser: that library writes the value as JSON,
-// parses the JSON as YAML and writes the tree as YAML; here the tree is
-// built straight from the JSON (numbers typed as the YAML parser types
-// them) and given to the same YAML writer. The slow path remains for the
-// numbers whose typing could differ, and tests prove both agree.
-func specYAML(spec MachineConfigSpec) ([]byte, error) {
-	// Text the library's YAML reader refuses (invalid UTF-8, DEL and other
-	// characters YAML does not allow) takes the slow path, to fail or be
-	// written exactly as the library does.
-	if !yamlReadable(string(spec.Config)) || !yamlReadable(spec.OSImageURL) || !yamlReadable(spec.BaseOSExtensionsContainerImage) ||
-		!yamlReadable(spec.KernelType) || !allYAMLReadable(spec.KernelArguments) || !allYAMLReadable(spec.Extensions) {
-		return slowSpecYAML(spec)
-	}
-	cfg, ok, err := yamlTree(spec.Config)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return slowSpecYAML(spec)
-	}
-	return goyaml.Marshal(hashedSpec(spec, cfg, stringsTree(spec.KernelArguments), stringsTree(spec.Extensions)))
-}
-
-// yamlReadable reports whether s is valid UTF-8 made only of characters a
-// YAML 1.1 reader accepts (goyaml's is_printable), control characters other
-// than tab and line breaks excepted: the JSON encoder escapes those.
-func yamlReadable(s string) bool {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c == 0x7f {
-				return false
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			return false
-		}
-		switch {
-		case r == 0x85, r >= 0xA0 && r <= 0xD7FF, r >= 0xE000 && r <= 0xFFFD && r != 0xFEFF, r >= 0x10000 && r <= 0x10FFFF:
-		default:
-			return false
-		}
-		i += n
-	}
-	return true
-}
-
-func allYAMLReadable(ss []string) bool {
-	for _, s := range ss {
-		if !yamlReadable(s) {
-			return false
-		}
-	}
-	return true
-}
-
-func slowSpecYAML(spec MachineConfigSpec) ([]byte, error) {
-	var cfg any = spec.Config
-	if len(spec.Config) == 0 {
-		cfg = json.RawMessage("null")
-	}
-	return yaml.Marshal(hashedSpec(spec, cfg, spec.KernelArguments, spec.Extensions))
-}
-
-// stringsTree is a string list as JSON decoding gives it: a nil list is
-// null, which YAML writes as null, not as [].
-func stringsTree(s []string) any {
-	if s == nil {
-		return nil
-	}
-	out := make([]any, len(s))
-	for i, x := range s {
-		out[i] = x
-	}
-	return out
-}
-
-// yamlTree decodes JSON into the tree the YAML parser would have built from
-// it. ok is false when a number is not a plain integer that fits an int:
-// only the YAML parser itself says for sure how it types those.
-func yamlTree(js []byte) (any, bool, error) {
-	if len(js) == 0 {
-		return nil, true, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, false, err
-	}
-	ok := retypeNumbers(&v)
-	return v, ok, nil
-}
-
-func retypeNumbers(v *any) bool {
-	switch x := (*v).(type) {
-	case json.Number:
-		s := string(x)
-		if strings.ContainsAny(s, ".eE") {
-			return false
-		}
-		n, err := strconv.ParseInt(s, 10, 0)
-		if err != nil {
-			return false
-		}
-		*v = int(n)
-	case map[string]any:
-		for k, e := range x {
-			if !retypeNumbers(&e) {
-				return false
-			}
-			x[k] = e
-		}
-	case []any:
-		for i := range x {
-			if !retypeNumbers(&x[i]) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// encodedSize is len(json.Marshal(mc)) without encoding the config again:
-// it is compact JSON already, so it is written as it is.
-func encodedSize(mc *MachineConfig) (int, error) {
-	shell := *mc
-	shell.Spec.Config = json.RawMessage("0")
-	b, err := json.Marshal(shell)
-	if err != nil {
-		return 0, err
-	}
-	return len(b) - 1 + len(mc.Spec.Config), nil
 }

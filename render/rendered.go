@@ -13,9 +13,10 @@ import (
 // lowest spec within opts that expresses it, as RenderPool chooses it, and
 // everything else (name, annotations, kernel arguments, OS image) as the
 // cluster wrote it, so nodes are annotated with the cluster's own rendered
-// name. mc is not modified. The error, unless opts are invalid, is an
+// name. sources name the MachineConfigs mc was rendered from (the pool's
+// status); none names mc itself. mc is not modified. The error, unless opts are invalid, is an
 // *Errors; a spec ceiling problem unwraps to a *specCeilingError.
-func FromRendered(pool string, mc *MachineConfig, opts Options) (*Result, error) {
+func FromRendered(pool string, mc *MachineConfig, sources []string, opts Options) (*Result, error) {
 	opts, err := opts.Normalized()
 	if err != nil {
 		return nil, err
@@ -56,15 +57,19 @@ func FromRendered(pool string, mc *MachineConfig, opts Options) (*Result, error)
 	if msg, err := sizeProblem(&out); msg != "" {
 		return nil, bad("$", msg, err)
 	}
+	if len(sources) == 0 {
+		sources = []string{mc.Metadata.Name}
+	}
 	return &Result{
 		Pool:           pool,
+		Key:            renderedKey(pool, mc, sources, opts),
 		Name:           mc.Metadata.Name,
 		MachineConfig:  &out,
 		Config:         cfg,
 		Spec:           target,
 		MinSpec:        need,
 		Reasons:        attribute(reasons),
-		MachineConfigs: []string{mc.Metadata.Name},
+		MachineConfigs: sources,
 		Options:        opts,
 		Warnings:       warnings,
 	}, nil

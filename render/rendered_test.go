@@ -53,7 +53,7 @@ func TestFromRendered(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mc := renderedMC(t, tc.config)
-			res, err := FromRendered("worker", mc, tc.opts)
+			res, err := FromRendered("worker", mc, nil, tc.opts)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.errHas) {
 					t.Fatalf("err %v, want %v containing %q", err, tc.wantErr, tc.errHas)
@@ -117,7 +117,7 @@ func FuzzFromRendered(f *testing.F) {
 		}
 		mc := &MachineConfig{Metadata: ObjectMeta{Name: "rendered-x"}, Spec: MachineConfigSpec{Config: config}}
 		opts := Options{MinSpec: floors[int(floor)%len(floors)]}
-		res, err := FromRendered("x", mc, opts)
+		res, err := FromRendered("x", mc, nil, opts)
 		if err != nil {
 			return
 		}
@@ -151,7 +151,7 @@ func BenchmarkFromRendered(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := FromRendered("worker", &mc, Options{}); err != nil {
+		if _, err := FromRendered("worker", &mc, nil, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -20,10 +20,6 @@ const (
 // supportedExtensions are the RHCOS extensions upstream accepts.
 var supportedExtensions = []string{"two-node-ha", "ipsec", "usbguard", "kerberos", "kernel-devel", "sandboxed-containers", "sysstat"}
 
-// maxRenderedSize is upstream's limit on a rendered MachineConfig, in bytes
-// of JSON: 1.5 MiB, what etcd stores in one object.
-const maxRenderedSize = 1572864
-
 // newEntry parses a MachineConfig's Ignition config and checks what upstream
 // checks before merging (and what it forgets: extensions are checked even
 // when the config is empty).

@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,7 +70,7 @@ func bearer(h string) ([]byte, bool) {
 // carrying a rotated-out token is told so. Only SHA-256 digests are kept;
 // the list is bounded, oldest forgotten first.
 type tokenHistory struct {
-	last    atomic.Pointer[[]byte] // first element of the token list last observed
+	last    atomic.Pointer[[][]byte] // a copy of the token list last observed
 	mu      sync.Mutex
 	current map[[32]byte]bool
 	past    [][32]byte
@@ -76,18 +78,21 @@ type tokenHistory struct {
 
 const tokenHistoryMax = 32
 
-// observe records the configured list when it changed; tokens come from a
-// cache that returns the same slice until the file changes.
+// observe records the configured list when its contents changed.
 func (h *tokenHistory) observe(tokens [][]byte) {
-	if h.last.Load() == &tokens[0] {
+	if h.same(tokens) {
 		return // the request path: no lock
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.last.Load() == &tokens[0] {
+	if h.same(tokens) {
 		return
 	}
-	h.last.Store(&tokens[0])
+	last := make([][]byte, len(tokens))
+	for i, t := range tokens {
+		last[i] = slices.Clone(t)
+	}
+	h.last.Store(&last)
 	next := make(map[[32]byte]bool, len(tokens))
 	for _, t := range tokens {
 		next[sha256.Sum256(t)] = true
@@ -101,6 +106,12 @@ func (h *tokenHistory) observe(tokens [][]byte) {
 		h.past = h.past[len(h.past)-tokenHistoryMax:]
 	}
 	h.current = next
+}
+
+// same reports whether tokens are, token by token, the list last observed.
+func (h *tokenHistory) same(tokens [][]byte) bool {
+	last := h.last.Load()
+	return last != nil && slices.EqualFunc(*last, tokens, bytes.Equal)
 }
 
 // was reports whether tok is a token that used to be accepted.

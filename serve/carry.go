@@ -1,42 +1,23 @@
 package serve
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"runtime/debug"
 
 	"github.com/ignition-mcs/mcs/render"
 )
 
 // carry returns the pool prev serves for res, to be served again as it is,
-// or nil when it must be encoded: prev has no such pool, it was rendered
-// anew (a different *render.Result), or the node files changed.
-func (prev *Snapshot) carry(res *render.Result, node [sha256.Size]byte) *pool {
-	if prev == nil {
+// or nil when it must be encoded: prev has no such pool, or its result's
+// key or its node files' key differs. A result without a key (made by
+// hand) is never carried.
+func (prev *Snapshot) carry(res *render.Result, node render.Key) *pool {
+	if prev == nil || res.Key == (render.Key{}) {
 		return nil
 	}
-	if p := prev.pools[res.Pool]; p != nil && p.result == res && p.node == node {
+	if p := prev.pools[res.Pool]; p != nil && p.result.Key == res.Key && p.node == node {
 		return p
 	}
 	return nil
-}
-
-// nodeKey hashes what nodeFiles adds to a pool's config beside its render.
-func nodeKey(cc *render.ControllerConfig, nf NodeFiles) [sha256.Size]byte {
-	fields := [][]byte{nf.Kubeconfig, nf.KubeletCA, nil, nil}
-	if cc != nil {
-		fields[2], fields[3] = cc.KubeAPIServerServingCAData, cc.CloudProviderCAData
-	}
-	h := sha256.New()
-	for _, f := range fields {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
-		h.Write(n[:])
-		h.Write(f)
-	}
-	var out [sha256.Size]byte
-	h.Sum(out[:0])
-	return out
 }
 
 // swapAndFill swaps snap in with swap, then encodes, off the reload, the

@@ -14,7 +14,7 @@ import (
 
 func TestBuildSnapshotFromCarriesUnchangedPools(t *testing.T) {
 	cc := &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca")}
-	nf := NodeFiles{Kubeconfig: []byte("kubeconfig")}
+	nf := render.NodeFiles{Kubeconfig: []byte("kubeconfig")}
 	worker, infra := result(t, "worker", plainIgn), result(t, "infra", kargsIgn)
 	s := mustNew(t, Config{})
 	first, err := BuildSnapshotFrom(nil, 1, []*render.Result{worker, infra}, cc, nf)
@@ -67,16 +67,16 @@ func TestBuildSnapshotFromNodeFilesChanged(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cc   *render.ControllerConfig
-		nf   NodeFiles
+		nf   render.NodeFiles
 	}{
-		{"kubeconfig", &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca")}, NodeFiles{Kubeconfig: []byte("other")}},
-		{"kubelet CA override", &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca")}, NodeFiles{Kubeconfig: []byte("kc"), KubeletCA: []byte("ca2")}},
-		{"served CA", &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca2")}, NodeFiles{Kubeconfig: []byte("kc")}},
-		{"cloud CA", &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca"), CloudProviderCAData: []byte("cloud")}, NodeFiles{Kubeconfig: []byte("kc")}},
-		{"no ControllerConfig", nil, NodeFiles{Kubeconfig: []byte("kc")}},
+		{"kubeconfig", &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca")}, render.NodeFiles{Kubeconfig: []byte("other")}},
+		{"kubelet CA override", &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca")}, render.NodeFiles{Kubeconfig: []byte("kc"), KubeletCA: []byte("ca2")}},
+		{"served CA", &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca2")}, render.NodeFiles{Kubeconfig: []byte("kc")}},
+		{"cloud CA", &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca"), CloudProviderCAData: []byte("cloud")}, render.NodeFiles{Kubeconfig: []byte("kc")}},
+		{"no ControllerConfig", nil, render.NodeFiles{Kubeconfig: []byte("kc")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			first, err := BuildSnapshot(1, []*render.Result{worker}, &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca")}, NodeFiles{Kubeconfig: []byte("kc")})
+			first, err := BuildSnapshot(1, []*render.Result{worker}, &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca")}, render.NodeFiles{Kubeconfig: []byte("kc")})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,7 +21,7 @@ func generations(tb testing.TB, n int) ([]*Snapshot, map[string]int) {
 	gen := map[string]int{}
 	for g := range n {
 		ign := fmt.Sprintf(`{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/etc/generation","overwrite":true,"contents":{"source":"data:,%d"}}]}}`, g)
-		snap, err := BuildSnapshot(uint64(g+1), []*render.Result{result(tb, "worker", ign)}, nil, NodeFiles{})
+		snap, err := BuildSnapshot(uint64(g+1), []*render.Result{result(tb, "worker", ign)}, nil, render.NodeFiles{})
 		if err != nil {
 			tb.Fatal(err)
 		}

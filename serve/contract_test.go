@@ -56,11 +56,11 @@ var contractCases = map[Cause]contractCase{
 	CauseUnknownPool: {server: worker, request: getter("/config/infra"), body: `unknown pool "infra": this server serves worker`},
 	CausePoolNotRendered: {server: func(t *testing.T, cfg Config) *Server {
 		s := mustNew(t, cfg)
-		snap, err := BuildSnapshot(1, []*render.Result{result(t, "worker", plainIgn)}, nil, NodeFiles{})
+		snap, err := BuildSnapshot(1, []*render.Result{result(t, "worker", plainIgn)}, nil, render.NodeFiles{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap.keepFailed(nil, map[string]error{"infra": errors.New("dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus\nsecond problem")}, nil, NodeFiles{})
+		snap.keepFailed(nil, map[string]error{"infra": errors.New("dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus\nsecond problem")}, nil, render.NodeFiles{})
 		s.Swap(snap)
 		return s
 	}, request: getter("/config/infra"), body: `pool "infra" has no good render yet: dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus; second problem`},

@@ -9,8 +9,8 @@ import (
 // BuildSnapshot precomputes for res and the body encoding the served config
 // directly gives; a version missing from one map is missing from the other
 // unless the two disagree.
-func Bodies(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (precomputed, direct map[convert.Version][]byte, err error) {
-	shared, err := nodeFiles(res, cc, nf)
+func Bodies(res *render.Result, cc *render.ControllerConfig, nf render.NodeFiles) (precomputed, direct map[convert.Version][]byte, err error) {
+	shared, err := nf.Files(res, cc)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -52,7 +52,7 @@ func fetch(t testing.TB, s *Server, pool, ua, addr string) *httptest.ResponseRec
 // swapResults swaps in a new generation of the given results.
 func swapResults(t testing.TB, s *Server, gen uint64, results ...*render.Result) {
 	t.Helper()
-	snap, err := BuildSnapshot(gen, results, nil, NodeFiles{})
+	snap, err := BuildSnapshot(gen, results, nil, render.NodeFiles{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,8 +192,8 @@ func TestRenderFailedNotices(t *testing.T) {
 	swapResults(t, s, 1, result(t, "master", plainIgn), result(t, "worker", plainIgn))
 	broken := errors.New("MachineConfig/99-worker-x: $.spec.kernelType: invalid")
 
-	snap, _ := BuildSnapshot(2, []*render.Result{result(t, "master", plainIgn)}, nil, NodeFiles{})
-	snap.keepFailed(s.Snapshot(), map[string]error{"worker": broken}, nil, NodeFiles{})
+	snap, _ := BuildSnapshot(2, []*render.Result{result(t, "master", plainIgn)}, nil, render.NodeFiles{})
+	snap.keepFailed(s.Snapshot(), map[string]error{"worker": broken}, nil, render.NodeFiles{})
 	s.Swap(snap)
 	s.rec.failed(poolsFailed(map[string]error{"worker": broken}))
 	n := got.of(source.NoticeRenderFailed)

@@ -11,36 +11,33 @@ import (
 	"github.com/ignition-mcs/mcs/render"
 )
 
-// result builds a render.Result from an Ignition config, as the renderer would.
+// result renders ign as the pool's only MachineConfig, 99-<pool>, with
+// kargs, through the renderer: the result has every field a render sets.
 func result(t testing.TB, pool, ign string, kargs ...string) *render.Result {
 	t.Helper()
-	p, err := convert.Parse([]byte(ign))
-	if err != nil {
-		t.Fatalf("parse %s: %v", pool, err)
-	}
-	min, reasons := convert.MinVersion(&p.Config)
-	body, err := convert.Encode(&p.Config, min, false)
+	mc, err := json.Marshal(map[string]any{
+		"apiVersion": render.APIVersion, "kind": render.KindMachineConfig,
+		"metadata": map[string]any{"name": "99-" + pool, "labels": map[string]string{"machineconfiguration.openshift.io/role": pool}},
+		"spec":     map[string]any{"config": json.RawMessage(ign), "kernelArguments": kargs},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr := make([]render.Reason, len(reasons))
-	for i, r := range reasons {
-		rr[i] = render.Reason{Reason: r, MachineConfig: "99-" + pool}
+	var l render.Loader
+	l.Data("in/99-"+pool+".json", mc)
+	if pool != "master" && pool != "worker" {
+		l.Data("in/pool-"+pool+".yaml", []byte("apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata: {name: "+pool+
+			"}\nspec:\n  machineConfigSelector:\n    matchLabels: {machineconfiguration.openshift.io/role: "+pool+"}\n"))
 	}
-	return &render.Result{
-		Pool: pool,
-		Name: "rendered-" + pool + "-0123456789abcdef0123456789abcdef",
-		MachineConfig: &render.MachineConfig{
-			APIVersion: "machineconfiguration.openshift.io/v1",
-			Kind:       "MachineConfig",
-			Metadata:   render.ObjectMeta{Name: "rendered-" + pool + "-0123456789abcdef0123456789abcdef"},
-			Spec:       render.MachineConfigSpec{Config: body, KernelArguments: kargs},
-		},
-		Config:  p.Config,
-		Spec:    min,
-		MinSpec: min,
-		Reasons: rr,
+	set, err := l.Set()
+	if err != nil {
+		t.Fatal(err)
 	}
+	res, err := set.RenderPool(pool, render.Options{})
+	if err != nil {
+		t.Fatalf("render %s: %v", pool, err)
+	}
+	return res
 }
 
 const (
@@ -53,7 +50,7 @@ const (
 func newTestServer(t testing.TB, cfg Config, results ...*render.Result) *Server {
 	t.Helper()
 	s := mustNew(t, cfg)
-	snap, err := BuildSnapshot(1, results, &render.ControllerConfig{KubeAPIServerServingCAData: []byte("-----BEGIN CERTIFICATE-----\nkubelet\n-----END CERTIFICATE-----\n")}, NodeFiles{Kubeconfig: []byte("apiVersion: v1\nkind: Config\n")})
+	snap, err := BuildSnapshot(1, results, &render.ControllerConfig{KubeAPIServerServingCAData: []byte("-----BEGIN CERTIFICATE-----\nkubelet\n-----END CERTIFICATE-----\n")}, render.NodeFiles{Kubeconfig: []byte("apiVersion: v1\nkind: Config\n")})
 	if err != nil {
 		t.Fatal(err)
 	}

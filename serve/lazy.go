@@ -24,11 +24,10 @@ type specSlot struct {
 // encoding is what a pool needs to encode the specs not yet encoded; the
 // pool drops it once every spec is, with the Encoder's copies of contents.
 type encoding struct {
-	enc  *convert.Encoder
-	res  *render.Result
-	mu   sync.Mutex
-	in   interner
-	left atomic.Int32
+	enc      *convert.Encoder
+	res      *render.Result
+	contents contents
+	left     atomic.Int32
 }
 
 // versionIndex is v's place in convert.OutputVersions, or -1.
@@ -90,9 +89,7 @@ func (p *pool) encode(i int) {
 	if err != nil {
 		s.err = err
 	} else {
-		e.mu.Lock()
-		b, sum := e.in.body(segs)
-		e.mu.Unlock()
+		b, sum := newBody(segs)
 		s.resp = newResponse(v, b, sum)
 	}
 }

@@ -37,7 +37,7 @@ func encoded(p *pool) int {
 // are encoded once, on first use, whoever asks at the same time, and the
 // pool lets go of its encoder when all are.
 func TestSpecsEncodedOnFirstUse(t *testing.T) {
-	snap, err := BuildSnapshot(1, []*render.Result{result(t, "worker", sharedIgn)}, nil, NodeFiles{})
+	snap, err := BuildSnapshot(1, []*render.Result{result(t, "worker", sharedIgn)}, nil, render.NodeFiles{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestLazySpecServed(t *testing.T) {
 
 func mustNodeFiles(t *testing.T, res *render.Result) []types.File {
 	t.Helper()
-	files, err := nodeFiles(res, nil, NodeFiles{})
+	files, err := render.NodeFiles{}.Files(res, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func mustNodeFiles(t *testing.T, res *render.Result) []types.File {
 // a replaced snapshot are nobody's to encode.
 func TestFillStopsWhenReplaced(t *testing.T) {
 	results := []*render.Result{result(t, "master", sharedIgn), result(t, "worker", sharedIgn)}
-	snap, err := BuildSnapshot(1, results, nil, NodeFiles{})
+	snap, err := BuildSnapshot(1, results, nil, render.NodeFiles{})
 	if err != nil {
 		t.Fatal(err)
 	}

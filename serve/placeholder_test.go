@@ -44,7 +44,7 @@ spec:
 	for _, dir := range dirs {
 		set, results := servetest.Render(t, dir, render.Options{})
 		for _, res := range results {
-			precomputed, direct, err := serve.Bodies(res, set.ControllerConfig(), serve.NodeFiles{Kubeconfig: bytes.Repeat([]byte("k"), 4096)})
+			precomputed, direct, err := serve.Bodies(res, set.ControllerConfig(), render.NodeFiles{Kubeconfig: bytes.Repeat([]byte("k"), 4096)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,12 +1,15 @@
 package serve
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -22,7 +25,7 @@ type Reloader struct {
 	// Gate, when set, is handed the skew policy the source reads (a
 	// cluster's MachineConfiguration); the server's gate, as a rule.
 	Gate      *skewgate.Gate
-	NodeFiles func() (NodeFiles, error)
+	NodeFiles func() (render.NodeFiles, error)
 	Debounce  time.Duration
 	Logger    *slog.Logger
 	// Timeout is how long a load and render may run before it is reported
@@ -81,7 +84,7 @@ func (r *Reloader) reload(ctx context.Context) *failure {
 	if prev := r.Server.Snapshot(); len(in.Results) == 0 && prev != nil && len(prev.names) > 0 {
 		return wholeFailure(errNoPools)
 	}
-	var nf NodeFiles
+	var nf render.NodeFiles
 	if r.NodeFiles != nil {
 		if nf, err = r.NodeFiles(); err != nil {
 			return wholeFailure(err)
@@ -98,12 +101,20 @@ func (r *Reloader) reload(ctx context.Context) *failure {
 	return failed
 }
 
+// samePolicy compares policies by what they say: their JSON is all of it.
+func samePolicy(a, b *skewgate.Policy) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
 var errNoPools = errors.New("the source has no pools any more; keeping the last good render of every pool")
 
-// applyPolicy hands the gate a policy that differs from the one it has.
+// applyPolicy hands the gate a policy whose contents differ from the one
+// it has.
 func (r *Reloader) applyPolicy(p *skewgate.Policy) {
 	g := r.Gate
-	if p == nil || g == nil || g.Policy() == p {
+	if p == nil || g == nil || samePolicy(g.Policy(), p) {
 		return
 	}
 	g.SetPolicy(p)

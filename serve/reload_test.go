@@ -107,7 +107,7 @@ func TestReloadFailedPoolGetsNewNodeFiles(t *testing.T) {
 		{in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": errors.New("broken")}}},
 	}}
 	kubeconfig := []byte("apiVersion: v1\nkind: Config\n# old\n")
-	rl := &Reloader{Source: src, Server: mustNew(t, Config{}), NodeFiles: func() (NodeFiles, error) { return NodeFiles{Kubeconfig: kubeconfig}, nil }}
+	rl := &Reloader{Source: src, Server: mustNew(t, Config{}), NodeFiles: func() (render.NodeFiles, error) { return render.NodeFiles{Kubeconfig: kubeconfig}, nil }}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestReloadFailedPoolGetsNewNodeFiles(t *testing.T) {
 	if p == nil || p.result != w {
 		t.Fatal("worker does not serve its last good render")
 	}
-	if p == old || p.node != nodeKey(nil, NodeFiles{Kubeconfig: kubeconfig}) {
+	if p == old || p.node != (render.NodeFiles{Kubeconfig: kubeconfig}).Key(nil) {
 		t.Error("worker kept the node files of before the rotation")
 	}
 }

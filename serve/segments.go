@@ -5,13 +5,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"io"
+	"sync"
 	"unique"
 	"unsafe"
 )
 
 // body is a served body held as the pieces it is written from: the
 // config's own bytes, and its large file contents, each held once however
-// many versions, pools and snapshots serve it (see interner). The body is
+// many versions, pools and snapshots serve it (see intern). The body is
 // the pieces' concatenation.
 type body struct {
 	pieces [][]byte // never modified: they alias interned strings
@@ -81,43 +82,47 @@ func (b *body) writeTo(w io.Writer) int {
 // bytes joins the pieces: for the rarely asked forms (gzip, pretty).
 func (b *body) bytes() []byte { return bytes.Join(b.pieces, nil) }
 
-// interner makes one pool's bodies from EncodeSegments' pieces, each held
-// once: the contents (odd pieces) are the same slices in every version of
-// the pool, so each is looked up once; and unique shares equal pieces
-// (contents, and the config's own bytes between them, which pools selecting
-// the same MachineConfigs have in common) across versions, pools and
-// snapshots while a served body holds them.
-type interner map[*byte]unique.Handle[string]
-
-// content interns one of the contents an Encoder holds out, for
-// convert.Encoder.ShareContents: the body pieces then are the Encoder's.
-func (in interner) content(b []byte) []byte {
-	hd := unique.Make(string(b))
+// intern is b held once: unique shares equal pieces (file contents, and
+// the config's own bytes between them, which pools selecting the same
+// MachineConfigs have in common) across versions, pools and snapshots
+// while a body holds their handles. Pieces are looked up by content, never
+// by address; Make copies b only when no equal piece is held, so b may be
+// a buffer its owner reuses.
+func intern(b []byte) ([]byte, unique.Handle[string]) {
+	hd := unique.Make(unsafe.String(unsafe.SliceData(b), len(b)))
 	v := hd.Value()
-	shared := unsafe.Slice(unsafe.StringData(v), len(v))
-	in[&shared[0]] = hd
+	return unsafe.Slice(unsafe.StringData(v), len(v)), hd
+}
+
+// contents interns the contents an Encoder holds out, for
+// convert.Encoder.ShareContents, keeping their handles until every spec of
+// the pool is encoded: the body pieces then are the Encoder's.
+type contents struct {
+	mu   sync.Mutex
+	keep []unique.Handle[string]
+}
+
+func (c *contents) share(b []byte) []byte {
+	shared, hd := intern(b)
+	c.mu.Lock()
+	c.keep = append(c.keep, hd)
+	c.mu.Unlock()
 	return shared
 }
 
-// body builds a body from segs and returns it with the SHA-256 of its bytes.
-func (in interner) body(segs [][]byte) (*body, [sha256.Size]byte) {
+// newBody builds a body from segs, each piece interned, and returns it
+// with the SHA-256 of its bytes.
+func newBody(segs [][]byte) (*body, [sha256.Size]byte) {
 	b := &body{pieces: make([][]byte, 0, len(segs)), keep: make([]unique.Handle[string], 0, len(segs))}
 	h := sha256.New()
-	for i, s := range segs {
+	for _, s := range segs {
 		if len(s) == 0 {
 			continue
 		}
 		h.Write(s)
 		b.size += len(s)
-		hd, ok := in[&s[0]]
-		if !ok {
-			hd = unique.Make(string(s))
-			if i%2 == 1 {
-				in[&s[0]] = hd
-			}
-		}
-		v := hd.Value()
-		b.pieces = append(b.pieces, unsafe.Slice(unsafe.StringData(v), len(v)))
+		piece, hd := intern(s)
+		b.pieces = append(b.pieces, piece)
 		b.keep = append(b.keep, hd)
 	}
 	var sum [sha256.Size]byte

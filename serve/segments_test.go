@@ -36,7 +36,7 @@ func contentCopies(snap *Snapshot) map[*byte]int {
 
 func TestContentsHeldOnce(t *testing.T) {
 	a, b := result(t, "a", sharedIgn), result(t, "b", sharedIgn)
-	first, err := BuildSnapshot(1, []*render.Result{a, b}, nil, NodeFiles{})
+	first, err := BuildSnapshot(1, []*render.Result{a, b}, nil, render.NodeFiles{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestContentsHeldOnce(t *testing.T) {
 		}
 	}
 	// A pool rendered anew, with the same content, shares the copy held.
-	second, err := BuildSnapshotFrom(first, 2, []*render.Result{a, result(t, "b", sharedIgn)}, nil, NodeFiles{})
+	second, err := BuildSnapshotFrom(first, 2, []*render.Result{a, result(t, "b", sharedIgn)}, nil, render.NodeFiles{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestSegmentedBodiesServed(t *testing.T) {
 type writerOnly struct{ io.Writer }
 
 func TestBodyWriteAllocatesNothing(t *testing.T) {
-	snap, err := BuildSnapshot(1, []*render.Result{result(t, "a", sharedIgn)}, nil, NodeFiles{Kubeconfig: []byte(strings.Repeat("k", 2048))})
+	snap, err := BuildSnapshot(1, []*render.Result{result(t, "a", sharedIgn)}, nil, render.NodeFiles{Kubeconfig: []byte(strings.Repeat("k", 2048))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -218,7 +218,8 @@ func TestServedFiles(t *testing.T) {
 	for _, f := range p.Config.Storage.Files {
 		paths = append(paths, f.Path)
 	}
-	want := []string{"/etc/hello", pathKubeletCA, pathAnnotations, pathKubeconfig, pathContent, pathEncapsulated}
+	const pathAnnotations = "/etc/machine-config-daemon/node-annotations.json"
+	want := []string{"/etc/hello", "/etc/kubernetes/kubelet-ca.crt", pathAnnotations, "/etc/kubernetes/kubeconfig", "/etc/mcs-machine-config-content.json", pathEncapsulated}
 	if strings.Join(paths, " ") != strings.Join(want, " ") {
 		t.Fatalf("files %v, want %v (encapsulated last)", paths, want)
 	}

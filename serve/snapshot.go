@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/fanout"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -41,12 +40,12 @@ type Snapshot struct {
 // A pool that never rendered stays absent (404 names it nowhere). A kept
 // pool is re-encoded when the node files changed (a rotated kubeconfig or
 // CA): its last good render must not hand new nodes stale credentials.
-func (s *Snapshot) keepFailed(prev *Snapshot, failed map[string]error, cc *render.ControllerConfig, nf NodeFiles) {
+func (s *Snapshot) keepFailed(prev *Snapshot, failed map[string]error, cc *render.ControllerConfig, nf render.NodeFiles) {
 	if len(failed) == 0 {
 		return
 	}
 	s.failed = make(map[string]string, len(failed))
-	node := nodeKey(cc, nf)
+	node := nf.Key(cc)
 	for name, err := range failed {
 		s.failed[name] = err.Error()
 		if prev == nil || prev.pools[name] == nil || s.pools[name] != nil {
@@ -75,7 +74,7 @@ type pool struct {
 	build atomic.Pointer[encoding]
 	// fetches records who fetched this rendered config; set by Swap.
 	fetches atomic.Pointer[renderedFetches]
-	node    [sha256.Size]byte // nodeKey of the node files encoded with the result
+	node    render.Key // the key of the node files encoded with the result
 }
 
 // response is a served body with every header precomputed, as the header
@@ -110,59 +109,25 @@ func (r *response) gzipped() *response {
 	return r
 }
 
-// NodeFiles is what the server adds to every pool's config beside the render.
-type NodeFiles struct {
-	// Kubeconfig is the node bootstrap kubeconfig; a credential, never logged.
-	Kubeconfig []byte
-	// KubeletCA overrides the ControllerConfig's API server serving CA.
-	KubeletCA []byte
-}
-
-// ReadNodeFiles reads the node files from the files the commands'
-// --bootstrap-kubeconfig and --kubelet-ca name; an empty name reads none.
-// Errors name the flag.
-func ReadNodeFiles(kubeconfig, kubeletCA string) (NodeFiles, error) {
-	var nf NodeFiles
-	for _, f := range []struct {
-		flag, path string
-		dst        *[]byte
-	}{{"--bootstrap-kubeconfig", kubeconfig, &nf.Kubeconfig}, {"--kubelet-ca", kubeletCA, &nf.KubeletCA}} {
-		if f.path == "" {
-			continue
-		}
-		b, err := os.ReadFile(f.path)
-		if err != nil {
-			return nf, fmt.Errorf("%s: %w", f.flag, err)
-		}
-		*f.dst = b
-	}
-	return nf, nil
-}
-
-const (
-	pathKubeletCA    = "/etc/kubernetes/kubelet-ca.crt"
-	pathCloudCA      = "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem"
-	pathAnnotations  = "/etc/machine-config-daemon/node-annotations.json"
-	pathKubeconfig   = "/etc/kubernetes/kubeconfig"
-	pathContent      = "/etc/mcs-machine-config-content.json"
-	pathEncapsulated = "/etc/ignition-machine-config-encapsulated.json"
-)
+// pathEncapsulated is where OpenShift's server puts the encapsulated
+// MachineConfig, whose spec version is the served one's.
+const pathEncapsulated = "/etc/ignition-machine-config-encapsulated.json"
 
 // BuildSnapshot precomputes every response of every pool, pools and spec
 // versions in parallel. It fails only on errors that would make a pool
 // unservable to every client.
-func BuildSnapshot(gen uint64, results []*render.Result, cc *render.ControllerConfig, nf NodeFiles) (*Snapshot, error) {
+func BuildSnapshot(gen uint64, results []*render.Result, cc *render.ControllerConfig, nf render.NodeFiles) (*Snapshot, error) {
 	return BuildSnapshotFrom(nil, gen, results, cc, nf)
 }
 
 // BuildSnapshotFrom is BuildSnapshot that carries over from prev, unchanged
-// (the same bytes and ETags), the responses of every pool whose result is
-// the one prev served (the same pointer: see source.Renderer) and whose
-// node files are unchanged; only the others are encoded.
-func BuildSnapshotFrom(prev *Snapshot, gen uint64, results []*render.Result, cc *render.ControllerConfig, nf NodeFiles) (*Snapshot, error) {
+// (the same bytes and ETags), the responses of every pool whose result has
+// the key of the one prev served and whose node files' key is unchanged;
+// only the others are encoded.
+func BuildSnapshotFrom(prev *Snapshot, gen uint64, results []*render.Result, cc *render.ControllerConfig, nf render.NodeFiles) (*Snapshot, error) {
 	start := time.Now()
 	s := &Snapshot{Generation: gen, Built: start, pools: make(map[string]*pool, len(results))}
-	node := nodeKey(cc, nf)
+	node := nf.Key(cc)
 	pools := make([]*pool, len(results))
 	errs := make([]error, len(results))
 	var todo []int
@@ -175,7 +140,7 @@ func BuildSnapshotFrom(prev *Snapshot, gen uint64, results []*render.Result, cc 
 		todo = append(todo, i)
 	}
 	s.Rerendered = len(todo)
-	parallel(len(todo), func(j int) {
+	fanout.Each(len(todo), func(j int) {
 		i := todo[j]
 		pools[i], errs[i] = buildPool(results[i], cc, nf)
 		if pools[i] != nil {
@@ -194,23 +159,8 @@ func BuildSnapshotFrom(prev *Snapshot, gen uint64, results []*render.Result, cc 
 	return s, nil
 }
 
-// parallel runs f(0..n-1) on at most GOMAXPROCS goroutines at a time.
-func parallel(n int, f func(i int)) {
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			f(i)
-		}()
-	}
-	wg.Wait()
-}
-
-func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*pool, error) {
-	shared, err := nodeFiles(res, cc, nf)
+func buildPool(res *render.Result, cc *render.ControllerConfig, nf render.NodeFiles) (*pool, error) {
+	shared, err := nf.Files(res, cc)
 	if err != nil {
 		return nil, err
 	}
@@ -219,8 +169,8 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) (*
 	// so the large ones are held out of every version's translation (see
 	// convert.Encoder), and what the config needs is found once. Directory
 	// modes are written as the render wrote them.
-	e := &encoding{res: res, in: interner{}}
-	e.enc = convert.NewEncoder(withNodeFiles(res.Config, shared), false).Written(res.WrittenModes).ShareContents(e.in.content)
+	e := &encoding{res: res}
+	e.enc = convert.NewEncoder(withNodeFiles(res.Config, shared), false).Written(res.WrittenModes).ShareContents(e.contents.share)
 	e.left.Store(int32(len(p.specs)))
 	p.build.Store(e)
 	if p.response(res.Spec) == nil {
@@ -240,41 +190,6 @@ func newResponse(v convert.Version, b *body, sum [sha256.Size]byte) *response {
 		etag:          []string{`"` + tag + `"`},
 		contentLength: []string{strconv.Itoa(b.size)},
 	}
-}
-
-// nodeFiles are the files upstream's server adds that are the same for every
-// spec version, in its order; they are encoded once per pool.
-func nodeFiles(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) ([]types.File, error) {
-	content, err := json.Marshal(res.MachineConfig)
-	if err != nil {
-		return nil, fmt.Errorf("encoding rendered MachineConfig: %w", err)
-	}
-	kubeletCA := nf.KubeletCA
-	var cloudCA []byte
-	if cc != nil {
-		if len(kubeletCA) == 0 {
-			kubeletCA = cc.KubeAPIServerServingCAData
-		}
-		cloudCA = cc.CloudProviderCAData
-	}
-	var files []types.File
-	if len(kubeletCA) > 0 {
-		files = append(files, convert.DataFile(pathKubeletCA, kubeletCA))
-	}
-	if len(cloudCA) > 0 {
-		files = append(files, convert.DataFile(pathCloudCA, cloudCA))
-	}
-	annotations, _ := json.Marshal(map[string]string{
-		"machineconfiguration.openshift.io/currentConfig":    res.Name,
-		"machineconfiguration.openshift.io/desiredConfig":    res.Name,
-		"machineconfiguration.openshift.io/firstPivotConfig": res.Name,
-		"machineconfiguration.openshift.io/state":            "Done",
-	})
-	files = append(files, convert.DataFile(pathAnnotations, annotations))
-	if len(nf.Kubeconfig) > 0 {
-		files = append(files, convert.DataFile(pathKubeconfig, nf.Kubeconfig))
-	}
-	return append(files, convert.DataFile(pathContent, content)), nil
 }
 
 // withNodeFiles is the pool's config with the node files upstream's server

@@ -23,7 +23,7 @@ func BenchmarkBuildSnapshot(b *testing.B) {
 	b.Run("precompute", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), serve.NodeFiles{}); err != nil {
+			if _, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), render.NodeFiles{}); err != nil {
 				b.Fatal(err)
 			}
 		}

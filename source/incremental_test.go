@@ -42,10 +42,11 @@ func TestRendererRerendersOnlyChangedPools(t *testing.T) {
 	if next["master"] == first["master"] || len(next["master"].MachineConfigs) != 2 {
 		t.Fatalf("master not rendered again: %v", next["master"].MachineConfigs)
 	}
-	// Fresh state renders everything: the same content, other pointers.
-	fresh := byPool(renderPools(mustSet(t, dir), render.Options{}))
-	if fresh["worker"] == next["worker"] || fresh["worker"].Name != next["worker"].Name {
-		t.Fatal("renderPools did not render anew")
+	// Fresh state renders everything: the same content and key, another
+	// result.
+	fresh := byPool(new(Renderer).Render(mustSet(t, dir), render.Options{}))
+	if fresh["worker"] == next["worker"] || fresh["worker"].Name != next["worker"].Name || fresh["worker"].Key != next["worker"].Key {
+		t.Fatal("a fresh Renderer did not render anew, or gave another key")
 	}
 }
 
@@ -91,30 +92,4 @@ func mustSet(t *testing.T, dir string) *render.Set {
 		t.Fatal(err)
 	}
 	return set
-}
-
-func TestRendererCarry(t *testing.T) {
-	dir := t.TempDir()
-	write(t, dir, "50-worker", "worker")
-	write(t, dir, "50-master", "master")
-	// Fresh renders: equal results, other pointers, as pool mode makes them.
-	fresh := func() *Input { return renderPools(mustSet(t, dir), render.Options{}) }
-	var r Renderer
-	first := fresh()
-	r.Carry(first)
-	second := fresh()
-	before := byPool(second)
-	r.Carry(second)
-	if byPool(second)["worker"] != byPool(first)["worker"] || byPool(second)["master"] != byPool(first)["master"] {
-		t.Fatal("equal results not carried")
-	}
-	if before["worker"] == byPool(first)["worker"] {
-		t.Fatal("the test's renders were not fresh")
-	}
-	write(t, dir, "60-master", "master")
-	third := fresh()
-	r.Carry(third)
-	if byPool(third)["worker"] != byPool(first)["worker"] || byPool(third)["master"] == byPool(first)["master"] {
-		t.Fatal("carried a changed result, or not an unchanged one")
-	}
 }

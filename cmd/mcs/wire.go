@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -92,8 +92,8 @@ func parseTokens(b []byte) (any, error) {
 
 // nodeFiles reads the files served to nodes beside their config, at every
 // render, so that a rotated file is served with the next one.
-func nodeFiles(o *options) func() (serve.NodeFiles, error) {
-	return func() (serve.NodeFiles, error) { return serve.ReadNodeFiles(o.kubeconfig, o.kubeletCA) }
+func nodeFiles(o *options) func() (render.NodeFiles, error) {
+	return func() (render.NodeFiles, error) { return cmdline.NodeFiles(o.kubeconfig, o.kubeletCA) }
 }
 
 // newSource is the directory, or the API server: there the cluster's

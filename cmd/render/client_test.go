@@ -18,6 +18,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/impact"
+	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
@@ -67,14 +68,14 @@ func isAccept(s string) bool {
 
 // mcsServer serves a tree as mcs does: the directory source, the reloader,
 // the node files and the skew gate, behind a real HTTP listener.
-func mcsServer(t *testing.T, tree string, cfg serve.Config, nf serve.NodeFiles, policy *skewgate.Policy) *httptest.Server {
+func mcsServer(t *testing.T, tree string, cfg serve.Config, nf render.NodeFiles, policy *skewgate.Policy) *httptest.Server {
 	t.Helper()
 	cfg.Gate = skewgate.New(policy, nil)
 	srv, err := serve.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := &serve.Reloader{Source: &source.Dir{Path: tree}, Server: srv, Gate: cfg.Gate, NodeFiles: func() (serve.NodeFiles, error) { return nf, nil }}
+	rl := &serve.Reloader{Source: &source.Dir{Path: tree}, Server: srv, Gate: cfg.Gate, NodeFiles: func() (render.NodeFiles, error) { return nf, nil }}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -120,16 +121,16 @@ func TestClientMatchesServer(t *testing.T) {
 		name, tree, pool string
 		flags            []string
 		cfg              serve.Config
-		nf               serve.NodeFiles
+		nf               render.NodeFiles
 		policy           *skewgate.Policy
 	}{
-		{"luks discard 3.4", filepath.Join(diffDir, "luks-discard"), "worker", nil, serve.Config{}, serve.NodeFiles{}, nil},
+		{"luks discard 3.4", filepath.Join(diffDir, "luks-discard"), "worker", nil, serve.Config{}, render.NodeFiles{}, nil},
 		{"kargs 3.3, node files", filepath.Join("fixtures", "features", "kargs-3.3"), "worker",
-			[]string{"--bootstrap-kubeconfig", kubeconfig, "--kubelet-ca", ca}, serve.Config{}, serve.NodeFiles{Kubeconfig: []byte("apiVersion: v1\nkind: Config\n"), KubeletCA: []byte("-----BEGIN CERTIFICATE-----\nkubelet\n-----END CERTIFICATE-----\n")}, nil},
+			[]string{"--bootstrap-kubeconfig", kubeconfig, "--kubelet-ca", ca}, serve.Config{}, render.NodeFiles{Kubeconfig: []byte("apiVersion: v1\nkind: Config\n"), KubeletCA: []byte("-----BEGIN CERTIFICATE-----\nkubelet\n-----END CERTIFICATE-----\n")}, nil},
 		{"cluster, policy, default 2.2", filepath.Join("fixtures", "cluster"), "master",
-			[]string{"--skew-policy", policy, "--default-spec", "2.2.0"}, serve.Config{DefaultSpec: convert.V2_2}, serve.NodeFiles{}, pol},
+			[]string{"--skew-policy", policy, "--default-spec", "2.2.0"}, serve.Config{DefaultSpec: convert.V2_2}, render.NodeFiles{}, pol},
 		{"tang 3.4, policy", filepath.Join("fixtures", "features", "tang-advertisement-3.4"), "worker",
-			[]string{"--skew-policy", policy}, serve.Config{}, serve.NodeFiles{}, pol},
+			[]string{"--skew-policy", policy}, serve.Config{}, render.NodeFiles{}, pol},
 	}
 	seen := map[string]int{}
 	for _, tr := range trees {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
@@ -43,7 +44,7 @@ func (f *serverFlags) server(set *render.Set, results []*render.Result) (*serve.
 	if err != nil {
 		return nil, err
 	}
-	nf, err := serve.ReadNodeFiles(f.kubeconfig, f.kubeletCA)
+	nf, err := cmdline.NodeFiles(f.kubeconfig, f.kubeletCA)
 	if err != nil {
 		return nil, err
 	}

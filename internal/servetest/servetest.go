@@ -35,7 +35,7 @@ func Render(tb testing.TB, dir string, opts render.Options) (*render.Set, []*ren
 func Handler(tb testing.TB, dir string, cfg serve.Config) (*serve.Server, map[string]*render.Result) {
 	tb.Helper()
 	set, results := Render(tb, dir, render.Options{})
-	snap, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), serve.NodeFiles{Kubeconfig: kubeconfig})
+	snap, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), render.NodeFiles{Kubeconfig: kubeconfig})
 	if err != nil {
 		tb.Fatal(err)
 	}

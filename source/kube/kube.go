@@ -253,9 +253,6 @@ func (s *Source) Load(ctx context.Context) (*source.Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.Mode == ModePool {
-		s.renderer.Carry(in) // self mode's renderer carried what it could
-	}
 	in.SkewPolicy, in.SkewPolicyError = s.skewPolicy()
 	return in, nil
 }

@@ -106,13 +106,10 @@ func (s *Source) loadPool() (*source.Input, error) {
 			fail(pool, err)
 			continue
 		}
-		res, err := render.FromRendered(pool, mc, s.cfg.Options)
+		res, err := render.FromRendered(pool, mc, sources, s.cfg.Options)
 		if err != nil {
 			fail(pool, err)
 			continue
-		}
-		if len(sources) > 0 {
-			res.MachineConfigs = sources
 		}
 		in.Results = append(in.Results, res)
 	}

@@ -1,13 +1,15 @@
-package serve
+package cmdline
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ignition-mcs/mcs/render"
 )
 
-func TestReadNodeFiles(t *testing.T) {
+func TestNodeFiles(t *testing.T) {
 	dir := t.TempDir()
 	kc, ca := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "ca.crt")
 	os.WriteFile(kc, []byte("apiVersion: v1\n"), 0o600)
@@ -15,16 +17,16 @@ func TestReadNodeFiles(t *testing.T) {
 	missing := filepath.Join(dir, "none")
 	for _, tc := range []struct {
 		name, kubeconfig, ca string
-		want                 NodeFiles
+		want                 render.NodeFiles
 		err                  string
 	}{
 		{name: "none"},
-		{name: "both", kubeconfig: kc, ca: ca, want: NodeFiles{Kubeconfig: []byte("apiVersion: v1\n"), KubeletCA: []byte("PEM\n")}},
+		{name: "both", kubeconfig: kc, ca: ca, want: render.NodeFiles{Kubeconfig: []byte("apiVersion: v1\n"), KubeletCA: []byte("PEM\n")}},
 		{name: "kubeconfig missing", kubeconfig: missing, ca: ca, err: "--bootstrap-kubeconfig: open " + missing},
 		{name: "CA missing", kubeconfig: kc, ca: missing, err: "--kubelet-ca: open " + missing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ReadNodeFiles(tc.kubeconfig, tc.ca)
+			got, err := NodeFiles(tc.kubeconfig, tc.ca)
 			if tc.err != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
 					t.Fatalf("err %v, want %q", err, tc.err)
