@@ -73,14 +73,14 @@ func merged(a, b map[string]string) map[string]string {
 }
 
 func (w *writer) putBundle(ctx context.Context, old *corev1.ConfigMap, bundle []byte, why string) error {
-	api := w.c.Kube.CoreV1().ConfigMaps(Namespace)
+	api := w.c.Kube.CoreV1().ConfigMaps(mcoNamespace)
 	var dry []string
 	if w.dryRun {
 		dry = []string{metav1.DryRunAll}
 	}
 	if old == nil {
-		w.note("create configmap %s/%s: %s", Namespace, BundleName, why)
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: BundleName, Namespace: Namespace,
+		w.note("create configmap %s/%s: %s", mcoNamespace, bundleName, why)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: bundleName, Namespace: mcoNamespace,
 			Annotations: map[string]string{"openshift.io/description": "CA bundle that stores all valid CAs for the MachineConfigServer TLS certificate"}},
 			Data: map[string]string{bundleKey: string(bundle)}}
 		_, err := api.Create(ctx, cm, metav1.CreateOptions{DryRun: dry})
@@ -91,7 +91,7 @@ func (w *writer) putBundle(ctx context.Context, old *corev1.ConfigMap, bundle []
 		next.Data = map[string]string{}
 	}
 	next.Data[bundleKey] = string(bundle)
-	w.note("update configmap %s/%s: %s", Namespace, BundleName, why)
+	w.note("update configmap %s/%s: %s", mcoNamespace, bundleName, why)
 	_, err := api.Update(ctx, next, metav1.UpdateOptions{DryRun: dry})
 	return err
 }
@@ -104,7 +104,7 @@ func (w *writer) applyPKI(ctx context.Context, cl *cluster, d desired) error {
 		if err != nil {
 			return err
 		}
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SignerName, Namespace: Namespace, Annotations: tlsAnnotations(d.signer.cert)},
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: signerName, Namespace: mcoNamespace, Annotations: tlsAnnotations(d.signer.cert)},
 			Type: corev1.SecretTypeTLS,
 			Data: map[string][]byte{"tls.crt": encodeCerts(d.signer.cert), "tls.key": key, crossKey: encodeCerts(d.cross...)}}
 		if err := w.putSecret(ctx, cl.signerSec, s, reasonsOr(d.reasons, "new CA")); err != nil {
@@ -123,7 +123,7 @@ func (w *writer) applyPKI(ctx context.Context, cl *cluster, d desired) error {
 		if err != nil {
 			return err
 		}
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ServingName, Namespace: Namespace, Annotations: tlsAnnotations(d.serving.cert)},
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: servingName, Namespace: mcoNamespace, Annotations: tlsAnnotations(d.serving.cert)},
 			Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": chain, "tls.key": key}}
 		why := "its chain of cross-signatures changed"
 		if d.servingChanged {

@@ -36,7 +36,7 @@ func newSigner(now time.Time, validity time.Duration) (*pair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generating a CA key: %w", err)
 	}
-	tmpl := caTemplate(fmt.Sprintf("%s_%s@%d", Namespace, SignerName, now.Unix()), key.Public(), now, now.Add(validity))
+	tmpl := caTemplate(fmt.Sprintf("%s_%s@%d", mcoNamespace, signerName, now.Unix()), key.Public(), now, now.Add(validity))
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		return nil, fmt.Errorf("signing the CA: %w", err)

@@ -20,9 +20,9 @@ import (
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
-// Infrastructures is the cluster's Infrastructure, whose api-int host and
+// infrastructures is the cluster's Infrastructure, whose api-int host and
 // internal IPs the serving certificate names.
-var Infrastructures = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "infrastructures"}
+var infrastructures = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "infrastructures"}
 
 // Clients reach the API server.
 type Clients struct {
@@ -48,17 +48,17 @@ type cluster struct {
 func read(ctx context.Context, c Clients) (*cluster, error) {
 	cl := &cluster{tokens: map[string]*corev1.Secret{}, pools: map[string]string{}}
 	var err error
-	if cl.signerSec, err = getSecret(ctx, c, Namespace, SignerName); err != nil {
+	if cl.signerSec, err = getSecret(ctx, c, mcoNamespace, signerName); err != nil {
 		return nil, err
 	}
-	if cl.servingSec, err = getSecret(ctx, c, Namespace, ServingName); err != nil {
+	if cl.servingSec, err = getSecret(ctx, c, mcoNamespace, servingName); err != nil {
 		return nil, err
 	}
-	cm, err := c.Kube.CoreV1().ConfigMaps(Namespace).Get(ctx, BundleName, metav1.GetOptions{})
+	cm, err := c.Kube.CoreV1().ConfigMaps(mcoNamespace).Get(ctx, bundleName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return nil, fmt.Errorf("configmap %s/%s: %w", Namespace, BundleName, err)
+		return nil, fmt.Errorf("configmap %s/%s: %w", mcoNamespace, bundleName, err)
 	default:
 		cl.bundleCM = cm
 	}
@@ -89,9 +89,9 @@ func (cl *cluster) readPKI(ctx context.Context, c Clients) error {
 	if s := cl.signerSec; s != nil {
 		p, _, err := parsePair(s.Data["tls.crt"], s.Data["tls.key"])
 		if err != nil {
-			cur.problems = append(cur.problems, fmt.Sprintf("secret %s/%s: %v", Namespace, SignerName, err))
+			cur.problems = append(cur.problems, fmt.Sprintf("secret %s/%s: %v", mcoNamespace, signerName, err))
 		} else if !p.cert.IsCA {
-			cur.problems = append(cur.problems, fmt.Sprintf("secret %s/%s: tls.crt is not a CA", Namespace, SignerName))
+			cur.problems = append(cur.problems, fmt.Sprintf("secret %s/%s: tls.crt is not a CA", mcoNamespace, signerName))
 		} else {
 			cur.signer = p
 		}
@@ -100,14 +100,14 @@ func (cl *cluster) readPKI(ctx context.Context, c Clients) error {
 	if cl.bundleCM != nil {
 		b, err := parseCerts([]byte(cl.bundleCM.Data[bundleKey]))
 		if err != nil {
-			cur.problems = append(cur.problems, fmt.Sprintf("configmap %s/%s: %s: %v", Namespace, BundleName, bundleKey, err))
+			cur.problems = append(cur.problems, fmt.Sprintf("configmap %s/%s: %s: %v", mcoNamespace, bundleName, bundleKey, err))
 		}
 		cur.bundle = b
 	}
 	if s := cl.servingSec; s != nil {
 		p, _, err := parsePair(s.Data["tls.crt"], s.Data["tls.key"])
 		if err != nil {
-			cur.problems = append(cur.problems, fmt.Sprintf("secret %s/%s: %v", Namespace, ServingName, err))
+			cur.problems = append(cur.problems, fmt.Sprintf("secret %s/%s: %v", mcoNamespace, servingName, err))
 		}
 		cur.serving = p
 	}
@@ -115,9 +115,9 @@ func (cl *cluster) readPKI(ctx context.Context, c Clients) error {
 		certs, _ := parseCerts([]byte(root.Data["ca.crt"]))
 		cur.carried = append(cur.carried, certs...)
 	}
-	list, err := c.Kube.CoreV1().Secrets(MachineAPINamespace).List(ctx, metav1.ListOptions{})
+	list, err := c.Kube.CoreV1().Secrets(mapiNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("listing secrets in %s: %w", MachineAPINamespace, err)
+		return fmt.Errorf("listing secrets in %s: %w", mapiNamespace, err)
 	}
 	for _, s := range list.Items {
 		if _, ok := s.Data[userDataKey]; !ok {
@@ -140,7 +140,7 @@ func (cl *cluster) readPools(ctx context.Context, c Clients) error {
 	for _, p := range pools.Items {
 		cl.pools[p.GetName()] = string(p.GetUID())
 	}
-	toks, err := c.Kube.CoreV1().Secrets(Namespace).List(ctx, metav1.ListOptions{LabelSelector: tokenLabel})
+	toks, err := c.Kube.CoreV1().Secrets(mcoNamespace).List(ctx, metav1.ListOptions{LabelSelector: tokenLabel})
 	if err != nil {
 		return fmt.Errorf("listing pool token secrets: %w", err)
 	}
@@ -154,7 +154,7 @@ func (cl *cluster) readPools(ctx context.Context, c Clients) error {
 // readInfrastructure finds the SANs and the pointer configs' host as
 // upstream does: the api-int host and the platform's API internal IPs.
 func (cl *cluster) readInfrastructure(ctx context.Context, c Clients) error {
-	infra, err := c.Dynamic.Resource(Infrastructures).Get(ctx, "cluster", metav1.GetOptions{})
+	infra, err := c.Dynamic.Resource(infrastructures).Get(ctx, "cluster", metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("infrastructure/cluster: %w", err)
 	}

@@ -45,7 +45,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Clients.Kube == nil || cfg.Clients.Dynamic == nil {
 		return nil, errors.New("pki: no API clients")
 	}
-	if err := cfg.Lifetimes.Validate(); err != nil {
+	if err := cfg.Lifetimes.validate(); err != nil {
 		return nil, fmt.Errorf("pki: %w", err)
 	}
 	if cfg.Tokens.Rotation > 0 && cfg.Tokens.Grace <= 0 {
@@ -67,7 +67,7 @@ func New(cfg Config) (*Manager, error) {
 // added or deleted (its token and pointer config follow at once).
 func (m *Manager) Run(ctx context.Context) error {
 	f := dynamicinformer.NewDynamicSharedInformerFactory(m.cfg.Clients.Dynamic, 0)
-	for _, gvr := range []schema.GroupVersionResource{poolsGVR(), Infrastructures} {
+	for _, gvr := range []schema.GroupVersionResource{poolsGVR(), infrastructures} {
 		_, _ = f.ForResource(gvr).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { m.poke() },
 			UpdateFunc: func(any, any) {},
@@ -201,7 +201,7 @@ func tokenFromSecret(s *corev1.Secret) poolToken {
 
 func tokenSecret(pool, uid string, t poolToken) *corev1.Secret {
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: tokenSecretName(pool), Namespace: Namespace,
+		ObjectMeta: metav1.ObjectMeta{Name: tokenSecretName(pool), Namespace: mcoNamespace,
 			Labels:          map[string]string{tokenLabel: pool},
 			Annotations:     map[string]string{rotatedAnnotation: t.RotatedAt.UTC().Format(time.RFC3339Nano)},
 			OwnerReferences: ownerRef(pool, uid)},
@@ -274,7 +274,7 @@ func (m *Manager) putManaged(ctx context.Context, w *writer, cl *cluster, pool s
 		return nil
 	}
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: MachineAPINamespace,
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mapiNamespace,
 			Labels: map[string]string{managedLabel: ""}, OwnerReferences: ownerRef(pool, cl.pools[pool])},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{"disableTemplating": []byte("true\n"), userDataKey: p.Config},

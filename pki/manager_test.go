@@ -26,29 +26,29 @@ func cluster0(t *testing.T, pools ...string) Clients {
 	cp := shared.Need(t)
 	ctx := context.Background()
 	c := Clients{Kube: cp.Kube, Dynamic: cp.Dynamic}
-	for _, ns := range []string{Namespace, MachineAPINamespace} {
+	for _, ns := range []string{mcoNamespace, mapiNamespace} {
 		_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() {
-		for _, ns := range []string{Namespace, MachineAPINamespace} {
+		for _, ns := range []string{mcoNamespace, mapiNamespace} {
 			_ = c.Kube.CoreV1().Secrets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 			_ = c.Kube.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		}
-		_ = c.Dynamic.Resource(Infrastructures).Delete(ctx, "cluster", metav1.DeleteOptions{})
+		_ = c.Dynamic.Resource(infrastructures).Delete(ctx, "cluster", metav1.DeleteOptions{})
 		cp.DeleteAll(t, kube.MachineConfigPools)
 	})
 	infra := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": map[string]any{"name": "cluster"}, "spec": map[string]any{}}}
-	got, err := c.Dynamic.Resource(Infrastructures).Create(ctx, infra, metav1.CreateOptions{})
+	got, err := c.Dynamic.Resource(infrastructures).Create(ctx, infra, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got.Object["status"] = map[string]any{"apiServerInternalURI": "https://api-int.test.example:6443", "infrastructureName": "test",
 		"platformStatus": map[string]any{"type": "BareMetal", "baremetal": map[string]any{"apiServerInternalIPs": []any{"127.0.0.1"}}}}
-	if _, err := c.Dynamic.Resource(Infrastructures).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Dynamic.Resource(infrastructures).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pools {
@@ -67,7 +67,7 @@ func putSecret(t *testing.T, c Clients, s *corev1.Secret) *corev1.Secret {
 }
 
 func userData(name string, labels map[string]string, data string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: MachineAPINamespace, Labels: labels},
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mapiNamespace, Labels: labels},
 		Data: map[string][]byte{userDataKey: []byte(data)}}
 }
 
@@ -93,7 +93,7 @@ func TestManagerAdoptsAndRewrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, _ := encodeKey(installer.key)
-	putSecret(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SignerName, Namespace: Namespace}, Type: corev1.SecretTypeTLS,
+	putSecret(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: signerName, Namespace: mcoNamespace}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{"tls.crt": encodeCerts(installer.cert), "tls.key": key}})
 	caURL := "data:text/plain;charset=utf-8;base64,AAAA"
 	putSecret(t, c, userData("worker-user-data", nil, string(pointerJSON(t, caURL))))
@@ -118,17 +118,17 @@ func TestManagerAdoptsAndRewrites(t *testing.T) {
 		t.Errorf("serving certificate hosts: %+v", r.Serving)
 	}
 	bundle := getConfigMap(t, c).Data[bundleKey]
-	w := getSecret0(t, c, MachineAPINamespace, "worker-user-data")
+	w := getSecret0(t, c, mapiNamespace, "worker-user-data")
 	if p, _ := readPointer(w.Data[userDataKey]); len(p.CAs) != 1 || !p.CAs[0].Equal(installer.cert) || !strings.Contains(bundle, string(encodeCerts(installer.cert))) {
 		t.Errorf("worker-user-data not rewritten with the bundle: %s", w.Data[userDataKey])
 	}
 	for name, old := range kept {
-		if s := getSecret0(t, c, MachineAPINamespace, name); s.ResourceVersion != old.ResourceVersion {
+		if s := getSecret0(t, c, mapiNamespace, name); s.ResourceVersion != old.ResourceVersion {
 			t.Errorf("%s was rewritten", name)
 		}
 	}
-	managed := getSecret0(t, c, MachineAPINamespace, "worker-user-data-managed")
-	tok := getSecret0(t, c, Namespace, tokenSecretName("worker"))
+	managed := getSecret0(t, c, mapiNamespace, "worker-user-data-managed")
+	tok := getSecret0(t, c, mcoNamespace, tokenSecretName("worker"))
 	p, err := readPointer(managed.Data[userDataKey])
 	if err != nil || p.Version != "3.1.0" || p.Pool != "worker" || !strings.Contains(string(managed.Data[userDataKey]), "Bearer "+string(tok.Data[tokenKey])) {
 		t.Errorf("generated pointer %s: %+v %v", managed.Data[userDataKey], p, err)
@@ -143,7 +143,7 @@ func TestManagerAdoptsAndRewrites(t *testing.T) {
 
 func getConfigMap(t *testing.T, c Clients) *corev1.ConfigMap {
 	t.Helper()
-	cm, err := c.Kube.CoreV1().ConfigMaps(Namespace).Get(context.Background(), BundleName, metav1.GetOptions{})
+	cm, err := c.Kube.CoreV1().ConfigMaps(mcoNamespace).Get(context.Background(), bundleName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestManagerRotateAndRevoke(t *testing.T) {
 	if r1.CA.SHA256 == r0.CA.SHA256 || len(r1.Bundle) != 2 || len(r1.Chain) != 1 || r1.Chain[0].Issuer != r0.CA.Subject {
 		t.Fatalf("rotation: CA %v → %v, bundle %d, chain %+v", r0.CA.Subject, r1.CA.Subject, len(r1.Bundle), r1.Chain)
 	}
-	serving := getSecret0(t, c, Namespace, ServingName)
+	serving := getSecret0(t, c, mcoNamespace, servingName)
 	if certs, _ := parseCerts(serving.Data["tls.crt"]); len(certs) != 2 || !certs[1].IsCA {
 		t.Errorf("served chain: %d certificates", len(certs))
 	}
@@ -182,7 +182,7 @@ func TestManagerRotateAndRevoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubetest.Eventually(t, 5*time.Second, "infra's token deleted", func() error {
-		_, err := c.Kube.CoreV1().Secrets(Namespace).Get(ctx, tokenSecretName("infra"), metav1.GetOptions{})
+		_, err := c.Kube.CoreV1().Secrets(mcoNamespace).Get(ctx, tokenSecretName("infra"), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

@@ -11,13 +11,13 @@ import (
 
 // Names of what is managed, as OpenShift's machine-config-operator names them.
 const (
-	Namespace           = "openshift-machine-config-operator"
-	MachineAPINamespace = "openshift-machine-api"
-	SignerName          = "machine-config-server-ca" // Secret: the signing CA
-	BundleName          = "machine-config-server-ca" // ConfigMap: every unexpired CA
-	ServingName         = "machine-config-server-tls"
-	bundleKey           = "ca-bundle.crt"
-	crossKey            = "cross-signed.crt" // mcs's: the signer, signed by the CAs before it
+	mcoNamespace  = "openshift-machine-config-operator"
+	mapiNamespace = "openshift-machine-api"
+	signerName    = "machine-config-server-ca" // Secret: the signing CA
+	bundleName    = "machine-config-server-ca" // ConfigMap: every unexpired CA
+	servingName   = "machine-config-server-tls"
+	bundleKey     = "ca-bundle.crt"
+	crossKey      = "cross-signed.crt" // mcs's: the signer, signed by the CAs before it
 	// managedLabel marks the <pool>-user-data-managed Secrets, generated
 	// from the bundle; the user-data rewrite leaves them to their generator.
 	managedLabel = "machineconfiguration.openshift.io/managed-ca-bundle-derived-from-configmap"
@@ -38,9 +38,9 @@ var DefaultLifetimes = Lifetimes{
 	CertValidity: 10 * 365 * 24 * time.Hour, CertRefresh: 8 * 365 * 24 * time.Hour,
 }
 
-// Validate refuses lifetimes that cannot work: a refresh must come before
+// validate refuses lifetimes that cannot work: a refresh must come before
 // the expiry, and a certificate must live at least a few seconds.
-func (l Lifetimes) Validate() error {
+func (l Lifetimes) validate() error {
 	for _, c := range []struct {
 		what              string
 		validity, refresh time.Duration

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Pool token Secrets: one per pool, in Namespace, labelled with the pool.
+// Pool token Secrets: one per pool, in mcoNamespace, labelled with the pool.
 const (
 	tokenLabel         = "mcs.openshift.io/pool-token" // value: the pool
 	tokenKey           = "token"
