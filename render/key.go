@@ -85,6 +85,10 @@ func (e *entry) key() Key {
 		if e.generated {
 			k.string("generated")
 		}
+		if e.doc != nil {
+			k.string("doc") // the lines problems and reasons name
+			k.bytes(e.doc.key[:])
+		}
 		for _, list := range [][]*Error{e.problems, e.warnings} {
 			k.string("errors")
 			for _, err := range list {

@@ -91,7 +91,8 @@ func TestKeys(t *testing.T) {
 		{name: "label only", edit: map[string]string{"50-gpu": strings.Replace(doc("50-gpu", "gpu", file("/etc/gpu", "data:,gpu")), "labels:\n", "labels:\n    x: z\n", 1)}, changed: []string{"gpu"}},
 		{name: "pool's selector", edit: map[string]string{"pool-edge": strings.Replace(docs["pool-edge"], "values: [worker, edge]", "values: [edge]", 1)}, changed: []string{"edge"}},
 		{name: "pool's labels and resourceVersion", edit: map[string]string{"pool-edge": strings.Replace(docs["pool-edge"], "metadata:\n", "metadata:\n  labels: {a: b}\n  resourceVersion: \"7\"\n", 1)}, changed: nil},
-		{name: "MachineConfig's resourceVersion", edit: map[string]string{"50-gpu": strings.Replace(doc("50-gpu", "gpu", file("/etc/gpu", "data:,gpu")), "metadata:\n", "metadata:\n  resourceVersion: \"9\"\n", 1)}, changed: nil},
+		// In a file, a new line moves the lines problems and reasons name.
+		{name: "MachineConfig's resourceVersion, in a file", edit: map[string]string{"50-gpu": strings.Replace(doc("50-gpu", "gpu", file("/etc/gpu", "data:,gpu")), "metadata:\n", "metadata:\n  resourceVersion: \"9\"\n", 1)}, changed: []string{"gpu"}},
 		{name: "MachineConfig's annotation", edit: map[string]string{"50-gpu": strings.Replace(doc("50-gpu", "gpu", file("/etc/gpu", "data:,gpu")), "metadata:\n", "metadata:\n  annotations: {a: b}\n", 1)}, changed: []string{"gpu"}},
 		{name: "OS image", edit: map[string]string{"cc": strings.Replace(docs["cc"], "sha256:1", "sha256:2", 1)}, changed: all},
 		{name: "served CA only", edit: map[string]string{"cc": strings.Replace(docs["cc"], "Y2E=", "Y2I=", 1)}, changed: nil},
@@ -222,5 +223,25 @@ func change(v reflect.Value) {
 		}
 	default:
 		panic("change: no value for a " + v.Kind().String())
+	}
+}
+
+// What loading adds to a MachineConfig is in its key, or derived from what
+// is (TestKeyCoversEveryField): a field added to entry fails here until
+// entry.key hashes it or it is listed as derived.
+func TestEntryKeyCoversEntry(t *testing.T) {
+	hashed := []string{"mc", "problems", "warnings", "generated", "doc"}
+	derived := []string{
+		"cfg", "written", // parsed from mc.Spec.Config
+		"keyOnce", "sum", // the key itself
+	}
+	var fields []string
+	for f := range reflect.TypeFor[entry]().Fields() {
+		fields = append(fields, f.Name)
+	}
+	slices.Sort(fields)
+	want := slices.Sorted(slices.Values(append(hashed, derived...)))
+	if !slices.Equal(fields, want) {
+		t.Fatalf("entry has fields %v; entry.key hashes %v and %v are derived: hash a new field in entry.key, or list it as derived", fields, hashed, derived)
 	}
 }

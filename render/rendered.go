@@ -54,8 +54,8 @@ func FromRendered(pool string, mc *MachineConfig, sources []string, opts Options
 	}
 	out := *mc
 	out.Spec.Config = js.JSON
-	if msg, err := sizeProblem(&out); msg != "" {
-		return nil, bad("$", msg, err)
+	if x := sizeProblem(&out, []*entry{{mc: mc}}, pool); x != nil {
+		return nil, &Errors{List: []*Error{x}}
 	}
 	if len(sources) == 0 {
 		sources = []string{mc.Metadata.Name}
