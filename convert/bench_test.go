@@ -57,7 +57,7 @@ func BenchmarkConvert(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				MinVersion(&p.Config)
+				minVersion(&p.Config)
 				if _, err := translateTo(&p.Config, target); err != nil {
 					b.Fatal(err)
 				}
@@ -96,6 +96,6 @@ func BenchmarkMinVersion(b *testing.B) {
 	p := mustParse(b, "big", bigConfig(b, 1<<20))
 	b.ReportAllocs()
 	for b.Loop() {
-		MinVersion(&p.Config)
+		minVersion(&p.Config)
 	}
 }

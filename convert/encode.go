@@ -17,7 +17,7 @@ func Marshal(typed any, pretty bool) ([]byte, error) {
 
 // Encode translates cfg to spec target and marshals it.
 func Encode(cfg *Config, target Version, pretty bool) ([]byte, error) {
-	_, reasons := MinVersion(cfg)
+	_, reasons := minVersion(cfg)
 	return encode(cfg, target, reasons, nil, pretty)
 }
 
@@ -54,7 +54,7 @@ func NewEncoder(cfg Config, forYAML bool) *Encoder {
 	ph := newPlaceholders(forYAML)
 	e := &Encoder{cfg: cfg, swapped: ph.swap(cfg), ph: ph}
 	// A token is a data URL as the original is, so the needs are the same.
-	e.need, e.reasons = MinVersion(&e.swapped)
+	e.need, e.reasons = minVersion(&e.swapped)
 	return e
 }
 
@@ -117,7 +117,7 @@ func (e *Encoder) edited(cfg Config, edit func(*Config) error) (Config, []Reason
 	if err := edit(&cfg); err != nil {
 		return cfg, nil, err
 	}
-	_, reasons := MinVersion(&cfg)
+	_, reasons := minVersion(&cfg)
 	return cfg, reasons, nil
 }
 

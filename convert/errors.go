@@ -14,15 +14,15 @@ type UnsupportedVersionError struct {
 
 func (e *UnsupportedVersionError) Error() string {
 	if e.Butane {
-		return fmt.Sprintf("unsupported Butane variant and version %q: Butane's stable variants and versions are read when they produce a supported spec version: %s", e.Version, versionList(inputVersions))
+		return fmt.Sprintf("unsupported Butane variant and version %q: Butane's stable variants and versions are read when they produce a supported spec version: %s", e.Version, VersionList(inputVersions))
 	}
 	if e.Output {
-		return fmt.Sprintf("cannot write spec version %q: supported output versions are %s", e.Version, versionList(OutputVersions))
+		return fmt.Sprintf("cannot write spec version %q: supported output versions are %s", e.Version, VersionList(OutputVersions))
 	}
 	if e.Version == "" {
-		return fmt.Sprintf("config has no ignition.version: supported versions are %s (or Butane with a variant)", versionList(inputVersions))
+		return fmt.Sprintf("config has no ignition.version: supported versions are %s (or Butane with a variant)", VersionList(inputVersions))
 	}
-	return fmt.Sprintf("unsupported spec version %q: supported versions are %s", e.Version, versionList(inputVersions))
+	return fmt.Sprintf("unsupported spec version %q: supported versions are %s", e.Version, VersionList(inputVersions))
 }
 
 // SyntaxError locates malformed JSON or YAML.

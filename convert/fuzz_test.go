@@ -55,7 +55,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if v, _ := MinVersion(&p.Config); Newest.Less(v) || v.Less(V3_0) {
+		if v, _ := minVersion(&p.Config); Newest.Less(v) || v.Less(V3_0) {
 			t.Fatalf("MinVersion = %s", v)
 		}
 		out, err := Encode(&p.Config, Newest, false)
@@ -89,7 +89,7 @@ func FuzzTranslate(f *testing.F) {
 			return
 		}
 		v := OutputVersions[int(target)%len(OutputVersions)]
-		_, reasons := MinVersion(&p.Config)
+		_, reasons := minVersion(&p.Config)
 		blocked := ReasonsAbove(reasons, v)
 		if v == V2_2 {
 			blocked = append(blocked, spec2Blockers(&p.Config)...)
@@ -256,7 +256,7 @@ func FuzzTranslateGenerated(f *testing.F) {
 		if validate.ValidateWithContext(cfg, nil).IsFatal() {
 			return
 		}
-		_, reasons := MinVersion(&cfg)
+		_, reasons := minVersion(&cfg)
 		for _, v := range OutputVersions {
 			blocked := ReasonsAbove(reasons, v)
 			if v == V2_2 {

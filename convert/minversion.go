@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
+
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // Reason is one field or value that needs a spec newer than 3.0.0.
@@ -17,20 +19,12 @@ type Reason struct {
 }
 
 func (r Reason) String() string {
-	return fmt.Sprintf("%s: %s need%s spec %s", r.Path, r.What, verbS(r.What), r.Version)
+	return fmt.Sprintf("%s: %s need%s spec %s", r.Path, r.What, text.VerbS(r.What), r.Version)
 }
 
-// verbS picks "needs" or "need" so reasons read as sentences.
-func verbS(what string) string {
-	if strings.HasSuffix(what, "s") && !strings.HasSuffix(what, "ss") {
-		return ""
-	}
-	return "s"
-}
-
-// MinVersion returns the lowest spec able to express cfg and, for every field
+// minVersion returns the lowest spec able to express cfg and, for every field
 // or value that forces a spec above 3.0.0, why. Reasons are sorted by path.
-func MinVersion(cfg *types.Config) (Version, []Reason) {
+func minVersion(cfg *types.Config) (Version, []Reason) {
 	f := finder{}
 	f.config(cfg)
 	sort.SliceStable(f.reasons, func(i, j int) bool { return f.reasons[i].Path < f.reasons[j].Path })

@@ -76,7 +76,7 @@ func TestMinVersionFeatures(t *testing.T) {
 			if p.Version != tc.want {
 				t.Errorf("fixture is labelled %s, want it labelled with the spec it needs, %s", p.Version, tc.want)
 			}
-			got, reasons := MinVersion(&p.Config)
+			got, reasons := minVersion(&p.Config)
 			if got != tc.want {
 				t.Fatalf("MinVersion = %s, want %s (reasons %v)", got, tc.want, reasons)
 			}
@@ -152,7 +152,7 @@ func TestCannotExpressListsEveryPath(t *testing.T) {
 	                     {"name":"y","device":"/dev/vdc","discard":true,"clevis":{"tang":[{"url":"http://t","thumbprint":"x","advertisement":"{}"}]}}],
 	             "files":[{"path":"/a","contents":{"source":"gs://b/o","verification":{"hash":"sha256-` + sixtyFourZeros + `"}}}]}}`)
 	p := mustParse(t, "all", raw)
-	v, reasons := MinVersion(&p.Config)
+	v, reasons := minVersion(&p.Config)
 	if v != V3_5 {
 		t.Fatalf("MinVersion = %s, want 3.5.0", v)
 	}

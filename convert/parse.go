@@ -65,7 +65,7 @@ func Parse(raw []byte) (*Parsed, error) {
 			p.Message = fmt.Sprintf("want a %s, not a JSON %s", te.Type, te.Value)
 			if te.Field == "ignition.version" {
 				// YAML reads version: 3.2 as a number.
-				p.Message = fmt.Sprintf("the version is a %s, not a string: write all three parts, quoted in YAML (version: \"3.2.0\"); supported versions are %s", te.Value, versionList(inputVersions))
+				p.Message = fmt.Sprintf("the version is a %s, not a string: write all three parts, quoted in YAML (version: \"3.2.0\"); supported versions are %s", te.Value, VersionList(inputVersions))
 			}
 		}
 		return nil, &InvalidError{Problems: []Problem{p}}

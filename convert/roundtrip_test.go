@@ -11,7 +11,7 @@ import (
 func TestRoundTrip(t *testing.T) {
 	for _, fx := range fixtures(t) {
 		p := mustParse(t, fx.name, fx.raw)
-		min, reasons := MinVersion(&p.Config)
+		min, reasons := minVersion(&p.Config)
 		for _, v := range OutputVersions {
 			t.Run(fx.name+"@"+v.String(), func(t *testing.T) {
 				blocked := ReasonsAbove(reasons, v)
@@ -44,6 +44,6 @@ func TestRoundTrip(t *testing.T) {
 // translateTo is what the encoder does for one spec: cfg at target, proved
 // lossless and valid.
 func translateTo(cfg *Config, target Version) (any, error) {
-	_, reasons := MinVersion(cfg)
+	_, reasons := minVersion(cfg)
 	return translate(cfg, target, reasons, nil)
 }

@@ -27,7 +27,7 @@ func TestSpec2(t *testing.T) {
 	for _, tc := range spec2Cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := parseFeature(t, tc.name)
-			if v, reasons := MinVersion(&p.Config); v != V3_0 {
+			if v, reasons := minVersion(&p.Config); v != V3_0 {
 				t.Fatalf("MinVersion = %s (%v), want 3.0.0: spec 2.2 is the only spec these trouble", v, reasons)
 			}
 			if _, err := translateTo(&p.Config, V3_0); err != nil {

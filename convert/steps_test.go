@@ -146,7 +146,7 @@ func TestUpStepsMatchIgnition(t *testing.T) {
 	}
 	for _, fx := range fixtures(t) {
 		p := mustParse(t, fx.name, fx.raw)
-		min, _ := MinVersion(&p.Config)
+		min, _ := minVersion(&p.Config)
 		for _, v := range OutputVersions[1 : len(OutputVersions)-1] {
 			if v.Less(min) {
 				continue
@@ -170,7 +170,7 @@ func TestStepsMatchIgnConverter(t *testing.T) {
 	}
 	for _, fx := range fixtures(t) {
 		p := mustParse(t, fx.name, fx.raw)
-		min, _ := MinVersion(&p.Config)
+		min, _ := minVersion(&p.Config)
 		for _, s := range steps {
 			conv, ok := converter[s.from]
 			if !ok || s.to.Less(min) {

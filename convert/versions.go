@@ -109,7 +109,8 @@ func contains(vs []Version, v Version) bool {
 	return false
 }
 
-func versionList(vs []Version) string {
+// VersionList is vs as people read it: "3.0.0, 3.1.0, 3.2.0".
+func VersionList(vs []Version) string {
 	s := make([]string, len(vs))
 	for i, v := range vs {
 		s[i] = v.String()

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/ignition-mcs/mcs/convert"
+
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // Sentinels for errors.Is; the typed errors carry the details.
@@ -112,16 +114,9 @@ func (e *specCeilingError) lines() []*Error {
 			Object: "MachineConfig/" + r.MachineConfig,
 			Path:   r.ConfigPath,
 			Message: fmt.Sprintf("%s need%s spec %s, above the ceiling %s of pool %s (rendered path %s)",
-				r.What, verbS(r.What), r.Version, e.Ceiling, e.Pool, r.Path),
+				r.What, text.VerbS(r.What), r.Version, e.Ceiling, e.Pool, r.Path),
 			Err: e,
 		}
 	}
 	return out
-}
-
-func verbS(what string) string {
-	if strings.HasSuffix(what, "s") && !strings.HasSuffix(what, "ss") {
-		return ""
-	}
-	return "s"
 }

@@ -44,9 +44,9 @@ func (k keyer) sum() Key {
 	return out
 }
 
-// KeyOf is the key of byte fields (the node files' contents, a token list),
+// keyOf is the key of byte fields (the node files' contents, a token list),
 // each with its length: for inputs that are bytes already.
-func KeyOf(fields ...[]byte) Key {
+func keyOf(fields ...[]byte) Key {
 	k := newKeyer()
 	for _, f := range fields {
 		k.bytes(f)

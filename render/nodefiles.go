@@ -34,7 +34,7 @@ func (nf NodeFiles) Key(cc *ControllerConfig) Key {
 	if cc != nil {
 		kube, cloud = cc.KubeAPIServerServingCAData, cc.CloudProviderCAData
 	}
-	return KeyOf(nf.Kubeconfig, nf.KubeletCA, kube, cloud)
+	return keyOf(nf.Kubeconfig, nf.KubeletCA, kube, cloud)
 }
 
 // Files are the files OpenShift's server adds to res's config that are the

@@ -23,7 +23,7 @@ type docRef struct {
 // newDocRef locates an object at path at (e.g. "$.items.3") inside doc, a
 // YAML (or JSON) document starting on line first of its file.
 func newDocRef(doc []byte, first int, at string, butane bool) *docRef {
-	return &docRef{butane: butane, key: KeyOf(doc, []byte(strconv.Itoa(first)), []byte(at), []byte(strconv.FormatBool(butane))), root: sync.OnceValue(func() *yaml.Node {
+	return &docRef{butane: butane, key: keyOf(doc, []byte(strconv.Itoa(first)), []byte(at), []byte(strconv.FormatBool(butane))), root: sync.OnceValue(func() *yaml.Node {
 		var n yaml.Node
 		if yaml.Unmarshal(doc, &n) != nil || len(n.Content) == 0 {
 			return nil

@@ -329,7 +329,7 @@ func (r *renderer) annotations(order []*entry, osImageURL string, res *Result) m
 	for _, e := range order {
 		if v := e.mc.Metadata.Annotations[AnnotationGeneratedByController]; v != "" {
 			version = v
-			if !contains(seen, v) {
+			if !slices.Contains(seen, v) {
 				seen = append(seen, v)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ignition-mcs/mcs/convert"
@@ -36,7 +37,7 @@ func newEntry(mc *MachineConfig, cache *ParseCache) *entry {
 		bad("$.spec.kernelType", fmt.Sprintf("kernelType %q is invalid: want %s, %s or %s", kt, kernelTypeDefault, kernelTypeRealtime, kernelType64kPages), nil)
 	}
 	for i, x := range mc.Spec.Extensions {
-		if !contains(supportedExtensions, x) {
+		if !slices.Contains(supportedExtensions, x) {
 			bad(fmt.Sprintf("$.spec.extensions.%d", i), fmt.Sprintf("extension %q is not supported: want one of %s", x, strings.Join(supportedExtensions, ", ")), nil)
 		}
 	}
@@ -149,13 +150,4 @@ func configPath(p string) string {
 		return "$.spec.config"
 	}
 	return "$.spec.config" + strings.TrimPrefix(p, "$")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

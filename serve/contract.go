@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // Cause is why /config/ answered something other than a config. Its string
@@ -106,12 +108,7 @@ func (ref *refuser) refuse(w http.ResponseWriter, r *http.Request, cause Cause, 
 }
 
 // bounded keeps a request-supplied string short enough for a log and /status.
-func bounded(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
+func bounded(s string) string { return text.Truncate(s, 64, "…") }
 
 // Waiting is one cause that is keeping nodes waiting, for /status.
 type Waiting struct {

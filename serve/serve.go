@@ -216,7 +216,7 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pool, version
 		return resp, false
 	}
 	if wnt.kind == wantNone {
-		s.refuser.refuse(w, r, CauseNoWrittenSpec, p.name, "Accept names no spec this server writes: it writes "+versionList())
+		s.refuser.refuse(w, r, CauseNoWrittenSpec, p.name, "Accept names no spec this server writes: it writes "+convert.VersionList(convert.OutputVersions))
 		return nil, true
 	}
 	v, err := p.whyNot(wnt)
@@ -311,14 +311,6 @@ func acceptsGzip(h string) bool {
 		return true
 	}
 	return false
-}
-
-func versionList() string {
-	s := make([]string, len(convert.OutputVersions))
-	for i, v := range convert.OutputVersions {
-		s[i] = v.String()
-	}
-	return strings.Join(s, ", ")
 }
 
 // plain writes a short plain-text error: Ignition prints the body of a

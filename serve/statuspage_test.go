@@ -138,10 +138,10 @@ func runChromium(t *testing.T, bin string, args ...string) []byte {
 func checkStatusDOM(t *testing.T, s *Server, doc *html.Node) {
 	t.Helper()
 	st := s.Status()
-	if got := text(byID(t, doc, "verdict")); got != "2 problems" {
+	if got := textOf(byID(t, doc, "verdict")); got != "2 problems" {
 		t.Errorf("verdict %q", got)
 	}
-	problems := text(byID(t, doc, "problems"))
+	problems := textOf(byID(t, doc, "problems"))
 	for _, want := range []string{"Pool infra: its newest render fails since", "$.spec.kernelType", "2 recent node requests refused"} {
 		if !strings.Contains(problems, want) {
 			t.Errorf("problems lack %q: %s", want, problems)
@@ -173,8 +173,8 @@ func checkStatusDOM(t *testing.T, s *Server, doc *html.Node) {
 		}
 	}
 	skew := byID(t, doc, "skew")
-	if !strings.Contains(text(skew), "Mode Manual") {
-		t.Errorf("skew section: %s", text(skew))
+	if !strings.Contains(textOf(skew), "Mode Manual") {
+		t.Errorf("skew section: %s", textOf(skew))
 	}
 	recent := s.rec.gate.Recent()
 	if len(recent) != 2 {
@@ -234,7 +234,7 @@ func byID(t *testing.T, doc *html.Node, id string) *html.Node {
 }
 
 // text is n's text with whitespace collapsed.
-func text(n *html.Node) string {
+func textOf(n *html.Node) string {
 	var b strings.Builder
 	var walk func(*html.Node)
 	walk = func(n *html.Node) {
@@ -254,7 +254,7 @@ func cells(tr *html.Node) []string {
 	var out []string
 	for c := tr.FirstChild; c != nil; c = c.NextSibling {
 		if c.Type == html.ElementNode && c.Data == "td" {
-			out = append(out, text(c))
+			out = append(out, textOf(c))
 		}
 	}
 	return out
@@ -309,7 +309,7 @@ func TestStatusPageWaitingNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	problems := text(byID(t, doc, "problems"))
+	problems := textOf(byID(t, doc, "problems"))
 	for _, want := range []string{"Nodes wait, answered 500 (unknown-pool) for pool infra: 2 requests from 1 address(es)", "create the pool"} {
 		if !strings.Contains(problems, want) {
 			t.Errorf("problems lack %q: %s", want, problems)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/convert"
+
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // Reasons are bounded: they are metric label values.
@@ -183,12 +185,7 @@ func (g *Gate) Record(r Request, d Decision) {
 	g.recent = append(g.recent, Blocked{Time: time.Now(), Pool: r.Pool, Reason: d.Reason, ID: d.ID, Client: boundedUA(r.UserAgent), RemoteAddr: r.RemoteAddr})
 }
 
-func boundedUA(ua string) string {
-	if len(ua) > 64 {
-		return ua[:64]
-	}
-	return ua
-}
+func boundedUA(ua string) string { return text.Truncate(ua, 64, "") }
 
 // Recent returns the last stubbed requests, oldest first.
 func (g *Gate) Recent() []Blocked {

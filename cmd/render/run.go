@@ -145,7 +145,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail(exitUsage, err)
 	}
 	if o.version {
-		_, err := fmt.Fprintf(stdout, "render (mcs) %s\nwrites Ignition specs %s\n", buildinfo.String(), versions(convert.OutputVersions))
+		_, err := fmt.Fprintf(stdout, "render (mcs) %s\nwrites Ignition specs %s\n", buildinfo.String(), convert.VersionList(convert.OutputVersions))
 		return err
 	}
 	opts, err := o.check(fs, paths)
@@ -538,12 +538,4 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-func versions(vs []convert.Version) string {
-	s := make([]string, len(vs))
-	for i, v := range vs {
-		s[i] = v.String()
-	}
-	return strings.Join(s, ", ")
 }

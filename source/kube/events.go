@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ignition-mcs/mcs/source"
+
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // eventComponent is the source.component of every Event mcs writes: it
@@ -101,7 +102,7 @@ func (e *EventNotifier) Notify(n source.Notice) {
 	if n.Warning() {
 		typ = corev1.EventTypeWarning
 	}
-	e.recorder.Event(e.poolRef(n.Pool), typ, string(n.Kind), truncate(n.Message, eventMessageMax))
+	e.recorder.Event(e.poolRef(n.Pool), typ, string(n.Kind), text.Truncate(n.Message, eventMessageMax-len("…"), "…"))
 }
 
 // Shutdown stops the recorder; Events not yet written are dropped.
@@ -119,17 +120,6 @@ func (e *EventNotifier) poolRef(pool string) *corev1.ObjectReference {
 		}
 	}
 	return ref
-}
-
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // eventSink writes Events through the dynamic client, which spares the
