@@ -2,8 +2,6 @@ package convert
 
 import (
 	"errors"
-	"flag"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -350,34 +348,5 @@ func TestParseSpec2References(t *testing.T) {
 	want := []string{"https://example.com/a.ign", "https://example.com/b.ign", "https://example.com/a.pem", "https://example.com/b.pem"}
 	if !slices.Equal(got, want) {
 		t.Errorf("sources = %q, want %q", got, want)
-	}
-}
-
-// A spec flag refuses what cannot be written as it is parsed, and shows
-// the value it was defined with as its default.
-func TestOutputVersionFlag(t *testing.T) {
-	v := V3_0
-	var none Version
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Var(OutputVersionFlag(&v), "min-spec", "lowest")
-	fs.Var(OutputVersionFlag(&none), "spec", "exact")
-	if d := fs.Lookup("min-spec").DefValue; d != "3.0.0" {
-		t.Errorf("default %q, want 3.0.0", d)
-	}
-	if d := fs.Lookup("spec").DefValue; d != "" {
-		t.Errorf("default of an unset version %q, want empty", d)
-	}
-	for _, bad := range []string{"2.4.0", "3.9.0", "three"} {
-		if err := fs.Parse([]string{"--min-spec", bad}); err == nil || v != V3_0 {
-			t.Errorf("--min-spec %s: %v, version %s", bad, err, v)
-		}
-	}
-	if err := fs.Parse([]string{"--min-spec", "3.2.0", "--spec", "2.2.0"}); err != nil || v != V3_2 || none != V2_2 {
-		t.Errorf("parse: %v, %s, %s", err, v, none)
-	}
-	// Empty, as a template writes an unset value: no version, the default.
-	if err := fs.Parse([]string{"--min-spec=", "--spec", " "}); err != nil || !v.IsZero() || !none.IsZero() {
-		t.Errorf("empty values: %v, %s, %s", err, v, none)
 	}
 }

@@ -2,7 +2,6 @@
 package convert
 
 import (
-	"flag"
 	"fmt"
 	"strings"
 
@@ -125,33 +124,4 @@ func featureLevel(target Version) Version {
 		return V3_0
 	}
 	return target
-}
-
-// OutputVersionFlag is a flag.Value setting *v to a spec version the
-// converter writes: the commands' --spec flags refuse any other as they are
-// parsed, and show *v's value at definition as their default. An empty
-// value is no version (the command's default), as deployment templates
-// write an unset flag.
-func OutputVersionFlag(v *Version) flag.Value { return (*outputVersion)(v) }
-
-type outputVersion Version
-
-func (f *outputVersion) String() string {
-	if f == nil || Version(*f).IsZero() {
-		return ""
-	}
-	return Version(*f).String()
-}
-
-func (f *outputVersion) Set(s string) error {
-	if strings.TrimSpace(s) == "" {
-		*f = outputVersion{}
-		return nil
-	}
-	v, err := ParseOutputVersion(s)
-	if err != nil {
-		return err
-	}
-	*f = outputVersion(v)
-	return nil
 }

@@ -2,7 +2,6 @@ package render
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 
 	"github.com/ignition-mcs/mcs/convert"
@@ -38,15 +37,6 @@ func (o Options) Normalized() (Options, error) {
 		return o, fmt.Errorf("%w: maximum spec %s is below minimum spec %s", errOptions, o.MaxSpec, o.MinSpec)
 	}
 	return o, nil
-}
-
-// BoundFlags defines --min-spec and --max-spec on fs, writing o's bounds,
-// with the defaults Normalized fills in (DefaultMinSpec, the newest spec)
-// shown as theirs: mcs, its controller, render and render diff share them.
-func (o *Options) BoundFlags(fs *flag.FlagSet, minUsage, maxUsage string) {
-	o.MinSpec, o.MaxSpec = DefaultMinSpec, convert.Newest
-	fs.Var(convert.OutputVersionFlag(&o.MinSpec), "min-spec", minUsage)
-	fs.Var(convert.OutputVersionFlag(&o.MaxSpec), "max-spec", maxUsage)
 }
 
 // specFor is the spec a config that needs spec need is written at within

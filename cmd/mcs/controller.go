@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +14,8 @@ import (
 
 	"github.com/ignition-mcs/mcs/controller"
 	"github.com/ignition-mcs/mcs/source/kube"
+
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
 type controllerOptions struct {
@@ -34,11 +33,10 @@ type controllerOptions struct {
 
 func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, error) {
 	o := &controllerOptions{}
-	fs := flag.NewFlagSet("mcs controller", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdline.NewFlagSet("mcs controller", "Usage: mcs controller [flags]\n\nRenders every MachineConfigPool and writes its rendered MachineConfig at the lowest spec,\nleader-elected on a Lease; replaces OpenShift's render controller (which must not run beside it).\nEvery flag can also be set as MCS_<FLAG>.\n", stderr)
 	fs.StringVar(&o.common.kubeAPIConfig, "kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&o.common.controllerConfig, "controller-config", kube.DefaultControllerConfig, "the ControllerConfig to render with")
-	specFlags(fs, &o.common.render, "lowest spec `VERSION` to render at (the servers' must be the same)",
+	cmdline.SpecFlags(fs, &o.common.render, "lowest spec `VERSION` to render at (the servers' must be the same)",
 		"highest spec `VERSION` to write: the newest spec the release rolled back to reads; a pool needing more is RenderDegraded",
 		"write exactly this spec `VERSION` (3.5.0 is OpenShift's behaviour)")
 	fs.StringVar(&o.common.logFormat, "log-format", "text", "log format: text or json")
@@ -57,35 +55,10 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 	fs.DurationVar(&o.debounce, "debounce", 100*time.Millisecond, "quiet time after a change before rendering")
 	fs.BoolVar(&o.pki.manage, "manage-pki", false, "also keep the machine-config-server CA, bundle, serving certificate, user-data pointer configs and pool tokens (docs/pki.md)")
 	pkiFlags(fs, &o.pki)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: mcs controller [flags]\n\nRenders every MachineConfigPool and writes its rendered MachineConfig at the lowest spec,\nleader-elected on a Lease; replaces OpenShift's render controller (which must not run beside it).\nEvery flag can also be set as MCS_<FLAG>.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if ok, err := parseArgs(fs, args, stderr); !ok {
+	if err := cmdline.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	return o, nil
-}
-
-// parseArgs parses args, then MCS_<FLAG> for every flag not given, and
-// refuses leftover arguments. It is false with a nil error for -help, and
-// false with errUsage for a mistake (already said on stderr).
-func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (bool, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return false, nil
-		}
-		return false, errUsage
-	}
-	if err := fromEnv(fs); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		return false, errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected arguments: %s\n", fs.Name(), strings.Join(fs.Args(), " "))
-		return false, errUsage
-	}
-	return true, nil
 }
 
 func envOr(name, def string) string {

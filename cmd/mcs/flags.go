@@ -5,27 +5,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
-
-var errUsage = errors.New("usage")
-
-func exitCode(err error) int {
-	if err == errUsage {
-		return 2
-	}
-	return 1
-}
 
 type options struct {
 	listenTLS, listenPlain string
@@ -63,28 +53,18 @@ type options struct {
 // returns nil options, and no error, for --help.
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("mcs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdline.NewFlagSet("mcs", "Usage: mcs (--dir DIR | --source kube) [flags]\n\nServes /config/<pool> to booting nodes, /healthz, /readyz, /metrics and /status.\nEvery flag can also be set as MCS_<FLAG> (e.g. MCS_LISTEN_PLAIN=127.0.0.1:22624).\n", stderr)
 	o.define(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: mcs (--dir DIR | --source kube) [flags]\n\nServes /config/<pool> to booting nodes, /healthz, /readyz, /metrics and /status.\nEvery flag can also be set as MCS_<FLAG> (e.g. MCS_LISTEN_PLAIN=127.0.0.1:22624).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := cmdline.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil
 		}
-		return nil, errUsage
+		return nil, err
 	}
-	if err := fromEnv(fs); err != nil {
+	o.set = cmdline.Given(fs)
+	if err := o.check(); err != nil {
 		fmt.Fprintln(stderr, "mcs:", err)
-		return nil, errUsage
-	}
-	o.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	if err := o.check(fs.Args()); err != nil {
-		fmt.Fprintln(stderr, "mcs:", err)
-		return nil, errUsage
+		return nil, cmdline.ErrUsage
 	}
 	return o, nil
 }
@@ -109,25 +89,6 @@ func portAlias(dst *string, s string) error {
 	return nil
 }
 
-// fromEnv sets every flag not given on the command line from MCS_<NAME>.
-func fromEnv(fs *flag.FlagSet) error {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || err != nil {
-			return
-		}
-		env := "MCS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s: %w", env, e)
-			}
-		}
-	})
-	return err
-}
-
 // define defines every flag on fs, writing into o.
 func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.listenTLS, "listen-tls", ":22623", "TLS listen address (needs --cert and --key; empty disables)")
@@ -147,8 +108,8 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.skewPolicy, "skew-policy", "", "boot-image skew policy file (YAML or JSON); reloaded on SIGHUP")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.Var(convert.OutputVersionFlag(&o.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
-	specFlags(fs, &o.render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads", "render at exactly this spec `VERSION`")
+	fs.Var(cmdline.Version(&o.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
+	cmdline.SpecFlags(fs, &o.render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads", "render at exactly this spec `VERSION`")
 	fs.BoolVar(&o.http2, "http2", false, "allow HTTP/2 on TLS (off by default: Ignition speaks HTTP/1.1)")
 	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")
 	fs.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a change before re-rendering")
@@ -169,11 +130,8 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 1024, "config requests answered at once; past it 503, which Ignition retries (0: no bound)")
 }
 
-// check refuses options that contradict each other, and arguments.
-func (o *options) check(args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
-	}
+// check refuses options that contradict each other.
+func (o *options) check() error {
 	switch o.source {
 	case "dir":
 		if o.dir == "" {
@@ -193,10 +151,4 @@ func (o *options) check(args []string) error {
 		return errors.New("--cert and --key go together")
 	}
 	return nil
-}
-
-// specFlags defines --min-spec, --max-spec and --spec on fs, writing ro.
-func specFlags(fs *flag.FlagSet, ro *render.Options, minUsage, maxUsage, specUsage string) {
-	ro.BoundFlags(fs, minUsage, maxUsage)
-	fs.Var(convert.OutputVersionFlag(&ro.Spec), "spec", specUsage)
 }

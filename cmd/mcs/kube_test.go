@@ -22,6 +22,8 @@ import (
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
+
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
 // The server as deployed: --source kube with a kubeconfig, against a real
@@ -208,7 +210,7 @@ func TestControllerAndPruneSubcommands(t *testing.T) {
 	}
 	list.done <- nil
 	bad := startSubcommand(t, false, "prune", "--kubeconfig", kubeconfig, "extra")
-	if err := <-bad.done; err != errUsage {
+	if err := <-bad.done; err != cmdline.ErrUsage {
 		t.Errorf("prune with an extra argument: %v", err)
 	}
 	bad.done <- nil

@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
 // gcPercent is the GC target unless GOGC is set: mcs's live heap is mostly
@@ -26,10 +28,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := dispatch(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
-		if err != errUsage {
+		if !cmdline.Said(err) {
 			fmt.Fprintln(os.Stderr, "mcs:", err)
 		}
-		os.Exit(exitCode(err))
+		os.Exit(cmdline.Code(err))
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 
 	"github.com/ignition-mcs/mcs/pki"
 	"github.com/ignition-mcs/mcs/source/kube"
+
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
 // pkiOptions are the lifetimes and token policy of --manage-pki and of
@@ -75,21 +77,16 @@ func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logg
 func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "status" && args[0] != "rotate") {
 		fmt.Fprintln(stderr, "Usage: mcs pki status|rotate [flags]")
-		return errUsage
+		return cmdline.ErrUsage
 	}
 	verb := args[0]
-	fs := flag.NewFlagSet("mcs pki "+verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdline.NewFlagSet("mcs pki "+verb, "Usage: mcs pki status|rotate [flags]\n\nstatus: the machine-config-server CA, bundle, serving certificate, every user-data pointer config\n(which CAs it trusts and until when it boots a node) and the pool tokens, and what the\ncontroller's next pass would change.\nrotate: a new CA now, cross-signed by the current one, and a serving certificate from it;\na dry run unless --confirm. Give the same lifetimes as the controller.\n", stderr)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
 	format := fs.String("o", "text", "output: text or json")
 	confirm := fs.Bool("confirm", false, "rotate: replace the CA now; without it, a dry run says what would change")
 	var o pkiOptions
 	pkiFlags(fs, &o)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: mcs pki status|rotate [flags]\n\nstatus: the machine-config-server CA, bundle, serving certificate, every user-data pointer config\n(which CAs it trusts and until when it boots a node) and the pool tokens, and what the\ncontroller's next pass would change.\nrotate: a new CA now, cross-signed by the current one, and a serving certificate from it;\na dry run unless --confirm. Give the same lifetimes as the controller.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if ok, err := parseArgs(fs, args[1:], stderr); !ok {
+	if err := cmdline.Parse(fs, args[1:]); err != nil {
 		return err
 	}
 	if *format != "text" && *format != "json" {

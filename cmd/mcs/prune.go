@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"io"
 
 	"k8s.io/client-go/dynamic"
@@ -11,6 +9,8 @@ import (
 
 	"github.com/ignition-mcs/mcs/controller"
 	"github.com/ignition-mcs/mcs/source/kube"
+
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
 // runPrune is `mcs prune [list]`, shaped like `oc adm prune
@@ -20,18 +20,13 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && args[0] == "list" {
 		o.List, args = true, args[1:]
 	}
-	fs := flag.NewFlagSet("mcs prune", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdline.NewFlagSet("mcs prune", "Usage: mcs prune [list] [flags]\n\nLists (list) or prunes rendered MachineConfigs. Never deletes one in use: named by a pool's\nspec or status configuration, or by a Node's currentConfig or desiredConfig annotation.\n", stderr)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&o.Pool, "pool-name", "", "only this pool's rendered configs (in use is judged over every pool and node)")
 	fs.IntVar(&o.Keep, "keep", controller.DefaultKeep, "beyond those in use, keep the newest N per pool (0: oc's default, delete all not in use)")
 	fs.IntVar(&o.Count, "count", 0, "delete at most the N oldest prunable configs (0: all)")
 	fs.BoolVar(&o.Confirm, "confirm", false, "delete; without it, a dry run says what would be deleted")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: mcs prune [list] [flags]\n\nLists (list) or prunes rendered MachineConfigs. Never deletes one in use: named by a pool's\nspec or status configuration, or by a Node's currentConfig or desiredConfig annotation.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if ok, err := parseArgs(fs, args, stderr); !ok {
+	if err := cmdline.Parse(fs, args); err != nil {
 		return err
 	}
 	rc, err := kube.RESTConfig(*kubeconfig)

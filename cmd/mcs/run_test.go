@@ -21,6 +21,8 @@ import (
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
+
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
 func TestUsage(t *testing.T) {
@@ -31,19 +33,19 @@ func TestUsage(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"no dir", nil, nil, errUsage, "--dir is required"},
-		{"unknown flag", []string{"--nope"}, nil, errUsage, "flag provided but not defined"},
-		{"cert without key", []string{"--dir", ".", "--cert", "c.pem"}, nil, errUsage, "--cert and --key go together"},
-		{"bad port alias", []string{"--dir", ".", "--insecure-port", "http"}, nil, errUsage, "not a port"},
-		{"stray argument", []string{"--dir", ".", "extra"}, nil, errUsage, "unexpected arguments"},
-		{"bad env", []string{"--dir", "."}, map[string]string{"MCS_HTTP2": "maybe"}, errUsage, "MCS_HTTP2"},
-		{"kube with dir", []string{"--source", "kube", "--dir", "."}, nil, errUsage, "--dir is for --source dir"},
-		{"unknown source", []string{"--source", "git"}, nil, errUsage, `--source "git": want dir or kube`},
-		{"bad render mode", []string{"--source", "kube", "--render-mode", "cluster"}, nil, errUsage, "--render-mode"},
-		{"source from env", nil, map[string]string{"MCS_SOURCE": "kube", "MCS_RENDER_MODE": "both"}, errUsage, "--render-mode"},
-		{"bad spec", []string{"--dir", ".", "--spec", "3.9.0"}, nil, errUsage, `invalid value "3.9.0" for flag -spec: cannot write spec version "3.9.0"`},
-		{"bad default spec", []string{"--dir", ".", "--default-spec", "1.0.0"}, nil, errUsage, "flag -default-spec"},
-		{"bad spec from env", []string{"--dir", "."}, map[string]string{"MCS_MIN_SPEC": "2.4.0"}, errUsage, `MCS_MIN_SPEC: cannot write spec version "2.4.0"`},
+		{"no dir", nil, nil, cmdline.ErrUsage, "--dir is required"},
+		{"unknown flag", []string{"--nope"}, nil, cmdline.ErrUsage, "flag provided but not defined"},
+		{"cert without key", []string{"--dir", ".", "--cert", "c.pem"}, nil, cmdline.ErrUsage, "--cert and --key go together"},
+		{"bad port alias", []string{"--dir", ".", "--insecure-port", "http"}, nil, cmdline.ErrUsage, "not a port"},
+		{"stray argument", []string{"--dir", ".", "extra"}, nil, cmdline.ErrUsage, "unexpected arguments"},
+		{"bad env", []string{"--dir", "."}, map[string]string{"MCS_HTTP2": "maybe"}, cmdline.ErrUsage, "MCS_HTTP2"},
+		{"kube with dir", []string{"--source", "kube", "--dir", "."}, nil, cmdline.ErrUsage, "--dir is for --source dir"},
+		{"unknown source", []string{"--source", "git"}, nil, cmdline.ErrUsage, `--source "git": want dir or kube`},
+		{"bad render mode", []string{"--source", "kube", "--render-mode", "cluster"}, nil, cmdline.ErrUsage, "--render-mode"},
+		{"source from env", nil, map[string]string{"MCS_SOURCE": "kube", "MCS_RENDER_MODE": "both"}, cmdline.ErrUsage, "--render-mode"},
+		{"bad spec", []string{"--dir", ".", "--spec", "3.9.0"}, nil, cmdline.ErrUsage, `invalid value "3.9.0" for flag -spec: cannot write spec version "3.9.0"`},
+		{"bad default spec", []string{"--dir", ".", "--default-spec", "1.0.0"}, nil, cmdline.ErrUsage, "flag -default-spec"},
+		{"bad spec from env", []string{"--dir", "."}, map[string]string{"MCS_MIN_SPEC": "2.4.0"}, cmdline.ErrUsage, `MCS_MIN_SPEC: cannot write spec version "2.4.0"`},
 		{"help", []string{"--help"}, nil, nil, "MCS_<FLAG>"},
 	}
 	for _, c := range cases {

@@ -12,6 +12,8 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/impact"
 	"github.com/ignition-mcs/mcs/render"
+
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
 const diffUsageText = `Usage: render diff [flags] OLD NEW
@@ -56,7 +58,7 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.Var(&d.pools, "pool", "compare only this pool (repeat, or separate with commas)")
 	fs.StringVar(&d.output, "output", "text", "output `FORMAT`: text (for people), json (docs/render-diff.schema.json) or github (workflow commands)")
 	fs.StringVar(&d.failOn, "fail-on", "", "exit with status 4 when one of these `CONDITIONS` holds: "+strings.Join(impact.Conditions, ","))
-	d.render.BoundFlags(fs, "lowest spec `VERSION` to write, as mcs --min-spec", "the ceiling: the newest spec `VERSION` the booting nodes read")
+	cmdline.SpecBounds(fs, &d.render, "lowest spec `VERSION` to write, as mcs --min-spec", "the ceiling: the newest spec `VERSION` the booting nodes read")
 	d.server.register(fs)
 
 	paths, err := parseInterspersed(fs, args)

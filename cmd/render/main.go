@@ -3,9 +3,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/signal"
+
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
 func main() {
@@ -13,11 +14,6 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		code := exitInvalid
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-		os.Exit(code)
+		os.Exit(cmdline.Code(err))
 	}
 }

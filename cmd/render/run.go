@@ -17,27 +17,21 @@ import (
 	"github.com/ignition-mcs/mcs/impact"
 	"github.com/ignition-mcs/mcs/internal/buildinfo"
 	"github.com/ignition-mcs/mcs/render"
+
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
-// Exit codes, for CI pipelines.
+// Exit codes, for CI pipelines: mcs's (cmdline), and render's own.
 const (
-	exitOK      = 0
-	exitInvalid = 1 // the input is invalid, or could not be read or written
-	exitUsage   = 2
+	exitOK      = cmdline.ExitOK
+	exitInvalid = cmdline.ExitFailed // the input is invalid, or could not be read or written
+	exitUsage   = cmdline.ExitUsage
 	exitCeiling = 3 // the content needs a newer spec than --max-spec or --spec allow
 	exitFailOn  = 4 // a --fail-on condition holds
 )
 
-// exitError ends run with a status; its problems are already on stderr.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func fail(code int, err error) error { return &exitError{code: code, err: err} }
+// fail ends run with code; its problems are already on stderr.
+func fail(code int, err error) error { return cmdline.Fail(code, err) }
 
 const usageText = `Usage: render [flags] PATH...
        render diff [flags] OLD NEW   (see 'render diff --help')
@@ -232,8 +226,8 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.StringVar(&o.format, "format", "machineconfig", "output `FORMAT`: machineconfig (the rendered MachineConfig) or ignition (its Ignition config)")
 	fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON output")
 	fs.BoolVar(&o.explain, "explain", false, "print the chosen spec and why, field by field, with the MachineConfig behind each file, unit, user and kernel argument")
-	o.render.BoundFlags(fs, "lowest spec `VERSION` to write", "newest spec `VERSION` the booting nodes read; content needing more fails with exit status 3")
-	fs.Var(convert.OutputVersionFlag(&o.render.Spec), "spec", "write exactly this spec `VERSION` (3.5.0 reproduces OpenShift's names)")
+	cmdline.SpecBounds(fs, &o.render, "lowest spec `VERSION` to write", "newest spec `VERSION` the booting nodes read; content needing more fails with exit status 3")
+	fs.Var(cmdline.Version(&o.render.Spec), "spec", "write exactly this spec `VERSION` (3.5.0 reproduces OpenShift's names)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.StringVar(&o.client, "client", "", "print what mcs answers a client with this User-`AGENT` (Ignition/v2.9.0) for the pool")
 	fs.StringVar(&o.accept, "accept", "", "with --client: the Accept `HEADER` it sends (default: the one that Ignition release sends)")

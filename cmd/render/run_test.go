@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -19,15 +21,7 @@ func cli(t *testing.T, stdin string, args ...string) (stdout, stderr string, cod
 	t.Helper()
 	var out, errb bytes.Buffer
 	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
-	code = exitOK
-	if err != nil {
-		code = exitInvalid
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-	}
-	return out.String(), errb.String(), code
+	return out.String(), errb.String(), cmdline.Code(err)
 }
 
 func toRoot(t *testing.T) {

@@ -20,7 +20,7 @@ type serverFlags struct {
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.skewPolicy, "skew-policy", "", "boot-image skew policy `FILE`, as mcs --skew-policy reads it")
-	fs.Var(convert.OutputVersionFlag(&f.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type, as mcs --default-spec")
+	fs.Var(cmdline.Version(&f.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type, as mcs --default-spec")
 	fs.StringVar(&f.kubeconfig, "bootstrap-kubeconfig", "", "node bootstrap kubeconfig `FILE` served as /etc/kubernetes/kubeconfig, as mcs's")
 	fs.StringVar(&f.kubeletCA, "kubelet-ca", "", "CA bundle `FILE` served as /etc/kubernetes/kubelet-ca.crt, as mcs's")
 }

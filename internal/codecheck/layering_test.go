@@ -1,0 +1,60 @@
+package codecheck
+
+import (
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Data flows one way: sources → render → snapshot → bytes. Each rule is a
+// package and what it must not depend on, directly or not.
+var layering = []struct{ pkg, notOn, why string }{
+	{"render", "serve", "a render knows nothing of how it is served"},
+	{"render", "source", "sources feed renders, not the other way"},
+	{"convert", "render", "Ignition conversion knows no MachineConfigs"},
+	{"serve", "source/kube", "the server serves any source"},
+	{"serve", "controller", "the server and the controller are apart"},
+	{"controller", "serve", "the controller writes configs, it does not serve them"},
+}
+
+// flagUsers may import flag outside cmd/: commands of their own (hack/),
+// and test support that reads go test's flags.
+var flagUsers = map[string]bool{"hack/baseline": true, "hack/scale": true, "internal/kubetest": true}
+
+func TestLayering(t *testing.T) {
+	const module = "github.com/ignition-mcs/mcs/"
+	cmd := exec.Command("go", "list", "-e", "-deps=false", "-f", `{{.ImportPath}}|{{join .Imports ","}}|{{join .Deps ","}}`, "./...")
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v: %s", err, stderr.Bytes())
+	}
+	imports, deps := map[string][]string{}, map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "|")
+		pkg := strings.TrimPrefix(f[0], module)
+		imports[pkg], deps[pkg] = strings.Split(f[1], ","), strings.Split(f[2], ",")
+	}
+	if len(imports) < 20 {
+		t.Fatalf("only %d packages listed", len(imports))
+	}
+	for _, r := range layering {
+		if _, ok := deps[r.pkg]; !ok {
+			t.Errorf("no package %s", r.pkg)
+		}
+		for pkg, ds := range deps {
+			if (pkg == r.pkg || strings.HasPrefix(pkg, r.pkg+"/")) && slices.Contains(ds, module+r.notOn) {
+				t.Errorf("%s depends on %s: %s", pkg, r.notOn, r.why)
+			}
+		}
+	}
+	for pkg, is := range imports {
+		if slices.Contains(is, "flag") && !strings.HasPrefix(pkg, "cmd/") && !flagUsers[pkg] {
+			t.Errorf("%s imports flag: flags live in cmd/", pkg)
+		}
+	}
+}
