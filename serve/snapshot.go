@@ -264,17 +264,37 @@ func nodeFiles(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) ([
 	if len(cloudCA) > 0 {
 		files = append(files, convert.DataFile(pathCloudCA, cloudCA))
 	}
-	annotations, _ := json.Marshal(map[string]string{
-		"machineconfiguration.openshift.io/currentConfig":    res.Name,
-		"machineconfiguration.openshift.io/desiredConfig":    res.Name,
-		"machineconfiguration.openshift.io/firstPivotConfig": res.Name,
-		"machineconfiguration.openshift.io/state":            "Done",
-	})
+	annotations, _ := json.Marshal(nodeAnnotations(res))
 	files = append(files, convert.DataFile(pathAnnotations, annotations))
 	if len(nf.Kubeconfig) > 0 {
 		files = append(files, convert.DataFile(pathKubeconfig, nf.Kubeconfig))
 	}
 	return append(files, convert.DataFile(pathContent, content)), nil
+}
+
+// annotationPreBuiltImage, on a rendered MachineConfig, names the layered
+// image its nodes run from install on (upstream's PreBuiltImageAnnotationKey).
+const annotationPreBuiltImage = "machineconfiguration.openshift.io/pre-built-image"
+
+// nodeAnnotations are what the node's daemon starts from, as upstream's
+// getNodeAnnotation writes them: an image-mode pool's image (the
+// pre-built-image annotation first) adds currentImage and desiredImage.
+func nodeAnnotations(res *render.Result) map[string]string {
+	a := map[string]string{
+		"machineconfiguration.openshift.io/currentConfig":    res.Name,
+		"machineconfiguration.openshift.io/desiredConfig":    res.Name,
+		"machineconfiguration.openshift.io/firstPivotConfig": res.Name,
+		"machineconfiguration.openshift.io/state":            "Done",
+	}
+	image := res.Image
+	if pre := res.MachineConfig.Metadata.Annotations[annotationPreBuiltImage]; pre != "" {
+		image = pre
+	}
+	if image != "" {
+		a["machineconfiguration.openshift.io/currentImage"] = image
+		a["machineconfiguration.openshift.io/desiredImage"] = image
+	}
+	return a
 }
 
 // withNodeFiles is the pool's config with the node files upstream's server

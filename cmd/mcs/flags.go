@@ -52,6 +52,10 @@ type options struct {
 	maxTreeSize            int64 // bytes
 	reloadTimeout          time.Duration
 	maxInFlight            int
+	tls                    tlsOptions
+
+	// start is set by mcs start: OpenShift's command line (startOptions).
+	start *startOptions
 
 	// set names the flags given, on the command line or as MCS_<FLAG>.
 	set map[string]bool
@@ -147,6 +151,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.Var(convert.OutputVersionFlag(&o.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
 	specFlags(fs, &o.render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads", "render at exactly this spec `VERSION`")
+	o.tls.define(fs.Func)
 	fs.BoolVar(&o.http2, "http2", false, "allow HTTP/2 on TLS (off by default: Ignition speaks HTTP/1.1)")
 	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")
 	fs.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a change before re-rendering")

@@ -85,7 +85,8 @@ func listenTLS(o *options, h http.Handler, log *slog.Logger) (server, error) {
 		return server{}, fmt.Errorf("--listen-tls: %w", err)
 	}
 	s := newHTTPServer(o, h, log)
-	s.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cr.get}
+	s.TLSConfig = o.tls.config()
+	s.TLSConfig.GetCertificate = cr.get
 	if o.http2 {
 		s.TLSConfig.NextProtos = []string{"h2", "http/1.1"}
 	} else {

@@ -122,5 +122,7 @@ func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.R
 		SkewPolicy:       o.skewPolicy == "",
 		Logger:           log,
 		Registerer:       reg,
+		KubeconfigData:   o.start != nil,
+		ImageMode:        o.start != nil,
 	})
 }

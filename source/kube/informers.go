@@ -25,7 +25,14 @@ func (s *Source) run(ctx context.Context) {
 	defer wg.Wait()
 	add := func(gvr schema.GroupVersionResource, fieldSelector string, key func(*unstructured.Unstructured) string,
 		onWatchErr func(error)) (cache.Store, cache.InformerSynced) {
-		inf := newInformer(s.client.Resource(gvr), gvr, fieldSelector)
+		var res dynamic.ResourceInterface = s.client.Resource(gvr)
+		switch gvr {
+		case ConfigMaps:
+			res = s.client.Resource(gvr).Namespace(MCONamespace)
+		case Routes:
+			res = s.client.Resource(gvr).Namespace(registryNamespace)
+		}
+		inf := newInformer(res, gvr, fieldSelector)
 		// Field managers' bookkeeping is large and never read.
 		_ = inf.SetTransform(stripManagedFields)
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) { onWatchErr(err) })
@@ -45,6 +52,18 @@ func (s *Source) run(ctx context.Context) {
 	s.pools = required(MachineConfigPools, s.poolKey)
 	if served.controllerConfigs {
 		s.ccs = required(ControllerConfigs, controllerConfigKey)
+	}
+	if s.cfg.KubeconfigData {
+		// Only kubeconfig-data is read, so a Role can name it.
+		st, synced := add(ConfigMaps, "metadata.name="+KubeconfigDataName, kubeconfigDataKeyOf, func(err error) { s.watchFailed(ConfigMaps, err) })
+		s.configMaps, syncs = st, append(syncs, synced)
+	}
+	if served.machineOS {
+		s.moscs = required(MachineOSConfigs, mosKey)
+		s.mosbs = required(MachineOSBuilds, mosKey)
+	}
+	if served.routes {
+		s.routes = required(Routes, routeKey)
 	}
 	var policySynced cache.InformerSynced
 	if served.machineConfigurations {
@@ -78,7 +97,7 @@ func (s *Source) run(ctx context.Context) {
 		cancel()
 	}
 	s.log.Info("informer caches synced", "host", s.host, "controllerConfig", served.controllerConfigs,
-		"skewPolicy", served.machineConfigurations, "duration", time.Since(start))
+		"skewPolicy", served.machineConfigurations, "imageMode", served.machineOS, "duration", time.Since(start))
 	close(s.synced)
 	s.signal()
 	<-ctx.Done()
@@ -92,7 +111,7 @@ const policySyncWait = 5 * time.Second
 // dynamicinformer's informer without its factory, whose package links every
 // typed client-go informer and clientset: about 40 MB of binary and 6 MB of
 // heap at start for nothing this source reads.
-func newInformer(res dynamic.NamespaceableResourceInterface, gvr schema.GroupVersionResource, fieldSelector string) cache.SharedIndexInformer {
+func newInformer(res dynamic.ResourceInterface, gvr schema.GroupVersionResource, fieldSelector string) cache.SharedIndexInformer {
 	tweak := func(o *metav1.ListOptions) {
 		if fieldSelector != "" {
 			o.FieldSelector = fieldSelector

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"strings"
+)
+
+// openSSLCipherNames maps OpenSSL's cipher names, in which OpenShift's TLS
+// security profiles (APIServer.spec.tlsSecurityProfile) are written, to
+// IANA's, which Go and the MCO's --tls-cipher-suites use: the table of
+// library-go's crypto.OpenSSLToIANACipherSuites.
+var openSSLCipherNames = map[string]string{
+	"TLS_AES_128_GCM_SHA256":        "TLS_AES_128_GCM_SHA256",
+	"TLS_AES_256_GCM_SHA384":        "TLS_AES_256_GCM_SHA384",
+	"TLS_CHACHA20_POLY1305_SHA256":  "TLS_CHACHA20_POLY1305_SHA256",
+	"ECDHE-ECDSA-AES128-GCM-SHA256": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+	"ECDHE-RSA-AES128-GCM-SHA256":   "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+	"ECDHE-ECDSA-AES256-GCM-SHA384": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+	"ECDHE-RSA-AES256-GCM-SHA384":   "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+	"ECDHE-ECDSA-CHACHA20-POLY1305": "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+	"ECDHE-RSA-CHACHA20-POLY1305":   "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+	"ECDHE-ECDSA-AES128-SHA256":     "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
+	"ECDHE-RSA-AES128-SHA256":       "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+	"AES128-GCM-SHA256":             "TLS_RSA_WITH_AES_128_GCM_SHA256",
+	"AES256-GCM-SHA384":             "TLS_RSA_WITH_AES_256_GCM_SHA384",
+	"AES128-SHA256":                 "TLS_RSA_WITH_AES_128_CBC_SHA256",
+	"ECDHE-ECDSA-AES128-SHA":        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+	"ECDHE-RSA-AES128-SHA":          "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+	"ECDHE-ECDSA-AES256-SHA":        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+	"ECDHE-RSA-AES256-SHA":          "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+	"AES128-SHA":                    "TLS_RSA_WITH_AES_128_CBC_SHA",
+	"AES256-SHA":                    "TLS_RSA_WITH_AES_256_CBC_SHA",
+	"DES-CBC3-SHA":                  "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
+}
+
+// intermediateCiphers is OpenShift's Intermediate TLS profile, its
+// default (configv1.TLSProfiles, checked by TestIntermediateProfile): what
+// the MCO's server uses when --tls-cipher-suites names none.
+var intermediateCiphers = []string{
+	"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256",
+	"ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256",
+	"ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384",
+	"ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+}
+
+// cipherSuites reads cipher suite names, IANA's (Go's) or OpenSSL's, into
+// Go's IDs; an unknown name is an error naming it. The TLS 1.3 suites are
+// accepted and have no effect (Go always offers its own for TLS 1.3).
+func cipherSuites(names []string) ([]uint16, error) {
+	ids := map[string]uint16{}
+	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
+		ids[s.Name] = s.ID
+	}
+	var out []uint16
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		id, ok := ids[n]
+		if !ok {
+			id, ok = ids[openSSLCipherNames[n]]
+		}
+		if !ok {
+			return nil, fmt.Errorf("unknown TLS cipher suite %q: give IANA names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) or OpenSSL's (ECDHE-RSA-AES128-GCM-SHA256)", n)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// tlsVersion reads a TLS version as OpenShift and Kubernetes name it
+// (VersionTLS12), as OpenSSL does (TLSv1.2) or as a number (1.2).
+func tlsVersion(s string) (uint16, error) {
+	v := strings.TrimSpace(s)
+	for _, p := range []string{"VersionTLS", "TLSv", "TLS"} {
+		v = strings.TrimPrefix(v, p)
+	}
+	switch strings.TrimSpace(v) {
+	case "10", "1.0":
+		return tls.VersionTLS10, nil
+	case "11", "1.1":
+		return tls.VersionTLS11, nil
+	case "12", "1.2":
+		return tls.VersionTLS12, nil
+	case "13", "1.3":
+		return tls.VersionTLS13, nil
+	}
+	return 0, fmt.Errorf("unknown TLS version %q: want VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13", s)
+}
+
+// tlsOptions are --tls-min-version and --tls-cipher-suites.
+type tlsOptions struct {
+	minVersion uint16
+	names      []string // as given, comma lists split
+}
+
+func (t *tlsOptions) define(defineFunc func(name, usage string, fn func(string) error)) {
+	t.minVersion = tls.VersionTLS12
+	defineFunc("tls-min-version", "lowest TLS version served: VersionTLS10 … VersionTLS13 (OpenShift's names; TLSv1.2 or 1.2 also read) (default VersionTLS12)", func(s string) error {
+		v, err := tlsVersion(s)
+		t.minVersion = v
+		return err
+	})
+	defineFunc("tls-cipher-suites", "comma-separated TLS 1.2 cipher suites, IANA's or OpenSSL's names; may repeat (default: OpenShift's Intermediate profile)", func(s string) error {
+		names := strings.Split(s, ",")
+		if _, err := cipherSuites(names); err != nil {
+			return err
+		}
+		t.names = append(t.names, names...)
+		return nil
+	})
+}
+
+// config is the TLS configuration the options ask for.
+func (t *tlsOptions) config() *tls.Config {
+	names := t.names
+	ids, _ := cipherSuites(names) // checked as parsed
+	if len(ids) == 0 {
+		ids, _ = cipherSuites(intermediateCiphers)
+	}
+	return &tls.Config{MinVersion: t.minVersion, CipherSuites: ids}
+}
