@@ -116,6 +116,16 @@ type NodeFiles struct {
 	Kubeconfig []byte
 	// KubeletCA overrides the ControllerConfig's API server serving CA.
 	KubeletCA []byte
+	// RegistryCAs are the bootstrap server's registry CAs (its
+	// --bootstrap-certs), served as /etc/docker/certs.d/<registry>/ca.crt
+	// after the MachineConfig content, in this order.
+	RegistryCAs []RegistryCA
+}
+
+// RegistryCA is one registry's CA bundle.
+type RegistryCA struct {
+	Registry string
+	PEM      []byte
 }
 
 // ReadNodeFiles reads the node files from the files the commands'
@@ -269,7 +279,11 @@ func nodeFiles(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) ([
 	if len(nf.Kubeconfig) > 0 {
 		files = append(files, convert.DataFile(pathKubeconfig, nf.Kubeconfig))
 	}
-	return append(files, convert.DataFile(pathContent, content)), nil
+	files = append(files, convert.DataFile(pathContent, content))
+	for _, r := range nf.RegistryCAs {
+		files = append(files, convert.DataFile("/etc/docker/certs.d/"+r.Registry+"/ca.crt", r.PEM))
+	}
+	return files, nil
 }
 
 // annotationPreBuiltImage, on a rendered MachineConfig, names the layered

@@ -17,6 +17,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -75,6 +76,9 @@ func TestCutoverRehearsal(t *testing.T) {
 		return strings.Contains(a, c.rendered["master"].Name) && strings.Contains(b, c.rendered["worker"].Name)
 	})
 	pointer := c.userData(t, "worker-user-data")
+	if dir := os.Getenv("MCS_CUTOVER_DUMP"); dir != "" {
+		c.dump(t, in, dir)
+	}
 
 	for _, v := range []string{"v2.27.0", "v2.14.0", "v2.9.0"} {
 		t.Run(v, func(t *testing.T) {
@@ -96,6 +100,41 @@ func TestCutoverRehearsal(t *testing.T) {
 	c.checkNode(t, bootWith(t, "v2.27.0", pointer), "worker", next)
 	if err := in.stop(); err != nil {
 		t.Fatalf("mcs start: %v\n%s", err, in.stderr.String())
+	}
+	c.preflight(t)
+}
+
+// preflight runs mcs preflight as mcs's ServiceAccount: clean on the
+// rehearsed cluster, then blocked, naming what, with a permission removed
+// and with an object missing.
+func (c *cluster) preflight(t *testing.T) {
+	ctx := context.Background()
+	run := func() (string, error) {
+		in := startSubcommand(t, false, "preflight", "--kubeconfig", c.mcsConfig, "--timeout", "5s")
+		err := <-in.done
+		in.done <- err
+		return in.stdout.String(), err
+	}
+	out, err := run()
+	for _, want := range []string{"no blockers", "worker", c.rendered["worker"].Name, "image mode: " + c.image, "image mode: no (no MachineOSConfig names the pool)", "content same"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("preflight on the rehearsed cluster: %v, no %q in\n%s", err, want, out)
+		}
+	}
+	if err := c.cp.Kube.RbacV1().Roles(mcoNS).Delete(ctx, "mcs-server", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run()
+	if err != errBlocked || !strings.Contains(out, "BLOCKER  get,list,watch configmaps/kubeconfig-data in openshift-machine-config-operator  missing: get, list, watch") {
+		t.Errorf("preflight without the ConfigMap Role: %v\n%s", err, out)
+	}
+	c.cp.ApplyFiles(t, filepath.Join("..", "..", "deploy", "openshift", "rbac.yaml"))
+	if err := c.cp.Dynamic.Resource(kube.MachineConfigs).Delete(ctx, c.rendered["worker"].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run()
+	if err != errBlocked || !strings.Contains(out, "names MachineConfig "+c.rendered["worker"].Name+", which does not exist") {
+		t.Errorf("preflight without the worker's rendered config: %v\n%s", err, out)
 	}
 }
 
@@ -435,4 +474,61 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// dump writes, for a comparison with OpenShift's own server code (see
+// docs/compatibility.md, "The server"), the cluster's objects as its
+// listers would return them, in the bootstrap server's layout too, and
+// what mcs start serves each pool at each spec. Only with
+// $MCS_CUTOVER_DUMP set.
+func (c *cluster) dump(t *testing.T, in *instance, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	write := func(name string, data []byte) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obj := func(name string, u *unstructured.Unstructured) {
+		b, err := yaml.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(name, b)
+	}
+	for pool, r := range c.rendered {
+		p, _ := c.cp.Dynamic.Resource(kube.MachineConfigPools).Get(ctx, pool, metav1.GetOptions{})
+		obj("pools/"+pool+".yaml", p)
+		obj("bootstrap/machine-pools/"+pool+".yaml", p)
+		mc, _ := c.cp.Dynamic.Resource(kube.MachineConfigs).Get(ctx, r.Name, metav1.GetOptions{})
+		obj("machine-configs/"+r.Name+".yaml", mc)
+		obj("bootstrap/machine-configs/"+r.Name+".yaml", mc)
+		for _, v := range []string{"", "3.5.0", "3.4.0", "3.3.0", "3.2.0", "3.1.0", "2.2.0"} {
+			var h []string
+			if v != "" {
+				h = []string{"Accept", "application/vnd.coreos.ignition+json;version=" + v}
+			}
+			_, body, _ := in.get("/config/"+pool, h...)
+			write("served/"+pool+"-"+v+".json", body)
+		}
+	}
+	cc, _ := c.cp.Dynamic.Resource(kube.ControllerConfigs).Get(ctx, kube.DefaultControllerConfig, metav1.GetOptions{})
+	obj("controllerconfig.yaml", cc)
+	obj("bootstrap/controller-config/machine-config-controller.yaml", cc)
+	for _, r := range []schema.GroupVersionResource{kube.MachineOSConfigs, kube.MachineOSBuilds} {
+		l, _ := c.cp.Dynamic.Resource(r).List(ctx, metav1.ListOptions{})
+		for i := range l.Items {
+			obj(r.Resource+"/"+l.Items[i].GetName()+".yaml", &l.Items[i])
+		}
+	}
+	write("kubeconfig-data-ca-bundle.crt", c.apiCA)
+	for _, f := range []string{"token", "ca.crt"} {
+		b, _ := os.ReadFile(filepath.Join(c.tokenDir, f))
+		write("token/"+f, b)
+	}
+	write("apiserver-url", []byte(c.cp.Admin.Host))
 }

@@ -54,8 +54,10 @@ type options struct {
 	maxInFlight            int
 	tls                    tlsOptions
 
-	// start is set by mcs start: OpenShift's command line (startOptions).
-	start *startOptions
+	// start and bootstrap are set by mcs start and mcs bootstrap:
+	// OpenShift's command lines.
+	start     *startOptions
+	bootstrap *bootstrapOptions
 
 	// set names the flags given, on the command line or as MCS_<FLAG>.
 	set map[string]bool

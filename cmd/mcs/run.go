@@ -50,6 +50,9 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if ks, ok := src.(*kube.Source); ok && o.start != nil {
 		files = startNodeFiles(o, ks)
 	}
+	if o.bootstrap != nil {
+		files = bootstrapNodeFiles(o)
+	}
 	srv := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight})
 	rl := &serve.Reloader{Source: startSource(o, src, log), Server: srv, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
 	return lifecycle(ctx, o, srv, rl, reloadPolicy, log, stdout)

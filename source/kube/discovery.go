@@ -77,7 +77,7 @@ func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 	out := served{controllerConfigs: have[ControllerConfigs.Resource]}
 	if s.cfg.ImageMode && s.cfg.Mode == ModePool {
 		out.machineOS = have[MachineOSConfigs.Resource] && have[MachineOSBuilds.Resource]
-		out.routes = s.serves(ctx, Routes)
+		out.routes = serves(ctx, s.disco, Routes)
 	}
 	if !s.cfg.SkewPolicy {
 		return out, nil
@@ -102,8 +102,8 @@ func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 }
 
 // serves says whether the API server serves gvr; an error reads as no.
-func (s *Source) serves(ctx context.Context, gvr schema.GroupVersionResource) bool {
-	list, err := s.disco.ServerResourcesForGroupVersion(ctx, gvr.GroupVersion().String())
+func serves(ctx context.Context, d discoverer, gvr schema.GroupVersionResource) bool {
+	list, err := d.ServerResourcesForGroupVersion(ctx, gvr.GroupVersion().String())
 	if err != nil {
 		return false
 	}

@@ -105,4 +105,20 @@ func mosKey(u *unstructured.Unstructured) string {
 		field(u, "spec", "machineOSConfig", "name"), field(u, "spec", "machineConfig", "name"), succeeded(u)})
 }
 
-func routeKey(u *unstructured.Unstructured) string { return u.GetName() + " " + field(u, "spec", "host") }
+func routeKey(u *unstructured.Unstructured) string {
+	return u.GetName() + " " + field(u, "spec", "host")
+}
+
+// PoolImage is desiredImage for the pool named, at the rendered config it
+// serves, for reports (mcs preflight); "" and why when it has none.
+func (c *caches) PoolImage(pool string) (image, why string) {
+	p := c.Pool(pool)
+	if p == nil {
+		return "", "no such pool"
+	}
+	name, _, err := renderedConfig(p)
+	if err != nil {
+		return "", err.Error()
+	}
+	return c.desiredImage(p, name)
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ignition-mcs/mcs/serve"
+)
+
+// bootstrapOptions are OpenShift's machine-config-server bootstrap flags.
+type bootstrapOptions struct {
+	baseDir string
+	certs   []string // registry=file, file relative to baseDir
+}
+
+// runBootstrap is mcs bootstrap: OpenShift's bootstrap server as the
+// installer's bootstrap node runs it (machine-config-server bootstrap
+// --server-basedir DIR --bootstrap-kubeconfig FILE), serving the control
+// plane's rendered configs from the installer's manifests.
+func runBootstrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	o, err := parseBootstrapFlags(args, stderr)
+	if err != nil || o == nil {
+		return err
+	}
+	return serveOptions(ctx, o, stdout, stderr)
+}
+
+func parseBootstrapFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{bootstrap: &bootstrapOptions{}}
+	fs := flag.NewFlagSet("mcs bootstrap", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.define(fs)
+	setDefault(fs, "cert", defaultCert)
+	setDefault(fs, "key", defaultKey)
+	setDefault(fs, "bootstrap-kubeconfig", "/etc/kubernetes/kubeconfig")
+	bo := o.bootstrap
+	fs.StringVar(&bo.baseDir, "server-basedir", "/etc/mcs/bootstrap", "directory of machine-pools/, machine-configs/ and controller-config/")
+	fs.Func("bootstrap-certs", "a registry CA as REGISTRY=FILE (FILE relative to --server-basedir), served as /etc/docker/certs.d/REGISTRY/ca.crt; may repeat", func(s string) error {
+		if strings.Count(s, "=") != 1 || strings.HasPrefix(s, "=") || strings.HasSuffix(s, "=") {
+			return fmt.Errorf("%q: want REGISTRY=FILE", s)
+		}
+		bo.certs = append(bo.certs, s)
+		return nil
+	})
+	fs.String("payload-version", "", "accepted for OpenShift's command line; logged by start only")
+	fs.Int("v", 0, "accepted for OpenShift's command line; use --log-level")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: mcs bootstrap [--server-basedir DIR] [--bootstrap-kubeconfig FILE] [flags]\n\nOpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it: serves the\nmaster and arbiter pools' rendered MachineConfigs from DIR/machine-pools and DIR/machine-configs.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil
+		}
+		return nil, errUsage
+	}
+	if err := fromEnv(fs); err != nil {
+		fmt.Fprintln(stderr, "mcs bootstrap:", err)
+		return nil, errUsage
+	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if err := o.checkBootstrap(fs.Args()); err != nil {
+		fmt.Fprintln(stderr, "mcs bootstrap:", err)
+		return nil, errUsage
+	}
+	return o, nil
+}
+
+func (o *options) checkBootstrap(args []string) error {
+	for _, f := range []string{"dir", "source", "kubeconfig", "render-mode"} {
+		if o.set[f] {
+			return fmt.Errorf("--%s is not for mcs bootstrap, which reads --server-basedir", f)
+		}
+	}
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
+	}
+	// As upstream's NewBootstrapServer: no kubeconfig, no server.
+	if _, err := os.Stat(o.kubeconfig); err != nil {
+		return fmt.Errorf("--bootstrap-kubeconfig: %w", err)
+	}
+	if (o.cert == "") != (o.key == "") {
+		return errors.New("--cert and --key go together")
+	}
+	return nil
+}
+
+// bootstrapNodeFiles reads, at every render, the kubeconfig file and the
+// registry CAs.
+func bootstrapNodeFiles(o *options) func() (serve.NodeFiles, error) {
+	return func() (serve.NodeFiles, error) {
+		nf, err := serve.ReadNodeFiles(o.kubeconfig, o.kubeletCA)
+		if err != nil {
+			return nf, err
+		}
+		for _, c := range o.bootstrap.certs {
+			registry, file, _ := strings.Cut(c, "=")
+			pem, err := os.ReadFile(filepath.Join(o.bootstrap.baseDir, file))
+			if err != nil {
+				return nf, fmt.Errorf("--bootstrap-certs %s: %w", c, err)
+			}
+			nf.RegistryCAs = append(nf.RegistryCAs, serve.RegistryCA{Registry: registry, PEM: pem})
+		}
+		return nf, nil
+	}
+}
