@@ -33,7 +33,7 @@ func main() {
 	}
 }
 
-// dispatch runs the subcommand named first (controller, prune, start,
+// dispatch runs the subcommand named first (controller, prune, pki, start,
 // bootstrap, preflight), else the server.
 func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
@@ -48,6 +48,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return runBootstrap(ctx, args[1:], stdin, stdout, stderr)
 		case "start":
 			return runStart(ctx, args[1:], stdin, stdout, stderr)
+		case "pki":
+			return runPKI(ctx, args[1:], stdout, stderr)
 		}
 	}
 	return run(ctx, args, stdin, stdout, stderr)

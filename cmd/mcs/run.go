@@ -53,7 +53,10 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if o.bootstrap != nil {
 		files = bootstrapNodeFiles(o)
 	}
-	srv := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight})
-	rl := &serve.Reloader{Source: startSource(o, src, log), Server: srv, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
+	srv, err := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight})
+	if err != nil {
+		return err
+	}
+	rl := &serve.Reloader{Source: startSource(o, src, log), Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
 	return lifecycle(ctx, o, srv, rl, reloadPolicy, log, stdout)
 }
