@@ -16,9 +16,9 @@ import (
 	"github.com/ignition-mcs/mcs/render"
 )
 
-// BootstrapPools are the pools OpenShift's bootstrap server serves: the
+// bootstrapPools are the pools OpenShift's bootstrap server serves: the
 // control plane's, the only nodes that boot from it; it refuses the rest.
-var BootstrapPools = []string{"master", "arbiter"}
+var bootstrapPools = []string{"master", "arbiter"}
 
 // Bootstrap is the installer's bootstrap manifests, read as OpenShift's
 // bootstrap server reads them (machine-config-server bootstrap
@@ -50,7 +50,7 @@ func (b *Bootstrap) Load(ctx context.Context) (*Input, error) {
 		return nil, fmt.Errorf("bootstrap: the ControllerConfig, which OpenShift's bootstrap server needs for every pool: %w", err)
 	}
 	in := &Input{ControllerConfig: set.ControllerConfig()}
-	for _, pool := range BootstrapPools {
+	for _, pool := range bootstrapPools {
 		poolFile := filepath.Join(b.Dir, "machine-pools", pool+".yaml")
 		Reading(ctx, poolFile)
 		res, err := b.pool(pool, poolFile)
