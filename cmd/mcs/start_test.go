@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
+	"time"
+
 	"crypto/tls"
 	"fmt"
+	"github.com/ignition-mcs/mcs/source"
 	"io"
 	"os"
 	"path/filepath"
@@ -118,3 +122,34 @@ func TestCipherNames(t *testing.T) {
 }
 
 func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
+
+// A rotated token (a Secret volume's files change) makes a reload, so the
+// next node gets it without a restart.
+func TestTokenRotationReloads(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "token"), []byte("one"), 0o600)
+	w := &filesWatched{Source: idleSource{}, paths: tokenFiles(dir), every: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changed := make(chan struct{}, 1)
+	go w.Watch(ctx, changed)
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-changed:
+		t.Fatal("a change signalled before any")
+	default:
+	}
+	os.WriteFile(filepath.Join(dir, "token"), []byte("two-longer"), 0o600)
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the rotated token signalled no change")
+	}
+}
+
+// idleSource is a source that never changes.
+type idleSource struct{}
+
+func (idleSource) Load(context.Context) (*source.Input, error)  { return &source.Input{}, nil }
+func (idleSource) Watch(ctx context.Context, _ chan<- struct{}) { <-ctx.Done() }
+func (idleSource) String() string                               { return "idle" }
