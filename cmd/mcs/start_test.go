@@ -2,16 +2,16 @@ package main
 
 import (
 	"context"
-	"time"
-
 	"crypto/tls"
 	"fmt"
-	"github.com/ignition-mcs/mcs/source"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // OpenShift's DaemonSet's command line is mcs start's, with OpenShift's
