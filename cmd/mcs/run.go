@@ -58,5 +58,6 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 		return err
 	}
 	rl := &serve.Reloader{Source: startSource(o, src, log), Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
-	return lifecycle(ctx, o, srv, rl, reloadPolicy, log, stdout)
+	ls := listenDeps{conns: newConnTable(o.connLimits(log), log, newConnMetrics(reg)), certReport: certReport(log, newCertMetrics(reg), srv)}
+	return lifecycle(ctx, o, srv, rl, ls, reloadPolicy, log, stdout)
 }

@@ -6,62 +6,18 @@ import (
 	"strings"
 )
 
-// openSSLCipherNames maps OpenSSL's cipher names, in which OpenShift's TLS
-// security profiles (APIServer.spec.tlsSecurityProfile) are written, to
-// IANA's, which Go and the MCO's --tls-cipher-suites use: the table of
-// library-go's crypto.OpenSSLToIANACipherSuites.
-var openSSLCipherNames = map[string]string{
-	"TLS_AES_128_GCM_SHA256":        "TLS_AES_128_GCM_SHA256",
-	"TLS_AES_256_GCM_SHA384":        "TLS_AES_256_GCM_SHA384",
-	"TLS_CHACHA20_POLY1305_SHA256":  "TLS_CHACHA20_POLY1305_SHA256",
-	"ECDHE-ECDSA-AES128-GCM-SHA256": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-	"ECDHE-RSA-AES128-GCM-SHA256":   "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-	"ECDHE-ECDSA-AES256-GCM-SHA384": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-	"ECDHE-RSA-AES256-GCM-SHA384":   "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-	"ECDHE-ECDSA-CHACHA20-POLY1305": "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
-	"ECDHE-RSA-CHACHA20-POLY1305":   "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
-	"ECDHE-ECDSA-AES128-SHA256":     "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
-	"ECDHE-RSA-AES128-SHA256":       "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
-	"AES128-GCM-SHA256":             "TLS_RSA_WITH_AES_128_GCM_SHA256",
-	"AES256-GCM-SHA384":             "TLS_RSA_WITH_AES_256_GCM_SHA384",
-	"AES128-SHA256":                 "TLS_RSA_WITH_AES_128_CBC_SHA256",
-	"ECDHE-ECDSA-AES128-SHA":        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
-	"ECDHE-RSA-AES128-SHA":          "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
-	"ECDHE-ECDSA-AES256-SHA":        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
-	"ECDHE-RSA-AES256-SHA":          "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
-	"AES128-SHA":                    "TLS_RSA_WITH_AES_128_CBC_SHA",
-	"AES256-SHA":                    "TLS_RSA_WITH_AES_256_CBC_SHA",
-	"DES-CBC3-SHA":                  "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
-}
-
-// intermediateCiphers is OpenShift's Intermediate TLS profile, its
-// default (configv1.TLSProfiles, checked by TestIntermediateProfile): what
-// the MCO's server uses when --tls-cipher-suites names none.
-var intermediateCiphers = []string{
-	"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256",
-	"ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256",
-	"ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384",
-	"ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
-}
-
-// cipherSuites reads cipher suite names, IANA's (Go's) or OpenSSL's, into
-// Go's IDs; an unknown name is an error naming it. The TLS 1.3 suites are
-// accepted and have no effect (Go always offers its own for TLS 1.3).
-func cipherSuites(names []string) ([]uint16, error) {
-	ids := map[string]uint16{}
-	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
-		ids[s.Name] = s.ID
-	}
+// suitesNamed reads cipher suite names, IANA's (Go's) or OpenSSL's (the
+// one table, cipherSuites), into Go's IDs; an unknown name is an error
+// naming it. The TLS 1.3 suites are accepted and have no effect (Go always
+// offers its own for TLS 1.3).
+func suitesNamed(names []string) ([]uint16, error) {
 	var out []uint16
 	for _, n := range names {
 		n = strings.TrimSpace(n)
 		if n == "" {
 			continue
 		}
-		id, ok := ids[n]
-		if !ok {
-			id, ok = ids[openSSLCipherNames[n]]
-		}
+		id, ok := cipherSuites[n]
 		if !ok {
 			return nil, fmt.Errorf("unknown TLS cipher suite %q: give IANA names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) or OpenSSL's (ECDHE-RSA-AES128-GCM-SHA256)", n)
 		}
@@ -105,7 +61,7 @@ func (t *tlsOptions) define(defineFunc func(name, usage string, fn func(string) 
 	})
 	defineFunc("tls-cipher-suites", "comma-separated TLS 1.2 cipher suites, IANA's or OpenSSL's names; may repeat (default: OpenShift's Intermediate profile)", func(s string) error {
 		names := strings.Split(s, ",")
-		if _, err := cipherSuites(names); err != nil {
+		if _, err := suitesNamed(names); err != nil {
 			return err
 		}
 		t.names = append(t.names, names...)
@@ -115,10 +71,9 @@ func (t *tlsOptions) define(defineFunc func(name, usage string, fn func(string) 
 
 // config is the TLS configuration the options ask for.
 func (t *tlsOptions) config() *tls.Config {
-	names := t.names
-	ids, _ := cipherSuites(names) // checked as parsed
+	ids, _ := suitesNamed(t.names) // checked as parsed
 	if len(ids) == 0 {
-		ids, _ = cipherSuites(intermediateCiphers)
+		ids = intermediateSuites()
 	}
 	return &tls.Config{MinVersion: t.minVersion, CipherSuites: ids}
 }

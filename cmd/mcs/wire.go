@@ -17,7 +17,8 @@ import (
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
-// newLogger is the logger --log-format and --log-level ask for.
+// newLogger is the logger --log-format and --log-level ask for, lines an
+// outsider can repeat at will throttled (see throttle).
 func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
@@ -26,9 +27,9 @@ func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
 	ho := &slog.HandlerOptions{Level: level}
 	switch o.logFormat {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, ho)), nil
+		return slog.New(newThrottle(slog.NewTextHandler(w, ho))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, ho)), nil
+		return slog.New(newThrottle(slog.NewJSONHandler(w, ho))), nil
 	}
 	return nil, fmt.Errorf("--log-format: %q is not text or json", o.logFormat)
 }
@@ -127,7 +128,7 @@ func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.R
 	}
 	if o.source != "kube" {
 		return &source.Dir{Path: o.dir, Poll: o.poll, Options: ro,
-			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize}}, nil
+			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize, FileSetting: "--max-file-size", TreeSetting: "--max-tree-size"}}, nil
 	}
 	rc, err := kube.RESTConfig(o.kubeAPIConfig)
 	if err != nil {
