@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
+	"sigs.k8s.io/yaml"
+
 	"github.com/ignition-mcs/mcs/serve"
 )
 
@@ -70,6 +73,9 @@ func parseBootstrapFlags(args []string, stderr io.Writer) (*options, error) {
 		fmt.Fprintln(stderr, "mcs bootstrap:", err)
 		return nil, errUsage
 	}
+	if err := bootstrapTLS(o); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -110,4 +116,48 @@ func bootstrapNodeFiles(o *options) func() (serve.NodeFiles, error) {
 		}
 		return nf, nil
 	}
+}
+
+// bootstrapTLS takes the TLS profile from the installer's APIServer
+// manifest, as upstream's bootstrap server does
+// (DIR/api-server/api-server.yaml: /etc/mcs/bootstrap/api-server/api-server.yaml
+// by default), unless --tls-min-version or --tls-cipher-suites is given;
+// without one it is Intermediate. Suites Go does not have are left out, as
+// upstream's OpenSSLToIANACipherSuites leaves them.
+func bootstrapTLS(o *options) error {
+	if o.set["tls-min-version"] || o.set["tls-cipher-suites"] {
+		return nil
+	}
+	path := filepath.Join(o.bootstrap.baseDir, "api-server", "api-server.yaml")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var api configv1.APIServer
+	if err := yaml.Unmarshal(b, &api); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	spec := configv1.TLSProfiles[configv1.TLSProfileIntermediateType]
+	if p := api.Spec.TLSSecurityProfile; p != nil {
+		switch {
+		case p.Type == configv1.TLSProfileCustomType && p.Custom != nil:
+			spec = &p.Custom.TLSProfileSpec
+		case configv1.TLSProfiles[p.Type] != nil:
+			spec = configv1.TLSProfiles[p.Type]
+		}
+	}
+	v, err := tlsVersion(string(spec.MinTLSVersion))
+	if err != nil {
+		return fmt.Errorf("%s: $.spec.tlsSecurityProfile: %w", path, err)
+	}
+	o.tls.minVersion, o.tls.names = v, nil
+	for _, c := range spec.Ciphers {
+		if _, ok := cipherSuites[c]; ok {
+			o.tls.names = append(o.tls.names, c)
+		}
+	}
+	return nil
 }

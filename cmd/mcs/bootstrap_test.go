@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"os"
@@ -79,5 +80,34 @@ func TestBootstrap(t *testing.T) {
 	}
 	if _, err := parseBootstrapFlags([]string{"--bootstrap-kubeconfig", filepath.Join(dir, "none")}, io.Discard); err != errUsage {
 		t.Errorf("a missing kubeconfig: %v", err)
+	}
+
+	// The TLS profile is the installer's APIServer's, unless a flag says.
+	base := []string{"--server-basedir", dir, "--bootstrap-kubeconfig", kubeconfig}
+	for name, tc := range map[string]struct {
+		profile string
+		args    []string
+		min     uint16
+		suites  int
+	}{
+		"no manifest":        {"", nil, tls.VersionTLS12, len(intermediateSuites())},
+		"Modern":             {"{type: Modern, modern: {}}", nil, tls.VersionTLS13, 3},
+		"Old, DHE left out":  {"{type: Old, old: {}}", nil, tls.VersionTLS10, 21}, // of 29 names, Go lacks the 5 DHE and 3 CBC-SHA256/384 suites
+		"Custom":             {"{type: Custom, custom: {ciphers: [ECDHE-RSA-AES128-GCM-SHA256], minTLSVersion: VersionTLS11}}", nil, tls.VersionTLS11, 1},
+		"a flag over Modern": {"{type: Modern, modern: {}}", []string{"--tls-min-version=VersionTLS12"}, tls.VersionTLS12, len(intermediateSuites())},
+	} {
+		manifest := filepath.Join(dir, "api-server", "api-server.yaml")
+		os.RemoveAll(filepath.Dir(manifest))
+		if tc.profile != "" {
+			os.MkdirAll(filepath.Dir(manifest), 0o755)
+			os.WriteFile(manifest, []byte("apiVersion: config.openshift.io/v1\nkind: APIServer\nmetadata: {name: cluster}\nspec:\n  tlsSecurityProfile: "+tc.profile+"\n"), 0o644)
+		}
+		o, err := parseBootstrapFlags(append(base, tc.args...), io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if cfg := o.tls.config(); cfg.MinVersion != tc.min || len(cfg.CipherSuites) != tc.suites {
+			t.Errorf("%s: min %x, %d suites; want %x, %d", name, cfg.MinVersion, len(cfg.CipherSuites), tc.min, tc.suites)
+		}
 	}
 }
