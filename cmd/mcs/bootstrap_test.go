@@ -82,7 +82,14 @@ func TestBootstrap(t *testing.T) {
 		t.Errorf("a missing kubeconfig: %v", err)
 	}
 
-	// The TLS profile is the installer's APIServer's, unless a flag says.
+}
+
+// The bootstrap server's TLS profile is the installer's APIServer's,
+// unless a flag says.
+func TestBootstrapTLSProfile(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600)
 	base := []string{"--server-basedir", dir, "--bootstrap-kubeconfig", kubeconfig}
 	for name, tc := range map[string]struct {
 		profile string
