@@ -77,6 +77,8 @@ func TestDeployRBACIsMinimal(t *testing.T) {
 		{[]string{kube.Group}, []string{kube.MachineConfigPools.Resource}, []string{"get", "list", "patch", "watch"}},
 		{[]string{kube.Group}, []string{kube.MachineConfigPools.Resource + "/status"}, []string{"patch"}},
 		{[]string{kube.Group}, []string{kube.ControllerConfigs.Resource}, read},
+		{[]string{kube.Group}, []string{containerRuntimeConfigs.Resource, kubeletConfigs.Resource}, read},
+		{[]string{kube.MachineConfigurations.Group}, []string{kube.MachineConfigurations.Resource}, read},
 		{[]string{""}, []string{nodesGVR.Resource}, []string{"list"}},
 	}
 	if got := rules(t, objs["ClusterRole/mcs-controller"]); yamlString(got) != yamlString(want) {
@@ -87,7 +89,11 @@ func TestDeployRBACIsMinimal(t *testing.T) {
 	if got := rules(t, role); yamlString(got) != yamlString(leases) || role.GetNamespace() != "mcs" {
 		t.Errorf("Role in %s rules\n%s", role.GetNamespace(), yamlString(got))
 	}
-	for _, b := range []string{"ClusterRoleBinding/mcs-controller", "RoleBinding/mcs-controller"} {
+	events := []rule{{[]string{""}, []string{"events"}, []string{"create", "patch"}}}
+	if er := objs["Role/mcs-controller-events"]; yamlString(rules(t, er)) != yamlString(events) || er.GetNamespace() != "default" {
+		t.Errorf("Role mcs-controller-events in %s rules\n%s", er.GetNamespace(), yamlString(rules(t, er)))
+	}
+	for _, b := range []string{"ClusterRoleBinding/mcs-controller", "RoleBinding/mcs-controller", "RoleBinding/mcs-controller-events"} {
 		u := objs[b]
 		if u == nil {
 			t.Fatalf("no %s", b)
@@ -131,12 +137,12 @@ func TestDeployRBACIsEnough(t *testing.T) {
 	cp := needControlPlane(t)
 	sa := serviceAccount(t, cp)
 	cp.Apply(t, poolObject(t, "worker"), mcObject(t, "50-worker", "worker", "one"), nodeObject("n1", nil))
-	c := startController(t, cp, Config{REST: sa, Prune: true, Keep: 0, LeaseName: "mcs-controller"})
+	c := startController(t, cp, Config{REST: sa, Prune: true, Keep: 0, PruneGrace: time.Millisecond, LeaseName: "mcs-controller"})
 	var first string
 	kubetest.Eventually(t, 20*time.Second, "rendered as the ServiceAccount", func() error {
 		first = configuration(pool(t, cp, "worker"))
 		if first == "" {
-			return fmt.Errorf("status %+v", c.statusCopy())
+			return fmt.Errorf("status %+v", c.book.copy())
 		}
 		return nil
 	})
@@ -150,7 +156,7 @@ func TestDeployRBACIsEnough(t *testing.T) {
 		}
 		return nil
 	})
-	st := c.statusCopy()
+	st := c.book.copy()
 	if st.LastError != "" || st.Pools["worker"].LastError != "" {
 		t.Errorf("errors as the ServiceAccount: %q %q", st.LastError, st.Pools["worker"].LastError)
 	}

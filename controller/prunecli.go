@@ -45,7 +45,7 @@ func Prune(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, 
 		verb = "would delete"
 		fmt.Fprintln(out, "Dry run: nothing is deleted. Add --confirm to delete the rendered MachineConfigs below.")
 	}
-	done, err := deleteConfigs(ctx, meta, plan, !o.Confirm)
+	done, err := deleteConfigs(ctx, dyn, meta, plan, !o.Confirm)
 	for _, n := range done {
 		fmt.Fprintf(out, "%s rendered MachineConfig %s\n", verb, n)
 	}

@@ -88,31 +88,11 @@ func takeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 	if err != nil {
 		return nil, fmt.Errorf("listing MachineConfigs: %w", err)
 	}
-	uses := map[string][]string{}
-	pools, err := dyn.Resource(kube.MachineConfigPools).List(ctx, metav1.ListOptions{})
+	uses, pools, err := inUse(ctx, dyn, meta)
 	if err != nil {
-		return nil, fmt.Errorf("listing MachineConfigPools: %w", err)
+		return nil, err
 	}
-	inv := &inventory{}
-	for _, p := range pools.Items {
-		inv.Pools = append(inv.Pools, p.GetName())
-		for _, where := range []string{"spec", "status"} {
-			if n, _, _ := unstructured.NestedString(p.Object, where, "configuration", "name"); n != "" {
-				uses[n] = append(uses[n], fmt.Sprintf("pool %s %s", p.GetName(), where))
-			}
-		}
-	}
-	nodes, err := meta.Resource(nodesGVR).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing Nodes: %w", err)
-	}
-	for _, n := range nodes.Items {
-		for _, a := range []string{annotationCurrentConfig, annotationDesiredConfig} {
-			if v := n.Annotations[a]; v != "" {
-				uses[v] = append(uses[v], fmt.Sprintf("node %s %s", n.Name, strings.TrimPrefix(a, "machineconfiguration.openshift.io/")))
-			}
-		}
-	}
+	inv := &inventory{Pools: pools}
 	for i := range mcs.Items {
 		m := &mcs.Items[i]
 		pool, ok := renderedPool(m)
@@ -125,6 +105,38 @@ func takeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 	slices.SortFunc(inv.Configs, newestFirst)
 	slices.Sort(inv.Pools)
 	return inv, nil
+}
+
+// inUse lists, fresh from the API server, who names each rendered config:
+// pools (spec and status) and nodes (currentConfig, desiredConfig); and the
+// pools' names.
+func inUse(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface) (map[string][]string, []string, error) {
+	uses := map[string][]string{}
+	pools, err := dyn.Resource(kube.MachineConfigPools).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing MachineConfigPools: %w", err)
+	}
+	var names []string
+	for _, p := range pools.Items {
+		names = append(names, p.GetName())
+		for _, where := range []string{"spec", "status"} {
+			if n, _, _ := unstructured.NestedString(p.Object, where, "configuration", "name"); n != "" {
+				uses[n] = append(uses[n], fmt.Sprintf("pool %s %s", p.GetName(), where))
+			}
+		}
+	}
+	nodes, err := meta.Resource(nodesGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	for _, n := range nodes.Items {
+		for _, a := range []string{annotationCurrentConfig, annotationDesiredConfig} {
+			if v := n.Annotations[a]; v != "" {
+				uses[v] = append(uses[v], fmt.Sprintf("node %s %s", n.Name, strings.TrimPrefix(a, "machineconfiguration.openshift.io/")))
+			}
+		}
+	}
+	return uses, names, nil
 }
 
 // newestFirst orders by pool, then newest first.
@@ -182,24 +194,67 @@ func (inv *inventory) Plan(keep int, pool string, count int) []*renderedConfig {
 // resourceVersion so a config changed since the inventory is left alone;
 // dryRun sends the deletes with dryRun=All (validated and authorised,
 // nothing deleted). It returns the names deleted.
-func deleteConfigs(ctx context.Context, meta metadata.Interface, configs []*renderedConfig, dryRun bool) ([]string, error) {
+//
+// A node can be pointed at a config between the inventory and the delete
+// (by a writer that read its pool before the pool moved on). So the pools
+// and nodes are listed again after the deletes, and a deleted config found
+// in use is created again at once, with the content it had: names are
+// content-addressed, so it is the same config.
+func deleteConfigs(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, configs []*renderedConfig, dryRun bool) ([]string, error) {
 	opts := metav1.DeleteOptions{}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	var done []string
 	var errs []error
+	saved := map[string]*unstructured.Unstructured{}
 	for _, r := range configs {
+		obj, err := dyn.Resource(kube.MachineConfigs).Get(ctx, r.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading MachineConfig %s: %w", r.Name, err))
+			continue
+		}
 		uid, rv := r.UID, r.ResourceVersion
 		opts.Preconditions = &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}
-		err := meta.Resource(kube.MachineConfigs).Delete(ctx, r.Name, opts)
+		err = meta.Resource(kube.MachineConfigs).Delete(ctx, r.Name, opts)
 		switch {
 		case err == nil:
 			done = append(done, r.Name)
+			saved[r.Name] = obj
 		case apierrors.IsNotFound(err):
 		default:
 			errs = append(errs, fmt.Errorf("deleting MachineConfig %s: %w", r.Name, err))
 		}
 	}
+	if !dryRun && len(done) > 0 {
+		errs = append(errs, restoreInUse(ctx, dyn, meta, saved))
+	}
 	return done, errors.Join(errs...)
+}
+
+// restoreInUse creates again each deleted config some pool or node names.
+func restoreInUse(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, deleted map[string]*unstructured.Unstructured) error {
+	uses, _, err := inUse(ctx, dyn, meta)
+	if err != nil {
+		return fmt.Errorf("checking the deleted configs are unused: %w", err)
+	}
+	var errs []error
+	for name, obj := range deleted {
+		if len(uses[name]) == 0 {
+			continue
+		}
+		o := obj.DeepCopy()
+		for _, f := range []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"} {
+			unstructured.RemoveNestedField(o.Object, "metadata", f)
+		}
+		if _, err := dyn.Resource(kube.MachineConfigs).Create(ctx, o, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("MachineConfig %s was pruned as %s started using it, and cannot be created again: %w", name, strings.Join(uses[name], ", "), err))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("MachineConfig %s was pruned as %s started using it; created again", name, strings.Join(uses[name], ", ")))
+	}
+	return errors.Join(errs...)
 }

@@ -171,7 +171,7 @@ func TestRetention(t *testing.T) {
 	}
 
 	// The controller, pruning with K = 0: only what is in use is left.
-	pc := startController(t, cp, Config{Prune: true, Keep: 0})
+	pc := startController(t, cp, Config{Prune: true, Keep: 0, PruneGrace: time.Millisecond})
 	kubetest.Eventually(t, 20*time.Second, "the controller prunes", func() error {
 		left := slices.Sorted(maps.Keys(renderedConfigs(t, cp, "worker")))
 		want := []string{names[0], names[1], names[2], names[7]}
