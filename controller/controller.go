@@ -61,7 +61,8 @@ type Config struct {
 	// read before the pool moved on cannot point a node at a deleted config.
 	PruneGrace time.Duration
 	// NoEvents records no Events (RenderedConfigGenerated,
-	// OSImageURLOverridden, SelectingAll) on the pools.
+	// OSImageURLOverridden, SelectingAll) on the pools; a dry run records
+	// none either.
 	NoEvents bool
 
 	Logger     *slog.Logger
@@ -90,7 +91,7 @@ type Controller struct {
 	notifier *kube.EventNotifier
 	pruner   *pruner
 	plans    plans
-	reconc   reconcileCache
+	gate     *gate
 }
 
 // New checks cfg and prepares the clients; nothing reaches the network
@@ -128,9 +129,10 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
+	c.gate = &gate{src: c.src, caches: c.guards, log: c.log}
 	c.book = newStatusBook(cfg, c.m, c.log)
 	c.events = &eventLog{m: c.m}
-	if !cfg.NoEvents {
+	if !cfg.NoEvents && !cfg.DryRun {
 		// The servers' recorder: per pool and reason a burst, then rate
 		// limited, and repeats counted on one Event.
 		if c.notifier, err = c.src.Events(kube.EventsConfig{Host: cfg.Identity, Component: eventComponent}); err != nil {
@@ -140,7 +142,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.w = &writer{dyn: dyn, src: c.src, m: c.m, book: c.book, log: c.log, dryRun: cfg.DryRun, events: c.events, baseImage: c.guards.baseImage}
 	c.pruner = &pruner{dyn: dyn, meta: meta, m: c.m, book: c.book, log: c.log, keep: cfg.Keep, dryRun: cfg.DryRun,
-		grace: cfg.PruneGrace, started: time.Now(), named: c.w.named}
+		grace: cfg.PruneGrace, started: time.Now(), named: c.w.left.at}
 	return c, nil
 }
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -12,7 +13,17 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/kube"
 )
+
+// gate holds what a pool's write must pass: the guards, which wait, and
+// reconcilability, which refuses.
+type gate struct {
+	src    *kube.Source
+	caches *guardCaches
+	reconc reconcileCache
+	log    *slog.Logger
+}
 
 // wait is why a pool is not rendered yet: what upstream's render controller
 // waits for (pkg/apihelpers IsControllerConfigCompleted,
@@ -39,17 +50,17 @@ const (
 
 // guard returns why the pool must not be written now, or nil. res is its
 // render (its inputs are res.MachineConfigs).
-func (c *Controller) guard(pool *unstructured.Unstructured, res *render.Result) *wait {
+func (g *gate) guard(pool *unstructured.Unstructured, res *render.Result) *wait {
 	if sel, ok, _ := unstructured.NestedMap(pool.Object, "spec", "machineConfigSelector"); ok && len(sel) == 0 {
 		return &wait{waitSelectingAll, "This machineconfigpool is selecting all machineconfigs. A non-empty selector is required."}
 	}
-	if w := controllerConfigCompleted(c.guards.controllerConfig()); w != nil {
+	if w := controllerConfigCompleted(g.caches.controllerConfig()); w != nil {
 		return w
 	}
-	if w := subControllersCompleted(list(c.guards.runtime), list(c.guards.kubelet), pool.GetLabels()); w != nil {
+	if w := subControllersCompleted(list(g.caches.runtime), list(g.caches.kubelet), pool.GetLabels()); w != nil {
 		return w
 	}
-	return c.sameControllerVersion(res)
+	return g.sameControllerVersion(res)
 }
 
 // controllerConfigCompleted is upstream's IsControllerConfigCompleted: the
@@ -158,10 +169,10 @@ func selects(o *unstructured.Unstructured, poolLabels map[string]string) (bool, 
 // regeneration half done (OCPBUGS-3821). Upstream compares each with its
 // own version; mcs has no release version of its own, so it waits until
 // they agree.
-func (c *Controller) sameControllerVersion(res *render.Result) *wait {
+func (g *gate) sameControllerVersion(res *render.Result) *wait {
 	versions := map[string][]string{}
 	for _, name := range res.MachineConfigs {
-		mc := c.src.MachineConfig(name)
+		mc := g.src.MachineConfig(name)
 		if mc == nil {
 			continue
 		}

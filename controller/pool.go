@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,30 +70,37 @@ func (w *writer) pointPool(ctx context.Context, pool, selKey, name string, sourc
 	if was != name {
 		// Once the write lands (or may have), a node controller may still
 		// act on the pool as it read it before.
-		w.moving(was)
+		w.left.moving(was)
 	}
 	return got, err
 }
 
+// leftConfigs remembers when pools moved off rendered configs (prune's
+// grace).
+type leftConfigs struct {
+	mu   sync.Mutex
+	when map[string]time.Time
+}
+
 // moving records that a pool moves off a rendered config now.
-func (w *writer) moving(name string) {
+func (l *leftConfigs) moving(name string) {
 	if name == "" {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.left == nil {
-		w.left = map[string]time.Time{}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.when == nil {
+		l.when = map[string]time.Time{}
 	}
-	w.left[name] = time.Now()
+	l.when[name] = time.Now()
 }
 
-// named says when this replica last moved a pool off the config (zero if
-// it never did).
-func (w *writer) named(name string) time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.left[name]
+// at says when this replica last moved a pool off the config (zero if it
+// never did).
+func (l *leftConfigs) at(name string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.when[name]
 }
 
 // degrade sets RenderDegraded with the render's error; the pool keeps the

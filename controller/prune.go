@@ -34,7 +34,7 @@ func (p *pruner) prune(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var plan []*renderedConfig
+	var plan []*RenderedConfig
 	now := time.Now()
 	for _, r := range inv.Plan(p.keep, "", 0) {
 		// Before the grace has run since this replica started, it cannot

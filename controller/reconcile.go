@@ -270,27 +270,27 @@ func parseMachineConfig(u *unstructured.Unstructured) parsedConfig {
 
 // reconcilable checks the pool's render against the rendered config it
 // names now; nil when it has none (or it is gone), as upstream.
-func (c *Controller) reconcilable(p *unstructured.Unstructured, res *render.Result) *irreconcilable {
+func (g *gate) reconcilable(p *unstructured.Unstructured, res *render.Result) *irreconcilable {
 	current := configuration(p)
 	if current == "" || current == res.Name {
 		return nil
 	}
-	cu := c.src.MachineConfig(current)
+	cu := g.src.MachineConfig(current)
 	if cu == nil {
 		return nil
 	}
-	cur := c.reconc.parse(cu)
+	cur := g.reconc.parse(cu)
 	if cur.err != nil {
-		c.log.Warn("cannot read the pool's current config; not checking reconcilability", "pool", p.GetName(), "config", current, "err", cur.err)
+		g.log.Warn("cannot read the pool's current config; not checking reconcilability", "pool", p.GetName(), "config", current, "err", cur.err)
 		return nil
 	}
 	return checkReconcilable(reconcileInput{
 		current: current, cur: cur.cfg, next: &res.Config, curFIPS: cur.fips, nextFIPS: res.MachineConfig.Spec.FIPS,
-		overrides: overridesOf(c.guards.machineConfiguration()),
+		overrides: overridesOf(g.caches.machineConfiguration()),
 		components: func() []component {
 			var out []component
 			for _, name := range res.MachineConfigs {
-				if u := c.src.MachineConfig(name); u != nil {
+				if u := g.src.MachineConfig(name); u != nil {
 					pc := parseMachineConfig(u)
 					out = append(out, component{name: name, cfg: pc.cfg, fips: pc.fips})
 				}

@@ -33,8 +33,8 @@ const (
 	annotationDesiredConfig = "machineconfiguration.openshift.io/desiredConfig"
 )
 
-// renderedConfig is one rendered MachineConfig and what retention makes of it.
-type renderedConfig struct {
+// RenderedConfig is one rendered MachineConfig and what retention makes of it.
+type RenderedConfig struct {
 	Name            string
 	Pool            string
 	Created         time.Time
@@ -51,7 +51,7 @@ type renderedConfig struct {
 // inventory is every rendered MachineConfig of a cluster, sorted by pool
 // and newest first, with the names every pool and node uses.
 type inventory struct {
-	Configs []*renderedConfig
+	Configs []*RenderedConfig
 	Pools   []string
 }
 
@@ -99,7 +99,7 @@ func takeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 		if !ok {
 			continue
 		}
-		inv.Configs = append(inv.Configs, &renderedConfig{Name: m.Name, Pool: pool, Created: m.CreationTimestamp.Time,
+		inv.Configs = append(inv.Configs, &RenderedConfig{Name: m.Name, Pool: pool, Created: m.CreationTimestamp.Time,
 			UID: m.UID, ResourceVersion: m.ResourceVersion, InUse: uses[m.Name]})
 	}
 	slices.SortFunc(inv.Configs, newestFirst)
@@ -140,7 +140,7 @@ func inUse(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface) 
 }
 
 // newestFirst orders by pool, then newest first.
-func newestFirst(a, b *renderedConfig) int {
+func newestFirst(a, b *RenderedConfig) int {
 	if c := strings.Compare(a.Pool, b.Pool); c != 0 {
 		return c
 	}
@@ -150,7 +150,7 @@ func newestFirst(a, b *renderedConfig) int {
 // olderFirst orders by creation time. Creation times have a resolution of
 // a second, so ties go to the resourceVersion (etcd's revision, which
 // grows), then the name.
-func olderFirst(a, b *renderedConfig) int {
+func olderFirst(a, b *RenderedConfig) int {
 	if c := a.Created.Compare(b.Created); c != 0 {
 		return c
 	}
@@ -166,9 +166,9 @@ func olderFirst(a, b *renderedConfig) int {
 // the keep newest of each pool. It returns the rest, oldest first, limited
 // to pool when not empty and to the oldest count when count > 0 (as `oc adm
 // prune renderedmachineconfigs --count` does).
-func (inv *inventory) Plan(keep int, pool string, count int) []*renderedConfig {
+func (inv *inventory) Plan(keep int, pool string, count int) []*RenderedConfig {
 	kept := map[string]int{}
-	var out []*renderedConfig
+	var out []*RenderedConfig
 	for _, r := range inv.Configs {
 		r.Kept = ""
 		if len(r.InUse) > 0 {
@@ -200,7 +200,7 @@ func (inv *inventory) Plan(keep int, pool string, count int) []*renderedConfig {
 // and nodes are listed again after the deletes, and a deleted config found
 // in use is created again at once, with the content it had: names are
 // content-addressed, so it is the same config.
-func deleteConfigs(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, configs []*renderedConfig, dryRun bool) ([]string, error) {
+func deleteConfigs(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, configs []*RenderedConfig, dryRun bool) ([]string, error) {
 	opts := metav1.DeleteOptions{}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}

@@ -107,4 +107,3 @@ func TestRetryRefusedWrite(t *testing.T) {
 		t.Errorf("infra's error not cleared: %s", st.LastError)
 	}
 }
-

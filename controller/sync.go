@@ -272,17 +272,17 @@ func (c *Controller) syncOne(ctx context.Context, pool string) error {
 // syncRendered writes a pool's render unless a guard holds it.
 func (c *Controller) syncRendered(ctx context.Context, p *unstructured.Unstructured, t target) error {
 	pool := p.GetName()
-	if w := c.guard(p, t.res); w != nil {
+	if w := c.gate.guard(p, t.res); w != nil {
 		if w.Reason == waitSelectingAll {
 			c.events.record(pool, eventWarning, "SelectingAll", w.Message)
 		}
 		c.book.setWaiting(pool, w)
 		// Nothing is finished: the pool is queued again on every change,
 		// and written once the change it waits for comes.
-		return errWaiting(c.w.setCondition(ctx, p, pool, t.selKey, conditionRenderPending, condition{status: "True", reason: w.Reason, message: w.Message}))
+		return errWaiting(c.w.setConditions(ctx, p, pool, t.selKey, map[string]condition{conditionRenderPending: {status: "True", reason: w.Reason, message: w.Message}}))
 	}
 	c.book.setWaiting(pool, nil)
-	if e := c.reconcilable(p, t.res); e != nil {
+	if e := c.gate.reconcilable(p, t.res); e != nil {
 		return c.w.refuse(ctx, pool, t.selKey, e)
 	}
 	return c.w.syncPool(ctx, t.res, t.selKey)

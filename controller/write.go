@@ -56,8 +56,8 @@ type writer struct {
 	baseImage func() string
 
 	mu      sync.Mutex
-	checked map[string]string    // rendered config → resourceVersion found equal to its render
-	left    map[string]time.Time // rendered config → when a pool last moved off it (prune's grace)
+	checked map[string]string // rendered config → resourceVersion found equal to its render
+	left    leftConfigs
 }
 
 // renderedObject is the rendered MachineConfig to store: the renderer's
@@ -220,14 +220,10 @@ func (w *writer) patchPool(ctx context.Context, pool *unstructured.Unstructured,
 
 type condition struct{ status, reason, message string }
 
-// setCondition sets one condition of the pool's status as OpenShift's
+// setConditions sets conditions of the pool's status as OpenShift's
 // helpers do: the transition time moves only when the status changes. A
 // condition set False that the pool does not carry is not added
 // (RenderPending appears only once a pool has waited).
-func (w *writer) setCondition(ctx context.Context, from *unstructured.Unstructured, pool, selKey, typ string, want condition) error {
-	return w.setConditions(ctx, from, pool, selKey, map[string]condition{typ: want})
-}
-
 func (w *writer) setConditions(ctx context.Context, from *unstructured.Unstructured, pool, selKey string, want map[string]condition) error {
 	var what []string
 	for _, typ := range slices.Sorted(maps.Keys(want)) {
