@@ -16,46 +16,43 @@ import (
 // says nothing about which token (or how much of one) matched; several tokens
 // allow rotation without a window where nodes are refused. A refused node is
 // answered 511, which Ignition retries: adding its token lets it boot.
-func (s *Server) auth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Tokens == nil {
-			next.ServeHTTP(w, r)
-			return
+//
+// tokens returns the accepted tokens (nil or none: no authentication);
+// known maps the request's pool name to what a refusal may name (an
+// unauthenticated request must not put its own strings in logs or /status).
+func auth(tokens func() [][]byte, known func(pool string) string, ref *refuser) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if tokens == nil {
+			return next
 		}
-		tokens := s.cfg.Tokens()
-		if len(tokens) == 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		s.retired.observe(tokens)
-		got, ok := bearer(r.Header.Get("Authorization"))
-		match := 0
-		for _, t := range tokens {
-			match |= subtle.ConstantTimeCompare(got, t)
-		}
-		if ok && match == 1 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		pool := s.knownPool(chi.URLParam(r, "pool"))
-		switch {
-		case !ok:
-			s.refuse(w, r, CauseTokenMissing, pool, "unauthorized: /config/ needs Authorization: Bearer <token>")
-		case s.retired.was(got):
-			s.refuse(w, r, CauseTokenRetired, pool, "unauthorized: the bearer token was rotated out")
-		default:
-			s.refuse(w, r, CauseTokenRejected, pool, "unauthorized: the bearer token is not accepted")
-		}
-	})
-}
-
-// knownPool is name when the served snapshot has it, else "-": an
-// unauthenticated request must not put its own strings in logs or /status.
-func (s *Server) knownPool(name string) string {
-	if snap := s.snap.Load(); snap != nil && snap.pools[name] != nil {
-		return name
+		var retired tokenHistory
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			accepted := tokens()
+			if len(accepted) == 0 {
+				next.ServeHTTP(w, r)
+				return
+			}
+			retired.observe(accepted)
+			got, ok := bearer(r.Header.Get("Authorization"))
+			match := 0
+			for _, t := range accepted {
+				match |= subtle.ConstantTimeCompare(got, t)
+			}
+			if ok && match == 1 {
+				next.ServeHTTP(w, r)
+				return
+			}
+			pool := known(chi.URLParam(r, "pool"))
+			switch {
+			case !ok:
+				ref.refuse(w, r, CauseTokenMissing, pool, "unauthorized: /config/ needs Authorization: Bearer <token>")
+			case retired.was(got):
+				ref.refuse(w, r, CauseTokenRetired, pool, "unauthorized: the bearer token was rotated out")
+			default:
+				ref.refuse(w, r, CauseTokenRejected, pool, "unauthorized: the bearer token is not accepted")
+			}
+		})
 	}
-	return "-"
 }
 
 func bearer(h string) ([]byte, bool) {

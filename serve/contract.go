@@ -71,15 +71,22 @@ var answers = func() map[Cause]contractRow {
 	return m
 }()
 
+// refuser writes the contract's answers, counting each cause and noting
+// the nodes a retried cause keeps waiting.
+type refuser struct {
+	log      *slog.Logger
+	counters *counters
+	waiting  *waitingNodes
+}
+
 // refuse writes the contract's answer for cause with a one-line text body
 // (curl users read it; Ignition logs only the status text of a retried
 // answer). A retried cause is a node waiting: it is logged at WARN once per
 // cause, pool and client, and shows in /status until it stops.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, cause Cause, pool, msg string) {
+func (ref *refuser) refuse(w http.ResponseWriter, r *http.Request, cause Cause, pool, msg string) {
 	a := answers[cause]
-	info := infoOf(w)
-	info.cause = cause
-	s.refusalCounter(cause).Inc()
+	infoOf(r).cause = cause
+	ref.counters.refusal(cause).Inc()
 	if a.Code == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
@@ -88,7 +95,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, cause Cause, poo
 	}
 	if a.Retried() {
 		msg += " (" + a.Fix + "; the node retries)"
-		s.waiting.note(s.log, cause, bounded(pool), bounded(hostOf(r.RemoteAddr)), r.Header.Get("User-Agent"), msg)
+		ref.waiting.note(ref.log, cause, bounded(pool), bounded(hostOf(r.RemoteAddr)), r.Header.Get("User-Agent"), msg)
 	}
 	plain(w, a.Code, msg)
 }

@@ -95,7 +95,7 @@ func TestRoutesAndErrors(t *testing.T) {
 }
 
 func TestNotReady(t *testing.T) {
-	s := New(Config{})
+	s := mustNew(t, Config{})
 	if w := get(t, s, "GET", "/readyz"); w.Code != 503 {
 		t.Fatalf("readyz %d before a render", w.Code)
 	}
@@ -356,7 +356,7 @@ func TestClientLabel(t *testing.T) {
 
 func TestStatus(t *testing.T) {
 	s := newTestServer(t, Config{}, result(t, "worker", luksIgn))
-	s.failedRender(fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus"))
+	s.rec.failed(wholeFailure(fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus")))
 	w := get(t, s, "GET", "/status")
 	var st Status
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {

@@ -268,7 +268,10 @@ func TestLifecycleWaitsForReloader(t *testing.T) {
 			o := &options{listenPlain: "127.0.0.1:0", shutdownGrace: tc.grace}
 			src := &slowSource{started: make(chan struct{}), linger: tc.linger}
 			log := slog.New(slog.DiscardHandler)
-			srv := serve.New(serve.Config{})
+			srv, err := serve.New(serve.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			rl := &serve.Reloader{Source: src, Server: srv, Logger: log}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
