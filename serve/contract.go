@@ -26,6 +26,7 @@ const (
 	CauseTokenMissing    Cause = "token-missing"
 	CauseTokenRejected   Cause = "token-rejected"
 	CauseTokenRetired    Cause = "token-retired"
+	CauseTokenOtherPool  Cause = "token-other-pool"
 	CauseStubFailed      Cause = "stub-failed"
 	CauseNoWrittenSpec   Cause = "no-written-spec"
 	CauseBadVersion      Cause = "bad-version"
@@ -55,6 +56,10 @@ var contract = []contractRow{
 	{CauseTokenMissing, http.StatusNetworkAuthenticationRequired, "add the token to the node's pointer config (spec 3.1+: httpHeaders), or turn --auth-token-file off"},
 	{CauseTokenRejected, http.StatusNetworkAuthenticationRequired, "add the node's token to --auth-token-file"},
 	{CauseTokenRetired, http.StatusNetworkAuthenticationRequired, "the node's token was rotated out of --auth-token-file: add it back until the node has joined"},
+	// A valid token of another pool: a misplaced pointer config, or a node
+	// reaching for a config that is not its own. Retried like any token the
+	// admin can still fix, never served.
+	{CauseTokenOtherPool, http.StatusNetworkAuthenticationRequired, "give the node its own pool's token, or add the pool to the token's line in --auth-token-file"},
 	{CauseStubFailed, http.StatusInternalServerError, "a bug: report it; the skew stub could not be built"},
 	// Client-side errors no admin action on the server can fix: no Ignition
 	// release sends them, so a 4xx only ever stops a script or a human.

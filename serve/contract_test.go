@@ -34,15 +34,17 @@ func getter(target string, headers ...string) func(*testing.T, *Server) *httptes
 	return func(t *testing.T, s *Server) *httptest.ResponseRecorder { return get(t, s, "GET", target, headers...) }
 }
 
-// tokensCfg accepts "new-token"; "old-token" was accepted before.
+// tokensCfg accepts "new-token" and "infra-token" (for pool infra only);
+// "old-token" was accepted before.
 func tokensCfg(cfg Config) Config {
 	var mu sync.Mutex
-	tokens := [][]byte{[]byte("old-token"), []byte("new-token")}
-	cfg.Tokens = func() [][]byte {
+	infra := Token{Secret: []byte("infra-token"), Pools: []string{"infra"}}
+	tokens := []Token{{Secret: []byte("old-token")}, {Secret: []byte("new-token")}, infra}
+	cfg.Tokens = func() []Token {
 		mu.Lock()
 		defer mu.Unlock()
 		cur := tokens
-		tokens = [][]byte{[]byte("new-token")} // rotated after the first request
+		tokens = []Token{{Secret: []byte("new-token")}, infra} // rotated after the first request
 		return cur
 	}
 	return cfg
@@ -68,6 +70,8 @@ var contractCases = map[Cause]contractCase{
 		request: getter("/config/worker"), body: "needs Authorization: Bearer <token>"},
 	CauseTokenRejected: {server: func(t *testing.T, cfg Config) *Server { return worker(t, tokensCfg(cfg)) },
 		request: getter("/config/worker", "Authorization", "Bearer guess"), body: "the bearer token is not accepted"},
+	CauseTokenOtherPool: {server: func(t *testing.T, cfg Config) *Server { return worker(t, tokensCfg(cfg)) },
+		request: getter("/config/worker", "Authorization", "Bearer infra-token"), body: "the bearer token is not accepted for this pool"},
 	CauseTokenRetired: {server: func(t *testing.T, cfg Config) *Server {
 		s := worker(t, tokensCfg(cfg))
 		if w := get(t, s, "GET", "/config/worker", "Authorization", "Bearer old-token"); w.Code != 200 {

@@ -2,13 +2,10 @@
 package serve
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -29,9 +26,10 @@ type Config struct {
 	// DefaultSpec is served to clients whose Accept names no Ignition type
 	// (curl); zero means the pool's rendered spec.
 	DefaultSpec convert.Version
-	// Tokens, when set, returns the bearer tokens /config/ accepts; nil or
-	// an empty list means no authentication.
-	Tokens func() [][]byte
+	// Tokens, when set, returns the bearer tokens /config/ accepts, each
+	// with its pools; nil or an empty list means no authentication. With
+	// tokens, /status and /metrics need a token for every pool.
+	Tokens func() []Token
 	// Gate decides about clients that cannot read the pool's config or that
 	// the boot-image skew policy refuses; nil answers those with 406.
 	Gate *skewgate.Gate
@@ -113,7 +111,7 @@ func (s *Server) routes() http.Handler {
 		r.Head("/readyz", s.readyz)
 	})
 	r.Group(func(r chi.Router) {
-		r.Use(instrument(s.m.duration.WithLabelValues("admin")))
+		r.Use(instrument(s.m.duration.WithLabelValues("admin")), adminAuth(s.cfg.Tokens))
 		r.Get("/status", statusHandler(s.rec))
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{Registry: s.cfg.Registry}))
 	})
@@ -178,11 +176,8 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	info.spec = resp.versionLabel
 	if pretty := q.Get("pretty"); pretty != "" && pretty != "0" {
-		var buf bytes.Buffer
-		json.Indent(&buf, resp.body.bytes(), "", "  ")
-		buf.WriteByte('\n')
-		etag := strings.TrimSuffix(resp.etag[0], `"`) + `-pretty"`
-		writeBody(w, r, resp.contentType, []string{etag}, []string{strconv.Itoa(buf.Len())}, bytesBody(buf.Bytes()), nil)
+		pr := resp.pretty()
+		writeBody(w, r, resp.contentType, pr.prettyETag, pr.prettyLength, pr.prettyBody, nil)
 		return
 	}
 	body, etag, length, enc := resp.body, resp.etag, resp.contentLength, []string(nil)

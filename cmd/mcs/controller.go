@@ -33,6 +33,7 @@ type controllerOptions struct {
 	pruneGrace                 time.Duration
 	kubeQPS                    float64
 	kubeBurst                  int
+	pki                        pkiOptions
 }
 
 func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, error) {
@@ -62,6 +63,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 	fs.DurationVar(&o.pruneGrace, "prune-grace", 10*time.Minute, "with --prune, never delete a rendered config a pool named (or that was created) less than this ago")
 	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 100, "requests per second to the API server, sustained (client-go's default, 5, makes a 20-pool edit take seconds)")
 	fs.IntVar(&o.kubeBurst, "kube-api-burst", 300, "requests to the API server in a burst: a worker edit writes about 2 per pool")
+	fs.BoolVar(&o.pki.manage, "manage-pki", false, "also keep the machine-config-server CA, bundle, serving certificate, user-data pointer configs and pool tokens (docs/pki.md)")
+	pkiFlags(fs, &o.pki)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: mcs controller [flags]\n\nRenders every MachineConfigPool and writes its rendered MachineConfig at the lowest spec,\nleader-elected on a Lease; replaces OpenShift's render controller (which must not run beside it).\nEvery flag can also be set as MCS_<FLAG>.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -132,6 +135,11 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	stopPKI, err := startPKI(ctx, o.pki, rc, log)
+	if err != nil {
+		return err
+	}
+	defer stopPKI()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)

@@ -52,6 +52,8 @@ type options struct {
 	maxTreeSize            int64 // bytes
 	reloadTimeout          time.Duration
 	maxInFlight            int
+	maxConns, maxPerClient int
+	writeStall             time.Duration
 
 	// set names the flags given, on the command line or as MCS_<FLAG>.
 	set map[string]bool
@@ -141,7 +143,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.controllerConfig, "controller-config", kube.DefaultControllerConfig, "with --source kube: the ControllerConfig to read")
 	fs.StringVar(&o.kubeconfig, "bootstrap-kubeconfig", "", "node bootstrap kubeconfig served as /etc/kubernetes/kubeconfig")
 	fs.StringVar(&o.kubeletCA, "kubelet-ca", "", "CA bundle served as /etc/kubernetes/kubelet-ca.crt (default: the ControllerConfig's)")
-	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file of bearer tokens, one per line; /config/ then requires one")
+	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file of bearer tokens, one per line, each followed by the pools it may fetch (none: every pool, and /status and /metrics); /config/, /status and /metrics then require one")
 	fs.StringVar(&o.skewPolicy, "skew-policy", "", "boot-image skew policy file (YAML or JSON); reloaded on SIGHUP")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -151,7 +153,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")
 	fs.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a change before re-rendering")
 	o.maxFileSize, o.maxTreeSize = render.DefaultMaxFileSize, render.DefaultMaxTreeSize
-	fs.Func("max-file-size", "largest file read from --dir, in bytes or with a Ki/Mi/Gi suffix (default 16Mi)", sizeFlag(&o.maxFileSize))
+	fs.Func("max-file-size", "largest file read from --dir, in bytes or with a Ki/Mi/Gi suffix (default 16Mi); whatever it is, a pool's rendered MachineConfig may be at most 1.5 MiB, OpenShift's limit", sizeFlag(&o.maxFileSize))
 	fs.Func("max-tree-size", "most bytes read from all files of --dir together (default 256Mi)", sizeFlag(&o.maxTreeSize))
 	fs.DurationVar(&o.reloadTimeout, "reload-timeout", serve.DefaultReloadTimeout, "time a load and render may take before /status, mcs_reload_stuck and a WARN log report it stuck")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, time /readyz answers 503 while everything else is served, before the listeners close: a Deployment's readiness probe period times its failure threshold, so no node is sent to a closed port")
@@ -159,7 +161,10 @@ func (o *options) define(fs *flag.FlagSet) {
 	// Nodes send a few small headers and read one body; anything slower is a
 	// broken or hostile client holding a connection.
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers")
-	fs.DurationVar(&o.writeTimeout, "write-timeout", 60*time.Second, "time a response may take to write")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 60*time.Second, "time a whole response may take to write")
+	fs.DurationVar(&o.writeStall, "write-stall-timeout", 10*time.Second, "time one write of 64 KiB may take: a client that stops reading is cut off after it (0: only --write-timeout)")
+	fs.IntVar(&o.maxConns, "max-connections", 4096, "client connections open at once, both listeners together (lowered to fit the open-file limit); past it an idle one is closed, else the new one (0: no bound)")
+	fs.IntVar(&o.maxPerClient, "max-connections-per-client", 256, "client connections open at once from one address, so that no client takes every slot; raise it behind a proxy that hides node addresses (0: no bound)")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 90*time.Second, "time an idle keep-alive connection is kept")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 1024, "config requests answered at once; past it 503, which Ignition retries (0: no bound)")
 }
