@@ -67,7 +67,7 @@ func New(cfg Config) (*Manager, error) {
 // added or deleted (its token and pointer config follow at once).
 func (m *Manager) Run(ctx context.Context) error {
 	f := dynamicinformer.NewDynamicSharedInformerFactory(m.cfg.Clients.Dynamic, 0)
-	for _, gvr := range []schema.GroupVersionResource{poolsGVR(), infrastructures} {
+	for _, gvr := range []schema.GroupVersionResource{poolsGVR(), Infrastructures} {
 		_, _ = f.ForResource(gvr).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { m.poke() },
 			UpdateFunc: func(any, any) {},

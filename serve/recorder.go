@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ type recorder struct {
 	source string
 	notify func(source.Notice) // nil: nobody is told
 	served func() *Snapshot
+	cert   func() (*tls.Certificate, error) // nil: no TLS listener
 
 	waiting waitingNodes
 	fetches fetchLog

@@ -3,6 +3,7 @@ package serve
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -30,7 +31,8 @@ type Config struct {
 	// (curl); zero means the pool's rendered spec.
 	DefaultSpec convert.Version
 	// Tokens, when set, returns the bearer tokens /config/ accepts, each
-	// with its pools; nil or an empty list means no authentication. With
+	// with its pools; nil means no authentication, an empty list that
+	// nothing is accepted. With
 	// tokens, /status and /metrics need a token for every pool.
 	Tokens func() []Token
 	// Gate decides about clients that cannot read the pool's config or that
@@ -42,6 +44,9 @@ type Config struct {
 	// first fetches (the Kubernetes source turns them into Events). It is
 	// called on the request path and must not block.
 	Notify func(source.Notice)
+	// ServingCert, when set, returns the certificate chain the TLS listener
+	// serves, for /status's tls section.
+	ServingCert func() (*tls.Certificate, error)
 	// MaxInFlight bounds the config requests answered at once; past it
 	// requests get 503 (retried). Zero means no bound.
 	MaxInFlight int
@@ -84,7 +89,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, m: m}
-	s.rec = &recorder{log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, notify: cfg.Notify, served: s.Snapshot}
+	s.rec = &recorder{log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, notify: cfg.Notify, served: s.Snapshot, cert: cfg.ServingCert}
 	s.clients.vec = m.clients
 	s.counters.m = m
 	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: &s.rec.waiting}

@@ -28,7 +28,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	tokens, err := newTokens(o, log)
+	tokens, err := newTokens(ctx, o, log)
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	srv, err := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight})
+	srv, err := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o)})
 	if err != nil {
 		return err
 	}
