@@ -189,7 +189,7 @@ func nodeFiles(o *options) func() (serve.NodeFiles, error) {
 func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.Registerer) (source.Source, error) {
 	if o.source != "kube" {
 		return &source.Dir{Path: o.dir, Poll: o.poll, Options: ro,
-			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize}}, nil
+			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize, FileSetting: "--max-file-size", TreeSetting: "--max-tree-size"}}, nil
 	}
 	rc, err := kube.RESTConfig(o.kubeAPIConfig)
 	if err != nil {
