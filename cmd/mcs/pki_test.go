@@ -135,111 +135,101 @@ func bootWith(ti *tlsInstance, clients []ignclient.Client, ca []byte, total time
 	return runs
 }
 
-// The rotation rehearsal: the controller's PKI component makes the CA and
-// serving certificate, the server serves them as a kubelet mounts them,
-// and real clients of three eras boot with the installer's pointer config
-// (trusting the first CA) before, during and after `mcs pki rotate
-// --confirm`, and with the rewritten one after; no server restart. Once
-// the first CA expires, the old pointer config is refused at TLS, as
-// /status said beforehand, and the new one still boots.
-func TestRotationRehearsal(t *testing.T) {
+// rehearsal is a cluster whose PKI the controller's component keeps, with
+// the installer's pointer config (trusting the first CA) in
+// worker-user-data and an ISO's in bare-metal-iso (two CA entries: left
+// alone), and mcs serving the machine-config-server-tls Secret as a
+// kubelet mounts it.
+type rehearsal struct {
+	kubeconfig string
+	kc         kubernetes.Interface
+	ti         *tlsInstance
+	old        []byte // the first CA, as the installer's pointer config trusts it
+}
+
+const rehearsalCALife = 75 * time.Second
+
+func startRehearsal(t *testing.T, ctx context.Context) *rehearsal {
 	kubeconfig, kc := pkiCluster(t)
-	clients := rehearsalClients(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	const caLife = 75 * time.Second
 	rc, _ := kube.RESTConfig(kubeconfig)
 	stop, err := startPKI(ctx, pkiOptions{manage: true, resync: time.Hour, lifetimes: pki.Lifetimes{
-		CAValidity: caLife, CARefresh: caLife - time.Second, CertValidity: time.Hour, CertRefresh: 50 * time.Minute}}, rc, kubetest.Logger(t))
+		CAValidity: rehearsalCALife, CARefresh: rehearsalCALife - time.Second, CertValidity: time.Hour, CertRefresh: 50 * time.Minute}}, rc, kubetest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	t.Cleanup(stop)
+	var bundle *corev1.ConfigMap
 	waitFor(t, "the CA bundle", func() bool {
-		_, err := kc.CoreV1().ConfigMaps(mcoNS).Get(ctx, "machine-config-server-ca", metav1.GetOptions{})
+		bundle, err = kc.CoreV1().ConfigMaps(mcoNS).Get(ctx, "machine-config-server-ca", metav1.GetOptions{})
 		return err == nil
 	})
-	ca1, err := kc.CoreV1().ConfigMaps(mcoNS).Get(ctx, "machine-config-server-ca", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	r := &rehearsal{kubeconfig: kubeconfig, kc: kc, old: []byte(bundle.Data["ca-bundle.crt"])}
+	ca := `{"source":"` + dataurl.EncodeBytes(r.old) + `"}`
+	for name, cas := range map[string]string{"worker-user-data": ca, "bare-metal-iso": ca + "," + ca} {
+		userData := `{"ignition":{"version":"3.1.0","config":{"merge":[{"source":"https://127.0.0.1:22623/config/worker"}]},"security":{"tls":{"certificateAuthorities":[` + cas + `]}}}}`
+		if _, err := kc.CoreV1().Secrets(mapiNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Data: map[string][]byte{"userData": []byte(userData)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// The installer's pointer config, trusting the first CA.
-	old := []byte(ca1.Data["ca-bundle.crt"])
-	if _, err := kc.CoreV1().Secrets(mapiNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "worker-user-data"},
-		Data: map[string][]byte{"userData": []byte(`{"ignition":{"version":"3.1.0","config":{"merge":[{"source":"https://127.0.0.1:22623/config/worker"}]},"security":{"tls":{"certificateAuthorities":[{"source":"` + dataurl.EncodeBytes(old) + `"}]}}}}`)}},
-		metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// A pointer config upstream's rules leave alone (two CA entries), as an
-	// ISO made before the rotation: mcs pki status says until when it works.
-	oldCA := `{"source":"` + dataurl.EncodeBytes(old) + `"}`
-	if _, err := kc.CoreV1().Secrets(mapiNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bare-metal-iso"},
-		Data: map[string][]byte{"userData": []byte(`{"ignition":{"version":"3.1.0","config":{"merge":[{"source":"https://127.0.0.1:22623/config/worker"}]},"security":{"tls":{"certificateAuthorities":[` + oldCA + `,` + oldCA + `]}}}}`)}},
-		metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
 	dir := t.TempDir()
 	writeFile(t, dir, "pools.yaml", pools)
 	writeFile(t, dir, "50-worker-hello.yaml", workerMC("rehearsal"))
 	tlsDir := t.TempDir()
-	ti := &tlsInstance{certFile: filepath.Join(tlsDir, "tls.crt"), keyFile: filepath.Join(tlsDir, "tls.key")}
-	mountSecret(t, kc, "machine-config-server-tls", ti.certFile, ti.keyFile)
-	ti.instance = start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "127.0.0.1:0",
-		"--cert", ti.certFile, "--key", ti.keyFile, "--poll", "50ms", "--debounce", "20ms")
+	r.ti = &tlsInstance{certFile: filepath.Join(tlsDir, "tls.crt"), keyFile: filepath.Join(tlsDir, "tls.key")}
+	mountSecret(t, kc, "machine-config-server-tls", r.ti.certFile, r.ti.keyFile)
+	r.ti.instance = start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "127.0.0.1:0",
+		"--cert", r.ti.certFile, "--key", r.ti.keyFile, "--poll", "50ms", "--debounce", "20ms")
 	waitFor(t, "TLS listener", func() bool {
-		m := tlsListening.FindStringSubmatch(ti.stdout.String())
+		m := tlsListening.FindStringSubmatch(r.ti.stdout.String())
 		if m != nil {
-			ti.tlsBase = m[1]
+			r.ti.tlsBase = m[1]
 		}
 		return m != nil
 	})
+	return r
+}
+
+// The rotation rehearsal: real clients of three eras boot with the
+// installer's pointer config before, during and after `mcs pki rotate
+// --confirm`, and with the rewritten one after; no server restart. Once
+// the first CA expires, the old pointer config is refused at TLS, as
+// /status and `mcs pki status` said beforehand, and the new one still boots.
+func TestRotationRehearsal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := startRehearsal(t, ctx)
+	ti, clients := r.ti, rehearsalClients(t)
 
 	t.Log("before the rotation: the installer's pointer config")
-	bootedWith(t, bootWith(ti, clients, old, 0))
+	bootedWith(t, bootWith(ti, clients, r.old, 0))
 
 	t.Log("during: nodes booting while the CA rotates")
-	during := bootWith(ti, clients, old, 0)
+	during := bootWith(ti, clients, r.old, 0)
 	var out, errb syncbuf.Buffer
-	if err := dispatch(ctx, []string{"pki", "rotate", "--confirm", "--kubeconfig", kubeconfig, "--pki-ca-validity", "1h", "--pki-ca-refresh", "50m",
+	if err := dispatch(ctx, []string{"pki", "rotate", "--confirm", "--kubeconfig", r.kubeconfig, "--pki-ca-validity", "1h", "--pki-ca-refresh", "50m",
 		"--pki-cert-validity", "1h", "--pki-cert-refresh", "50m"}, nil, &out, &errb); err != nil {
 		t.Fatalf("mcs pki rotate --confirm: %v\n%s", err, errb.String())
 	}
-	if !strings.Contains(out.String(), "changed: create") && !strings.Contains(out.String(), "changed: update secret "+mcoNS+"/machine-config-server-ca") {
+	if !strings.Contains(out.String(), "changed: update secret "+mcoNS+"/machine-config-server-ca") {
 		t.Errorf("rotate said:\n%s", out.String())
 	}
 	bootedWith(t, during)
 
 	t.Log("after: the installer's pointer config and the rewritten one")
-	waitFor(t, "the rewritten pointer config", func() bool { return !bytes.Equal(pointerCA(t, kc, "worker-user-data"), old) })
-	bundle := pointerCA(t, kc, "worker-user-data")
-	waitFor(t, "the new serving certificate served", func() bool {
-		return len(tlsStatusOf(t, ti).Trust) == 2
-	})
-	bootedWith(t, bootWith(ti, clients, old, 0))
+	waitFor(t, "the rewritten pointer config", func() bool { return !bytes.Equal(pointerCA(t, r.kc, "worker-user-data"), r.old) })
+	bundle := pointerCA(t, r.kc, "worker-user-data")
+	waitFor(t, "the new serving certificate served", func() bool { return len(tlsStatusOf(t, ti).Trust) == 2 })
+	bootedWith(t, bootWith(ti, clients, r.old, 0))
 	bootedWith(t, bootWith(ti, clients, bundle, 0))
 
-	// /status says, before, until when the old pointer config works.
-	st := tlsStatusOf(t, ti)
-	first := st.Trust[1]
-	if first.Expired || time.Until(first.Until) > caLife || !strings.Contains(first.Via, "cross-signature") {
-		t.Fatalf("/status tls.trust before the old CA expires: %+v", st.Trust)
-	}
-	var status bytes.Buffer
-	if err := dispatch(ctx, []string{"pki", "status", "--kubeconfig", kubeconfig}, nil, &status, &errb); err != nil {
-		t.Fatal(err)
-	}
-	if !regexp.MustCompile(`bare-metal-iso .*boots nodes until ` + first.Until.UTC().Format(time.RFC3339)).MatchString(status.String()) {
-		t.Errorf("mcs pki status does not say until when the pointer configs work:\n%s", status.String())
-	}
-
-	t.Logf("after the first CA expires (%s)", first.Until.Format(time.RFC3339))
-	time.Sleep(time.Until(first.Until) + 2*time.Second)
+	first := saysUntil(t, r, ctx)
+	t.Logf("after the first CA expires (%s)", first.Format(time.RFC3339))
+	time.Sleep(time.Until(first) + 2*time.Second)
 	if st := tlsStatusOf(t, ti); !st.Trust[1].Expired {
 		t.Errorf("/status after expiry: %+v", st.Trust)
 	}
-	refused := bootWith(ti, clients, old, 5*time.Second)
-	for v, run := range refused {
+	for v, run := range bootWith(ti, clients, r.old, 5*time.Second) {
 		res, err := run.Wait()
 		if err == nil || res == nil || !strings.Contains(res.Log, "certificate") {
 			t.Errorf("%s booted with an expired CA's pointer config (%v)", v, err)
@@ -249,6 +239,26 @@ func TestRotationRehearsal(t *testing.T) {
 		}
 	}
 	bootedWith(t, bootWith(ti, clients, bundle, 0))
+}
+
+// saysUntil checks that /status and `mcs pki status` say, before it
+// happens, until when a pointer config trusting only the first CA works,
+// and returns that moment.
+func saysUntil(t *testing.T, r *rehearsal, ctx context.Context) time.Time {
+	t.Helper()
+	st := tlsStatusOf(t, r.ti)
+	first := st.Trust[1]
+	if first.Expired || time.Until(first.Until) > rehearsalCALife || !strings.Contains(first.Via, "cross-signature") {
+		t.Fatalf("/status tls.trust before the old CA expires: %+v", st.Trust)
+	}
+	var status, errb bytes.Buffer
+	if err := dispatch(ctx, []string{"pki", "status", "--kubeconfig", r.kubeconfig}, nil, &status, &errb); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	if !regexp.MustCompile(`bare-metal-iso .*boots nodes until ` + first.Until.UTC().Format(time.RFC3339)).MatchString(status.String()) {
+		t.Errorf("mcs pki status does not say until when the ISO's pointer config works (%s):\n%s", first.Until.UTC().Format(time.RFC3339), status.String())
+	}
+	return first.Until
 }
 
 func tlsStatusOf(t *testing.T, ti *tlsInstance) *serve.TLSStatus {
