@@ -128,6 +128,19 @@ func (s *Server) routes() http.Handler {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
+// AdminHandler serves /status, /metrics and the probes without a token,
+// for a listener of its own (loopback, or a port only Prometheus reaches)
+// when the nodes' listeners require tokens.
+func (s *Server) AdminHandler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(instrument(s.m.duration.WithLabelValues("admin")))
+	r.Get("/healthz", healthz)
+	r.Get("/readyz", s.readyz)
+	r.Get("/status", statusHandler(s.rec))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{Registry: s.cfg.Registry}))
+	return r
+}
+
 // Swap makes snap the served generation and records it as the newest
 // render, clearing the render error.
 func (s *Server) Swap(snap *Snapshot) {

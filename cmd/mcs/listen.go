@@ -70,6 +70,13 @@ func listen(o *options, h http.Handler, log *slog.Logger) (out []server, err err
 	if len(out) == 0 {
 		return out, errors.New("no listener: set --listen-plain, or --listen-tls with --cert and --key")
 	}
+	if a, ok := h.(interface{ AdminHandler() http.Handler }); ok && o.listenAdmin != "" {
+		ln, err := net.Listen("tcp", o.listenAdmin)
+		if err != nil {
+			return out, fmt.Errorf("--listen-admin: %w", err)
+		}
+		out = append(out, server{srv: newHTTPServer(o, a.AdminHandler(), log), ln: ln, desc: "http://" + ln.Addr().String() + " (admin: /status, /metrics, /healthz, /readyz without a token)"})
+	}
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -312,7 +313,7 @@ func TestPoolTokenSecrets(t *testing.T) {
 	writeFile(t, dir, "50-worker-hello.yaml", workerMC("scoped"))
 	writeFile(t, dir, "60-infra.yaml", strings.Replace(mc("infra-part", "infra-1"), "role: worker", "role: infra", 1))
 	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--poll", "50ms", "--debounce", "20ms",
-		"--pool-token-secrets", "--kubeconfig", kubeconfig)
+		"--pool-token-secrets", "--kubeconfig", kubeconfig, "--listen-admin", "127.0.0.1:0")
 	code := func(pool, tok string) int {
 		c, _, err := in.get("/config/"+pool, "Authorization", "Bearer "+tok)
 		if err != nil {
@@ -328,9 +329,18 @@ func TestPoolTokenSecrets(t *testing.T) {
 	if c := code("infra", token("infra")); c != 200 {
 		t.Errorf("infra's token fetching infra: %d", c)
 	}
+	admin := regexp.MustCompile(`listening on (http://\S+) \(admin`).FindStringSubmatch(in.stdout.String())
+	if admin == nil {
+		t.Fatalf("no admin listener:\n%s", in.stdout.String())
+	}
 	for _, path := range []string{"/status", "/metrics"} {
 		if c, _, _ := in.get(path, "Authorization", "Bearer "+w1); c != 401 {
 			t.Errorf("%s with a pool's token: %d", path, c)
+		}
+		if resp, err := http.Get(admin[1] + path); err != nil || resp.StatusCode != 200 {
+			t.Errorf("%s on --listen-admin: %v %v", path, resp, err)
+		} else {
+			resp.Body.Close()
 		}
 	}
 	waitFor(t, "worker's token rotated", func() bool { return token("worker") != w1 })
