@@ -15,13 +15,13 @@ import (
 // the notifier. The Reloader writes it through renderHealth; the request
 // path through waiting and the fetch log.
 type recorder struct {
-	log    *slog.Logger
-	m      *renderMetrics
-	gate   *skewgate.Gate // shown, never changed here; nil: none
-	source string
-	notify func(source.Notice) // nil: nobody is told
-	served func() *Snapshot
-	cert   func() (*tls.Certificate, error) // nil: no TLS listener
+	log         *slog.Logger
+	m           *renderMetrics
+	gate        *skewgate.Gate // shown, never changed here; nil: none
+	source      string
+	notify      func(source.Notice) // nil: nobody is told
+	served      func() *Snapshot
+	servingCert func() (*tls.Certificate, error) // nil: no TLS listener
 
 	waiting waitingNodes
 	fetches fetchLog
@@ -37,6 +37,7 @@ type recorder struct {
 	// pool did; zero and absent while they render.
 	errSince     time.Time
 	failingSince map[string]time.Time
+	cert         certificateState
 }
 
 // renderHealth is what a Reloader tells the status recorder, besides the

@@ -2,14 +2,11 @@
 package serve
 
 import (
-	"bytes"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -89,7 +86,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, m: m}
-	s.rec = &recorder{log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, notify: cfg.Notify, served: s.Snapshot, cert: cfg.ServingCert}
+	s.rec = &recorder{log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, notify: cfg.Notify, served: s.Snapshot, servingCert: cfg.ServingCert}
 	s.clients.vec = m.clients
 	s.counters.m = m
 	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: &s.rec.waiting}
@@ -197,11 +194,8 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	info.spec = resp.versionLabel
 	if pretty := q.Get("pretty"); pretty != "" && pretty != "0" {
-		var buf bytes.Buffer
-		json.Indent(&buf, resp.body.bytes(), "", "  ")
-		buf.WriteByte('\n')
-		etag := strings.TrimSuffix(resp.etag[0], `"`) + `-pretty"`
-		writeBody(w, r, resp.contentType, []string{etag}, []string{strconv.Itoa(buf.Len())}, bytesBody(buf.Bytes()), nil)
+		pr := resp.pretty()
+		writeBody(w, r, resp.contentType, pr.prettyETag, pr.prettyLength, pr.prettyBody, nil)
 		return
 	}
 	body, etag, length, enc := resp.body, resp.etag, resp.contentLength, []string(nil)

@@ -95,10 +95,7 @@ func (rec *recorder) status() Status {
 	}
 	failingSince := maps.Clone(rec.failingSince)
 	rec.mu.Unlock()
-	if rec.cert != nil {
-		c, err := rec.cert()
-		st.TLS = tlsStatus(time.Now(), c, err)
-	}
+	st.TLS = rec.tls()
 	if snap := rec.served(); snap != nil {
 		st.Ready, st.Generation = true, snap.Generation
 		t := snap.Built
@@ -145,6 +142,7 @@ func (rec *recorder) status() Status {
 		waitCond.Message = fmt.Sprintf("nodes are retrying; latest: %s (%d) for pool %s: %s; see waiting", w.Cause, w.Code, w.Pool, w.Message)
 	}
 	st.Conditions = append(st.Conditions, waitCond)
+	st.Conditions = rec.certificateCondition(st.Conditions)
 	if g := rec.gate; g != nil {
 		st.SkewPolicy = g.Policy()
 		c := Condition{Type: "BootImageSkew", Status: "False", Reason: "NoNodesBlocked", Message: "no node has been refused"}

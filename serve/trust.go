@@ -29,6 +29,15 @@ type Trust struct {
 	Via     string    `json:"via"`
 }
 
+// tls is /status's tls section; nil without a TLS listener.
+func (rec *recorder) tls() *TLSStatus {
+	if rec.servingCert == nil {
+		return nil
+	}
+	c, err := rec.servingCert()
+	return tlsStatus(time.Now(), c, err)
+}
+
 func tlsStatus(now time.Time, c *tls.Certificate, err error) *TLSStatus {
 	if err != nil {
 		return &TLSStatus{Error: err.Error()}
