@@ -45,6 +45,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	rl := &serve.Reloader{Source: src, Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: nodeFiles(o)}
-	ls := listenDeps{conns: newConnTable(o.connLimits(log), log, newConnMetrics(reg)), certReport: certReport(log, newCertMetrics(reg), srv)}
+	ls := listenDeps{conns: newConnTable(o.connLimits(log), log, newConnMetrics(reg)), certReport: certReport(log, newCertMetrics(reg), srv), admin: srv.AdminHandler()}
 	return lifecycle(ctx, o, srv, rl, ls, reloadPolicy, log, stdout)
 }
