@@ -49,7 +49,6 @@ type cluster struct {
 }
 
 const (
-	mcoNS      = kube.MCONamespace
 	machineAPI = "openshift-machine-api"
 	// layeredImage is outside the cluster (its registry is not a Service).
 	layeredImage = "quay.example.com/org/os@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -82,7 +81,7 @@ func TestCutoverRehearsal(t *testing.T) {
 
 	for _, v := range []string{"v2.27.0", "v2.14.0", "v2.9.0"} {
 		t.Run(v, func(t *testing.T) {
-			root := bootWith(t, v, pointer)
+			root := bootPointer(t, v, pointer)
 			c.checkNode(t, root, "worker", c.apiCA)
 		})
 	}
@@ -97,7 +96,7 @@ func TestCutoverRehearsal(t *testing.T) {
 	waitFor(t, "the new CA served", func() bool {
 		return strings.Contains(in.servedFile(t, "worker", pathKubeconfig), base64.StdEncoding.EncodeToString(next))
 	})
-	c.checkNode(t, bootWith(t, "v2.27.0", pointer), "worker", next)
+	c.checkNode(t, bootPointer(t, "v2.27.0", pointer), "worker", next)
 	if err := in.stop(); err != nil {
 		t.Fatalf("mcs start: %v\n%s", err, in.stderr.String())
 	}
@@ -340,9 +339,9 @@ func (c *cluster) checkNode(t *testing.T, root, pool string, ca []byte) {
 	}
 }
 
-// bootWith runs a real Ignition client with pointer as its pointer config
+// bootPointer runs a real Ignition client with pointer as its pointer config
 // and returns the root it wrote.
-func bootWith(t *testing.T, version string, pointer []byte) string {
+func bootPointer(t *testing.T, version string, pointer []byte) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -34,7 +34,7 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	tokens, err := newTokens(o, log)
+	tokens, err := newTokens(ctx, o, log)
 	if err != nil {
 		return err
 	}
@@ -53,11 +53,11 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if o.bootstrap != nil {
 		files = bootstrapNodeFiles(o)
 	}
-	srv, err := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight})
+	srv, err := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o)})
 	if err != nil {
 		return err
 	}
 	rl := &serve.Reloader{Source: startSource(o, src, log), Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
-	ls := listenDeps{conns: newConnTable(o.connLimits(log), log, newConnMetrics(reg)), certReport: certReport(log, newCertMetrics(reg), srv)}
+	ls := listenDeps{conns: newConnTable(o.connLimits(log), log, newConnMetrics(reg)), certReport: certReport(log, newCertMetrics(reg), srv), admin: srv.AdminHandler()}
 	return lifecycle(ctx, o, srv, rl, ls, reloadPolicy, log, stdout)
 }
