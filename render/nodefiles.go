@@ -16,6 +16,16 @@ type NodeFiles struct {
 	Kubeconfig []byte
 	// KubeletCA overrides the ControllerConfig's API server serving CA.
 	KubeletCA []byte
+	// RegistryCAs are the bootstrap server's registry CAs (its
+	// --bootstrap-certs), served as /etc/docker/certs.d/<registry>/ca.crt
+	// after the MachineConfig content, in this order.
+	RegistryCAs []RegistryCA
+}
+
+// RegistryCA is one registry's CA bundle.
+type RegistryCA struct {
+	Registry string
+	PEM      []byte
 }
 
 // Paths of the files OpenShift's server adds.
@@ -34,7 +44,11 @@ func (nf NodeFiles) Key(cc *ControllerConfig) Key {
 	if cc != nil {
 		kube, cloud = cc.KubeAPIServerServingCAData, cc.CloudProviderCAData
 	}
-	return keyOf(nf.Kubeconfig, nf.KubeletCA, kube, cloud)
+	fields := [][]byte{nf.Kubeconfig, nf.KubeletCA, kube, cloud}
+	for _, r := range nf.RegistryCAs {
+		fields = append(fields, []byte(r.Registry), r.PEM)
+	}
+	return keyOf(fields...)
 }
 
 // Files are the files OpenShift's server adds to res's config that are the
@@ -59,12 +73,7 @@ func (nf NodeFiles) Files(res *Result, cc *ControllerConfig) ([]types.File, erro
 	if len(cloudCA) > 0 {
 		files = append(files, convert.DataFile(pathCloudCA, cloudCA))
 	}
-	annotations, err := json.Marshal(map[string]string{
-		"machineconfiguration.openshift.io/currentConfig":    res.Name,
-		"machineconfiguration.openshift.io/desiredConfig":    res.Name,
-		"machineconfiguration.openshift.io/firstPivotConfig": res.Name,
-		"machineconfiguration.openshift.io/state":            "Done",
-	})
+	annotations, err := json.Marshal(nodeAnnotations(res))
 	if err != nil {
 		return nil, err
 	}
@@ -72,5 +81,34 @@ func (nf NodeFiles) Files(res *Result, cc *ControllerConfig) ([]types.File, erro
 	if len(nf.Kubeconfig) > 0 {
 		files = append(files, convert.DataFile(pathKubeconfig, nf.Kubeconfig))
 	}
-	return append(files, convert.DataFile(pathContent, content)), nil
+	files = append(files, convert.DataFile(pathContent, content))
+	for _, r := range nf.RegistryCAs {
+		files = append(files, convert.DataFile("/etc/docker/certs.d/"+r.Registry+"/ca.crt", r.PEM))
+	}
+	return files, nil
+}
+
+// annotationPreBuiltImage, on a rendered MachineConfig, names the layered
+// image its nodes run from install on (upstream's PreBuiltImageAnnotationKey).
+const annotationPreBuiltImage = "machineconfiguration.openshift.io/pre-built-image"
+
+// nodeAnnotations are what the node's daemon starts from, as upstream's
+// getNodeAnnotation writes them: an image-mode pool's image (the
+// pre-built-image annotation first) adds currentImage and desiredImage.
+func nodeAnnotations(res *Result) map[string]string {
+	a := map[string]string{
+		"machineconfiguration.openshift.io/currentConfig":    res.Name,
+		"machineconfiguration.openshift.io/desiredConfig":    res.Name,
+		"machineconfiguration.openshift.io/firstPivotConfig": res.Name,
+		"machineconfiguration.openshift.io/state":            "Done",
+	}
+	image := res.Image
+	if pre := res.MachineConfig.Metadata.Annotations[annotationPreBuiltImage]; pre != "" {
+		image = pre
+	}
+	if image != "" {
+		a["machineconfiguration.openshift.io/currentImage"] = image
+		a["machineconfiguration.openshift.io/desiredImage"] = image
+	}
+	return a
 }

@@ -92,3 +92,13 @@ func renderedConfig(mc *MachineConfig) (convert.Config, []*Error, error) {
 	}
 	return parsed.Config, warnings, nil
 }
+
+// SetImage sets the layered OS image the result's nodes boot into (see
+// Result.Image), and keys the result with it.
+func (r *Result) SetImage(image string) {
+	r.Image = image
+	k := newKeyer()
+	k.bytes(r.Key[:])
+	k.string(image)
+	r.Key = k.sum()
+}

@@ -19,6 +19,7 @@ import (
 
 type options struct {
 	listenTLS, listenPlain string
+	listenAdmin            string
 	cert, key              string
 	dir                    string
 	source                 string // dir or kube
@@ -27,6 +28,7 @@ type options struct {
 	controllerConfig       string
 	kubeconfig, kubeletCA  string
 	authTokenFile          string
+	poolTokenSecrets       bool
 	skewPolicy             string
 	logFormat, logLevel    string
 	defaultSpec            convert.Version
@@ -44,6 +46,12 @@ type options struct {
 	maxInFlight            int
 	maxConns, maxPerClient int
 	writeStall             time.Duration
+	tls                    tlsOptions
+
+	// start and bootstrap are set by mcs start and mcs bootstrap:
+	// OpenShift's command lines.
+	start     *startOptions
+	bootstrap *bootstrapOptions
 
 	// set names the flags given, on the command line or as MCS_<FLAG>.
 	set map[string]bool
@@ -105,11 +113,14 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "bootstrap-kubeconfig", "", "node bootstrap kubeconfig served as /etc/kubernetes/kubeconfig")
 	fs.StringVar(&o.kubeletCA, "kubelet-ca", "", "CA bundle served as /etc/kubernetes/kubelet-ca.crt (default: the ControllerConfig's)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file of bearer tokens, one per line, each followed by the pools it may fetch (none: every pool, and /status and /metrics); /config/, /status and /metrics then require one")
+	fs.StringVar(&o.listenAdmin, "listen-admin", "", "also serve /status, /metrics and the probes here without a token, e.g. 127.0.0.1:22626 (with tokens on, the other listeners need an all-pools token for them)")
+	fs.BoolVar(&o.poolTokenSecrets, "pool-token-secrets", false, "also accept the pool token Secrets of mcs controller --manage-pki --pool-token-rotation, each for its pool (read with --kubeconfig; docs/pki.md)")
 	fs.StringVar(&o.skewPolicy, "skew-policy", "", "boot-image skew policy file (YAML or JSON); reloaded on SIGHUP")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.Var(cmdline.Version(&o.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
 	cmdline.SpecFlags(fs, &o.render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads", "render at exactly this spec `VERSION`")
+	o.tls.define(fs.Func)
 	fs.BoolVar(&o.http2, "http2", false, "allow HTTP/2 on TLS (off by default: Ignition speaks HTTP/1.1)")
 	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")
 	fs.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a change before re-rendering")

@@ -43,8 +43,9 @@ func newHTTPServer(o *options, h http.Handler, log *slog.Logger) *http.Server {
 // listenDeps is what listen needs besides the options; a zero field gets
 // a default.
 type listenDeps struct {
-	conns      *connTable  // default: a table of its own, with the options' limits
-	certReport func(error) // told each change of the certificate's reload outcome
+	conns      *connTable   // default: a table of its own, with the options' limits
+	certReport func(error)  // told each change of the certificate's reload outcome
+	admin      http.Handler // served on --listen-admin
 }
 
 // listen opens the listeners the options ask for. The
@@ -85,6 +86,13 @@ func listen(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (out []
 	if len(out) == 0 {
 		return out, errors.New("no listener: set --listen-plain, or --listen-tls with --cert and --key")
 	}
+	if o.listenAdmin != "" && ls.admin != nil {
+		ln, err := net.Listen("tcp", o.listenAdmin)
+		if err != nil {
+			return out, fmt.Errorf("--listen-admin: %w", err)
+		}
+		out = append(out, server{srv: newHTTPServer(o, ls.admin, log), ln: ln, desc: "http://" + ln.Addr().String() + " (admin: /status, /metrics, /healthz, /readyz without a token)"})
+	}
 	return out, nil
 }
 
@@ -107,7 +115,8 @@ func listenTLS(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (ser
 	s := newHTTPServer(o, h, log)
 	s.RegisterOnShutdown(func() { close(stop) })
 	go recheck(cr, stop)
-	s.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: intermediateSuites(), GetCertificate: cr.get}
+	s.TLSConfig = o.tls.config()
+	s.TLSConfig.GetCertificate = cr.get
 	if o.http2 {
 		s.TLSConfig.NextProtos = []string{"h2", "http/1.1"}
 	} else {

@@ -37,6 +37,10 @@ const eventMessageMax = 1024
 type EventsConfig struct {
 	// Host names this replica in each Event's source (the pod's name).
 	Host string
+	// Component is each Event's source.component (default
+	// machine-config-server; the controller is upstream's
+	// machineconfigcontroller-rendercontroller).
+	Component string
 	// Correlator tunes the aggregation and rate limits; the zero value is
 	// client-go's default: per pool and reason, a burst of 25 writes, then
 	// one every 5 minutes, and 10 similar messages within 10 minutes
@@ -72,12 +76,15 @@ func (s *Source) Events(cfg EventsConfig) (*EventNotifier, error) {
 	if corr.SpamKeyFunc == nil {
 		corr.SpamKeyFunc = spamKey
 	}
+	if cfg.Component == "" {
+		cfg.Component = eventComponent
+	}
 	b := record.NewBroadcaster(record.WithCorrelatorOptions(corr))
 	b.StartRecordingToSink(&eventSink{client: client})
 	return &EventNotifier{
 		src:         s,
 		broadcaster: b,
-		recorder:    b.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: eventComponent, Host: cfg.Host}),
+		recorder:    b.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: cfg.Component, Host: cfg.Host}),
 	}, nil
 }
 
@@ -105,6 +112,12 @@ func (e *EventNotifier) Notify(n source.Notice) {
 	e.recorder.Event(e.poolRef(n.Pool), typ, string(n.Kind), text.Truncate(n.Message, eventMessageMax-len("…"), "…"))
 }
 
+// Record records an Event of the type (Normal, Warning) on a pool, as Notify
+// does: the controller's reasons are upstream's render controller's.
+func (e *EventNotifier) Record(pool, eventType, reason, message string) {
+	e.recorder.Event(e.poolRef(pool), eventType, reason, text.Truncate(message, eventMessageMax-len("…"), "…"))
+}
+
 // Shutdown stops the recorder; Events not yet written are dropped.
 func (e *EventNotifier) Shutdown() { e.broadcaster.Shutdown() }
 
@@ -112,7 +125,7 @@ func (e *EventNotifier) Shutdown() { e.broadcaster.Shutdown() }
 // `oc describe machineconfigpool` lists the Events.
 func (e *EventNotifier) poolRef(pool string) *corev1.ObjectReference {
 	ref := &corev1.ObjectReference{APIVersion: MachineConfigPools.GroupVersion().String(), Kind: "MachineConfigPool", Name: pool}
-	if e.src.hasSynced() {
+	if e.src.Synced() {
 		if o, ok, _ := e.src.pools.GetByKey(pool); ok {
 			if u, ok := o.(*unstructured.Unstructured); ok {
 				ref.UID = u.GetUID()
