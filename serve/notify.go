@@ -94,17 +94,15 @@ func (rec *recorder) renderFailed(f *failure, now time.Time) {
 	}
 }
 
-// recovered forgets the failures of the pools snap renders anew. Called
-// with rec.mu held.
-func (rec *recorder) recovered(snap *Snapshot) {
-	for name := range rec.failingSince {
+// recovered forgets, from failingSince, the failures of the pools snap
+// renders anew, and reports whether no pool of snap failed.
+func recovered(failingSince map[string]time.Time, snap *Snapshot) bool {
+	for name := range failingSince {
 		if _, failing := snap.failed[name]; !failing {
-			delete(rec.failingSince, name)
+			delete(failingSince, name)
 		}
 	}
-	if len(snap.failed) == 0 {
-		rec.errSince = time.Time{}
-	}
+	return len(snap.failed) == 0
 }
 
 // refused tells the notifier about a node the skew gate stubbed. The

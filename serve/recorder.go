@@ -65,7 +65,9 @@ type renderError struct {
 func (rec *recorder) rendered(snap *Snapshot) {
 	rec.mu.Lock()
 	rec.lastErr, rec.lastTry = nil, time.Now()
-	rec.recovered(snap)
+	if recovered(rec.failingSince, snap) {
+		rec.errSince = time.Time{}
+	}
 	rec.mu.Unlock()
 	rec.m.gen.Set(float64(snap.Generation))
 	rec.m.failing.Set(0)
