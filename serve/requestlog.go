@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -42,6 +43,23 @@ func (r *recorder) Write(b []byte) (int, error) {
 	}
 	n, err := r.ResponseWriter.Write(b)
 	r.info.bytes += n
+	return n, err
+}
+
+// ReadFrom passes a body on to the connection's ReadFrom: a body of pieces
+// reaches a plain TCP connection as one writev only through it (body.writeTo).
+func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
+	if r.info.status == 0 {
+		r.info.status = http.StatusOK
+	}
+	var n int64
+	var err error
+	if rf, ok := r.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{r.ResponseWriter}, src)
+	}
+	r.info.bytes += int(n)
 	return n, err
 }
 
