@@ -18,7 +18,7 @@ URL := http://$(LISTEN)
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -47,7 +47,7 @@ SCALE_TREE ?= $(firstword $(wildcard ../shared/realdata/aws) fixtures/cluster)
 SCALE_N ?= 10,50,100
 .PHONY: scale
 scale:
-	$(GO) build -o $(BIN)/ ./cmd/mcs
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/mcs
 	$(GO) run ./hack/scale -mcs $(BIN)/mcs -tree $(SCALE_TREE) -n $(SCALE_N)
 
 wrk:

@@ -55,13 +55,21 @@ func (e *SyntaxError) Error() string {
 type Problem struct {
 	Path    string
 	Message string
+	// Line and Column place it in the JSON given to Parse (1-based; 0 when
+	// unknown). A config embedded in a MachineConfig is JSON the loader
+	// made, so there its Path is what leads to the user's line.
+	Line, Column int
 }
 
 func (p Problem) String() string {
-	if p.Path == "" {
-		return p.Message
+	s := p.Message
+	if p.Line > 0 {
+		s += fmt.Sprintf(" (line %d col %d)", p.Line, p.Column)
 	}
-	return p.Path + ": " + p.Message
+	if p.Path == "" {
+		return s
+	}
+	return p.Path + ": " + s
 }
 
 // InvalidError is a config that parses but fails Ignition's validation.

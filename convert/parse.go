@@ -63,6 +63,10 @@ func Parse(raw []byte) (*Parsed, error) {
 		if errors.As(err, &te) && te.Field != "" {
 			p.Path = "$." + te.Field
 			p.Message = fmt.Sprintf("want a %s, not a JSON %s", te.Type, te.Value)
+			if te.Field == "ignition.version" {
+				// YAML reads version: 3.2 as a number.
+				p.Message = fmt.Sprintf("the version is a %s, not a string: write all three parts, quoted in YAML (version: \"3.2.0\"); supported versions are %s", te.Value, versionList(inputVersions))
+			}
 		}
 		return nil, &InvalidError{Problems: []Problem{p}}
 	}
@@ -177,7 +181,7 @@ func problems(rpt report.Report, err error) []Problem {
 			pr.Path = ""
 		}
 		if e.Marker.StartP != nil {
-			pr.Message = fmt.Sprintf("%s (%s)", pr.Message, e.Marker.String())
+			pr.Line, pr.Column = int(e.Marker.StartP.Line), int(e.Marker.StartP.Column)
 		}
 		out = append(out, pr)
 	}

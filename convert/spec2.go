@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,7 +61,7 @@ func parseSpec2(raw []byte, v Version) (*Parsed, error) {
 		var ps []Problem
 		for _, e := range rpt.Entries {
 			if e.Kind == ign2report.EntryError {
-				ps = append(ps, Problem{Message: e.String()})
+				ps = append(ps, spec2Problem(raw, e))
 			}
 		}
 		if len(ps) == 0 {
@@ -78,9 +79,36 @@ func parseSpec2(raw []byte, v Version) (*Parsed, error) {
 	}
 	p := &Parsed{Config: c3, Version: v}
 	for _, e := range rpt.Entries {
-		p.Warnings = append(p.Warnings, Problem{Message: e.String()})
+		p.Warnings = append(p.Warnings, spec2Problem(raw, e))
 	}
 	return p, nil
+}
+
+// spec2Problem is a spec-2 report entry at its JSON path: spec 2's parser
+// gives only a line and column, and a snippet of the JSON, which is not
+// what a MachineConfig's author wrote.
+func spec2Problem(raw []byte, e ign2report.Entry) Problem {
+	p := Problem{Message: e.Message, Line: e.Line, Column: e.Column}
+	if e.Line > 0 {
+		p.Path = pathAt(raw, offsetOf(raw, e.Line, e.Column))
+	}
+	if p.Path == "$" {
+		p.Path = ""
+	}
+	return p
+}
+
+// offsetOf is the byte offset of a 1-based line and column.
+func offsetOf(raw []byte, line, col int) int64 {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(raw[off:], '\n')
+		if i < 0 {
+			return int64(len(raw))
+		}
+		off += i + 1
+	}
+	return int64(min(off+max(col-1, 0), len(raw)))
 }
 
 var reportLine = regexp.MustCompile(`(?m)\b(?:error|warning) at (\$\S*?): (.*)$`)

@@ -6,10 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/ignition-mcs/mcs/internal/intake"
 )
 
 // locator finds the line of a field of a MachineConfig in the file it was
@@ -36,37 +37,17 @@ func (l *locator) lineOf(file, kind, name string, path []string) int {
 		return 0
 	}
 	if strings.EqualFold(filepath.Ext(file), ".bu") {
-		path = butanePath(path)
+		path = intake.ButanePath(path)
 	}
 	line, n := obj.Line, obj
 	for _, seg := range path {
-		k, v := child(n, seg)
+		k, v := intake.Child(n, seg)
 		if v == nil {
 			break
 		}
 		line, n = k.Line, v
 	}
 	return line
-}
-
-// butanePath maps a MachineConfig path to the Butane file it came from: the
-// Ignition config is the file's top level, OpenShift's fields sit under
-// openshift.
-func butanePath(path []string) []string {
-	if len(path) < 2 || path[0] != "spec" {
-		return nil
-	}
-	switch path[1] {
-	case "config":
-		return path[2:]
-	case "kernelArguments":
-		return append([]string{"openshift", "kernel_arguments"}, path[2:]...)
-	case "extensions", "fips":
-		return []string{"openshift", path[1]}
-	case "kernelType":
-		return []string{"openshift", "kernel_type"}
-	}
-	return nil
 }
 
 // object is the object of kind named name in file (a document, an item of
@@ -118,54 +99,19 @@ func findObject(n *yaml.Node, kind, name string) *yaml.Node {
 			}
 		}
 	case yaml.MappingNode:
-		if _, items := child(n, "items"); items != nil {
+		if _, items := intake.Child(n, "items"); items != nil {
 			return findObject(items, kind, name)
 		}
-		_, meta := child(n, "metadata")
-		_, k := child(n, "kind")
+		_, meta := intake.Child(n, "metadata")
+		_, k := intake.Child(n, "kind")
 		if meta == nil || k != nil && k.Value != kind {
 			return nil
 		}
-		if _, v := child(meta, "name"); v != nil && v.Value == name {
+		if _, v := intake.Child(meta, "name"); v != nil && v.Value == name {
 			return n
 		}
 	}
 	return nil
-}
-
-// child is a mapping's key and value, or a list's item (see line); the key
-// is the item itself in a list.
-func child(n *yaml.Node, seg string) (key, val *yaml.Node) {
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == seg {
-				return n.Content[i], n.Content[i+1]
-			}
-		}
-	case yaml.SequenceNode:
-		if sel, ok := strings.CutPrefix(seg, "?"); ok {
-			f, v, _ := strings.Cut(sel, "=")
-			for _, it := range n.Content {
-				if _, x := child(it, f); x != nil && x.Kind == yaml.ScalarNode && x.Value == v {
-					return it, it
-				}
-			}
-			return nil, nil
-		}
-		if v, ok := strings.CutPrefix(seg, "~"); ok {
-			for _, it := range n.Content {
-				if it.Kind == yaml.ScalarNode && it.Value == v {
-					return it, it
-				}
-			}
-			return nil, nil
-		}
-		if i, err := strconv.Atoi(seg); err == nil && i >= 0 && i < len(n.Content) {
-			return n.Content[i], n.Content[i]
-		}
-	}
-	return nil, nil
 }
 
 // jsonPath splits "$.spec.config.storage.luks.0" into its parts.

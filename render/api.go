@@ -84,6 +84,22 @@ type Result struct {
 	Options Options
 	// Warnings are non-fatal findings (Ignition's and Butane's warnings).
 	Warnings []*Error
+	// Overrides are what a later MachineConfig replaced of an earlier
+	// one's (files, units, users ...): the later wins, as upstream's
+	// merge, without failing, so it is said rather than kept silent.
+	Overrides []Override
+}
+
+// Override is an entry of the merged config two MachineConfigs write
+// differently; the later in merge order (By) wins over the earlier (Over).
+type Override struct {
+	Kind       string   `json:"kind"` // file, directory, link, unit, dropin, user or group
+	Name       string   `json:"name"` // its path or name; a dropin's is "unit/dropin"
+	Fields     []string `json:"fields"`
+	By         string   `json:"by"`         // the MachineConfig that wins
+	BySource   string   `json:"bySource"`   // "file:line" of its entry
+	Over       string   `json:"over"`       // the MachineConfig overridden
+	OverSource string   `json:"overSource"` // "file:line" of its entry
 }
 
 // Reason is a convert.Reason plus the MachineConfig the field came from.
@@ -91,6 +107,7 @@ type Reason struct {
 	convert.Reason
 	MachineConfig string `json:"machineConfig"`
 	Source        string `json:"source,omitempty"`
+	Line          int    `json:"line,omitempty"` // in Source; 0 when unknown
 	// ConfigPath is where the field sits in that MachineConfig, e.g.
 	// "$.spec.config.storage.luks.0" (Path is its place in the merged config).
 	ConfigPath string `json:"configPath,omitempty"`

@@ -67,6 +67,7 @@ func (l *Loader) checkLocalFile(p string, info fs.FileInfo) error {
 		if left < limit {
 			se.Limit, se.Before, se.Tree = l.Limits.tree(), l.read, true
 		}
+		l.Limits.named(se)
 		return fmt.Errorf("local file %s: %w", p, se)
 	}
 	l.read += info.Size()

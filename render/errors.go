@@ -108,6 +108,7 @@ func (e *specCeilingError) lines() []*Error {
 	for i, r := range e.Reasons {
 		out[i] = &Error{
 			File:   r.Source,
+			Line:   r.Line,
 			Object: "MachineConfig/" + r.MachineConfig,
 			Path:   r.ConfigPath,
 			Message: fmt.Sprintf("%s need%s spec %s, above the ceiling %s of pool %s (rendered path %s)",

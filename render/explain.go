@@ -2,9 +2,11 @@ package render
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -39,6 +41,12 @@ func (r *Result) Explain(w io.Writer) error {
 	section(b, "links", r.Provenance.Links)
 	section(b, "units", r.Provenance.Units)
 	section(b, "users", r.Provenance.Users)
+	if len(r.Overrides) > 0 {
+		fmt.Fprintf(b, "  overridden (a later MachineConfig replaced an earlier one's):\n")
+		for _, o := range r.Overrides {
+			fmt.Fprintf(b, "    %s\n", o)
+		}
+	}
 	if mc := r.MachineConfig; mc != nil {
 		s := mc.Spec
 		if len(s.KernelArguments) > 0 {
@@ -89,9 +97,38 @@ func (r Reason) describe() string {
 	where := "MachineConfig " + r.MachineConfig
 	if r.Source != "" {
 		where += " in " + r.Source
+		if r.Line > 0 {
+			where += ":" + strconv.Itoa(r.Line)
+		}
 	}
 	if r.ConfigPath != "" {
 		where += " at " + r.ConfigPath
 	}
 	return s + " (" + where + ")"
+}
+
+// ExplainFailure writes, for people, why each pool that failed on its
+// spec ceiling in err could not be written: the spec it needs and the
+// fields, with the MachineConfig of each, that need more than the ceiling.
+// Other failures are explained by their errors alone.
+func ExplainFailure(w io.Writer, err error) {
+	b := bufio.NewWriter(w)
+	seen := map[*specCeilingError]bool{}
+	var es *Errors
+	if !errors.As(err, &es) {
+		return
+	}
+	for _, x := range es.List {
+		var ce *specCeilingError
+		if !errors.As(x, &ce) || seen[ce] {
+			continue
+		}
+		seen[ce] = true
+		fmt.Fprintf(b, "pool %s: not rendered: it needs spec %s, above the ceiling %s\n", ce.Pool, ce.Needs, ce.Ceiling)
+		fmt.Fprintf(b, "  fields that need more than spec %s:\n", ce.Ceiling)
+		for _, rs := range ce.Reasons {
+			fmt.Fprintf(b, "    %s\n", rs.describe())
+		}
+	}
+	b.Flush()
 }

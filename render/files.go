@@ -24,6 +24,17 @@ const (
 type Limits struct {
 	MaxFileSize int64 // bytes read from any one file
 	MaxTreeSize int64 // bytes read from all files of one load together
+	// FileSetting and TreeSetting say how a person raises each limit
+	// ("--max-file-size"); named in the error when set.
+	FileSetting, TreeSetting string
+}
+
+// named wraps a limit error with how the limit is set.
+func (lim Limits) named(se *sizeError) {
+	se.Setting = lim.FileSetting
+	if se.Tree {
+		se.Setting = lim.TreeSetting
+	}
 }
 
 func (lim Limits) file() int64 { return orDefault(lim.MaxFileSize, DefaultMaxFileSize) }
@@ -172,6 +183,8 @@ type sizeError struct {
 	Before int64 // for the whole-tree limit: the bytes read from other files first
 	Tree   bool  // the whole-tree limit, not the per-file one
 	Grew   bool  // the file grew past the limit while it was read
+	// Setting is how the limit is set, for the message; may be empty.
+	Setting string
 }
 
 func (e *sizeError) Error() string {
@@ -179,10 +192,14 @@ func (e *sizeError) Error() string {
 	if e.Grew {
 		size = fmt.Sprintf("file grew while it was read: stopped after %d bytes", e.Size)
 	}
-	if e.Tree {
-		return fmt.Sprintf("%s; with the %d bytes read from other files first, over the whole-tree limit of %d bytes; it and the files after it were not read", size, e.Before, e.Limit)
+	set := ""
+	if e.Setting != "" {
+		set = " (" + e.Setting + ")"
 	}
-	return fmt.Sprintf("%s, over the per-file limit of %d bytes", size, e.Limit)
+	if e.Tree {
+		return fmt.Sprintf("%s; with the %d bytes read from other files first, over the whole-tree limit of %d bytes%s; it and the files after it were not read", size, e.Before, e.Limit, set)
+	}
+	return fmt.Sprintf("%s, over the per-file limit of %d bytes%s", size, e.Limit, set)
 }
 
 func (e *sizeError) Unwrap() error { return errTooLarge }
@@ -227,6 +244,9 @@ func (l *Loader) readFile(p string) ([]byte, error) {
 	if errors.As(err, &se) && se.Limit < limit {
 		se.Limit, se.Before, se.Tree = l.Limits.tree(), l.read, true
 		l.treeFull = true
+	}
+	if se != nil {
+		l.Limits.named(se)
 	}
 	l.read += int64(len(data))
 	return data, err

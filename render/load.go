@@ -27,6 +27,9 @@ type Set struct {
 	pools   []*MachineConfigPool // sorted by name
 	cc      *ControllerConfig
 	notices []*Error
+	// defaulted: the tree defines no pool, so the pools are the default
+	// ones its MachineConfigs' roles call for.
+	defaulted bool
 }
 
 // entry is one MachineConfig with its Ignition config parsed once, at load,
@@ -37,7 +40,8 @@ type entry struct {
 	written   convert.WrittenModes // directory modes its parse masked
 	problems  []*Error             // any of these fails every pool selecting it
 	warnings  []*Error
-	generated bool // written by an upstream controller, not by a user
+	generated bool    // written by an upstream controller, not by a user
+	doc       *docRef // where it was written, for the lines of problems; nil when unknown
 }
 
 // Load reads MachineConfigs (.yaml, .yml, .json: one object, several
@@ -63,8 +67,15 @@ type Loader struct {
 	// Reading, when set, is told each file's path before it is opened, so
 	// a load that hangs (on a dead NFS server, say) can be named.
 	Reading func(path string)
+	// FromAPIServer says the objects come from a Kubernetes API server, not
+	// from files a person wrote: a MachineConfig field this release does
+	// not know (a newer release's CRD may carry one) is then a warning
+	// naming it, never a failed pool; in files it is an error at its line,
+	// as a typo that would silently drop content.
+	FromAPIServer bool
 
 	configs []*MachineConfig
+	docs    map[*MachineConfig]*docRef // where each was written
 	pools   []*MachineConfigPool
 	ccs     []*ControllerConfig
 	notices []*Error
@@ -211,7 +222,7 @@ func (l *Loader) decode(p string, data []byte) {
 	if strings.EqualFold(filepath.Ext(p), ".bu") {
 		objs, errs = l.butane(p, data)
 	} else {
-		objs, errs = decodeDocuments(p, data)
+		objs, errs = decodeDocuments(p, data, !l.FromAPIServer)
 	}
 	l.errs.add(errs...)
 	for _, o := range objs {
@@ -226,6 +237,7 @@ type rawObject struct {
 	Kind       string
 	APIVersion string
 	Name       string
+	doc        *docRef // where it was written; nil when unknown
 }
 
 // problem is an *Error about the whole object, named "Kind/name" (the kind
@@ -235,6 +247,7 @@ func (o rawObject) problem(msg string, err error) *Error {
 	if o.Name != "" {
 		x.Object += "/" + o.Name
 	}
+	x.Line = o.doc.line(x.Path)
 	return x
 }
 
@@ -276,13 +289,14 @@ func splitDocuments(data []byte) (docs [][]byte, starts []int) {
 }
 
 // decodeDocuments reads a file's objects: JSON (an object or an array of
-// them) or a YAML stream; Lists are flattened.
-func decodeDocuments(file string, data []byte) ([]rawObject, []*Error) {
+// them) or a YAML stream; Lists are flattened. With lines, each object
+// keeps where it was written, for problems found later.
+func decodeDocuments(file string, data []byte, lines bool) ([]rawObject, []*Error) {
 	var out []rawObject
 	var errs []*Error
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed) {
-		errs = appendObjects(&out, file, trimmed, "$", errs)
+		errs = appendObjects(&out, file, trimmed, "$", errs, docsIn(data, 1, lines))
 		return out, errs
 	}
 	docs, starts := splitDocuments(data)
@@ -292,28 +306,42 @@ func decodeDocuments(file string, data []byte) ([]rawObject, []*Error) {
 		}
 		js, err := intake.YAMLToJSON(doc, starts[i])
 		if err != nil {
-			errs = append(errs, &Error{File: file, Message: "invalid YAML: " + err.Error(), Err: ErrInvalid})
+			x := &Error{File: file, Message: "invalid YAML: " + err.Error(), Err: ErrInvalid}
+			var ye *intake.YAMLError
+			if errors.As(err, &ye) {
+				x.Line = ye.Line
+			}
+			errs = append(errs, x)
 			continue
 		}
 		if bytes.Equal(js, []byte("null")) {
 			continue // a document of comments only
 		}
-		errs = appendObjects(&out, file, js, "$", errs)
+		errs = appendObjects(&out, file, js, "$", errs, docsIn(doc, starts[i], lines))
 	}
 	return out, errs
 }
 
+// docsIn locates objects inside doc, a document starting on line first of
+// its file; nil without lines.
+func docsIn(doc []byte, first int, lines bool) func(at string) *docRef {
+	if !lines {
+		return func(string) *docRef { return nil }
+	}
+	return func(at string) *docRef { return newDocRef(doc, first, at, false) }
+}
+
 // appendObjects reads one JSON value: an object (a List's items are read in
 // turn) or an array of objects.
-func appendObjects(out *[]rawObject, file string, js []byte, at string, errs []*Error) []*Error {
+func appendObjects(out *[]rawObject, file string, js []byte, at string, errs []*Error, doc func(at string) *docRef) []*Error {
 	js = bytes.TrimSpace(js)
 	if len(js) > 0 && js[0] == '[' {
 		var items []json.RawMessage
 		if err := json.Unmarshal(js, &items); err != nil {
-			return append(errs, &Error{File: file, Path: at, Message: err.Error(), Err: ErrInvalid})
+			return append(errs, &Error{File: file, Line: doc(at).line("$"), Path: at, Message: err.Error(), Err: ErrInvalid})
 		}
 		for i, it := range items {
-			errs = appendObjects(out, file, it, fmt.Sprintf("%s.%d", at, i), errs)
+			errs = appendObjects(out, file, it, fmt.Sprintf("%s.%d", at, i), errs, doc)
 		}
 		return errs
 	}
@@ -326,14 +354,14 @@ func appendObjects(out *[]rawObject, file string, js []byte, at string, errs []*
 		Items json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(js, &head); err != nil {
-		return append(errs, &Error{File: file, Path: at, Message: "not a Kubernetes object: " + describeJSON(js), Err: ErrInvalid})
+		return append(errs, &Error{File: file, Line: doc(at).line("$"), Path: at, Message: "not a Kubernetes object: " + describeJSON(js), Err: ErrInvalid})
 	}
-	o := rawObject{File: file, JSON: js}
+	o := rawObject{File: file, JSON: js, doc: doc(at)}
 	o.Kind, _ = head.Kind.(string)
 	o.APIVersion, _ = head.APIVersion.(string)
 	o.Name, _ = head.Metadata.Name.(string)
 	if strings.HasSuffix(o.Kind, "List") && len(head.Items) > 0 && !bytes.Equal(head.Items, []byte("null")) {
-		return appendObjects(out, file, head.Items, at+".items", errs)
+		return appendObjects(out, file, head.Items, at+".items", errs, doc)
 	}
 	*out = append(*out, o)
 	return errs
@@ -396,7 +424,11 @@ func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
 	if err != nil {
 		return nil, []*Error{{File: file, Message: err.Error(), Err: errors.Join(ErrInvalid, err)}}
 	}
-	return decodeDocuments(file, out)
+	objs, errs := decodeDocuments(file, out, false)
+	for i := range objs {
+		objs[i].doc = newDocRef(data, 1, "$", true)
+	}
+	return objs, errs
 }
 
 func butaneError(file, name string, p intake.Problem, prefix string, err error) *Error {
@@ -408,8 +440,7 @@ func (l *Loader) object(o rawObject) {
 	ours := o.APIVersion == "" || group == "machineconfiguration.openshift.io"
 	switch {
 	case o.Kind == KindMachineConfig && ours:
-		mc := &MachineConfig{Source: o.File}
-		keepObject(l, o, mc, json.Unmarshal(o.JSON, mc), &l.configs)
+		l.machineConfig(o)
 	case o.Kind == KindMachineConfigPool && ours:
 		p, err := decodePool(o)
 		keepObject(l, o, p, err, &l.pools)
@@ -438,8 +469,41 @@ func objectError(o rawObject, err error) *Error {
 	var fe *fieldError
 	if errors.As(err, &fe) {
 		x.Path, x.Message = fe.Path, fe.Msg
+		x.Line = o.doc.line(x.Path)
 	}
 	return x
+}
+
+// machineConfig decodes a MachineConfig, refusing (in files) or reporting
+// (from an API server) the fields it does not know.
+func (l *Loader) machineConfig(o rawObject) {
+	mc := &MachineConfig{Source: o.File}
+	if err := json.Unmarshal(o.JSON, mc); err != nil {
+		l.errs.add(objectError(o, err))
+		return
+	}
+	unknown := mc.unknownFields()
+	for _, path := range unknown {
+		x := o.problem("", nil)
+		x.Path, x.Line = path, o.doc.line(path)
+		if l.FromAPIServer {
+			x.Message = "warning: field unknown to this release of mcs (a newer release's?); ignored"
+			l.notices = append(l.notices, x)
+			continue
+		}
+		x.Message, x.Err = unknownFieldMessage(path), ErrInvalid
+		l.errs.add(x)
+	}
+	if len(unknown) > 0 && !l.FromAPIServer {
+		return
+	}
+	l.configs = append(l.configs, mc)
+	if o.doc != nil {
+		if l.docs == nil {
+			l.docs = map[*MachineConfig]*docRef{}
+		}
+		l.docs[mc] = o.doc
+	}
 }
 
 func decodePool(o rawObject) (*MachineConfigPool, error) {
@@ -501,14 +565,19 @@ func (l *Loader) build() (*Set, error) {
 
 	for _, mc := range l.configs {
 		if mc.Metadata.Name == "" {
-			errs.add(&Error{File: mc.Source, Object: KindMachineConfig, Path: "$.metadata.name", Message: "MachineConfig has no name", Err: ErrInvalid})
+			errs.add(&Error{File: mc.Source, Line: l.docs[mc].line("$.metadata.name"), Object: KindMachineConfig, Path: "$.metadata.name", Message: "MachineConfig has no name", Err: ErrInvalid})
 			continue
 		}
 		if prev, dup := s.byName[mc.Metadata.Name]; dup {
-			errs.add(dupError(KindMachineConfig, mc.Metadata.Name, prev.mc.Source, mc.Source))
+			x := dupError(KindMachineConfig, mc.Metadata.Name, prev.mc.Source, mc.Source)
+			x.Line = l.docs[mc].line(x.Path)
+			errs.add(x)
 			continue
 		}
 		e := newEntry(mc, l.Cache)
+		e.doc = l.docs[mc]
+		locate(e.doc, e.problems)
+		locate(e.doc, e.warnings)
 		s.byName[mc.Metadata.Name] = e
 		s.entries = append(s.entries, e)
 	}
@@ -528,6 +597,7 @@ func (l *Loader) build() (*Set, error) {
 		s.pools = append(s.pools, p)
 	}
 	if len(l.pools) == 0 {
+		s.defaulted = true
 		// A made-up pool that selects nothing is left out, so a tree of
 		// worker configs alone renders; a pool the tree defines is kept
 		// and fails to render, as upstream's does.
@@ -556,7 +626,7 @@ func (l *Loader) build() (*Set, error) {
 			}
 		}
 		if !selected {
-			s.notices = append(s.notices, &Error{File: e.mc.Source, Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: "$.metadata.labels",
+			s.notices = append(s.notices, &Error{File: e.mc.Source, Line: e.doc.line("$.metadata.labels"), Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: "$.metadata.labels",
 				Message: "notice: no pool selects this MachineConfig; it is not rendered"})
 		}
 	}

@@ -70,7 +70,7 @@ items:
 		notices = append(notices, n.Error())
 	}
 	joined := strings.Join(notices, "\n")
-	for _, want := range []string{"KubeletConfig/k: $: notice:", "nokind.yaml: $.kind: notice: object has no kind", "foreign.yaml: MachineConfig/z: $: notice: example.com/v1 MachineConfig"} {
+	for _, want := range []string{"KubeletConfig/k: $: notice:", "nokind.yaml: $.kind: notice: object has no kind", "foreign.yaml:1: MachineConfig/z: $: notice: example.com/v1 MachineConfig"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("notices lack %q:\n%s", want, joined)
 		}
@@ -306,7 +306,7 @@ func FuzzDecodeDocuments(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		objs, _ := decodeDocuments("fuzz.yaml", data)
+		objs, _ := decodeDocuments("fuzz.yaml", data, true)
 		for _, o := range objs {
 			if !jsonValid(o.JSON) {
 				t.Fatalf("object is not JSON: %q", o.JSON)

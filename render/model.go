@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode"
 )
 
 // API group and kinds of the objects this package reads and writes.
@@ -334,4 +336,69 @@ func (w *objWriter) done() ([]byte, error) {
 	}
 	w.buf.WriteByte('}')
 	return w.buf.Bytes(), nil
+}
+
+// The fields a MachineConfig may hold beyond those this package models:
+// status at the top, and metadata's (Kubernetes' ObjectMeta). Its spec has
+// no others (openshift/api's MachineConfigSpec).
+var (
+	knownTop  = []string{"apiVersion", "kind", "metadata", "spec", "status"}
+	knownMeta = []string{"name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+		"creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+		"ownerReferences", "finalizers", "managedFields"}
+	knownSpec = []string{"osImageURL", "baseOSExtensionsContainerImage", "config", "kernelArguments", "extensions", "fips", "kernelType"}
+)
+
+// unknownFields are the JSON paths of the fields m holds that
+// MachineConfig has not (a typo such as spec.kernelArgs), sorted.
+func (m *MachineConfig) unknownFields() []string {
+	var out []string
+	for _, f := range []struct {
+		at    string
+		extra map[string]json.RawMessage
+		known []string
+	}{{"$", m.Extra, knownTop}, {"$.metadata", m.Metadata.Extra, knownMeta}, {"$.spec", m.Spec.Extra, knownSpec}} {
+		for k := range f.extra {
+			if !slices.Contains(f.known, k) {
+				out = append(out, f.at+"."+k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unknownFieldMessage says what an unknown field at path is, what its
+// object holds, and the field it was likely meant to be.
+func unknownFieldMessage(path string) string {
+	cut := strings.LastIndexByte(path, '.')
+	name := path[cut+1:]
+	list, holds := knownTop, "a MachineConfig holds only apiVersion, kind, metadata, spec and status"
+	switch {
+	case strings.HasPrefix(path, "$.metadata."):
+		list, holds = knownMeta, "a MachineConfig's metadata holds name, labels, annotations and Kubernetes' other ObjectMeta fields"
+	case strings.HasPrefix(path, "$.spec."):
+		list, holds = knownSpec, "a MachineConfig's spec holds only "+strings.Join(knownSpec[:len(knownSpec)-1], ", ")+" and "+knownSpec[len(knownSpec)-1]
+	}
+	msg := "unknown field " + name
+	if m := closest(name, list); m != "" {
+		msg += " (did you mean " + m + "?)"
+	}
+	return msg + ": " + holds + "; refused rather than dropped with what it holds"
+}
+
+// closest is the field of list sharing the longest prefix (at least four
+// letters, case aside) with name; "" when none does.
+func closest(name string, list []string) string {
+	best, n := "", 3
+	for _, k := range list {
+		i := 0
+		for i < len(k) && i < len(name) && unicode.ToLower(rune(k[i])) == unicode.ToLower(rune(name[i])) {
+			i++
+		}
+		if i > n {
+			best, n = k, i
+		}
+	}
+	return best
 }

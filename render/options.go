@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/ignition-mcs/mcs/convert"
 )
@@ -66,14 +68,27 @@ func (o Options) specFor(need convert.Version) (target, ceiling convert.Version)
 	return target, ceiling
 }
 
-// sizeProblem says why mc, rendered, cannot be stored, or returns "".
-func sizeProblem(mc *MachineConfig) (string, error) {
+// sizeProblem says why mc, rendered from order, cannot be stored, or
+// returns nil. It is blamed on the MachineConfig whose Ignition config is
+// largest, as that is the one to shrink, and names the next largest.
+func sizeProblem(mc *MachineConfig, order []*entry, pool string) *Error {
 	n, err := encodedSize(mc)
 	if err != nil {
-		return "encoding the rendered MachineConfig: " + err.Error(), err
+		return &Error{Object: KindMachineConfigPool + "/" + pool, Path: "$", Message: "encoding the rendered MachineConfig: " + err.Error(), Err: err}
 	}
-	if n > maxRenderedSize {
-		return fmt.Sprintf("the rendered MachineConfig %s is %d bytes of JSON, above the limit of %d", mc.Metadata.Name, n, maxRenderedSize), ErrInvalid
+	if n <= maxRenderedSize {
+		return nil
 	}
-	return "", nil
+	big := slices.Clone(order)
+	slices.SortStableFunc(big, func(a, b *entry) int { return len(b.mc.Spec.Config) - len(a.mc.Spec.Config) })
+	var sizes []string
+	for _, e := range big[:min(3, len(big))] {
+		sizes = append(sizes, fmt.Sprintf("%s %d", e.mc.Metadata.Name, len(e.mc.Spec.Config)))
+	}
+	top := big[0]
+	return &Error{File: top.mc.Source, Line: top.doc.line("$.spec.config"), Object: KindMachineConfig + "/" + top.mc.Metadata.Name, Path: "$.spec.config",
+		Message: fmt.Sprintf("pool %s's rendered MachineConfig %s would be %d bytes of JSON, above the limit of %d (1.5 MiB: what etcd stores in one object; OpenShift's limit too). "+
+			"Largest Ignition configs, in bytes of JSON: %s. Shrink them: compress large files (contents.compression: gzip) or ship them another way (a container image)",
+			pool, mc.Metadata.Name, n, maxRenderedSize, strings.Join(sizes, ", ")),
+		Err: ErrInvalid}
 }

@@ -51,8 +51,7 @@ func (s *Set) Render(opts Options) ([]*Result, *Errors) {
 func (s *Set) RenderPool(pool string, opts Options) (*Result, error) {
 	p := s.Pool(pool)
 	if p == nil {
-		return nil, &Errors{List: []*Error{{Object: KindMachineConfigPool + "/" + pool,
-			Message: fmt.Sprintf("unknown pool %q: the pools are %s", pool, strings.Join(s.PoolNames(), ", ")), Err: ErrUnknownPool}}}
+		return nil, &Errors{List: []*Error{{Object: KindMachineConfigPool + "/" + pool, Message: s.unknownPool(pool), Err: ErrUnknownPool}}}
 	}
 	opts, err := opts.Normalized()
 	if err != nil {
@@ -61,6 +60,22 @@ func (s *Set) RenderPool(pool string, opts Options) (*Result, error) {
 	r := renderer{set: s, pool: p, opts: opts}
 	res := r.run()
 	return res, r.errs.orNil()
+}
+
+// unknownPool says why pool is not one of the set's, and which are.
+func (s *Set) unknownPool(pool string) string {
+	have := "the pools are " + strings.Join(s.PoolNames(), ", ")
+	if len(s.pools) == 0 {
+		have = "there are none"
+	}
+	if !s.defaulted {
+		return fmt.Sprintf("unknown pool %q: %s", pool, have)
+	}
+	if pool != "master" && pool != "worker" {
+		return fmt.Sprintf("unknown pool %q: no MachineConfigPool is defined, so only the default pools master and worker can be rendered; %s", pool, have)
+	}
+	return fmt.Sprintf("unknown pool %q: no MachineConfigPool is defined, so the default pools master and worker are made, each only when a MachineConfig has its role label (%s: %s); %s",
+		pool, roleLabel, pool, have)
 }
 
 type renderer struct {
@@ -105,8 +120,8 @@ func (r *renderer) run() *Result {
 		Metadata:   ObjectMeta{Name: name, Annotations: r.annotations(order, spec.OSImageURL, res)},
 		Spec:       spec,
 	}
-	if msg, err := sizeProblem(res.MachineConfig); msg != "" {
-		r.poolErr("$", msg, err)
+	if x := sizeProblem(res.MachineConfig, order, r.pool.Metadata.Name); x != nil {
+		r.errs.add(x)
 		return nil
 	}
 	return res
@@ -162,6 +177,7 @@ func (r *renderer) encode(m *merged, order []*entry, invalid <-chan []*Error) (r
 		Options:        r.opts,
 		Provenance:     provenance(order, &m.cfg),
 		MachineConfigs: names(order),
+		Overrides:      overrides(order),
 	}
 	for _, e := range order {
 		res.Warnings = append(res.Warnings, e.warnings...)
@@ -235,7 +251,8 @@ func (r *renderer) mergeSpec(order []*entry) MachineConfigSpec {
 	if spec.KernelType != kernelTypeDefault {
 		for _, e := range order {
 			if i := slices.Index(e.mc.Spec.Extensions, "kernel-devel"); i >= 0 {
-				r.errs.add(&Error{File: e.mc.Source, Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: fmt.Sprintf("$.spec.extensions.%d", i),
+				path := fmt.Sprintf("$.spec.extensions.%d", i)
+				r.errs.add(&Error{File: e.mc.Source, Line: e.doc.line(path), Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: path,
 					Message: fmt.Sprintf("extension kernel-devel cannot be installed with kernelType %s (set by MachineConfig %s in pool %s)", spec.KernelType, kernelFrom.mc.Metadata.Name, r.pool.Metadata.Name),
 					Err:     ErrInvalid})
 			}
@@ -259,8 +276,9 @@ func (r *renderer) validateMerged(m *merged) []*Error {
 		member, q := m.origin(e.Context.Path)
 		x := &Error{Message: fmt.Sprintf("%s (in the merged config of pool %s, at %s)", e.Message, r.pool.Metadata.Name, e.Context.String()), Err: ErrInvalid}
 		if member >= 0 && member < len(m.order) {
-			mc := m.order[member].mc
-			x.File, x.Object, x.Path = mc.Source, KindMachineConfig+"/"+mc.Metadata.Name, configPath(pathString(q))
+			e := m.order[member]
+			x.File, x.Object, x.Path = e.mc.Source, KindMachineConfig+"/"+e.mc.Metadata.Name, configPath(pathString(q))
+			x.Line = e.doc.line(x.Path)
 		} else {
 			x.File, x.Object, x.Path = r.pool.Source, KindMachineConfigPool+"/"+r.pool.Metadata.Name, "$"
 		}
@@ -277,8 +295,9 @@ func (r *renderer) attribute(m *merged, reasons []convert.Reason) []Reason {
 		out[i] = Reason{Reason: rs}
 		member, q := m.origin(parsePath(rs.Path))
 		if member >= 0 && member < len(m.order) {
-			mc := m.order[member].mc
-			out[i].MachineConfig, out[i].Source, out[i].ConfigPath = mc.Metadata.Name, mc.Source, configPath(pathString(q))
+			e := m.order[member]
+			out[i].MachineConfig, out[i].Source, out[i].ConfigPath = e.mc.Metadata.Name, e.mc.Source, configPath(pathString(q))
+			out[i].Line = e.doc.line(out[i].ConfigPath)
 		}
 	}
 	return out

@@ -53,8 +53,8 @@ func FromRendered(pool string, mc *MachineConfig, opts Options) (*Result, error)
 	}
 	out := *mc
 	out.Spec.Config = js.JSON
-	if msg, err := sizeProblem(&out); msg != "" {
-		return nil, bad("$", msg, err)
+	if x := sizeProblem(&out, []*entry{{mc: mc}}, pool); x != nil {
+		return nil, &Errors{List: []*Error{x}}
 	}
 	return &Result{
 		Pool:           pool,

@@ -48,9 +48,12 @@ func TestEmptyConfigs(t *testing.T) {
 }
 
 func TestSizeLimit(t *testing.T) {
+	// The error is blamed on the MachineConfig whose contents are large,
+	// at its line, not on the pool, and states the limit.
 	big := strings.Repeat("a", maxRenderedSize)
-	errs := renderErrs(t, setOf(t, doc("10-a", "worker", file("/etc/big", "data:,"+big))), "worker", Options{})
-	if len(errs) != 1 || errs[0].Object != "MachineConfigPool/worker" || !strings.Contains(errs[0].Message, "above the limit of 1572864") {
+	errs := renderErrs(t, setOf(t, doc("05-small", "worker", file("/etc/small", "data:,x")), doc("10-a", "worker", file("/etc/big", "data:,"+big))), "worker", Options{})
+	if len(errs) != 1 || errs[0].Object != "MachineConfig/10-a" || errs[0].Path != "$.spec.config" || errs[0].Line == 0 ||
+		!strings.Contains(errs[0].Message, "above the limit of 1572864 (1.5 MiB") || !strings.Contains(errs[0].Message, "Largest Ignition configs, in bytes of JSON: 10-a ") {
 		t.Fatalf("errors %v", errs)
 	}
 	// The size is measured without encoding the config again; it must be
@@ -128,7 +131,7 @@ func TestSpecChoice(t *testing.T) {
 			}
 			var es *Errors
 			errors.As(err, &es)
-			if line := es.List[0].Error(); !strings.HasPrefix(line, "in/01.yaml: MachineConfig/50-luks: $.spec.config.storage.luks.0: LUKS volumes need spec 3.2.0, above the ceiling") {
+			if line := es.List[0].Error(); !strings.HasPrefix(line, "in/01.yaml:8: MachineConfig/50-luks: $.spec.config.storage.luks.0: LUKS volumes need spec 3.2.0, above the ceiling") {
 				t.Errorf("line %q", line)
 			}
 		})

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/ignition-mcs/mcs/convert"
 )
@@ -29,6 +31,29 @@ const (
 	wantSpec2
 	wantNone
 )
+
+// acceptCacheMax bounds the negotiation cache: real clients send a handful of
+// distinct Accept headers; anything past this is negotiated every time.
+const acceptCacheMax = 256
+
+// negotiator memoises negotiate by Accept header, up to acceptCacheMax.
+type negotiator struct {
+	m sync.Map // Accept header → want
+	n atomic.Int64
+}
+
+func (c *negotiator) negotiate(accept string) want {
+	if v, ok := c.m.Load(accept); ok {
+		return v.(want)
+	}
+	w := negotiate(accept)
+	if c.n.Load() < acceptCacheMax {
+		if _, loaded := c.m.LoadOrStore(accept, w); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return w
+}
 
 // mediaRange is one parsed entry of an Accept header.
 type mediaRange struct {

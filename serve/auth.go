@@ -11,51 +11,107 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// auth requires "Authorization: Bearer <token>" when tokens are configured.
-// Every configured token is compared, in constant time, so the time taken
-// says nothing about which token (or how much of one) matched; several tokens
-// allow rotation without a window where nodes are refused. A refused node is
-// answered 511, which Ignition retries: adding its token lets it boot.
-func (s *Server) auth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Tokens == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		tokens := s.cfg.Tokens()
-		if len(tokens) == 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		s.retired.observe(tokens)
-		got, ok := bearer(r.Header.Get("Authorization"))
-		match := 0
-		for _, t := range tokens {
-			match |= subtle.ConstantTimeCompare(got, t)
-		}
-		if ok && match == 1 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		pool := s.knownPool(chi.URLParam(r, "pool"))
-		switch {
-		case !ok:
-			s.refuse(w, r, CauseTokenMissing, pool, "unauthorized: /config/ needs Authorization: Bearer <token>")
-		case s.retired.was(got):
-			s.refuse(w, r, CauseTokenRetired, pool, "unauthorized: the bearer token was rotated out")
-		default:
-			s.refuse(w, r, CauseTokenRejected, pool, "unauthorized: the bearer token is not accepted")
-		}
-	})
+// Token is a bearer token and the pools it may fetch; no pools means every
+// pool, and /status and /metrics (an admin's token).
+type Token struct {
+	Secret []byte
+	Pools  []string
 }
 
-// knownPool is name when the served snapshot has it, else "-": an
-// unauthenticated request must not put its own strings in logs or /status.
-func (s *Server) knownPool(name string) string {
-	if snap := s.snap.Load(); snap != nil && snap.pools[name] != nil {
-		return name
+func (t Token) allows(pool string) bool {
+	if len(t.Pools) == 0 {
+		return true
 	}
-	return "-"
+	for _, p := range t.Pools {
+		if p == pool {
+			return true
+		}
+	}
+	return false
+}
+
+// match is the token got is, or nil. Every configured token is compared,
+// in constant time, so the time taken says nothing about which token (or
+// how much of one) matched.
+func match(accepted []Token, got []byte) *Token {
+	var found *Token
+	for i := range accepted {
+		if subtle.ConstantTimeCompare(got, accepted[i].Secret) == 1 {
+			found = &accepted[i]
+		}
+	}
+	return found
+}
+
+// auth requires "Authorization: Bearer <token>" when tokens are configured,
+// and a token whose pools include the one asked for; several tokens allow
+// rotation without a window where nodes are refused. A refused node is
+// answered 511, which Ignition retries: adding its token (or its pool to
+// the token) lets it boot.
+//
+// tokens returns the accepted tokens (nil or none: no authentication);
+// known maps the request's pool name to what a refusal may name (an
+// unauthenticated request must not put its own strings in logs or /status).
+func auth(tokens func() []Token, known func(pool string) string, ref *refuser) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if tokens == nil {
+			return next
+		}
+		var retired tokenHistory
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			accepted := tokens()
+			if len(accepted) == 0 {
+				next.ServeHTTP(w, r)
+				return
+			}
+			retired.observe(accepted)
+			got, ok := bearer(r.Header.Get("Authorization"))
+			name := chi.URLParam(r, "pool")
+			tok := match(accepted, got)
+			if ok && tok != nil && tok.allows(name) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			pool := known(name)
+			switch {
+			case !ok:
+				ref.refuse(w, r, CauseTokenMissing, pool, "unauthorized: /config/ needs Authorization: Bearer <token>")
+			case tok != nil:
+				ref.refuse(w, r, CauseTokenOtherPool, pool, "unauthorized: the bearer token is not accepted for this pool")
+			case retired.was(got):
+				ref.refuse(w, r, CauseTokenRetired, pool, "unauthorized: the bearer token was rotated out")
+			default:
+				ref.refuse(w, r, CauseTokenRejected, pool, "unauthorized: the bearer token is not accepted")
+			}
+		})
+	}
+}
+
+// adminAuth guards /status and /metrics when tokens are configured: they
+// name pools, node addresses and client versions, so they need a token for
+// every pool (a line of --auth-token-file without pools); a node's
+// pool-scoped token is refused. Prometheus and people get 401, not the
+// nodes' 511.
+func adminAuth(tokens func() []Token) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if tokens == nil {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			accepted := tokens()
+			if len(accepted) == 0 {
+				next.ServeHTTP(w, r)
+				return
+			}
+			got, ok := bearer(r.Header.Get("Authorization"))
+			if tok := match(accepted, got); ok && tok != nil && len(tok.Pools) == 0 {
+				next.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcs"`)
+			plain(w, http.StatusUnauthorized, "unauthorized: "+r.URL.Path+" needs Authorization: Bearer <token> with a token for every pool")
+		})
+	}
 }
 
 func bearer(h string) ([]byte, bool) {
@@ -71,7 +127,7 @@ func bearer(h string) ([]byte, bool) {
 // carrying a rotated-out token is told so. Only SHA-256 digests are kept;
 // the list is bounded, oldest forgotten first.
 type tokenHistory struct {
-	last    atomic.Pointer[[]byte] // first element of the token list last observed
+	last    atomic.Pointer[Token] // first element of the token list last observed
 	mu      sync.Mutex
 	current map[[32]byte]bool
 	past    [][32]byte
@@ -81,7 +137,7 @@ const tokenHistoryMax = 32
 
 // observe records the configured list when it changed; tokens come from a
 // cache that returns the same slice until the file changes.
-func (h *tokenHistory) observe(tokens [][]byte) {
+func (h *tokenHistory) observe(tokens []Token) {
 	if h.last.Load() == &tokens[0] {
 		return // the request path: no lock
 	}
@@ -93,7 +149,7 @@ func (h *tokenHistory) observe(tokens [][]byte) {
 	h.last.Store(&tokens[0])
 	next := make(map[[32]byte]bool, len(tokens))
 	for _, t := range tokens {
-		next[sha256.Sum256(t)] = true
+		next[sha256.Sum256(t.Secret)] = true
 	}
 	for d := range h.current {
 		if !next[d] {

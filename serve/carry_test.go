@@ -16,7 +16,7 @@ func TestBuildSnapshotFromCarriesUnchangedPools(t *testing.T) {
 	cc := &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca")}
 	nf := NodeFiles{Kubeconfig: []byte("kubeconfig")}
 	worker, infra := result(t, "worker", plainIgn), result(t, "infra", kargsIgn)
-	s := New(Config{})
+	s := mustNew(t, Config{})
 	first, err := BuildSnapshotFrom(nil, 1, []*render.Result{worker, infra}, cc, nf)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestBuildSnapshotFromCarriesUnchangedPools(t *testing.T) {
 	if tag, _ := served("infra"); tag == infraTag {
 		t.Fatal("a re-rendered pool kept its old ETag")
 	}
-	if c, r := testutil.ToFloat64(s.m.poolsCarried), testutil.ToFloat64(s.m.poolsEncoded); c != 1 || r != 3 {
+	if c, r := testutil.ToFloat64(s.rec.m.carried), testutil.ToFloat64(s.rec.m.encoded); c != 1 || r != 3 {
 		t.Fatalf("metrics carried %v rerendered %v, want 1 and 3", c, r)
 	}
 	w := get(t, s, http.MethodGet, "/status")
@@ -102,7 +102,7 @@ func TestReloadCarriesUnchangedPools(t *testing.T) {
 		{in: &source.Input{Results: []*render.Result{worker, infra}}},
 		{in: &source.Input{Results: []*render.Result{worker, result(t, "infra", plainIgn)}}},
 	}}
-	rl := &Reloader{Source: src, Server: New(Config{})}
+	rl := &Reloader{Source: src, Server: mustNew(t, Config{})}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}

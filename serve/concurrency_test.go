@@ -41,7 +41,7 @@ func generations(tb testing.TB, n int) ([]*Snapshot, map[string]int) {
 func TestReloadUnderLoad(t *testing.T) {
 	const gens, clients, requests = 40, 8, 30
 	snaps, gen := generations(t, gens)
-	s := New(Config{})
+	s := mustNew(t, Config{})
 	s.Swap(snaps[0])
 	ts := httptest.NewServer(s)
 	defer ts.Close()
@@ -125,7 +125,7 @@ func fetchGeneration(base, accept string, gen map[string]int) (int, string) {
 // new generation is swapped in every millisecond.
 func BenchmarkRequestsDuringSwaps(b *testing.B) {
 	snaps, gen := generations(b, 6)
-	s := New(Config{})
+	s := mustNew(b, Config{})
 	s.Swap(snaps[0])
 	ts := httptest.NewServer(s)
 	defer ts.Close()

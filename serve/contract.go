@@ -26,6 +26,7 @@ const (
 	CauseTokenMissing    Cause = "token-missing"
 	CauseTokenRejected   Cause = "token-rejected"
 	CauseTokenRetired    Cause = "token-retired"
+	CauseTokenOtherPool  Cause = "token-other-pool"
 	CauseStubFailed      Cause = "stub-failed"
 	CauseNoWrittenSpec   Cause = "no-written-spec"
 	CauseBadVersion      Cause = "bad-version"
@@ -55,6 +56,10 @@ var contract = []contractRow{
 	{CauseTokenMissing, http.StatusNetworkAuthenticationRequired, "add the token to the node's pointer config (spec 3.1+: httpHeaders), or turn --auth-token-file off"},
 	{CauseTokenRejected, http.StatusNetworkAuthenticationRequired, "add the node's token to --auth-token-file"},
 	{CauseTokenRetired, http.StatusNetworkAuthenticationRequired, "the node's token was rotated out of --auth-token-file: add it back until the node has joined"},
+	// A valid token of another pool: a misplaced pointer config, or a node
+	// reaching for a config that is not its own. Retried like any token the
+	// admin can still fix, never served.
+	{CauseTokenOtherPool, http.StatusNetworkAuthenticationRequired, "give the node its own pool's token, or add the pool to the token's line in --auth-token-file"},
 	{CauseStubFailed, http.StatusInternalServerError, "a bug: report it; the skew stub could not be built"},
 	// Client-side errors no admin action on the server can fix: no Ignition
 	// release sends them, so a 4xx only ever stops a script or a human.
@@ -71,15 +76,22 @@ var answers = func() map[Cause]contractRow {
 	return m
 }()
 
+// refuser writes the contract's answers, counting each cause and noting
+// the nodes a retried cause keeps waiting.
+type refuser struct {
+	log      *slog.Logger
+	counters *counters
+	waiting  *waitingNodes
+}
+
 // refuse writes the contract's answer for cause with a one-line text body
 // (curl users read it; Ignition logs only the status text of a retried
 // answer). A retried cause is a node waiting: it is logged at WARN once per
 // cause, pool and client, and shows in /status until it stops.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, cause Cause, pool, msg string) {
+func (ref *refuser) refuse(w http.ResponseWriter, r *http.Request, cause Cause, pool, msg string) {
 	a := answers[cause]
-	info := infoOf(w)
-	info.cause = cause
-	s.refusalCounter(cause).Inc()
+	infoOf(r).cause = cause
+	ref.counters.refusal(cause).Inc()
 	if a.Code == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
@@ -88,7 +100,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, cause Cause, poo
 	}
 	if a.Retried() {
 		msg += " (" + a.Fix + "; the node retries)"
-		s.waiting.note(s.log, cause, bounded(pool), bounded(hostOf(r.RemoteAddr)), r.Header.Get("User-Agent"), msg)
+		ref.waiting.note(ref.log, cause, bounded(pool), bounded(hostOf(r.RemoteAddr)), r.Header.Get("User-Agent"), msg)
 	}
 	plain(w, a.Code, msg)
 }

@@ -34,28 +34,30 @@ func getter(target string, headers ...string) func(*testing.T, *Server) *httptes
 	return func(t *testing.T, s *Server) *httptest.ResponseRecorder { return get(t, s, "GET", target, headers...) }
 }
 
-// tokensCfg accepts "new-token"; "old-token" was accepted before.
+// tokensCfg accepts "new-token" and "infra-token" (for pool infra only);
+// "old-token" was accepted before.
 func tokensCfg(cfg Config) Config {
 	var mu sync.Mutex
-	tokens := [][]byte{[]byte("old-token"), []byte("new-token")}
-	cfg.Tokens = func() [][]byte {
+	infra := Token{Secret: []byte("infra-token"), Pools: []string{"infra"}}
+	tokens := []Token{{Secret: []byte("old-token")}, {Secret: []byte("new-token")}, infra}
+	cfg.Tokens = func() []Token {
 		mu.Lock()
 		defer mu.Unlock()
 		cur := tokens
-		tokens = [][]byte{[]byte("new-token")} // rotated after the first request
+		tokens = []Token{{Secret: []byte("new-token")}, infra} // rotated after the first request
 		return cur
 	}
 	return cfg
 }
 
 var contractCases = map[Cause]contractCase{
-	CauseNotReady: {server: func(t *testing.T, cfg Config) *Server { return New(cfg) },
+	CauseNotReady: {server: func(t *testing.T, cfg Config) *Server { return mustNew(t, cfg) },
 		request: getter("/config/worker"), body: "no render loaded yet"},
 	CauseOverloaded: {server: func(t *testing.T, cfg Config) *Server { cfg.MaxInFlight = 1; return worker(t, cfg) },
 		request: overloaded, body: "overloaded: 1 config requests in flight"},
 	CauseUnknownPool: {server: worker, request: getter("/config/infra"), body: `unknown pool "infra": this server serves worker`},
 	CausePoolNotRendered: {server: func(t *testing.T, cfg Config) *Server {
-		s := New(cfg)
+		s := mustNew(t, cfg)
 		snap, err := BuildSnapshot(1, []*render.Result{result(t, "worker", plainIgn)}, nil, NodeFiles{})
 		if err != nil {
 			t.Fatal(err)
@@ -68,6 +70,8 @@ var contractCases = map[Cause]contractCase{
 		request: getter("/config/worker"), body: "needs Authorization: Bearer <token>"},
 	CauseTokenRejected: {server: func(t *testing.T, cfg Config) *Server { return worker(t, tokensCfg(cfg)) },
 		request: getter("/config/worker", "Authorization", "Bearer guess"), body: "the bearer token is not accepted"},
+	CauseTokenOtherPool: {server: func(t *testing.T, cfg Config) *Server { return worker(t, tokensCfg(cfg)) },
+		request: getter("/config/worker", "Authorization", "Bearer infra-token"), body: "the bearer token is not accepted for this pool"},
 	CauseTokenRetired: {server: func(t *testing.T, cfg Config) *Server {
 		s := worker(t, tokensCfg(cfg))
 		if w := get(t, s, "GET", "/config/worker", "Authorization", "Bearer old-token"); w.Code != 200 {
@@ -79,8 +83,8 @@ var contractCases = map[Cause]contractCase{
 	// answer should it ever.
 	CauseStubFailed: {server: worker, request: func(t *testing.T, s *Server) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		s.requestLog(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.refuse(w, r, CauseStubFailed, "worker", "cannot build the skew stub config: mcs-skew-0")
+		requestLog(s.cfg.Logger, s.counters.request)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.refuser.refuse(w, r, CauseStubFailed, "worker", "cannot build the skew stub config: mcs-skew-0")
 		})).ServeHTTP(w, httptest.NewRequest("GET", "/config/worker", nil))
 		return w
 	}, body: "cannot build the skew stub config"},
@@ -197,18 +201,18 @@ func TestWaitingBounded(t *testing.T) {
 	if len(st.Waiting) != unknownMax+1 {
 		t.Fatalf("%d waiting entries, want the bound %d plus %q", len(st.Waiting), unknownMax, unlistedPool)
 	}
-	s.waiting.note(slog.New(slog.DiscardHandler), CausePoolNotRendered, "worker", "10.0.0.9", "Ignition/v2.27.0", "pool \"worker\" has no good render yet")
+	s.rec.waiting.note(slog.New(slog.DiscardHandler), CausePoolNotRendered, "worker", "10.0.0.9", "Ignition/v2.27.0", "pool \"worker\" has no good render yet")
 	if st := s.Status(); len(st.Waiting) != unknownMax+2 || st.Waiting[0].Pool != "worker" {
 		t.Fatalf("a known pool's cause after a flood of unknown names: %+v", st.Waiting)
 	}
 	if testutil.CollectAndCount(s.m.refusals) != 1 {
 		t.Error("the refusal metric has a series per pool")
 	}
-	s.waiting.mu.Lock()
-	for _, e := range s.waiting.entries {
+	s.rec.waiting.mu.Lock()
+	for _, e := range s.rec.waiting.entries {
 		e.Last = e.Last.Add(-2 * waitingForget)
 	}
-	s.waiting.mu.Unlock()
+	s.rec.waiting.mu.Unlock()
 	if st := s.Status(); len(st.Waiting) != 0 || st.Conditions[1].Status != "False" {
 		t.Fatalf("stale causes still shown: %+v", st.Waiting)
 	}
@@ -271,7 +275,7 @@ func TestVersionOverrideGated(t *testing.T) {
 			}
 		})
 	}
-	if !strings.Contains(New(Config{}).Status().VersionOverride, "through the skew gate") {
+	if !strings.Contains(mustNew(t, Config{}).Status().VersionOverride, "through the skew gate") {
 		t.Error("/status does not say what ?version= does")
 	}
 }

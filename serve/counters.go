@@ -2,19 +2,23 @@ package serve
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// counterCache memoises label lookups on the request path. Its keys are the
-// already-bounded label values, so it is bounded too.
-type counterCache struct{ m sync.Map }
+// counters memoise the request path's label lookups. Their keys are the
+// already-bounded label values, so they are bounded too.
+type counters struct {
+	m *metrics
+	c sync.Map // requestKey, bytesKey or Cause → prometheus.Counter
+}
 
-func (c *counterCache) get(key any, make func() prometheus.Counter) prometheus.Counter {
-	if v, ok := c.m.Load(key); ok {
+func (c *counters) get(key any, make func() prometheus.Counter) prometheus.Counter {
+	if v, ok := c.c.Load(key); ok {
 		return v.(prometheus.Counter)
 	}
-	v, _ := c.m.LoadOrStore(key, make())
+	v, _ := c.c.LoadOrStore(key, make())
 	return v.(prometheus.Counter)
 }
 
@@ -25,16 +29,21 @@ type requestKey struct {
 
 type bytesKey struct{ pool, spec string }
 
-func (s *Server) requestCounter(pool, spec string, code int) prometheus.Counter {
-	return s.counters.get(requestKey{pool, spec, code}, func() prometheus.Counter {
-		return s.m.requests.WithLabelValues(pool, specLabel(spec), codeLabel(code))
+func (c *counters) request(pool, spec string, code int) {
+	c.get(requestKey{pool, spec, code}, func() prometheus.Counter {
+		return c.m.requests.WithLabelValues(pool, specLabel(spec), codeLabel(code))
+	}).Inc()
+}
+
+func (c *counters) bytes(pool, spec string) prometheus.Counter {
+	return c.get(bytesKey{pool, spec}, func() prometheus.Counter {
+		return c.m.servedBytes.WithLabelValues(pool, spec)
 	})
 }
 
-func (s *Server) bytesCounter(pool, spec string) prometheus.Counter {
-	return s.counters.get(bytesKey{pool, spec}, func() prometheus.Counter {
-		return s.m.servedBytes.WithLabelValues(pool, spec)
-	})
+// refusal needs no cache bound: causes are the contract's constants.
+func (c *counters) refusal(cause Cause) prometheus.Counter {
+	return c.get(cause, func() prometheus.Counter { return c.m.refusals.WithLabelValues(string(cause)) })
 }
 
 // clientEntry is what the request path needs of a User-Agent: its counter
@@ -44,25 +53,24 @@ type clientEntry struct {
 	label    string
 }
 
-// client caches by User-Agent only up to a bound: past it, a flood of
+// clients caches by User-Agent only up to a bound: past it, a flood of
 // distinct agents is labelled each time rather than remembered.
-func (s *Server) client(ua string) *clientEntry {
-	if v, ok := s.counters.m.Load(uaKey(ua)); ok {
+type clients struct {
+	vec *prometheus.CounterVec
+	m   sync.Map // User-Agent → *clientEntry
+	n   atomic.Int64
+}
+
+func (c *clients) get(ua string) *clientEntry {
+	if v, ok := c.m.Load(ua); ok {
 		return v.(*clientEntry)
 	}
 	label := clientLabel(ua)
-	c := &clientEntry{requests: s.m.clients.WithLabelValues(label), label: label}
-	if s.nUA.Load() < acceptCacheMax {
-		if _, loaded := s.counters.m.LoadOrStore(uaKey(ua), c); !loaded {
-			s.nUA.Add(1)
+	e := &clientEntry{requests: c.vec.WithLabelValues(label), label: label}
+	if c.n.Load() < acceptCacheMax {
+		if _, loaded := c.m.LoadOrStore(ua, e); !loaded {
+			c.n.Add(1)
 		}
 	}
-	return c
-}
-
-type uaKey string
-
-// refusalCounter needs no cache bound: causes are the contract's constants.
-func (s *Server) refusalCounter(c Cause) prometheus.Counter {
-	return s.counters.get(c, func() prometheus.Counter { return s.m.refusals.WithLabelValues(string(c)) })
+	return e
 }

@@ -8,9 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/ignition-mcs/mcs/internal/prom"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -46,26 +43,10 @@ type clientFetches struct {
 	n     atomic.Uint64
 }
 
-// fetchMetrics say when a pool's rendered config first reached a node.
-type fetchMetrics struct {
-	firsts    *prometheus.CounterVec // pool
-	firstTime *prometheus.GaugeVec   // pool
-}
-
-func newFetchMetrics(reg prometheus.Registerer) *fetchMetrics {
-	m := &fetchMetrics{
-		firsts: prom.CounterVec("mcs_first_fetches_total", "Rendered configs fetched for the first time by an Ignition client, by pool.", "pool"),
-		firstTime: prom.GaugeVec("mcs_first_fetch_timestamp_seconds",
-			"Unix time an Ignition client first fetched the rendered config the pool serves; 0 until one has.", "pool"),
-	}
-	reg.MustRegister(m.firsts, m.firstTime)
-	return m
-}
-
 // attachFetches links every pool of snap to the record of its rendered
 // config, before snap is served, and forgets the pools it no longer has.
-func (s *Server) attachFetches(snap *Snapshot) {
-	l := &s.fetches
+func (rec *recorder) attachFetches(snap *Snapshot) {
+	l := &rec.fetches
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.pools == nil {
@@ -74,7 +55,7 @@ func (s *Server) attachFetches(snap *Snapshot) {
 	for name := range l.pools {
 		if snap.pools[name] == nil {
 			delete(l.pools, name)
-			s.fm.firstTime.DeleteLabelValues(name)
+			rec.m.firstTime.DeleteLabelValues(name)
 		}
 	}
 	for _, name := range snap.names {
@@ -83,7 +64,7 @@ func (s *Server) attachFetches(snap *Snapshot) {
 		if p.fetches.Load() != rf {
 			p.fetches.Store(rf)
 		}
-		s.fm.firstTime.WithLabelValues(name).Set(unixSeconds(rf.first.Load()))
+		rec.m.firstTime.WithLabelValues(name).Set(unixSeconds(rf.first.Load()))
 	}
 }
 
@@ -110,14 +91,14 @@ func (l *fetchLog) served(pool, rendered string, now time.Time) *renderedFetches
 
 // recordFetch counts a config body served to a client. It allocates
 // nothing once the client's version has been seen for this config.
-func (s *Server) recordFetch(p *pool, label string, r *http.Request) {
+func (rec *recorder) recordFetch(p *pool, label string, r *http.Request) {
 	rf := p.fetches.Load()
 	if rf == nil {
 		return // a snapshot never swapped in (tests)
 	}
 	now := time.Now()
 	if rf.record(label, now.UnixNano()) {
-		s.firstFetch(p.name, rf, r, now)
+		rec.firstFetch(p.name, rf, r, now)
 	}
 }
 
@@ -168,17 +149,17 @@ func findClient(list *[]*clientFetches, label string) *clientFetches {
 // firstFetch tells everyone that a rendered config reached its first node,
 // so "no node has fetched the new config yet" can be told from "nodes
 // fetched it and failed later".
-func (s *Server) firstFetch(pool string, rf *renderedFetches, r *http.Request, now time.Time) {
+func (rec *recorder) firstFetch(pool string, rf *renderedFetches, r *http.Request, now time.Time) {
 	after := now.Sub(rf.since).Round(time.Second)
-	s.log.Info("rendered config fetched for the first time", "pool", pool, "rendered", rf.rendered,
+	rec.log.Info("rendered config fetched for the first time", "pool", pool, "rendered", rf.rendered,
 		"remote", r.RemoteAddr, "client", r.UserAgent(), "servedFor", after)
-	s.fm.firsts.WithLabelValues(pool).Inc()
-	if snap := s.snap.Load(); snap != nil {
+	rec.m.firsts.WithLabelValues(pool).Inc()
+	if snap := rec.served(); snap != nil {
 		if p := snap.pools[pool]; p != nil && p.fetches.Load() == rf {
-			s.fm.firstTime.WithLabelValues(pool).Set(unixSeconds(now.UnixNano()))
+			rec.m.firstTime.WithLabelValues(pool).Set(unixSeconds(now.UnixNano()))
 		}
 	}
-	s.notify(source.Notice{Kind: source.NoticeFirstFetch, Pool: pool, Rendered: rf.rendered,
+	rec.tell(source.Notice{Kind: source.NoticeFirstFetch, Pool: pool, Rendered: rf.rendered,
 		Message: rf.rendered + " first fetched by the node at " + node(r.RemoteAddr, r.UserAgent()) + ", " + after.String() + " after this server began serving it"})
 }
 

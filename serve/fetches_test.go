@@ -72,10 +72,10 @@ func TestFirstFetch(t *testing.T) {
 	var logs bytes.Buffer
 	var got notices
 	reg := prometheus.NewRegistry()
-	s := New(Config{Registry: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Notify: got.add})
+	s := mustNew(t, Config{Registry: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Notify: got.add})
 	worker := result(t, "worker", plainIgn)
 	swapResults(t, s, 1, worker)
-	stamp := func() float64 { return testutil.ToFloat64(s.fm.firstTime.WithLabelValues("worker")) }
+	stamp := func() float64 { return testutil.ToFloat64(s.rec.m.firstTime.WithLabelValues("worker")) }
 
 	fetch(t, s, "worker", "curl/8.5.0", "10.0.0.1:1000")
 	if n := len(got.of(source.NoticeFirstFetch)); n != 0 || stamp() != 0 {
@@ -88,8 +88,8 @@ func TestFirstFetch(t *testing.T) {
 	if len(first) != 1 || first[0].Pool != "worker" || first[0].Rendered != worker.Name || !strings.Contains(first[0].Message, "node at 10.0.0.2 (Ignition v2.27.0)") {
 		t.Fatalf("notices %+v", first)
 	}
-	if stamp() == 0 || testutil.ToFloat64(s.fm.firsts.WithLabelValues("worker")) != 1 {
-		t.Errorf("stamp %v, count %v", stamp(), testutil.ToFloat64(s.fm.firsts.WithLabelValues("worker")))
+	if stamp() == 0 || testutil.ToFloat64(s.rec.m.firsts.WithLabelValues("worker")) != 1 {
+		t.Errorf("stamp %v, count %v", stamp(), testutil.ToFloat64(s.rec.m.firsts.WithLabelValues("worker")))
 	}
 	if n := strings.Count(logs.String(), "rendered config fetched for the first time"); n != 1 || !strings.Contains(logs.String(), "rendered="+worker.Name) {
 		t.Errorf("%d first-fetch log lines:\n%s", n, logs.String())
@@ -147,7 +147,7 @@ func TestStatusFetches(t *testing.T) {
 // The records are bounded: rendered configs kept per pool, Ignition
 // versions per rendered config.
 func TestFetchLogBounded(t *testing.T) {
-	s := New(Config{})
+	s := mustNew(t, Config{})
 	worker := result(t, "worker", plainIgn)
 	for i := range 3 * fetchRenderedMax {
 		swapResults(t, s, uint64(i+1), renamed(worker, fmt.Sprintf("rendered-worker-%02d", i)))
@@ -169,7 +169,7 @@ func TestFetchLogBounded(t *testing.T) {
 	}
 	// A pool gone from the snapshot is forgotten.
 	swapResults(t, s, 100, result(t, "master", plainIgn))
-	if _, ok := s.fetches.pools["worker"]; ok {
+	if _, ok := s.rec.fetches.pools["worker"]; ok {
 		t.Error("the removed pool's fetches are kept")
 	}
 }
@@ -188,27 +188,27 @@ func TestRecordFetchAllocs(t *testing.T) {
 // render is told about every served pool.
 func TestRenderFailedNotices(t *testing.T) {
 	var got notices
-	s := New(Config{Notify: got.add})
+	s := mustNew(t, Config{Notify: got.add})
 	swapResults(t, s, 1, result(t, "master", plainIgn), result(t, "worker", plainIgn))
 	broken := errors.New("MachineConfig/99-worker-x: $.spec.kernelType: invalid")
 
 	snap, _ := BuildSnapshot(2, []*render.Result{result(t, "master", plainIgn)}, nil, NodeFiles{})
 	snap.keepFailed(s.Snapshot(), map[string]error{"worker": broken}, nil, NodeFiles{})
 	s.Swap(snap)
-	s.failedRender(failure(map[string]error{"worker": broken}))
+	s.rec.failed(poolsFailed(map[string]error{"worker": broken}))
 	n := got.of(source.NoticeRenderFailed)
 	if len(n) != 1 || n[0].Pool != "worker" || !errors.Is(n[0].Err, broken) || !n[0].Warning() {
 		t.Fatalf("notices %+v", n)
 	}
 	since := *poolStatus(t, s.Status(), "worker").ErrorSince
 	s.Swap(snap)
-	s.failedRender(failure(map[string]error{"worker": broken}))
+	s.rec.failed(poolsFailed(map[string]error{"worker": broken}))
 	if st := s.Status(); !poolStatus(t, st, "worker").ErrorSince.Equal(since) || !st.LastError.Since.Equal(since) || fmt.Sprint(st.LastError.Pools) != "[worker]" {
 		t.Errorf("second attempt: pool since %v, render since %v (want %v), pools %v", poolStatus(t, st, "worker").ErrorSince, st.LastError.Since, since, st.LastError.Pools)
 	}
 
 	outage := errors.New("source unreachable")
-	s.failedRender(outage)
+	s.rec.failed(wholeFailure(outage))
 	n = got.of(source.NoticeRenderFailed)[2:]
 	if len(n) != 2 || n[0].Pool != "master" || n[1].Pool != "worker" || n[0].Err != outage {
 		t.Errorf("whole failure notices %+v", n)
@@ -218,8 +218,8 @@ func TestRenderFailedNotices(t *testing.T) {
 	}
 
 	swapResults(t, s, 3, result(t, "master", plainIgn), result(t, "worker", plainIgn))
-	if st := s.Status(); poolStatus(t, st, "worker").ErrorSince != nil || len(s.failingSince) != 0 || !s.errSince.IsZero() {
-		t.Errorf("after recovery: %+v, failing %v", poolStatus(t, st, "worker"), s.failingSince)
+	if st := s.Status(); poolStatus(t, st, "worker").ErrorSince != nil || len(s.rec.failingSince) != 0 || !s.rec.errSince.IsZero() {
+		t.Errorf("after recovery: %+v, failing %v", poolStatus(t, st, "worker"), s.rec.failingSince)
 	}
 }
 
@@ -227,7 +227,7 @@ func TestRenderFailedNotices(t *testing.T) {
 // loop repeats one message.
 func TestRefusedNotice(t *testing.T) {
 	var got notices
-	s := New(Config{Notify: got.add, Gate: skewgate.New(nil, nil)})
+	s := mustNew(t, Config{Notify: got.add, Gate: skewgate.New(nil, nil)})
 	swapResults(t, s, 1, result(t, "worker", luksIgn))
 	for port := range 3 {
 		req := httptest.NewRequest(http.MethodGet, "/config/worker", nil)
@@ -240,7 +240,7 @@ func TestRefusedNotice(t *testing.T) {
 	if len(n) != 3 || n[0].Message != n[2].Message || n[0].Pool != "worker" {
 		t.Fatalf("notices %+v", n)
 	}
-	id := s.cfg.Gate.Recent()[0].ID
+	id := s.rec.gate.Recent()[0].ID
 	for _, want := range []string{"node at 10.0.32.17 (Ignition v2.6.0)", skewgate.ReasonSpecUnreadable, id, `cannot join pool "worker"`} {
 		if !strings.Contains(n[0].Message, want) {
 			t.Errorf("message %q lacks %q", n[0].Message, want)

@@ -48,13 +48,13 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want,
 	}
 	body, err := s.cfg.Gate.Stub(p.name, d, stubSpec)
 	if err != nil {
-		s.log.Error("building skew stub", "pool", p.name, "err", err)
-		s.refuse(w, r, CauseStubFailed, p.name, "cannot build the skew stub config: "+d.ID)
+		s.cfg.Logger.Error("building skew stub", "pool", p.name, "err", err)
+		s.refuser.refuse(w, r, CauseStubFailed, p.name, "cannot build the skew stub config: "+d.ID)
 		return true
 	}
 	s.cfg.Gate.Record(req, d)
-	s.refused(req, d)
-	info := infoOf(w)
+	s.rec.refused(req, d)
+	info := infoOf(r)
 	info.spec, info.decision = stubSpec.String(), "stub:"+d.ID
 	w.Header()["X-Mcs-Skew"] = []string{d.Reason + "; id=" + d.ID}
 	writeBody(w, r, []string{ignitionType + ";version=" + stubSpec.String()}, []string{`"` + d.ID + "-" + stubSpec.String() + `"`},

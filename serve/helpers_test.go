@@ -52,7 +52,7 @@ const (
 
 func newTestServer(t testing.TB, cfg Config, results ...*render.Result) *Server {
 	t.Helper()
-	s := New(cfg)
+	s := mustNew(t, cfg)
 	snap, err := BuildSnapshot(1, results, &render.ControllerConfig{KubeAPIServerServingCAData: []byte("-----BEGIN CERTIFICATE-----\nkubelet\n-----END CERTIFICATE-----\n")}, NodeFiles{Kubeconfig: []byte("apiVersion: v1\nkind: Config\n")})
 	if err != nil {
 		t.Fatal(err)
@@ -115,4 +115,14 @@ func file(t testing.TB, body []byte, path string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// mustNew is New, failing the test on a registration error.
+func mustNew(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

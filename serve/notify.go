@@ -1,7 +1,10 @@
 package serve
 
 import (
+	"errors"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -9,8 +12,47 @@ import (
 	"github.com/ignition-mcs/mcs/source"
 )
 
-// poolError is one pool's render failure; the pool keeps serving its last
-// good render. A Reloader joins them (errors.Join) into its error.
+// failure is a render that failed: as a whole (err: no pool rendered anew),
+// or in some pools only, each serving its last good render.
+type failure struct {
+	err   error
+	pools []poolFailure // sorted by pool; empty when err is set
+}
+
+// poolFailure is one pool's render failure.
+type poolFailure struct {
+	pool string
+	err  error
+}
+
+// wholeFailure is a render that failed as a whole.
+func wholeFailure(err error) *failure { return &failure{err: err} }
+
+// poolsFailed is the failure of the pools in failed, or nil when none did.
+func poolsFailed(failed map[string]error) *failure {
+	if len(failed) == 0 {
+		return nil
+	}
+	f := &failure{}
+	for _, name := range slices.Sorted(maps.Keys(failed)) {
+		f.pools = append(f.pools, poolFailure{pool: name, err: failed[name]})
+	}
+	return f
+}
+
+// error is the failure as Reload returns it and logs and /status show it.
+func (f *failure) error() error {
+	if f.err != nil {
+		return f.err
+	}
+	errs := make([]error, len(f.pools))
+	for i, pf := range f.pools {
+		errs[i] = &poolError{Pool: pf.pool, Err: pf.err}
+	}
+	return errors.Join(errs...)
+}
+
+// poolError is one pool's render failure as an error.
 type poolError struct {
 	Pool string
 	Err  error
@@ -22,71 +64,46 @@ func (e *poolError) Error() string {
 
 func (e *poolError) Unwrap() error { return e.Err }
 
-// poolErrors splits a render error into its pools' failures; whole is
-// false when some part of err names no pool (every pool failed).
-func poolErrors(err error) (pools []*poolError, whole bool) {
-	if pe, ok := err.(*poolError); ok {
-		return []*poolError{pe}, false
-	}
-	joined, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return nil, true
-	}
-	for _, e := range joined.Unwrap() {
-		p, w := poolErrors(e)
-		pools = append(pools, p...)
-		whole = whole || w
-	}
-	return pools, whole
-}
-
-// notify hands n to the configured notifier, if any.
-func (s *Server) notify(n source.Notice) {
-	if s.cfg.Notify != nil {
-		s.cfg.Notify(n)
-	}
-}
-
 // renderFailed records which pools fail since when and tells the notifier:
-// a pool's own failure names that pool; any other failure is every served
-// pool's, since none of them could be rendered.
-func (s *Server) renderFailed(pools []*poolError, whole bool, err error, now time.Time) {
+// a pool's own failure names that pool; a failure as a whole is every
+// served pool's, since none of them could be rendered.
+func (rec *recorder) renderFailed(f *failure, now time.Time) {
 	var notices []source.Notice
-	s.mu.Lock()
-	if s.failingSince == nil {
-		s.failingSince = map[string]time.Time{}
+	rec.mu.Lock()
+	if rec.failingSince == nil {
+		rec.failingSince = map[string]time.Time{}
 	}
-	for _, pe := range pools {
-		if _, ok := s.failingSince[pe.Pool]; !ok {
-			s.failingSince[pe.Pool] = now
+	for _, pf := range f.pools {
+		if _, ok := rec.failingSince[pf.pool]; !ok {
+			rec.failingSince[pf.pool] = now
 		}
-		notices = append(notices, source.Notice{Kind: source.NoticeRenderFailed, Pool: pe.Pool, Err: pe.Err,
-			Message: "rendering failed; serving the last good render: " + pe.Err.Error()})
+		notices = append(notices, source.Notice{Kind: source.NoticeRenderFailed, Pool: pf.pool, Err: pf.err,
+			Message: "rendering failed; serving the last good render: " + pf.err.Error()})
 	}
-	s.mu.Unlock()
-	if whole {
-		if snap := s.snap.Load(); snap != nil {
+	rec.mu.Unlock()
+	if f.err != nil {
+		if snap := rec.served(); snap != nil {
 			for _, name := range snap.names {
-				notices = append(notices, source.Notice{Kind: source.NoticeRenderFailed, Pool: name, Err: err,
-					Message: "rendering failed; serving the last good render: " + err.Error()})
+				notices = append(notices, source.Notice{Kind: source.NoticeRenderFailed, Pool: name, Err: f.err,
+					Message: "rendering failed; serving the last good render: " + f.err.Error()})
 			}
 		}
 	}
 	for _, n := range notices {
-		s.notify(n)
+		rec.tell(n)
 	}
 }
 
 // recovered forgets the failures of the pools snap renders anew. Called
-// with s.mu held.
-func (s *Server) recovered(snap *Snapshot) {
-	for name := range s.failingSince {
+// with rec.mu held.
+func (rec *recorder) recovered(snap *Snapshot) {
+	for name := range rec.failingSince {
 		if _, failing := snap.failed[name]; !failing {
-			delete(s.failingSince, name)
+			delete(rec.failingSince, name)
 		}
 	}
 	if len(snap.failed) == 0 {
-		s.errSince = time.Time{}
+		rec.errSince = time.Time{}
 	}
 }
 
@@ -94,12 +111,12 @@ func (s *Server) recovered(snap *Snapshot) {
 // message names the node's address without its port, so one node's boot
 // loop repeats one message (which the event recorder counts) rather than
 // making a new one per connection.
-func (s *Server) refused(r skewgate.Request, d skewgate.Decision) {
-	if s.cfg.Notify == nil {
+func (rec *recorder) refused(r skewgate.Request, d skewgate.Decision) {
+	if rec.notify == nil {
 		return
 	}
 	why, _, _ := strings.Cut(d.Message, "\n")
-	s.notify(source.Notice{Kind: source.NoticeNodeRefused, Pool: r.Pool,
+	rec.tell(source.Notice{Kind: source.NoticeNodeRefused, Pool: r.Pool,
 		Message: "node at " + node(r.RemoteAddr, r.UserAgent) + " refused (" + d.Reason + ", reference " + d.ID + "): " + why})
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/ignition-mcs/mcs/skewgate"
@@ -17,8 +15,13 @@ import (
 // start, on every change (debounced) and on demand. A failed render keeps the
 // last good snapshot serving and is reported.
 type Reloader struct {
-	Source    source.Source
-	Server    *Server
+	Source source.Source
+	// Server serves the snapshots; its status recorder is told how each
+	// render went.
+	Server *Server
+	// Gate, when set, is handed the skew policy the source reads (a
+	// cluster's MachineConfiguration); the server's gate, as a rule.
+	Gate      *skewgate.Gate
 	NodeFiles func() (NodeFiles, error)
 	Debounce  time.Duration
 	Logger    *slog.Logger
@@ -29,16 +32,20 @@ type Reloader struct {
 	gen uint64
 }
 
+// health is where the reloader reports: the server's status recorder.
+func (r *Reloader) health() renderHealth { return r.Server.rec }
+
 // Reload renders once and swaps the result in. A load running past the
 // timeout is reported stuck until it ends.
 func (r *Reloader) Reload(ctx context.Context) error {
 	start := time.Now()
 	ctx, done := r.watch(ctx, start)
-	err := r.reload(ctx)
+	f := r.reload(ctx)
 	done()
-	r.Server.observeRender(time.Since(start))
-	if err != nil {
-		r.Server.failedRender(err)
+	r.health().took(time.Since(start))
+	if f != nil {
+		r.health().failed(f)
+		err := f.error()
 		r.log().Error("render failed; serving the last good render", "source", r.Source.String(), "err", err)
 		return err
 	}
@@ -52,17 +59,19 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	return nil
 }
 
-func (r *Reloader) reload(ctx context.Context) error {
+// reload loads, renders and swaps in what rendered; it returns how the
+// render failed, or nil.
+func (r *Reloader) reload(ctx context.Context) *failure {
 	in, err := r.Source.Load(ctx)
 	if in != nil {
-		r.Server.setWarnings(in.Warnings)
+		r.health().warned(in.Warnings)
 	}
 	if err != nil {
-		return err
+		return wholeFailure(err)
 	}
 	r.applyPolicy(in.SkewPolicy)
-	r.Server.setPolicyError(in.SkewPolicyError)
-	failed := failure(in.Failed)
+	r.health().policyRefused(in.SkewPolicyError)
+	failed := poolsFailed(in.Failed)
 	if len(in.Results) == 0 && failed != nil {
 		return failed
 	}
@@ -70,19 +79,19 @@ func (r *Reloader) reload(ctx context.Context) error {
 	// ConfigMap mount between versions) must not drop every pool's last
 	// good render; removing pools one at a time still works.
 	if prev := r.Server.Snapshot(); len(in.Results) == 0 && prev != nil && len(prev.names) > 0 {
-		return errNoPools
+		return wholeFailure(errNoPools)
 	}
 	var nf NodeFiles
 	if r.NodeFiles != nil {
 		if nf, err = r.NodeFiles(); err != nil {
-			return err
+			return wholeFailure(err)
 		}
 	}
 	r.gen++
 	snap, err := BuildSnapshotFrom(r.Server.Snapshot(), r.gen, in.Results, in.ControllerConfig, nf)
 	if err != nil {
 		r.gen--
-		return err
+		return wholeFailure(err)
 	}
 	snap.keepFailed(r.Server.Snapshot(), in.Failed, in.ControllerConfig, nf)
 	swapAndFill(snap, r.Server.Swap, r.Server.Snapshot)
@@ -93,25 +102,12 @@ var errNoPools = errors.New("the source has no pools any more; keeping the last 
 
 // applyPolicy hands the gate a policy that differs from the one it has.
 func (r *Reloader) applyPolicy(p *skewgate.Policy) {
-	g := r.Server.cfg.Gate
+	g := r.Gate
 	if p == nil || g == nil || g.Policy() == p {
 		return
 	}
 	g.SetPolicy(p)
 	r.log().Info("skew policy from the source in force", "source", r.Source.String(), "mode", p.Mode)
-}
-
-// failure joins per-pool errors, sorted by pool, or returns nil.
-func failure(failed map[string]error) error {
-	if len(failed) == 0 {
-		return nil
-	}
-	names := slices.Sorted(maps.Keys(failed))
-	errs := make([]error, len(names))
-	for i, n := range names {
-		errs[i] = &poolError{Pool: n, Err: failed[n]}
-	}
-	return errors.Join(errs...)
 }
 
 // Run renders at start, then on every change from the source or trigger,

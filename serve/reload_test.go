@@ -48,7 +48,7 @@ func TestReloadSkewPolicy(t *testing.T) {
 		{in: &source.Input{Results: []*render.Result{w}, SkewPolicy: cluster, SkewPolicyError: errors.New("mode: bad")}}, // a refused newer one: shown, the last good stays
 		{in: &source.Input{Results: []*render.Result{w}}},                                                                // nor does a load without one
 	}}
-	rl := &Reloader{Source: src, Server: New(Config{Gate: gate})}
+	rl := &Reloader{Source: src, Server: mustNew(t, Config{Gate: gate}), Gate: gate}
 	want := []struct {
 		policy    *skewgate.Policy
 		err       string
@@ -77,7 +77,7 @@ func TestReloadEmptySourceKeepsServing(t *testing.T) {
 		{in: &source.Input{}},
 		{in: &source.Input{Results: []*render.Result{w}}},
 	}}
-	rl := &Reloader{Source: src, Server: New(Config{})}
+	rl := &Reloader{Source: src, Server: mustNew(t, Config{})}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestReloadFailedPoolGetsNewNodeFiles(t *testing.T) {
 		{in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": errors.New("broken")}}},
 	}}
 	kubeconfig := []byte("apiVersion: v1\nkind: Config\n# old\n")
-	rl := &Reloader{Source: src, Server: New(Config{}), NodeFiles: func() (NodeFiles, error) { return NodeFiles{Kubeconfig: kubeconfig}, nil }}
+	rl := &Reloader{Source: src, Server: mustNew(t, Config{}), NodeFiles: func() (NodeFiles, error) { return NodeFiles{Kubeconfig: kubeconfig}, nil }}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}

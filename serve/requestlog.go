@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -8,36 +9,39 @@ import (
 	"time"
 )
 
-// requestInfo is filled in by the config handler for the request log line.
+// requestInfo is what the handlers below the log middleware learned of a
+// config request, for its log line and metrics.
 type requestInfo struct {
 	pool, spec, decision string
 	cause                Cause // why no config was served; "" when one was
 	status, bytes        int
 }
 
-// infoOf finds the request's info through the recorder the log middleware
-// wrapped the writer in (no context value: that would copy the request).
-func infoOf(w http.ResponseWriter) *requestInfo {
-	if rec, ok := w.(*recorder); ok {
-		return &rec.info
+type infoKey struct{}
+
+// infoOf is the request's info, carried in its context by requestLog; a
+// request that did not pass through it gets a throwaway one.
+func infoOf(r *http.Request) *requestInfo {
+	if info, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
+		return info
 	}
 	return &requestInfo{}
 }
 
-// recorder captures the status and size a handler wrote.
-type recorder struct {
+// loggedWriter captures the status and size a handler wrote.
+type loggedWriter struct {
 	http.ResponseWriter
-	info requestInfo
+	info *requestInfo
 }
 
-func (r *recorder) WriteHeader(code int) {
+func (r *loggedWriter) WriteHeader(code int) {
 	if r.info.status == 0 {
 		r.info.status = code
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
 
-func (r *recorder) Write(b []byte) (int, error) {
+func (r *loggedWriter) Write(b []byte) (int, error) {
 	if r.info.status == 0 {
 		r.info.status = http.StatusOK
 	}
@@ -46,9 +50,12 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (r *loggedWriter) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 // ReadFrom passes a body on to the connection's ReadFrom: a body of pieces
 // reaches a plain TCP connection as one writev only through it (body.writeTo).
-func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
+func (r *loggedWriter) ReadFrom(src io.Reader) (int64, error) {
 	if r.info.status == 0 {
 		r.info.status = http.StatusOK
 	}
@@ -64,41 +71,46 @@ func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 }
 
 // requestLog writes one line per config request: what was asked, by which
-// client, what was served. Never the body, never the Authorization header.
-func (s *Server) requestLog(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &recorder{ResponseWriter: w}
-		info := &rec.info
-		next.ServeHTTP(rec, r)
-		if info.status == 0 {
-			info.status = http.StatusOK
-		}
-		if info.pool == "" {
-			info.pool = "-"
-		}
-		s.requestCounter(info.pool, info.spec, info.status).Inc()
-		level := slog.LevelInfo
-		// A node waiting for a fixable cause retries every few seconds: that
-		// cause is logged once at WARN (refuse), each retry at INFO.
-		if info.status >= 500 && (info.cause == "" || info.cause == CauseStubFailed) {
-			level = slog.LevelError
-		}
-		if !s.log.Enabled(r.Context(), level) {
-			return
-		}
-		s.log.LogAttrs(r.Context(), level, "config request",
-			slog.String("pool", info.pool),
-			slog.String("spec", info.spec),
-			slog.Int("status", info.status),
-			slog.String("cause", string(info.cause)),
-			slog.Int("bytes", info.bytes),
-			slog.String("client", r.Header.Get("User-Agent")),
-			slog.String("accept", r.Header.Get("Accept")),
-			slog.String("remote", r.RemoteAddr),
-			slog.Duration("duration", time.Since(start)),
-		)
-	})
+// client, what was served; count is told each request's pool, spec and
+// code. Never the body, never the Authorization header. The handlers below
+// fill in the request's info, found in its context (infoOf), so a writer
+// wrapped in between loses nothing.
+func requestLog(log *slog.Logger, count func(pool, spec string, code int)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			info := &requestInfo{}
+			r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+			next.ServeHTTP(&loggedWriter{ResponseWriter: w, info: info}, r)
+			if info.status == 0 {
+				info.status = http.StatusOK
+			}
+			if info.pool == "" {
+				info.pool = "-"
+			}
+			count(info.pool, info.spec, info.status)
+			level := slog.LevelInfo
+			// A node waiting for a fixable cause retries every few seconds: that
+			// cause is logged once at WARN (refuse), each retry at INFO.
+			if info.status >= 500 && (info.cause == "" || info.cause == CauseStubFailed) {
+				level = slog.LevelError
+			}
+			if !log.Enabled(r.Context(), level) {
+				return
+			}
+			log.LogAttrs(r.Context(), level, "config request",
+				slog.String("pool", info.pool),
+				slog.String("spec", info.spec),
+				slog.Int("status", info.status),
+				slog.String("cause", string(info.cause)),
+				slog.Int("bytes", info.bytes),
+				slog.String("client", r.Header.Get("User-Agent")),
+				slog.String("accept", r.Header.Get("Accept")),
+				slog.String("remote", r.RemoteAddr),
+				slog.Duration("duration", time.Since(start)),
+			)
+		})
+	}
 }
 
 func specLabel(s string) string {

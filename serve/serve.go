@@ -10,9 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,9 +29,10 @@ type Config struct {
 	// DefaultSpec is served to clients whose Accept names no Ignition type
 	// (curl); zero means the pool's rendered spec.
 	DefaultSpec convert.Version
-	// Tokens, when set, returns the bearer tokens /config/ accepts; nil or
-	// an empty list means no authentication.
-	Tokens func() [][]byte
+	// Tokens, when set, returns the bearer tokens /config/ accepts, each
+	// with its pools; nil or an empty list means no authentication. With
+	// tokens, /status and /metrics need a token for every pool.
+	Tokens func() []Token
 	// Gate decides about clients that cannot read the pool's config or that
 	// the boot-image skew policy refuses; nil answers those with 406.
 	Gate *skewgate.Gate
@@ -48,63 +47,53 @@ type Config struct {
 	MaxInFlight int
 }
 
-// Server is the HTTP handler for nodes, probes, metrics and status.
+// Server is the HTTP server: the routes for nodes, probes, metrics and
+// status, serving the snapshot swapped in last. What /status reports
+// beside the snapshot is its status recorder's.
 type Server struct {
 	cfg      Config
-	log      *slog.Logger
-	m        *metrics
 	router   http.Handler
 	snap     atomic.Pointer[Snapshot]
 	draining atomic.Bool // shutting down: not ready, still serving
-	accepts  sync.Map    // Accept header → want; bounded by acceptCacheMax
-	nAccept  atomic.Int64
-	counters counterCache
-	nUA      atomic.Int64
-	waiting  waitingNodes // nodes answered a retried refusal
-	retired  tokenHistory
+	rec      *recorder
 
-	mu      sync.Mutex // guards the render status below
-	lastErr *renderError
-	// policyErr is why the source's newest skew policy was refused.
-	policyErr string
-	lastTry   time.Time
-	stuck     *stuckReload // a load running past the reload timeout
-	warnings  []string     // what the newest load skipped
-
-	// errSince is when the render began failing, failingSince when each
-	// pool did; zero and absent while they render.
-	errSince     time.Time
-	failingSince map[string]time.Time
-
-	fetches fetchLog
-	fm      *fetchMetrics
+	// The request path's caches and answers.
+	m        *metrics
+	accepts  negotiator
+	clients  clients
+	counters counters
+	refuser  refuser
 }
 
-type renderError struct {
-	Time    time.Time `json:"time"`
-	Message string    `json:"message"`
-	// Since is when the render began failing (Time is the latest attempt).
-	Since time.Time `json:"since"`
-	// Pools are the pools whose own renders failed, each serving its last
-	// good render; empty when the render as a whole failed.
-	Pools []string `json:"pools,omitempty"`
-}
-
-// acceptCacheMax bounds the negotiation cache: real clients send a handful of
-// distinct Accept headers; anything past this is negotiated every time.
-const acceptCacheMax = 256
-
-// New returns a Server with every route registered. It serves 503 on
-// /config/ and /readyz until the first snapshot is swapped in.
-func New(cfg Config) *Server {
+// New returns a Server with every route registered, or the error
+// registering its metrics on cfg.Registry. It serves 503 on /config/ and
+// /readyz until the first snapshot is swapped in.
+func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry), fm: newFetchMetrics(cfg.Registry)}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := newRenderMetrics(cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, m: m}
+	s.rec = &recorder{log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, notify: cfg.Notify, served: s.Snapshot}
+	s.clients.vec = m.clients
+	s.counters.m = m
+	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: &s.rec.waiting}
+	s.router = s.routes()
+	return s, nil
+}
 
+// routes registers every route, in one place.
+func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusNotFound, "not found: "+r.URL.Path) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
@@ -112,97 +101,56 @@ func New(cfg Config) *Server {
 		plain(w, http.StatusMethodNotAllowed, "method not allowed: "+r.Method)
 	})
 	r.Group(func(r chi.Router) {
-		r.Use(s.requestLog, s.instrument("config"), s.limit, s.auth)
+		r.Use(requestLog(s.cfg.Logger, s.counters.request), instrument(s.m.duration.WithLabelValues("config")),
+			limit(s.cfg.MaxInFlight, &s.refuser), auth(s.cfg.Tokens, s.knownPool, &s.refuser))
 		r.Get("/config/{pool}", s.serveConfig)
 		r.Head("/config/{pool}", s.serveConfig)
 	})
 	r.Group(func(r chi.Router) {
-		r.Use(s.instrument("probe"))
-		r.Get("/healthz", s.healthz)
-		r.Head("/healthz", s.healthz)
+		r.Use(instrument(s.m.duration.WithLabelValues("probe")))
+		r.Get("/healthz", healthz)
+		r.Head("/healthz", healthz)
 		r.Get("/readyz", s.readyz)
 		r.Head("/readyz", s.readyz)
 	})
 	r.Group(func(r chi.Router) {
-		r.Use(s.instrument("admin"))
-		r.Get("/status", s.status)
-		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}))
+		r.Use(instrument(s.m.duration.WithLabelValues("admin")), adminAuth(s.cfg.Tokens))
+		r.Get("/status", statusHandler(s.rec))
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{Registry: s.cfg.Registry}))
 	})
-	s.router = r
-	return s
+	return r
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
-// Swap makes snap the served generation and clears the render error.
+// Swap makes snap the served generation and records it as the newest
+// render, clearing the render error.
 func (s *Server) Swap(snap *Snapshot) {
-	s.attachFetches(snap)
+	s.rec.attachFetches(snap)
 	s.snap.Store(snap)
-	s.mu.Lock()
-	s.lastErr, s.lastTry = nil, time.Now()
-	s.recovered(snap)
-	s.mu.Unlock()
-	s.m.renderGen.Set(float64(snap.Generation))
-	s.m.renderFailing.Set(0)
-	s.m.renderLastOK.Set(float64(snap.Built.Unix()))
-	s.m.poolsEncoded.Add(float64(snap.Rerendered))
-	s.m.poolsCarried.Add(float64(snap.Carried))
+	s.rec.rendered(snap)
 }
-
-// failedRender records a failed render; the current snapshot keeps serving.
-func (s *Server) failedRender(err error) {
-	now := time.Now()
-	pools, whole := poolErrors(err)
-	s.mu.Lock()
-	if s.errSince.IsZero() {
-		s.errSince = now
-	}
-	s.lastErr, s.lastTry = &renderError{Time: now, Message: err.Error(), Since: s.errSince}, now
-	if !whole {
-		for _, pe := range pools {
-			s.lastErr.Pools = append(s.lastErr.Pools, pe.Pool)
-		}
-	}
-	s.mu.Unlock()
-	s.m.renderErrors.Inc()
-	s.m.renderFailing.Set(1)
-	s.renderFailed(pools, whole, err, now)
-}
-
-func (s *Server) setPolicyError(err error) {
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
-	s.mu.Lock()
-	s.policyErr = msg
-	s.mu.Unlock()
-}
-
-// observeRender records how long a render attempt took.
-func (s *Server) observeRender(d time.Duration) { s.m.renderDuration.Observe(d.Seconds()) }
 
 // Snapshot returns the generation being served, or nil before the first.
 func (s *Server) Snapshot() *Snapshot { return s.snap.Load() }
 
-func (s *Server) negotiate(accept string) want {
-	if v, ok := s.accepts.Load(accept); ok {
-		return v.(want)
+// Status returns the current status document.
+func (s *Server) Status() Status { return s.rec.status() }
+
+// knownPool is name when the served snapshot has it, else "-": an
+// unauthenticated request must not put its own strings in logs or /status.
+func (s *Server) knownPool(name string) string {
+	if snap := s.snap.Load(); snap != nil && snap.pools[name] != nil {
+		return name
 	}
-	w := negotiate(accept)
-	if s.nAccept.Load() < acceptCacheMax {
-		if _, loaded := s.accepts.LoadOrStore(accept, w); !loaded {
-			s.nAccept.Add(1)
-		}
-	}
-	return w
+	return "-"
 }
 
 func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
-	info := infoOf(w)
+	info := infoOf(r)
 	snap := s.snap.Load()
 	if snap == nil {
-		s.refuse(w, r, CauseNotReady, "-", "no render loaded yet")
+		s.refuser.refuse(w, r, CauseNotReady, "-", "no render loaded yet")
 		return
 	}
 	name := chi.URLParam(r, "pool")
@@ -210,15 +158,15 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		info.pool = "unknown"
 		if why, ok := snap.failed[name]; ok {
-			s.refuse(w, r, CausePoolNotRendered, name, fmt.Sprintf("pool %q has no good render yet: %s", bounded(name), oneLine(why)))
+			s.refuser.refuse(w, r, CausePoolNotRendered, name, fmt.Sprintf("pool %q has no good render yet: %s", bounded(name), oneLine(why)))
 			return
 		}
-		s.refuse(w, r, CauseUnknownPool, name, fmt.Sprintf("unknown pool %q: this server serves %s", bounded(name), strings.Join(snap.names, ", ")))
+		s.refuser.refuse(w, r, CauseUnknownPool, name, fmt.Sprintf("unknown pool %q: this server serves %s", bounded(name), strings.Join(snap.names, ", ")))
 		return
 	}
 	info.pool = p.name
 	ua := r.Header.Get("User-Agent")
-	client := s.client(ua)
+	client := s.clients.get(ua)
 	client.requests.Inc()
 
 	var q url.Values
@@ -244,8 +192,8 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		body, etag, length, enc = gz.gzBody, gz.gzETag, gz.gzLength, gzipEncoding
 	}
 	if n := writeBody(w, r, resp.contentType, etag, length, body, enc); n > 0 {
-		s.bytesCounter(p.name, resp.versionLabel).Add(float64(n))
-		s.recordFetch(p, client.label, r)
+		s.counters.bytes(p.name, resp.versionLabel).Add(float64(n))
+		s.rec.recordFetch(p, client.label, r)
 	}
 }
 
@@ -259,12 +207,12 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pool, version
 	if version != "" {
 		v, err := convert.ParseOutputVersion(version)
 		if err != nil {
-			s.refuse(w, r, CauseBadVersion, p.name, err.Error())
+			s.refuser.refuse(w, r, CauseBadVersion, p.name, err.Error())
 			return nil, true
 		}
 		wnt, resp = wantExactly(v), p.response(v)
 	} else {
-		wnt = forUserAgent(s.negotiate(r.Header.Get("Accept")), ua)
+		wnt = forUserAgent(s.accepts.negotiate(r.Header.Get("Accept")), ua)
 		resp = p.pick(wnt, s.cfg.DefaultSpec)
 	}
 	if s.cfg.Gate != nil && s.gate(w, r, p, wnt, resp, ua) {
@@ -274,11 +222,11 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pool, version
 		return resp, false
 	}
 	if wnt.kind == wantNone {
-		s.refuse(w, r, CauseNoWrittenSpec, p.name, "Accept names no spec this server writes: it writes "+versionList())
+		s.refuser.refuse(w, r, CauseNoWrittenSpec, p.name, "Accept names no spec this server writes: it writes "+versionList())
 		return nil, true
 	}
 	v, err := p.whyNot(wnt)
-	s.refuse(w, r, CauseNotExpressible, p.name, fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.name, p.lowest(), v, err))
+	s.refuser.refuse(w, r, CauseNotExpressible, p.name, fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.name, p.lowest(), v, err))
 	return nil, true
 }
 
@@ -389,7 +337,7 @@ func plain(w http.ResponseWriter, code int, msg string) {
 	fmt.Fprintln(w, msg)
 }
 
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusOK, "ok") }
+func healthz(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusOK, "ok") }
 
 // Drain makes /readyz answer 503 from now on while everything else is
 // served as before, so that load balancers stop sending nodes here before

@@ -95,7 +95,7 @@ func TestRoutesAndErrors(t *testing.T) {
 }
 
 func TestNotReady(t *testing.T) {
-	s := New(Config{})
+	s := mustNew(t, Config{})
 	if w := get(t, s, "GET", "/readyz"); w.Code != 503 {
 		t.Fatalf("readyz %d before a render", w.Code)
 	}
@@ -177,33 +177,49 @@ func TestCachingHeadersAndEncodings(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	tokens := [][]byte{[]byte("old-token"), []byte("new-token")}
-	s := newTestServer(t, Config{Tokens: func() [][]byte { return tokens }}, result(t, "worker", plainIgn))
+	tokens := []Token{{Secret: []byte("old-token")}, {Secret: []byte("new-token")},
+		{Secret: []byte("worker-token"), Pools: []string{"worker"}}, {Secret: []byte("master-token"), Pools: []string{"master", "arbiter"}}}
+	s := newTestServer(t, Config{Tokens: func() []Token { return tokens }}, result(t, "worker", plainIgn), result(t, "master", plainIgn))
 	cases := []struct {
-		name, auth string
-		code       int
+		name, path, auth string
+		code             int
 	}{
-		{"none", "", 511},
-		{"wrong", "Bearer nope", 511},
-		{"basic", "Basic b2xkLXRva2Vu", 511},
-		{"old token", "Bearer old-token", 200},
-		{"new token", "bearer new-token", 200},
-		{"prefix of a token", "Bearer old", 511},
+		{"none", "/config/worker", "", 511},
+		{"wrong", "/config/worker", "Bearer nope", 511},
+		{"basic", "/config/worker", "Basic b2xkLXRva2Vu", 511},
+		{"old token", "/config/worker", "Bearer old-token", 200},
+		{"new token", "/config/worker", "bearer new-token", 200},
+		{"prefix of a token", "/config/worker", "Bearer old", 511},
+		{"all-pools token fetches master", "/config/master", "Bearer new-token", 200},
+		{"worker token fetches worker", "/config/worker", "Bearer worker-token", 200},
+		{"worker token refused master", "/config/master", "Bearer worker-token", 511},
+		{"master token (two pools) fetches master", "/config/master", "Bearer master-token", 200},
+		{"master token refused worker", "/config/worker", "Bearer master-token", 511},
+		{"status without a token", "/status", "", 401},
+		{"status with a pool's token", "/status", "Bearer worker-token", 401},
+		{"status with an all-pools token", "/status", "Bearer new-token", 200},
+		{"metrics without a token", "/metrics", "", 401},
+		{"metrics with a pool's token", "/metrics", "Bearer master-token", 401},
+		{"metrics with an all-pools token", "/metrics", "Bearer old-token", 200},
+		{"healthz without a token", "/healthz", "", 200},
+		{"readyz without a token", "/readyz", "", 200},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := get(t, s, "GET", "/config/worker", "Authorization", c.auth)
+			w := get(t, s, "GET", c.path, "Authorization", c.auth)
 			if w.Code != c.code {
-				t.Fatalf("got %d, want %d", w.Code, c.code)
+				t.Fatalf("got %d, want %d: %s", w.Code, c.code, w.Body)
 			}
 		})
 	}
-	if w := get(t, s, "GET", "/healthz"); w.Code != 200 {
-		t.Fatal("probes must not need a token")
+	if w := get(t, s, "GET", "/config/master", "Authorization", "Bearer worker-token"); !strings.Contains(w.Body.String(), "not accepted for this pool") {
+		t.Errorf("other pool's token: %s", w.Body)
 	}
 	open := newTestServer(t, Config{}, result(t, "worker", plainIgn))
-	if w := get(t, open, "GET", "/config/worker"); w.Code != 200 {
-		t.Fatal("auth off must not need a token")
+	for _, path := range []string{"/config/worker", "/status", "/metrics"} {
+		if w := get(t, open, "GET", path); w.Code != 200 {
+			t.Errorf("auth off: %s answered %d", path, w.Code)
+		}
 	}
 }
 
@@ -356,7 +372,7 @@ func TestClientLabel(t *testing.T) {
 
 func TestStatus(t *testing.T) {
 	s := newTestServer(t, Config{}, result(t, "worker", luksIgn))
-	s.failedRender(fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus"))
+	s.rec.failed(wholeFailure(fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus")))
 	w := get(t, s, "GET", "/status")
 	var st Status
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {

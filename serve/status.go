@@ -76,23 +76,23 @@ type Condition struct {
 	Recent  []skewgate.Blocked `json:"recent,omitempty"`
 }
 
-// Status returns the current status document.
-func (s *Server) Status() Status {
-	st := Status{Source: s.cfg.Source, Pools: []PoolStatus{}, Conditions: []Condition{}, Waiting: s.waiting.list(), VersionOverride: versionOverride}
-	s.mu.Lock()
-	st.LastError = s.lastErr
-	st.SkewPolicyError = s.policyErr
-	st.Warnings = s.warnings
-	if s.stuck != nil {
-		st.ReloadStuck = s.stuck.message()
+// status returns the current status document.
+func (rec *recorder) status() Status {
+	st := Status{Source: rec.source, Pools: []PoolStatus{}, Conditions: []Condition{}, Waiting: rec.waiting.list(), VersionOverride: versionOverride}
+	rec.mu.Lock()
+	st.LastError = rec.lastErr
+	st.SkewPolicyError = rec.policyErr
+	st.Warnings = rec.warnings
+	if rec.stuck != nil {
+		st.ReloadStuck = rec.stuck.message()
 	}
-	if !s.lastTry.IsZero() {
-		t := s.lastTry
+	if !rec.lastTry.IsZero() {
+		t := rec.lastTry
 		st.LastAttempt = &t
 	}
-	failingSince := maps.Clone(s.failingSince)
-	s.mu.Unlock()
-	if snap := s.snap.Load(); snap != nil {
+	failingSince := maps.Clone(rec.failingSince)
+	rec.mu.Unlock()
+	if snap := rec.served(); snap != nil {
 		st.Ready, st.Generation = true, snap.Generation
 		t := snap.Built
 		st.RenderedAt, st.BuildTime = &t, snap.BuildTime.String()
@@ -107,7 +107,7 @@ func (s *Server) Status() Status {
 			if since, ok := failingSince[name]; ok && ps.Error != "" {
 				ps.ErrorSince = &since
 			}
-			ps.Fetches = s.fetches.status(name, p.fetches.Load())
+			ps.Fetches = rec.fetches.status(name, p.fetches.Load())
 			for _, v := range convert.OutputVersions {
 				if p.response(v) != nil {
 					ps.Servable = append(ps.Servable, v)
@@ -138,7 +138,7 @@ func (s *Server) Status() Status {
 		waitCond.Message = fmt.Sprintf("nodes are retrying; latest: %s (%d) for pool %s: %s; see waiting", w.Cause, w.Code, w.Pool, w.Message)
 	}
 	st.Conditions = append(st.Conditions, waitCond)
-	if g := s.cfg.Gate; g != nil {
+	if g := rec.gate; g != nil {
 		st.SkewPolicy = g.Policy()
 		c := Condition{Type: "BootImageSkew", Status: "False", Reason: "NoNodesBlocked", Message: "no node has been refused"}
 		if g.Policy().Mode == "None" {
@@ -154,15 +154,18 @@ func (s *Server) Status() Status {
 	return st
 }
 
-func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	if wantsHTML(r) {
-		s.statusPage(w, r)
-		return
+// statusHandler answers /status: the page for browsers, JSON otherwise.
+func statusHandler(rec *recorder) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if wantsHTML(r) {
+			statusPage(w, rec.status(), rec.log)
+			return
+		}
+		w.Header().Set("Vary", "Accept")
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(rec.status())
 	}
-	w.Header().Set("Vary", "Accept")
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(s.Status())
 }

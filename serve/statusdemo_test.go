@@ -70,7 +70,7 @@ func demoServer(t testing.TB, notify func(source.Notice)) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{Gate: skewgate.New(policy, nil), Source: "directory /etc/mcs/cluster", Notify: notify})
+	s := mustNew(t, Config{Gate: skewgate.New(policy, nil), Source: "directory /etc/mcs/cluster", Notify: notify})
 	rl := &Reloader{Source: &demoSource{dir: dir}, Server: s}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)

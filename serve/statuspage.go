@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
@@ -69,10 +70,11 @@ func wantsHTML(r *http.Request) bool {
 	return false
 }
 
-func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
+// statusPage writes st as the page.
+func statusPage(w http.ResponseWriter, st Status, log *slog.Logger) {
 	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, newPage(s.Status(), time.Now())); err != nil {
-		s.log.Error("rendering the status page", "err", err)
+	if err := pageTemplate.Execute(&buf, newPage(st, time.Now())); err != nil {
+		log.Error("rendering the status page", "err", err)
 		plain(w, http.StatusInternalServerError, "cannot render the status page: "+err.Error())
 		return
 	}

@@ -176,7 +176,7 @@ func checkStatusDOM(t *testing.T, s *Server, doc *html.Node) {
 	if !strings.Contains(text(skew), "Mode Manual") {
 		t.Errorf("skew section: %s", text(skew))
 	}
-	recent := s.cfg.Gate.Recent()
+	recent := s.rec.gate.Recent()
 	if len(recent) != 2 {
 		t.Fatalf("%d refused", len(recent))
 	}

@@ -56,7 +56,7 @@ func (r *Reloader) watch(ctx context.Context, start time.Time) (context.Context,
 			return
 		}
 		fired = true
-		r.Server.setStuck(stuck)
+		r.health().setStuck(stuck)
 		r.log().Warn("reload stuck; serving the last good render", "source", r.Source.String(),
 			"since", start, "reading", p.reading(), "timeout", r.timeout())
 	})
@@ -66,7 +66,7 @@ func (r *Reloader) watch(ctx context.Context, start time.Time) (context.Context,
 		defer mu.Unlock()
 		ended = true
 		if fired {
-			r.Server.setStuck(nil)
+			r.health().setStuck(nil)
 			r.log().Info("stuck reload ended", "source", r.Source.String(), "after", time.Since(start).Round(time.Millisecond))
 		}
 	}
@@ -77,34 +77,4 @@ func (r *Reloader) timeout() time.Duration {
 		return DefaultReloadTimeout
 	}
 	return r.Timeout
-}
-
-// setStuck records a stuck load, or with nil that none is.
-func (s *Server) setStuck(st *stuckReload) {
-	s.mu.Lock()
-	s.stuck = st
-	s.mu.Unlock()
-	if st == nil {
-		s.m.reloadStuck.Set(0)
-		return
-	}
-	s.m.reloadStuck.Set(1)
-	s.m.reloadStuckTotal.Inc()
-}
-
-// setWarnings records what the newest load skipped, logging what is new.
-func (s *Server) setWarnings(ws []string) {
-	s.mu.Lock()
-	prev := s.warnings
-	s.warnings = ws
-	s.mu.Unlock()
-	old := map[string]bool{}
-	for _, w := range prev {
-		old[w] = true
-	}
-	for _, w := range ws {
-		if !old[w] {
-			s.log.Warn("source: not read", "warning", w)
-		}
-	}
 }

@@ -66,9 +66,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // even on a loaded machine.
 func TestReloadWatchdog(t *testing.T) {
 	logs := &syncbuf.Buffer{}
-	srv := New(Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	srv := mustNew(t, Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	src := &hanging{result: result(t, "worker", plainIgn), release: make(chan struct{})}
-	rl := &Reloader{Source: src, Server: srv, Timeout: time.Second, Debounce: time.Millisecond, Logger: srv.log}
+	rl := &Reloader{Source: src, Server: srv, Timeout: time.Second, Debounce: time.Millisecond, Logger: srv.cfg.Logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	trigger := make(chan struct{}, 1)
@@ -84,7 +84,7 @@ func TestReloadWatchdog(t *testing.T) {
 	if c := st.Conditions[1]; c.Type != "ReloadStuck" || c.Status != "True" || c.Message != st.ReloadStuck {
 		t.Errorf("condition %+v", c)
 	}
-	if g, n := testutil.ToFloat64(srv.m.reloadStuck), testutil.ToFloat64(srv.m.reloadStuckTotal); g != 1 || n != 1 {
+	if g, n := testutil.ToFloat64(srv.rec.m.stuck), testutil.ToFloat64(srv.rec.m.stuckTotal); g != 1 || n != 1 {
 		t.Errorf("mcs_reload_stuck %v, mcs_reload_stuck_total %v", g, n)
 	}
 	if l := logs.String(); !strings.Contains(l, "level=WARN msg=\"reload stuck; serving the last good render\"") || !strings.Contains(l, "reading=/src/97-slow.yaml") {
@@ -111,7 +111,7 @@ func TestReloadWatchdog(t *testing.T) {
 	if loads, once := src.count(); loads != 3 || once != 1 {
 		t.Errorf("%d loads, %d at once; want the hung one and one more for the changes meanwhile", loads, once)
 	}
-	if g, n := testutil.ToFloat64(srv.m.reloadStuck), testutil.ToFloat64(srv.m.reloadStuckTotal); g != 0 || n != 1 {
+	if g, n := testutil.ToFloat64(srv.rec.m.stuck), testutil.ToFloat64(srv.rec.m.stuckTotal); g != 0 || n != 1 {
 		t.Errorf("after recovery: mcs_reload_stuck %v, mcs_reload_stuck_total %v", g, n)
 	}
 	if c := srv.Status().Conditions[1]; c.Status != "False" {
@@ -126,7 +126,7 @@ func TestReloadWatchdog(t *testing.T) {
 // reload that skips it again.
 func TestReloadWarnings(t *testing.T) {
 	logs := &syncbuf.Buffer{}
-	srv := New(Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	srv := mustNew(t, Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	w := result(t, "worker", plainIgn)
 	fifo := "/src/97-x.yaml: warning: not a regular file: a named pipe (FIFO), so never opened; skipped"
 	src := &inputs{loads: []load{

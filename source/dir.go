@@ -34,7 +34,8 @@ type Dir struct {
 func (d *Dir) String() string { return d.Path }
 
 // Load reads and renders the tree. What it skipped (a FIFO, a device, a
-// directory symlink loop) is in the Input's Warnings, even when it fails.
+// directory symlink loop) is in the Input's Warnings, even when it fails;
+// so are, when it does not, the load's notices (see Notices).
 func (d *Dir) Load(ctx context.Context) (*Input, error) {
 	if _, err := os.Stat(d.Path); err != nil {
 		return &Input{}, fmt.Errorf("source directory: %w", err) // no warnings: nothing was read
@@ -48,7 +49,7 @@ func (d *Dir) Load(ctx context.Context) (*Input, error) {
 		return &Input{Warnings: warnings}, err
 	}
 	in := d.renderer.Render(set, d.Options)
-	in.Warnings = warnings
+	in.Warnings = append(warnings, Notices(set)...)
 	return in, nil
 }
 
@@ -148,5 +149,16 @@ func (d *Dir) entries() []string {
 		out = append(out, fmt.Sprintf("%s\x00%d %d %v", p, info.Size(), info.ModTime().UnixNano(), info.Mode()))
 		return nil
 	})
+	return out
+}
+
+// Notices are what a load found to tell a person without failing: objects
+// of kinds not rendered, MachineConfigs no pool selects, fields a newer
+// release's API may carry. Each names its file (or object) and JSON path.
+func Notices(set *render.Set) []string {
+	out := make([]string, len(set.Notices()))
+	for i, n := range set.Notices() {
+		out[i] = n.Error()
+	}
 	return out
 }

@@ -99,10 +99,11 @@ func resultFingerprint(res *render.Result) render.Fingerprint {
 		MachineConfigs []string
 		Warnings       []string
 		Provenance     render.Provenance
+		Overrides      []render.Override
 		Config         *convert.Config
 		WrittenModes   convert.WrittenModes
 	}{res.Pool, res.Name, res.MachineConfig, res.Spec.String(), res.MinSpec.String(), res.Options, res.Reasons,
-		res.MachineConfigs, warnings, res.Provenance, &res.Config, res.WrittenModes})
+		res.MachineConfigs, warnings, res.Provenance, res.Overrides, &res.Config, res.WrittenModes})
 	if err != nil {
 		return render.Fingerprint{} // never equal to a real one's hash
 	}

@@ -33,9 +33,10 @@ type Input struct {
 	// SkewPolicyError is why the source's newest policy was refused (the
 	// last good one, SkewPolicy, stays in force); shown in /status.
 	SkewPolicyError error
-	// Warnings are what the load skipped (a FIFO in a tree, say), shown in
-	// /status and logged. A Load that fails may return an Input holding
-	// only these.
+	// Warnings are what the load skipped (a FIFO in a tree, say) and its
+	// notices (a MachineConfig no pool selects, a field this release does
+	// not know from the API server), shown in /status and logged. A Load
+	// that fails may return an Input holding only what it skipped.
 	Warnings []string
 }
 

@@ -29,6 +29,7 @@ type controllerOptions struct {
 	dryRun, prune              bool
 	keep                       int
 	resync, debounce           time.Duration
+	pki                        pkiOptions
 }
 
 func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, error) {
@@ -54,6 +55,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 	fs.IntVar(&o.keep, "keep", controller.DefaultKeep, "rendered configs per pool kept beyond those in use when pruning")
 	fs.DurationVar(&o.resync, "resync", 10*time.Minute, "re-render this often even without a change")
 	fs.DurationVar(&o.debounce, "debounce", 100*time.Millisecond, "quiet time after a change before rendering")
+	fs.BoolVar(&o.pki.manage, "manage-pki", false, "also keep the machine-config-server CA, bundle, serving certificate, user-data pointer configs and pool tokens (docs/pki.md)")
+	pkiFlags(fs, &o.pki)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: mcs controller [flags]\n\nRenders every MachineConfigPool and writes its rendered MachineConfig at the lowest spec,\nleader-elected on a Lease; replaces OpenShift's render controller (which must not run beside it).\nEvery flag can also be set as MCS_<FLAG>.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -120,6 +123,11 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	stopPKI, err := startPKI(ctx, o.pki, rc, log)
+	if err != nil {
+		return err
+	}
+	defer stopPKI()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)

@@ -141,7 +141,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.controllerConfig, "controller-config", kube.DefaultControllerConfig, "with --source kube: the ControllerConfig to read")
 	fs.StringVar(&o.kubeconfig, "bootstrap-kubeconfig", "", "node bootstrap kubeconfig served as /etc/kubernetes/kubeconfig")
 	fs.StringVar(&o.kubeletCA, "kubelet-ca", "", "CA bundle served as /etc/kubernetes/kubelet-ca.crt (default: the ControllerConfig's)")
-	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file of bearer tokens, one per line; /config/ then requires one")
+	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file of bearer tokens, one per line, each followed by the pools it may fetch (none: every pool, and /status and /metrics); /config/, /status and /metrics then require one")
 	fs.StringVar(&o.skewPolicy, "skew-policy", "", "boot-image skew policy file (YAML or JSON); reloaded on SIGHUP")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -151,7 +151,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")
 	fs.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a change before re-rendering")
 	o.maxFileSize, o.maxTreeSize = render.DefaultMaxFileSize, render.DefaultMaxTreeSize
-	fs.Func("max-file-size", "largest file read from --dir, in bytes or with a Ki/Mi/Gi suffix (default 16Mi)", sizeFlag(&o.maxFileSize))
+	fs.Func("max-file-size", "largest file read from --dir, in bytes or with a Ki/Mi/Gi suffix (default 16Mi); whatever it is, a pool's rendered MachineConfig may be at most 1.5 MiB, OpenShift's limit", sizeFlag(&o.maxFileSize))
 	fs.Func("max-tree-size", "most bytes read from all files of --dir together (default 256Mi)", sizeFlag(&o.maxTreeSize))
 	fs.DurationVar(&o.reloadTimeout, "reload-timeout", serve.DefaultReloadTimeout, "time a load and render may take before /status, mcs_reload_stuck and a WARN log report it stuck")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, time /readyz answers 503 while everything else is served, before the listeners close: a Deployment's readiness probe period times its failure threshold, so no node is sent to a closed port")

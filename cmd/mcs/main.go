@@ -33,7 +33,7 @@ func main() {
 	}
 }
 
-// dispatch runs the subcommand named first (controller, prune), else the
+// dispatch runs the subcommand named first (controller, prune, pki), else the
 // server.
 func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
@@ -42,6 +42,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return runController(ctx, args[1:], stdout, stderr)
 		case "prune":
 			return runPrune(ctx, args[1:], stdout, stderr)
+		case "pki":
+			return runPKI(ctx, args[1:], stdout, stderr)
 		}
 	}
 	return run(ctx, args, stdin, stdout, stderr)

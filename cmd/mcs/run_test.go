@@ -106,13 +106,13 @@ func TestServeDirectory(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "50-worker-hello.yaml", workerMC("one"))
 	tokens := filepath.Join(t.TempDir(), "tokens")
-	os.WriteFile(tokens, []byte("# rotated weekly\ns3cret\n"), 0o600)
+	os.WriteFile(tokens, []byte("# rotated weekly\ns3cret\nmaster-only master arbiter\n"), 0o600)
 	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "",
 		"--poll", "20ms", "--debounce", "20ms", "--auth-token-file", tokens, "--log-format", "json")
-	fetch := func(path string, auth bool) (int, string) {
+	fetchAs := func(path, token string) (int, string) {
 		h := []string{"Accept", "application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1"}
-		if auth {
-			h = append(h, "Authorization", "Bearer s3cret")
+		if token != "" {
+			h = append(h, "Authorization", "Bearer "+token)
 		}
 		code, b, err := in.get(path, h...)
 		if err != nil {
@@ -120,9 +120,23 @@ func TestServeDirectory(t *testing.T) {
 		}
 		return code, string(b)
 	}
+	fetch := func(path string, auth bool) (int, string) {
+		if auth {
+			return fetchAs(path, "s3cret")
+		}
+		return fetchAs(path, "")
+	}
 	waitFor(t, "ready", func() bool { c, _ := fetch("/readyz", false); return c == 200 })
 	if c, _ := fetch("/config/worker", false); c != 511 {
 		t.Fatalf("without token: %d", c)
+	}
+	if c, _ := fetchAs("/config/worker", "master-only"); c != 511 {
+		t.Fatalf("a master-only token fetching worker: %d", c)
+	}
+	for _, path := range []string{"/status", "/metrics"} {
+		if c, _ := fetch(path, false); c != 401 {
+			t.Errorf("%s without a token: %d", path, c)
+		}
 	}
 	if c, body := fetch("/config/worker", true); c != 200 || !strings.Contains(body, "data:,one") {
 		t.Fatalf("%d %.200s", c, body)
@@ -131,7 +145,7 @@ func TestServeDirectory(t *testing.T) {
 	// A bad edit: the last good render keeps serving, status says why.
 	writeFile(t, dir, "60-bad.yaml", helloMC("60-bad", "/etc/hello", "GEN", "bogus"))
 	waitFor(t, "render error in /status", func() bool {
-		_, st := fetch("/status", false)
+		_, st := fetch("/status", true)
 		var s struct{ LastError *struct{ Message string } }
 		json.Unmarshal([]byte(st), &s)
 		return s.LastError != nil && strings.Contains(s.LastError.Message, "60-bad")
@@ -268,7 +282,10 @@ func TestLifecycleWaitsForReloader(t *testing.T) {
 			o := &options{listenPlain: "127.0.0.1:0", shutdownGrace: tc.grace}
 			src := &slowSource{started: make(chan struct{}), linger: tc.linger}
 			log := slog.New(slog.DiscardHandler)
-			srv := serve.New(serve.Config{})
+			srv, err := serve.New(serve.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			rl := &serve.Reloader{Source: src, Server: srv, Logger: log}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -57,7 +58,7 @@ func newGate(o *options, log *slog.Logger) (gate *skewgate.Gate, reload func(), 
 
 // newTokens returns the bearer tokens of --auth-token-file, re-read when
 // the file changes, or nil when there is none.
-func newTokens(o *options, log *slog.Logger) (func() [][]byte, error) {
+func newTokens(o *options, log *slog.Logger) (func() []serve.Token, error) {
 	if o.authTokenFile == "" {
 		return nil, nil
 	}
@@ -65,29 +66,51 @@ func newTokens(o *options, log *slog.Logger) (func() [][]byte, error) {
 	if _, err := tf.get(); err != nil {
 		return nil, fmt.Errorf("--auth-token-file: %w", err)
 	}
-	return func() [][]byte {
+	return func() []serve.Token {
 		v, err := tf.get()
 		if err != nil {
 			log.Error("reading auth tokens; keeping the previous ones", "err", err)
 		}
-		t, _ := v.([][]byte)
+		t, _ := v.([]serve.Token)
 		return t
 	}, nil
 }
 
+// parseTokens reads --auth-token-file: a token a line, then the pools it
+// may fetch, separated by blanks; a token without pools fetches every pool
+// and reads /status and /metrics. # starts a comment line.
 func parseTokens(b []byte) (any, error) {
-	var out [][]byte
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 || line[0] == '#' {
+	var out []serve.Token
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		fields := strings.Fields(string(line))
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
 			continue
 		}
-		out = append(out, line)
+		for _, p := range fields[1:] {
+			if !validPool(p) {
+				return nil, fmt.Errorf("line %d: %q is not a pool name", i+1, p)
+			}
+		}
+		out = append(out, serve.Token{Secret: []byte(fields[0]), Pools: fields[1:]})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no tokens in file")
 	}
 	return out, nil
+}
+
+// validPool is a Kubernetes object name as a pool has: a typo such as a
+// comma-separated list fails loudly instead of scoping a token to nothing.
+func validPool(p string) bool {
+	if p == "" || len(p) > 253 {
+		return false
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // nodeFiles reads the files served to nodes beside their config, at every
@@ -101,7 +124,7 @@ func nodeFiles(o *options) func() (serve.NodeFiles, error) {
 func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.Registerer) (source.Source, error) {
 	if o.source != "kube" {
 		return &source.Dir{Path: o.dir, Poll: o.poll, Options: ro,
-			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize}}, nil
+			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize, FileSetting: "--max-file-size", TreeSetting: "--max-tree-size"}}, nil
 	}
 	rc, err := kube.RESTConfig(o.kubeAPIConfig)
 	if err != nil {

@@ -70,8 +70,11 @@ func isAccept(s string) bool {
 func mcsServer(t *testing.T, tree string, cfg serve.Config, nf serve.NodeFiles, policy *skewgate.Policy) *httptest.Server {
 	t.Helper()
 	cfg.Gate = skewgate.New(policy, nil)
-	srv := serve.New(cfg)
-	rl := &serve.Reloader{Source: &source.Dir{Path: tree}, Server: srv, NodeFiles: func() (serve.NodeFiles, error) { return nf, nil }}
+	srv, err := serve.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := &serve.Reloader{Source: &source.Dir{Path: tree}, Server: srv, Gate: cfg.Gate, NodeFiles: func() (serve.NodeFiles, error) { return nf, nil }}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/impact"
+	"github.com/ignition-mcs/mcs/internal/buildinfo"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -48,9 +48,16 @@ rendered MachineConfig per MachineConfigPool, exactly as OpenShift's
 renderer merges and names them, and writes each pool's Ignition config at
 the lowest spec that can express it, so older boot images can read it.
 
-Output goes to stdout (or -o); problems go to stderr, one per line, as
-"file[:line]: object: $.json.path: message". A tree without pools gets the default
-master and worker pools.
+Output goes to stdout (or -o): with one --pool, its rendered MachineConfig;
+otherwise a List of them, however many pools the tree has. Problems go to
+stderr, one per line, as "file[:line]: object: $.json.path: message"; so do
+notices, such as a file or unit one MachineConfig replaces of another's (the
+later in merge order wins). A field a MachineConfig does not have (a typo
+such as spec.kernelArgs) is an error, never dropped. A tree without
+MachineConfigPools gets the default pools master and worker, each only when
+a MachineConfig has its role label. A rendered MachineConfig over 1.5 MiB
+(what etcd stores in one object; OpenShift's limit) fails, naming the
+MachineConfigs whose contents are largest.
 
 Flags:
 %s
@@ -138,7 +145,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail(exitUsage, err)
 	}
 	if o.version {
-		_, err := fmt.Fprintf(stdout, "render (mcs) %s\nwrites Ignition specs %s\n", version(), versions(convert.OutputVersions))
+		_, err := fmt.Fprintf(stdout, "render (mcs) %s\nwrites Ignition specs %s\n", buildinfo.String(), versions(convert.OutputVersions))
 		return err
 	}
 	opts, err := o.check(fs, paths)
@@ -150,24 +157,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail(exitInvalid, err)
 	}
 
-	set, err := load(paths, stdin)
+	set, results, err := loadAndRender(o, paths, opts, stdin, stdout, stderr)
 	if err != nil {
-		printErr(stderr, err)
-		return fail(exitInvalid, err)
-	}
-	for _, n := range set.Notices() {
-		fmt.Fprintln(stderr, n)
-	}
-
-	results, err := renderPools(set, o.pools, opts)
-	if err != nil {
-		printErr(stderr, err)
-		return fail(exitCode(err), err)
-	}
-	for _, r := range results {
-		for _, w := range r.Warnings {
-			fmt.Fprintln(stderr, w)
-		}
+		return err
 	}
 
 	if o.client != "" {
@@ -192,6 +184,43 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail(exitInvalid, err)
 	}
 	return nil
+}
+
+// loadAndRender loads the paths and renders the pools asked for, telling
+// stderr what a person should know: problems, notices, warnings and what
+// one MachineConfig overrode of another's.
+func loadAndRender(o options, paths []string, opts render.Options, stdin io.Reader, stdout, stderr io.Writer) (*render.Set, []*render.Result, error) {
+	set, err := load(paths, stdin)
+	if err != nil {
+		printErr(stderr, err)
+		return nil, nil, fail(exitInvalid, err)
+	}
+	for _, n := range set.Notices() {
+		fmt.Fprintln(stderr, n)
+	}
+	if len(set.PoolNames()) == 0 {
+		err := fmt.Errorf("nothing to render in %s: no MachineConfigPool, and no MachineConfig with the role label (machineconfiguration.openshift.io/role: master or worker) of a default pool (%d MachineConfigs read from .yaml, .yml, .json and .bu files)",
+			strings.Join(paths, " "), len(set.MachineConfigs()))
+		fmt.Fprintf(stderr, "render: %v\n", err)
+		return nil, nil, fail(exitInvalid, err)
+	}
+	results, err := renderPools(set, o.pools, opts)
+	if err != nil {
+		printErr(stderr, err)
+		if o.explain {
+			render.ExplainFailure(stdout, err)
+		}
+		return nil, nil, fail(exitCode(err), err)
+	}
+	for _, r := range results {
+		for _, w := range r.Warnings {
+			fmt.Fprintln(stderr, w)
+		}
+		for _, x := range r.Overrides {
+			fmt.Fprintf(stderr, "notice: pool %s: %s\n", r.Pool, x)
+		}
+	}
+	return set, results, nil
 }
 
 // flagSet registers the flags into o.
@@ -411,7 +440,7 @@ func write(o options, results []*render.Result, stdout io.Writer) error {
 		}
 		files := map[string][]byte{}
 		for _, r := range results {
-			b, err := encode(o, []*render.Result{r})
+			b, err := encode(o, []*render.Result{r}, true)
 			if err != nil {
 				return err
 			}
@@ -432,7 +461,7 @@ func write(o options, results []*render.Result, stdout io.Writer) error {
 	if o.format == "ignition" && len(results) > 1 {
 		return &usageError{"--format ignition writes one pool's config: choose it with --pool, or write one file per pool with -o DIR/"}
 	}
-	b, err := encode(o, results)
+	b, err := encode(o, results, len(o.pools) == 1)
 	if err != nil {
 		return err
 	}
@@ -444,14 +473,17 @@ func write(o options, results []*render.Result, stdout io.Writer) error {
 }
 
 // encode writes one result as its MachineConfig or its Ignition config, or
-// several as a List of MachineConfigs. Output ends with a newline.
-func encode(o options, results []*render.Result) ([]byte, error) {
+// any number as a List of MachineConfigs: single says the command line
+// named one pool (one --pool, or a file per pool), so the shape follows
+// what was asked, never how many pools a tree has. Output ends with a
+// newline.
+func encode(o options, results []*render.Result, single bool) ([]byte, error) {
 	var b []byte
 	var err error
 	switch {
 	case o.format == "ignition":
 		b = results[0].MachineConfig.Spec.Config
-	case len(results) == 1:
+	case single:
 		b, err = json.Marshal(results[0].MachineConfig)
 	default:
 		items := make([]*render.MachineConfig, len(results))
@@ -506,13 +538,6 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 func versions(vs []convert.Version) string {

@@ -130,10 +130,10 @@ func TestExitCodes(t *testing.T) {
 		{"unknown pool", []string{"--pool", "gpu", luks}, exitUsage, `unknown pool "gpu"`},
 		{"ignition of two pools to stdout", []string{"--format", "ignition", cluster}, exitUsage, "--format ignition writes one pool"},
 		{"missing path", []string{filepath.Join(bad, "nope")}, exitInvalid, "no such file"},
-		{"invalid input, every problem", []string{bad}, exitInvalid, "a.yaml: MachineConfig/a: $.spec.extensions.0: extension \"wasm\""},
+		{"invalid input, every problem", []string{bad}, exitInvalid, "a.yaml:3: MachineConfig/a: $.spec.extensions.0: extension \"wasm\""},
 		{"misspelled Butane key", []string{typo}, exitInvalid, typo + ":10: $.storage.files.0.contnts: butane openshift 4.14.0: unused key contnts"},
 		{"ceiling", []string{"--max-spec", "3.1.0", luks}, exitCeiling,
-			"fixtures/features/luks-3.2/50-worker-luks.yaml: MachineConfig/50-worker-luks: $.spec.config.storage.luks.0: LUKS volumes need spec 3.2.0, above the ceiling 3.1.0 of pool worker"},
+			"fixtures/features/luks-3.2/50-worker-luks.yaml:16: MachineConfig/50-worker-luks: $.spec.config.storage.luks.0: LUKS volumes need spec 3.2.0, above the ceiling 3.1.0 of pool worker"},
 		{"forced spec below the content", []string{"--spec", "3.1.0", luks}, exitCeiling, "above the ceiling 3.1.0"},
 	}
 	for _, tc := range tests {

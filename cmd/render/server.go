@@ -51,7 +51,10 @@ func (f *serverFlags) server(set *render.Set, results []*render.Result) (*serve.
 	if err != nil {
 		return nil, err
 	}
-	srv := serve.New(serve.Config{DefaultSpec: f.defaultSpec, Gate: skewgate.New(policy, nil), Source: "render"})
+	srv, err := serve.New(serve.Config{DefaultSpec: f.defaultSpec, Gate: skewgate.New(policy, nil), Source: "render"})
+	if err != nil {
+		return nil, err
+	}
 	srv.Swap(snap)
 	return srv, nil
 }

@@ -10,7 +10,7 @@ GO=${GO:-go}
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
 # Static (no cgo) and stripped: the image has no libc to link against.
-(cd "$root" && CGO_ENABLED=0 "$GO" build -trimpath -ldflags='-s -w' -o "$ctx/mcs" ./cmd/mcs)
+(cd "$root" && CGO_ENABLED=0 "$GO" build -buildvcs=auto -trimpath -ldflags='-s -w' -o "$ctx/mcs" ./cmd/mcs)
 
 if command -v podman >/dev/null 2>&1; then
 	podman build --quiet --tag "$image" --file "$root/Containerfile" "$ctx" >/dev/null

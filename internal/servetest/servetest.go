@@ -39,7 +39,10 @@ func Handler(tb testing.TB, dir string, cfg serve.Config) (*serve.Server, map[st
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := serve.New(cfg)
+	s, err := serve.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	s.Swap(snap)
 	return s, ByPool(results)
 }
@@ -61,8 +64,11 @@ func Reloading(tb testing.TB, src source.Source, cfg serve.Config, log *slog.Log
 	if cfg.Source == "" {
 		cfg.Source = src.String()
 	}
-	srv := serve.New(cfg)
-	rl := &serve.Reloader{Source: src, Server: srv, Debounce: 20 * time.Millisecond, Logger: log}
+	srv, err := serve.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rl := &serve.Reloader{Source: src, Server: srv, Gate: cfg.Gate, Debounce: 20 * time.Millisecond, Logger: log}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); rl.Run(ctx, nil) }()

@@ -292,7 +292,7 @@ func (s *Source) controllerConfig() *unstructured.Unstructured {
 // loadSelf renders every pool from the cached objects, through the same
 // loader, parse cache and per-pool render loop as the directory source.
 func (s *Source) loadSelf() (*source.Input, error) {
-	l := render.Loader{Cache: &s.cache}
+	l := render.Loader{Cache: &s.cache, FromAPIServer: true}
 	for _, u := range objects(s.mcs) {
 		if IsRendered(u) {
 			continue // an output, never an input: see IsRendered
@@ -315,7 +315,9 @@ func (s *Source) loadSelf() (*source.Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.renderer.Render(set, s.cfg.Options), nil
+	in := s.renderer.Render(set, s.cfg.Options)
+	in.Warnings = source.Notices(set)
+	return in, nil
 }
 
 // feed hands one object to the loader as JSON. The name given carries no

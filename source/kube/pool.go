@@ -71,7 +71,7 @@ func joinPath(p []string) string { return strings.Join(p, ".") }
 func (s *Source) loadPool() (*source.Input, error) {
 	in := &source.Input{}
 	if u := s.controllerConfig(); u != nil {
-		var l render.Loader
+		l := render.Loader{FromAPIServer: true}
 		if err := feed(&l, u); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/ignition-mcs/mcs/pki"
+	"github.com/ignition-mcs/mcs/source/kube"
+)
+
+// pkiOptions are the lifetimes and token policy of --manage-pki and of
+// `mcs pki`, which must judge "due" as the controller does.
+type pkiOptions struct {
+	manage    bool
+	lifetimes pki.Lifetimes
+	tokens    pki.TokenPolicy
+	resync    time.Duration
+}
+
+func pkiFlags(fs *flag.FlagSet, o *pkiOptions) {
+	d := pki.DefaultLifetimes
+	fs.DurationVar(&o.lifetimes.CAValidity, "pki-ca-validity", d.CAValidity, "lifetime of each machine-config-server CA")
+	fs.DurationVar(&o.lifetimes.CARefresh, "pki-ca-refresh", d.CARefresh, "replace the CA this long after it starts (or at 80% of its life), cross-signed by the one it replaces")
+	fs.DurationVar(&o.lifetimes.CertValidity, "pki-cert-validity", d.CertValidity, "lifetime of the serving certificate (never past its CA)")
+	fs.DurationVar(&o.lifetimes.CertRefresh, "pki-cert-refresh", d.CertRefresh, "replace the serving certificate this long after it starts (or at 80% of its life)")
+	fs.DurationVar(&o.tokens.Rotation, "pool-token-rotation", 0, "keep a bearer token Secret per pool, carried by its generated pointer config, replaced this often (0: no pool tokens; HyperShift uses 5h30m)")
+	fs.DurationVar(&o.tokens.Grace, "pool-token-grace", 2*time.Hour, "how long a replaced pool token keeps working")
+	fs.DurationVar(&o.resync, "pki-resync", time.Minute, "how often the PKI is checked without a change seen")
+}
+
+func pkiClients(rc *rest.Config) (pki.Clients, error) {
+	k, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return pki.Clients{}, err
+	}
+	d, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return pki.Clients{}, err
+	}
+	return pki.Clients{Kube: k, Dynamic: d}, nil
+}
+
+// startPKI is `mcs controller --manage-pki`: the PKI manager beside the
+// render controller, until ctx ends or stop is called (which waits for it).
+func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logger) (stop func(), err error) {
+	if !o.manage {
+		return func() {}, nil
+	}
+	cl, err := pkiClients(rc)
+	if err != nil {
+		return nil, err
+	}
+	m, err := pki.New(pki.Config{Clients: cl, Lifetimes: o.lifetimes, Tokens: o.tokens, Resync: o.resync, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx) }()
+	return func() { cancel(); <-done }, nil
+}
+
+// runPKI is `mcs pki status` and `mcs pki rotate [--confirm]`.
+func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "status" && args[0] != "rotate") {
+		fmt.Fprintln(stderr, "Usage: mcs pki status|rotate [flags]")
+		return errUsage
+	}
+	verb := args[0]
+	fs := flag.NewFlagSet("mcs pki "+verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+	format := fs.String("o", "text", "output: text or json")
+	confirm := fs.Bool("confirm", false, "rotate: replace the CA now; without it, a dry run says what would change")
+	var o pkiOptions
+	pkiFlags(fs, &o)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: mcs pki status|rotate [flags]\n\nstatus: the machine-config-server CA, bundle, serving certificate, every user-data pointer config\n(which CAs it trusts and until when it boots a node) and the pool tokens, and what the\ncontroller's next pass would change.\nrotate: a new CA now, cross-signed by the current one, and a serving certificate from it;\na dry run unless --confirm. Give the same lifetimes as the controller.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if ok, err := parseArgs(fs, args[1:], stderr); !ok {
+		return err
+	}
+	if *format != "text" && *format != "json" {
+		return fmt.Errorf("-o: %q is not text or json", *format)
+	}
+	rc, err := kube.RESTConfig(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	cl, err := pkiClients(rc)
+	if err != nil {
+		return err
+	}
+	m, err := pki.New(pki.Config{Clients: cl, Lifetimes: o.lifetimes, Tokens: o.tokens})
+	if err != nil {
+		return err
+	}
+	r, err := m.Sync(ctx, verb == "rotate", verb == "status" || !*confirm)
+	if err != nil {
+		return err
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	printReport(stdout, r, verb == "status" || !*confirm)
+	return nil
+}
+
+func printReport(w io.Writer, r *pki.Report, dry bool) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	day := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	cert := func(what string, c *pki.CertInfo) {
+		if c == nil {
+			fmt.Fprintf(tw, "%s\tnone\n", what)
+			return
+		}
+		fmt.Fprintf(tw, "%s\t%s\texpires %s\treplaced %s\t%s\n", what, c.Subject, day(c.NotAfter), day(c.ReplacedAt), strings.Join(c.Hosts, ","))
+	}
+	cert("CA", r.CA)
+	for _, c := range r.Bundle {
+		fmt.Fprintf(tw, "bundle\t%s\texpires %s\n", c.Subject, day(c.NotAfter))
+	}
+	cert("serving", r.Serving)
+	for _, c := range r.Chain {
+		fmt.Fprintf(tw, "chain\t%s signed by %s\texpires %s\n", c.Subject, c.Issuer, day(c.NotAfter))
+	}
+	for _, p := range r.Pointers {
+		until := "does not work now"
+		if !p.WorksUntil.IsZero() {
+			until = "boots nodes until " + day(p.WorksUntil)
+		}
+		fmt.Fprintf(tw, "pointer\t%s\tspec %s\ttrusts %s\t%s\t%s\n", p.Secret, p.Version, strings.Join(p.Trusts, ", "), until, p.LeftAlone)
+	}
+	for _, t := range r.Tokens {
+		fmt.Fprintf(tw, "token\t%s\trotated %s\tnext %s\tprevious valid until %s\n", t.Pool, day(t.RotatedAt), day(t.NextRotation), day(t.PreviousUntil))
+	}
+	tw.Flush()
+	for _, p := range r.Problems {
+		fmt.Fprintln(w, "problem:", p)
+	}
+	verb := "changed:"
+	if dry {
+		verb = "would change:"
+	}
+	for _, c := range r.Changes {
+		fmt.Fprintln(w, verb, c)
+	}
+}

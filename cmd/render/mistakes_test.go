@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// TestMistakes runs what an admin gets wrong, each against a tree under
+// testdata/mistakes, and holds every word render says back in a golden
+// file: the exit status, stdout and stderr. Each message must be true and
+// name the line of the user's own file.
+func TestMistakes(t *testing.T) {
+	toRoot(t)
+	tree := func(name string) string { return filepath.Join("cmd", "render", "testdata", "mistakes", name) }
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		// A typo of kernelArguments loses the argument without a word.
+		{"kernelargs-typo", []string{tree("kernelargs-typo")}},
+		// metadata.label: an orphan the server never mentions.
+		{"label-typo", []string{tree("label-typo")}},
+		// Two MachineConfigs write one file: the later wins, and says so.
+		{"overridden-file", []string{tree("overridden-file")}},
+		{"overridden-file-explain", []string{"--explain", tree("overridden-file")}},
+		// An empty tree renders nothing: an error, not {"items":[]}.
+		{"empty-tree", []string{tree("empty")}},
+		// Positions in the YAML, not in the JSON the loader made of it.
+		{"relative-path", []string{tree("relative-path")}},
+		{"relative-path-spec2", []string{tree("relative-path-spec2")}},
+		{"version-number", []string{tree("version-number")}},
+		// The help says a tree without pools gets master and worker.
+		{"default-pool-without-configs", []string{"--pool", "master", tree("no-pools")}},
+		{"unknown-pool-without-pools", []string{"--pool", "infra", tree("no-pools")}},
+		// --explain explains a pool the ceiling refuses.
+		{"explain-above-ceiling", []string{"--max-spec", "3.2.0", "--explain", filepath.Join("fixtures", "features", "tang-advertisement-3.4")}},
+		// One pool of a tree is a List like two; one --pool is its MachineConfig.
+		{"one-pool-tree-is-a-list", []string{"--pretty", tree("no-pools")}},
+		{"one-pool-asked-is-a-machineconfig", []string{"--pretty", "--pool", "worker", tree("no-pools")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errs, code := cli(t, "", tc.args...)
+			got := fmt.Sprintf("$ render %v\nexit %d\n--- stdout\n%s--- stderr\n%s", tc.args, code, out, errs)
+			check(t, filepath.Join("cmd", "render", "testdata", "golden", "mistakes", tc.name+".txt"), got)
+		})
+	}
+}

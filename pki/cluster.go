@@ -1,0 +1,208 @@
+package pki
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ignition-mcs/mcs/source/kube"
+)
+
+// infrastructures is the cluster's Infrastructure, whose api-int host and
+// internal IPs the serving certificate names.
+var infrastructures = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "infrastructures"}
+
+// Clients reach the API server.
+type Clients struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+}
+
+// cluster is everything one pass reads.
+type cluster struct {
+	cur         current
+	signerSec   *corev1.Secret
+	bundleCM    *corev1.ConfigMap
+	servingSec  *corev1.Secret
+	userData    []corev1.Secret // openshift-machine-api Secrets with userData
+	tokens      map[string]*corev1.Secret
+	pools       map[string]string // name → UID
+	hosts       []string          // serving certificate SANs
+	ignitionURL string            // host:port pointer configs fetch from
+}
+
+// read gathers the cluster's PKI objects, pools and Infrastructure. An
+// object that does not parse is reported in cur.problems and planned anew.
+func read(ctx context.Context, c Clients) (*cluster, error) {
+	cl := &cluster{tokens: map[string]*corev1.Secret{}, pools: map[string]string{}}
+	var err error
+	if cl.signerSec, err = getSecret(ctx, c, mcoNamespace, signerName); err != nil {
+		return nil, err
+	}
+	if cl.servingSec, err = getSecret(ctx, c, mcoNamespace, servingName); err != nil {
+		return nil, err
+	}
+	cm, err := c.Kube.CoreV1().ConfigMaps(mcoNamespace).Get(ctx, bundleName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("configmap %s/%s: %w", mcoNamespace, bundleName, err)
+	default:
+		cl.bundleCM = cm
+	}
+	if err := cl.readPKI(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := cl.readPools(ctx, c); err != nil {
+		return nil, err
+	}
+	return cl, cl.readInfrastructure(ctx, c)
+}
+
+func getSecret(ctx context.Context, c Clients, ns, name string) (*corev1.Secret, error) {
+	s, err := c.Kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secret %s/%s: %w", ns, name, err)
+	}
+	return s, nil
+}
+
+// readPKI parses the signer, bundle and serving objects and the CAs the
+// user-data Secrets (and the installer's kube-system/root-ca) carry.
+func (cl *cluster) readPKI(ctx context.Context, c Clients) error {
+	cur := &cl.cur
+	if s := cl.signerSec; s != nil {
+		p, _, err := parsePair(s.Data["tls.crt"], s.Data["tls.key"])
+		if err != nil {
+			cur.problems = append(cur.problems, fmt.Sprintf("secret %s/%s: %v", mcoNamespace, signerName, err))
+		} else if !p.cert.IsCA {
+			cur.problems = append(cur.problems, fmt.Sprintf("secret %s/%s: tls.crt is not a CA", mcoNamespace, signerName))
+		} else {
+			cur.signer = p
+		}
+		cur.cross, _ = parseCerts(s.Data[crossKey])
+	}
+	if cl.bundleCM != nil {
+		b, err := parseCerts([]byte(cl.bundleCM.Data[bundleKey]))
+		if err != nil {
+			cur.problems = append(cur.problems, fmt.Sprintf("configmap %s/%s: %s: %v", mcoNamespace, bundleName, bundleKey, err))
+		}
+		cur.bundle = b
+	}
+	if s := cl.servingSec; s != nil {
+		p, _, err := parsePair(s.Data["tls.crt"], s.Data["tls.key"])
+		if err != nil {
+			cur.problems = append(cur.problems, fmt.Sprintf("secret %s/%s: %v", mcoNamespace, servingName, err))
+		}
+		cur.serving = p
+	}
+	if root, err := c.Kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "root-ca", metav1.GetOptions{}); err == nil {
+		certs, _ := parseCerts([]byte(root.Data["ca.crt"]))
+		cur.carried = append(cur.carried, certs...)
+	}
+	list, err := c.Kube.CoreV1().Secrets(mapiNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("listing secrets in %s: %w", mapiNamespace, err)
+	}
+	for _, s := range list.Items {
+		if _, ok := s.Data[userDataKey]; !ok {
+			continue
+		}
+		cl.userData = append(cl.userData, s)
+		if p, err := readPointer(s.Data[userDataKey]); err == nil {
+			cur.carried = append(cur.carried, p.CAs...)
+		}
+	}
+	sort.Slice(cl.userData, func(i, j int) bool { return cl.userData[i].Name < cl.userData[j].Name })
+	return nil
+}
+
+func (cl *cluster) readPools(ctx context.Context, c Clients) error {
+	pools, err := c.Dynamic.Resource(kube.MachineConfigPools).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing MachineConfigPools: %w", err)
+	}
+	for _, p := range pools.Items {
+		cl.pools[p.GetName()] = string(p.GetUID())
+	}
+	toks, err := c.Kube.CoreV1().Secrets(mcoNamespace).List(ctx, metav1.ListOptions{LabelSelector: tokenLabel})
+	if err != nil {
+		return fmt.Errorf("listing pool token secrets: %w", err)
+	}
+	for i := range toks.Items {
+		s := &toks.Items[i]
+		cl.tokens[s.Labels[tokenLabel]] = s
+	}
+	return nil
+}
+
+// readInfrastructure finds the SANs and the pointer configs' host as
+// upstream does: the api-int host and the platform's API internal IPs.
+func (cl *cluster) readInfrastructure(ctx context.Context, c Clients) error {
+	infra, err := c.Dynamic.Resource(infrastructures).Get(ctx, "cluster", metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("infrastructure/cluster: %w", err)
+	}
+	apiInt, _, _ := unstructured.NestedString(infra.Object, "status", "apiServerInternalURI")
+	host := hostOf(apiInt)
+	if host == "" {
+		return fmt.Errorf("infrastructure/cluster: no status.apiServerInternalURI")
+	}
+	ips := internalIPs(infra)
+	cl.hosts = append([]string{host}, ips...)
+	var vips []string
+	if t, _, _ := unstructured.NestedString(infra.Object, "status", "platformStatus", "type"); vipPlatforms[t] {
+		vips = ips
+	}
+	cl.ignitionURL, err = ignitionHost(apiInt, vips)
+	return err
+}
+
+// vipPlatforms are those whose pointer configs upstream points at the
+// first API internal IP rather than the api-int name.
+var vipPlatforms = map[string]bool{"BareMetal": true, "OpenStack": true, "Ovirt": true, "VSphere": true}
+
+func internalIPs(infra *unstructured.Unstructured) []string {
+	t, _, _ := unstructured.NestedString(infra.Object, "status", "platformStatus", "type")
+	if t == "" {
+		return nil
+	}
+	field := strings.ToLower(t[:1]) + t[1:]
+	switch t {
+	case "BareMetal":
+		field = "baremetal"
+	case "OpenStack":
+		field = "openstack"
+	}
+	ips, _, _ := unstructured.NestedStringSlice(infra.Object, "status", "platformStatus", field, "apiServerInternalIPs")
+	return ips
+}
+
+// tlsAnnotations are library-go's, so that its tools (and upstream's
+// operator, should it come back) read the same dates.
+func tlsAnnotations(c *x509.Certificate) map[string]string {
+	return map[string]string{
+		"auth.openshift.io/certificate-not-before": c.NotBefore.UTC().Format(time.RFC3339),
+		"auth.openshift.io/certificate-not-after":  c.NotAfter.UTC().Format(time.RFC3339),
+		"auth.openshift.io/certificate-issuer":     c.Issuer.CommonName,
+	}
+}
+
+var errConflict = errors.New("changed by someone else meanwhile; retried at the next pass")
+
+func poolsGVR() schema.GroupVersionResource { return kube.MachineConfigPools }

@@ -1,0 +1,191 @@
+package pki
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/source/kube"
+)
+
+var shared = &kubetest.Shared{}
+
+func TestMain(m *testing.M) { shared.Main(m, "pki", true, nil) }
+
+// cluster0 makes the namespaces, the Infrastructure and pools of a cluster
+// the manager can run against, and returns its clients.
+func cluster0(t *testing.T, pools ...string) Clients {
+	t.Helper()
+	cp := shared.Need(t)
+	ctx := context.Background()
+	c := Clients{Kube: cp.Kube, Dynamic: cp.Dynamic}
+	for _, ns := range []string{mcoNamespace, mapiNamespace} {
+		_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, ns := range []string{mcoNamespace, mapiNamespace} {
+			_ = c.Kube.CoreV1().Secrets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+			_ = c.Kube.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		}
+		_ = c.Dynamic.Resource(infrastructures).Delete(ctx, "cluster", metav1.DeleteOptions{})
+		cp.DeleteAll(t, kube.MachineConfigPools)
+	})
+	infra := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": map[string]any{"name": "cluster"}, "spec": map[string]any{}}}
+	got, err := c.Dynamic.Resource(infrastructures).Create(ctx, infra, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Object["status"] = map[string]any{"apiServerInternalURI": "https://api-int.test.example:6443", "infrastructureName": "test",
+		"platformStatus": map[string]any{"type": "BareMetal", "baremetal": map[string]any{"apiServerInternalIPs": []any{"127.0.0.1"}}}}
+	if _, err := c.Dynamic.Resource(infrastructures).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pools {
+		cp.Apply(t, kubetest.Pool(t, p))
+	}
+	return c
+}
+
+func putSecret(t *testing.T, c Clients, s *corev1.Secret) *corev1.Secret {
+	t.Helper()
+	got, err := c.Kube.CoreV1().Secrets(s.Namespace).Create(context.Background(), s, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func userData(name string, labels map[string]string, data string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mapiNamespace, Labels: labels},
+		Data: map[string][]byte{userDataKey: []byte(data)}}
+}
+
+func getSecret0(t *testing.T, c Clients, ns, name string) *corev1.Secret {
+	t.Helper()
+	s, err := c.Kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A cluster's existing CA is adopted (kept, not replaced), the installer's
+// pointer config is rewritten with the bundle, the Secrets upstream's
+// rules leave alone keep their resourceVersion, and each pool gets a
+// pointer config no newer than its boot image reads, with its token.
+func TestManagerAdoptsAndRewrites(t *testing.T) {
+	c := cluster0(t, "worker")
+	ctx := context.Background()
+	now := time.Now()
+	installer, err := newSigner(now.Add(-time.Hour), 3*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := encodeKey(installer.key)
+	putSecret(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: signerName, Namespace: mcoNamespace}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{"tls.crt": encodeCerts(installer.cert), "tls.key": key}})
+	caURL := "data:text/plain;charset=utf-8;base64,AAAA"
+	putSecret(t, c, userData("worker-user-data", nil, string(pointerJSON(t, caURL))))
+	kept := map[string]*corev1.Secret{
+		"two-cas":           putSecret(t, c, userData("two-cas", nil, string(pointerJSON(t, caURL, caURL)))),
+		"managed-elsewhere": putSecret(t, c, userData("managed-elsewhere", map[string]string{managedLabel: ""}, string(pointerJSON(t, caURL)))),
+		"cloud-init":        putSecret(t, c, userData("cloud-init", nil, "#cloud-config\n")),
+	}
+	m, err := New(Config{Clients: c, Lifetimes: Lifetimes{CAValidity: 3 * time.Hour, CARefresh: 2 * time.Hour, CertValidity: time.Hour, CertRefresh: 40 * time.Minute},
+		Tokens: TokenPolicy{Rotation: time.Hour, Grace: time.Minute}, Logger: kubetest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.Sync(ctx, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.CA == nil || r.CA.Subject != installer.cert.Subject.CommonName {
+		t.Fatalf("the existing CA was not adopted: %+v (changes %v)", r.CA, r.Changes)
+	}
+	if r.Serving == nil || !strings.Contains(strings.Join(r.Serving.Hosts, ","), "api-int.test.example") || !strings.Contains(strings.Join(r.Serving.Hosts, ","), "127.0.0.1") {
+		t.Errorf("serving certificate hosts: %+v", r.Serving)
+	}
+	bundle := getConfigMap(t, c).Data[bundleKey]
+	w := getSecret0(t, c, mapiNamespace, "worker-user-data")
+	if p, _ := readPointer(w.Data[userDataKey]); len(p.CAs) != 1 || !p.CAs[0].Equal(installer.cert) || !strings.Contains(bundle, string(encodeCerts(installer.cert))) {
+		t.Errorf("worker-user-data not rewritten with the bundle: %s", w.Data[userDataKey])
+	}
+	for name, old := range kept {
+		if s := getSecret0(t, c, mapiNamespace, name); s.ResourceVersion != old.ResourceVersion {
+			t.Errorf("%s was rewritten", name)
+		}
+	}
+	managed := getSecret0(t, c, mapiNamespace, "worker-user-data-managed")
+	tok := getSecret0(t, c, mcoNamespace, tokenSecretName("worker"))
+	p, err := readPointer(managed.Data[userDataKey])
+	if err != nil || p.Version != "3.1.0" || p.Pool != "worker" || !strings.Contains(string(managed.Data[userDataKey]), "Bearer "+string(tok.Data[tokenKey])) {
+		t.Errorf("generated pointer %s: %+v %v", managed.Data[userDataKey], p, err)
+	}
+	if !strings.Contains(string(managed.Data[userDataKey]), "https://127.0.0.1:22623/config/worker") {
+		t.Errorf("bare metal pointer configs fetch from the first API VIP: %s", managed.Data[userDataKey])
+	}
+	if r2, err := m.Sync(ctx, false, false); err != nil || len(r2.Changes) != 0 {
+		t.Errorf("a second pass changed %v (%v)", r2.Changes, err)
+	}
+}
+
+func getConfigMap(t *testing.T, c Clients) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := c.Kube.CoreV1().ConfigMaps(mcoNamespace).Get(context.Background(), bundleName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+// Forced rotation: a new CA cross-signed by the old, both in the bundle and
+// in the rewritten pointer configs, the serving chain carrying the
+// cross-signature; the token of a deleted pool goes at once.
+func TestManagerRotateAndRevoke(t *testing.T) {
+	c := cluster0(t, "worker", "infra")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m, err := New(Config{Clients: c, Lifetimes: Lifetimes{CAValidity: time.Hour, CARefresh: 40 * time.Minute, CertValidity: time.Hour, CertRefresh: 40 * time.Minute},
+		Tokens: TokenPolicy{Rotation: time.Hour, Grace: time.Minute}, Resync: time.Hour, Logger: kubetest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, err := m.Sync(ctx, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := m.Sync(ctx, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.CA.SHA256 == r0.CA.SHA256 || len(r1.Bundle) != 2 || len(r1.Chain) != 1 || r1.Chain[0].Issuer != r0.CA.Subject {
+		t.Fatalf("rotation: CA %v → %v, bundle %d, chain %+v", r0.CA.Subject, r1.CA.Subject, len(r1.Bundle), r1.Chain)
+	}
+	serving := getSecret0(t, c, mcoNamespace, servingName)
+	if certs, _ := parseCerts(serving.Data["tls.crt"]); len(certs) != 2 || !certs[1].IsCA {
+		t.Errorf("served chain: %d certificates", len(certs))
+	}
+	go m.Run(ctx)
+	if err := c.Dynamic.Resource(kube.MachineConfigPools).Delete(ctx, "infra", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubetest.Eventually(t, 5*time.Second, "infra's token deleted", func() error {
+		_, err := c.Kube.CoreV1().Secrets(mcoNamespace).Get(ctx, tokenSecretName("infra"), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+}

@@ -1,0 +1,80 @@
+package render
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// A field a MachineConfig does not have is an error at its line in a file
+// a person wrote (a typo loses what it holds), and a warning naming it from
+// an API server (a newer release's CRD may carry it), never a failed pool.
+func TestUnknownFields(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		want      string // the problem's "line: object: path: start of message"
+	}{
+		{"spec typo", doc("50-a", "worker", "", "kernelArgs: [foo=bar]"), "in/00.yaml:8: MachineConfig/50-a: $.spec.kernelArgs: unknown field kernelArgs (did you mean kernelArguments?)"},
+		{"metadata typo", "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 50-a\n  label:\n    machineconfiguration.openshift.io/role: worker\n",
+			"in/00.yaml:5: MachineConfig/50-a: $.metadata.label: unknown field label (did you mean labels?)"},
+		{"top level", doc("50-a", "worker", "") + "spc: {}\n", "in/00.yaml:8: MachineConfig/50-a: $.spc: unknown field spc: a MachineConfig holds only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l Loader
+			l.Data("in/00.yaml", []byte(tc.doc))
+			_, err := l.Set()
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("got %v\nwant a line starting %q", err, tc.want)
+			}
+			api := Loader{FromAPIServer: true}
+			api.Data("kubernetes", []byte(tc.doc))
+			s, err := api.Set()
+			if err != nil {
+				t.Fatalf("from the API server: %v", err)
+			}
+			var notices []string
+			for _, n := range s.Notices() {
+				notices = append(notices, n.Error())
+			}
+			_, path, _ := strings.Cut(tc.want, ": $.")
+			path, _, _ = strings.Cut(path, ":")
+			if !strings.Contains(strings.Join(notices, "\n"), "$."+path+": warning: field unknown to this release") {
+				t.Errorf("notices lack a warning naming $.%s:\n%s", path, strings.Join(notices, "\n"))
+			}
+		})
+	}
+	// Kubernetes' own metadata and status are no typo.
+	s := setOf(t, doc("50-a", "worker", "")+"status: {}\n", strings.Replace(doc("60-b", "worker", ""), "  name: 60-b\n", "  name: 60-b\n  uid: x\n  resourceVersion: \"1\"\n  creationTimestamp: null\n", 1))
+	if len(s.MachineConfigs()) != 2 {
+		t.Fatal("a MachineConfig with status or Kubernetes metadata was refused")
+	}
+}
+
+// Two MachineConfigs writing one file, unit, dropin or user differently:
+// the later in merge order wins, and the result says which replaced what.
+func TestOverrides(t *testing.T) {
+	unit := func(contents string) string {
+		return `{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":"a.service","contents":"` + contents + `","dropins":[{"name":"d.conf","contents":"` + contents + `"}]}]}}`
+	}
+	s := setOf(t,
+		doc("50-a", "worker", file("/etc/dup.conf", "data:,a", `"mode":420`)),
+		doc("60-b", "worker", file("/etc/dup.conf", "data:,b", `"mode":420`)),
+		doc("70-c", "worker", file("/etc/same.conf", "data:,x")),
+		doc("80-d", "worker", file("/etc/same.conf", "data:,x")),
+		doc("81-u", "worker", unit("[Unit]")),
+		doc("82-u", "worker", unit("[Service]")),
+	)
+	r := mustRender(t, s, "worker", Options{})
+	var got []string
+	for _, o := range r.Overrides {
+		got = append(got, o.String())
+	}
+	want := []string{
+		"file /etc/dup.conf: contents of MachineConfig 50-a (in/00.yaml:8) replaced by 60-b (in/01.yaml:8), the later in merge order",
+		"unit a.service: contents of MachineConfig 81-u (in/04.yaml:8) replaced by 82-u (in/05.yaml:8), the later in merge order",
+		"dropin a.service/d.conf: contents of MachineConfig 81-u (in/04.yaml:8) replaced by 82-u (in/05.yaml:8), the later in merge order",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("overrides:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
