@@ -152,7 +152,7 @@ func findClient(list *[]*clientFetches, label string) *clientFetches {
 func (rec *recorder) firstFetch(pool string, rf *renderedFetches, r *http.Request, now time.Time) {
 	after := now.Sub(rf.since).Round(time.Second)
 	rec.log.Info("rendered config fetched for the first time", "pool", pool, "rendered", rf.rendered,
-		"remote", r.RemoteAddr, "client", r.UserAgent(), "servedFor", after)
+		"remote", r.RemoteAddr, "client", forLog(r.UserAgent()), "servedFor", after)
 	rec.m.firsts.WithLabelValues(pool).Inc()
 	if snap := rec.served(); snap != nil {
 		if p := snap.pools[pool]; p != nil && p.fetches.Load() == rf {

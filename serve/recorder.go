@@ -35,6 +35,7 @@ type recorder struct {
 	// pool did; zero and absent while they render.
 	errSince     time.Time
 	failingSince map[string]time.Time
+	cert         certificateState
 }
 
 // renderHealth is what a Reloader tells the status recorder, besides the

@@ -2,13 +2,10 @@
 package serve
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -179,11 +176,8 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	info.spec = resp.versionLabel
 	if pretty := q.Get("pretty"); pretty != "" && pretty != "0" {
-		var buf bytes.Buffer
-		json.Indent(&buf, resp.body.bytes(), "", "  ")
-		buf.WriteByte('\n')
-		etag := strings.TrimSuffix(resp.etag[0], `"`) + `-pretty"`
-		writeBody(w, r, resp.contentType, []string{etag}, []string{strconv.Itoa(buf.Len())}, bytesBody(buf.Bytes()), nil)
+		pr := resp.pretty()
+		writeBody(w, r, resp.contentType, pr.prettyETag, pr.prettyLength, pr.prettyBody, nil)
 		return
 	}
 	body, etag, length, enc := resp.body, resp.etag, resp.contentLength, []string(nil)

@@ -138,6 +138,7 @@ func (rec *recorder) status() Status {
 		waitCond.Message = fmt.Sprintf("nodes are retrying; latest: %s (%d) for pool %s: %s; see waiting", w.Cause, w.Code, w.Pool, w.Message)
 	}
 	st.Conditions = append(st.Conditions, waitCond)
+	st.Conditions = rec.certificateCondition(st.Conditions)
 	if g := rec.gate; g != nil {
 		st.SkewPolicy = g.Policy()
 		c := Condition{Type: "BootImageSkew", Status: "False", Reason: "NoNodesBlocked", Message: "no node has been refused"}

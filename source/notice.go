@@ -11,6 +11,9 @@ const (
 	// NoticeFirstFetch: a real Ignition client fetched a rendered config
 	// for the first time since this server started serving it.
 	NoticeFirstFetch NoticeKind = "RenderedConfigFetched"
+	// NoticeCertificateReloadFailed: the TLS serving certificate on disk
+	// could not be loaded; the previous one is served.
+	NoticeCertificateReloadFailed NoticeKind = "CertificateReloadFailed"
 )
 
 // Notice is something the people running the cluster should hear about,

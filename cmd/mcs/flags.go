@@ -52,6 +52,8 @@ type options struct {
 	maxTreeSize            int64 // bytes
 	reloadTimeout          time.Duration
 	maxInFlight            int
+	maxConns, maxPerClient int
+	writeStall             time.Duration
 
 	// set names the flags given, on the command line or as MCS_<FLAG>.
 	set map[string]bool
@@ -159,7 +161,10 @@ func (o *options) define(fs *flag.FlagSet) {
 	// Nodes send a few small headers and read one body; anything slower is a
 	// broken or hostile client holding a connection.
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers")
-	fs.DurationVar(&o.writeTimeout, "write-timeout", 60*time.Second, "time a response may take to write")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 60*time.Second, "time a whole response may take to write")
+	fs.DurationVar(&o.writeStall, "write-stall-timeout", 10*time.Second, "time one write of 64 KiB may take: a client that stops reading is cut off after it (0: only --write-timeout)")
+	fs.IntVar(&o.maxConns, "max-connections", 4096, "client connections open at once, both listeners together (lowered to fit the open-file limit); past it an idle one is closed, else the new one (0: no bound)")
+	fs.IntVar(&o.maxPerClient, "max-connections-per-client", 256, "client connections open at once from one address, so that no client takes every slot; raise it behind a proxy that hides node addresses (0: no bound)")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 90*time.Second, "time an idle keep-alive connection is kept")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 1024, "config requests answered at once; past it 503, which Ignition retries (0: no bound)")
 }

@@ -22,7 +22,7 @@ import (
 // listener is shut down, in-flight requests getting the shutdown grace to
 // finish, and the reloader is waited for, as long again at most: a load
 // stuck in a source must not keep the process alive.
-func lifecycle(ctx context.Context, o *options, srv *serve.Server, rl *serve.Reloader, onHUP func(), log *slog.Logger, stdout io.Writer) error {
+func lifecycle(ctx context.Context, o *options, srv *serve.Server, rl *serve.Reloader, ls listenDeps, onHUP func(), log *slog.Logger, stdout io.Writer) error {
 	// Registered before anything runs: SIGHUP's default action ends the process.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -38,7 +38,7 @@ func lifecycle(ctx context.Context, o *options, srv *serve.Server, rl *serve.Rel
 	go func() { defer bg.Done(); onSignal(ctx, hup, trigger, onHUP, log) }()
 	go func() { defer bg.Done(); rl.Run(ctx, trigger) }()
 
-	servers, err := listen(o, srv, log)
+	servers, err := listen(o, srv, log, ls)
 	if err != nil {
 		return err
 	}

@@ -27,20 +27,35 @@ func (s server) serve() error {
 
 func newHTTPServer(o *options, h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           refuseBodies(h),
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		ReadTimeout:       o.readHeaderTimeout + 5*time.Second, // no request has a body to wait for
 		WriteTimeout:      o.writeTimeout,
 		IdleTimeout:       o.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Its lines (TLS handshakes failing, bad requests) are anyone's to
+		// cause: the throttle of newLogger keys them by their text.
+		ErrorLog:  slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnState: connState,
 	}
 }
 
-// listen opens the listeners the options ask for. The TLS one needs a
-// certificate; without one it is off, with a warning, unless it was asked
-// for by name (--listen-tls, --secure-port or MCS_LISTEN_TLS).
-func listen(o *options, h http.Handler, log *slog.Logger) (out []server, err error) {
+// listenDeps is what listen needs besides the options; a zero field gets
+// a default.
+type listenDeps struct {
+	conns      *connTable  // default: a table of its own, with the options' limits
+	certReport func(error) // told each change of the certificate's reload outcome
+}
+
+// listen opens the listeners the options ask for. The
+// TLS one needs a certificate; without one it is off, with a warning,
+// unless it was asked for by name (--listen-tls, --secure-port or
+// MCS_LISTEN_TLS).
+func listen(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (out []server, err error) {
+	if ls.conns == nil {
+		ls.conns = newConnTable(o.connLimits(log), log, newConnMetrics(nil))
+	}
+	conns := ls.conns
 	defer func() {
 		if err != nil {
 			for _, s := range out {
@@ -53,11 +68,11 @@ func listen(o *options, h http.Handler, log *slog.Logger) (out []server, err err
 		if err != nil {
 			return out, fmt.Errorf("--listen-plain: %w", err)
 		}
-		out = append(out, server{srv: newHTTPServer(o, h, log), ln: ln, desc: "http://" + ln.Addr().String()})
+		out = append(out, server{srv: newHTTPServer(o, h, log), ln: conns.listener(ln), desc: "http://" + ln.Addr().String()})
 	}
 	switch {
 	case o.listenTLS != "" && o.cert != "":
-		s, err := listenTLS(o, h, log)
+		s, err := listenTLS(o, h, log, ls)
 		if err != nil {
 			return out, err
 		}
@@ -75,17 +90,24 @@ func listen(o *options, h http.Handler, log *slog.Logger) (out []server, err err
 
 // listenTLS opens the TLS listener, serving the newest certificate on disk
 // and HTTP/1.1 only unless --http2.
-func listenTLS(o *options, h http.Handler, log *slog.Logger) (server, error) {
+func listenTLS(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (server, error) {
 	cr := &certReloader{cert: o.cert, key: o.key}
 	if _, err := cr.get(nil); err != nil {
 		return server{}, err
 	}
+	cr.report = ls.certReport
+	if cr.report != nil {
+		cr.report(nil) // TLS is on, its pair loaded
+	}
+	stop := make(chan struct{})
 	ln, err := net.Listen("tcp", o.listenTLS)
 	if err != nil {
 		return server{}, fmt.Errorf("--listen-tls: %w", err)
 	}
 	s := newHTTPServer(o, h, log)
-	s.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cr.get}
+	s.RegisterOnShutdown(func() { close(stop) })
+	go recheck(cr, stop)
+	s.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: intermediateSuites(), GetCertificate: cr.get}
 	if o.http2 {
 		s.TLSConfig.NextProtos = []string{"h2", "http/1.1"}
 	} else {
@@ -93,5 +115,23 @@ func listenTLS(o *options, h http.Handler, log *slog.Logger) (server, error) {
 		s.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 		s.TLSConfig.NextProtos = []string{"http/1.1"}
 	}
-	return server{srv: s, ln: ln, tls: true, desc: "https://" + ln.Addr().String()}, nil
+	return server{srv: s, ln: ls.conns.listener(ln), tls: true, desc: "https://" + ln.Addr().String()}, nil
+}
+
+// certRecheck is how often the certificate files are looked at without a
+// handshake asking: a failed rotation is reported even while no node
+// connects.
+const certRecheck = 10 * time.Second
+
+func recheck(cr *certReloader, stop <-chan struct{}) {
+	t := time.NewTicker(certRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			cr.get(nil)
+		}
+	}
 }

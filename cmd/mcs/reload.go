@@ -2,10 +2,17 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ignition-mcs/mcs/internal/prom"
+	"github.com/ignition-mcs/mcs/serve"
 )
 
 // fileCache re-reads a file when its size or modification time changes,
@@ -18,18 +25,29 @@ type fileCache struct {
 	checked time.Time
 	stamp   string
 	val     any
+	err     error // of the newest attempt
 }
 
 // minRecheck bounds how often a hot path stats the file.
 const minRecheck = time.Second
 
+// get returns the newest value that parsed and, until the file parses
+// again, the error of the newest attempt: between rechecks too, so a
+// caller does not take a cached value for a recovery.
 func (c *fileCache) get() (any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.val != nil && time.Since(c.checked) < minRecheck {
-		return c.val, nil
+		return c.val, c.err
 	}
 	c.checked = time.Now()
+	v, err := c.load()
+	c.err = err
+	return v, err
+}
+
+// load re-reads the file if it changed; under c.mu.
+func (c *fileCache) load() (any, error) {
 	info, err := os.Stat(c.path)
 	if err != nil {
 		return c.val, err
@@ -51,11 +69,18 @@ func (c *fileCache) get() (any, error) {
 }
 
 // certReloader serves the newest valid certificate pair: rotating the files
-// on disk takes effect on the next handshake, without a restart.
+// on disk takes effect on the next handshake, without a restart. A pair
+// that does not load keeps the previous one serving, and report is told
+// each change of outcome (the error, or nil once a pair loads again), so a
+// failed rotation is not silent until the old certificate expires.
 type certReloader struct {
 	cert, key string
+	report    func(error) // nil: nobody is told
 	once      sync.Once
 	cache     *fileCache
+
+	mu   sync.Mutex
+	last string // the error last reported; "" while the pair loads
 }
 
 func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -72,5 +97,56 @@ func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if v == nil {
 		return nil, fmt.Errorf("loading TLS certificate: %w", err)
 	}
+	r.observe(err)
 	return v.(*tls.Certificate), nil
+}
+
+// observe reports err when it differs from the last outcome reported.
+func (r *certReloader) observe(err error) {
+	msg := ""
+	if err != nil {
+		msg = fmt.Sprintf("certificate %s and key %s: %v", r.cert, r.key, err)
+	}
+	r.mu.Lock()
+	changed := msg != r.last
+	r.last = msg
+	r.mu.Unlock()
+	if changed && r.report != nil {
+		if err != nil {
+			err = errors.New(msg)
+		}
+		r.report(err)
+	}
+}
+
+// certMetrics tell a monitoring system that a rotation failed.
+type certMetrics struct {
+	failing prometheus.Gauge
+	errors  prometheus.Counter
+}
+
+func newCertMetrics(reg prometheus.Registerer) *certMetrics {
+	m := &certMetrics{
+		failing: prom.Gauge("mcs_tls_certificate_reload_failing", "1 while the TLS certificate pair on disk does not load and the previous one is served."),
+		errors:  prom.Counter("mcs_tls_certificate_reload_errors_total", "Certificate pairs on disk that did not load (each counted once, not per handshake)."),
+	}
+	prom.Register(reg, m.failing, m.errors)
+	return m
+}
+
+// certReport is what a failed or recovered certificate reload does: an
+// ERROR naming the files and the reason, the metrics, and srv's /status
+// condition and notices.
+func certReport(log *slog.Logger, m *certMetrics, srv *serve.Server) func(error) {
+	return func(err error) {
+		if err != nil {
+			log.Error("TLS certificate not reloaded; serving the previous one", "err", err)
+			m.failing.Set(1)
+			m.errors.Inc()
+		} else {
+			log.Info("TLS certificate loaded")
+			m.failing.Set(0)
+		}
+		srv.CertificateReload(err)
+	}
 }

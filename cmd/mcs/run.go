@@ -45,5 +45,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	rl := &serve.Reloader{Source: src, Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: nodeFiles(o)}
-	return lifecycle(ctx, o, srv, rl, reloadPolicy, log, stdout)
+	ls := listenDeps{conns: newConnTable(o.connLimits(log), log, newConnMetrics(reg)), certReport: certReport(log, newCertMetrics(reg), srv)}
+	return lifecycle(ctx, o, srv, rl, ls, reloadPolicy, log, stdout)
 }

@@ -206,7 +206,7 @@ func TestListenTLSWithoutCertificate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			servers, err := listen(o, http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+			servers, err := listen(o, http.NotFoundHandler(), slog.New(slog.DiscardHandler), listenDeps{})
 			for _, s := range servers {
 				s.ln.Close()
 			}
@@ -289,7 +289,7 @@ func TestLifecycleWaitsForReloader(t *testing.T) {
 			rl := &serve.Reloader{Source: src, Server: srv, Logger: log}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- lifecycle(ctx, o, srv, rl, func() {}, log, io.Discard) }()
+			go func() { done <- lifecycle(ctx, o, srv, rl, listenDeps{}, func() {}, log, io.Discard) }()
 			<-src.started
 			cancel()
 			select {

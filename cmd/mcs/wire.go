@@ -17,7 +17,8 @@ import (
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
-// newLogger is the logger --log-format and --log-level ask for.
+// newLogger is the logger --log-format and --log-level ask for, lines an
+// outsider can repeat at will throttled (see throttle).
 func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
@@ -26,9 +27,9 @@ func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
 	ho := &slog.HandlerOptions{Level: level}
 	switch o.logFormat {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, ho)), nil
+		return slog.New(newThrottle(slog.NewTextHandler(w, ho))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, ho)), nil
+		return slog.New(newThrottle(slog.NewJSONHandler(w, ho))), nil
 	}
 	return nil, fmt.Errorf("--log-format: %q is not text or json", o.logFormat)
 }

@@ -1,0 +1,432 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ignition-mcs/mcs/internal/mctest"
+)
+
+// The attack suite runs the mcs binary in a network namespace of its own
+// whose loopback has a real link's MTU (1500), so that the kernel's 64 KiB
+// loopback segments and buffers do not absorb what a real network would
+// not. The test binary re-executes itself there under `unshare --net`;
+// nothing leaves the namespace, and it disappears with the process.
+const inNetnsEnv = "MCS_ATTACK_NETNS"
+
+// attackBinEnv names an mcs binary to attack instead of building this
+// tree's: how docs/reliability.md's "before" column was measured.
+const attackBinEnv = "MCS_ATTACK_BIN"
+
+// Addresses on the namespace's loopback: nodes fetch from one, the
+// attacker connects from another.
+const (
+	nodeAddr     = "127.0.0.2"
+	attackerAddr = "127.0.0.3"
+)
+
+// inNetns runs the calling test again in a new network namespace and
+// reports whether the caller is that run. Outside it, it returns false
+// after the inner run ended (failing the test if the inner run failed), or
+// skips when namespaces cannot be made (fails under CI=true).
+func inNetns(t *testing.T) bool {
+	if os.Getenv(inNetnsEnv) == "1" {
+		if out, err := exec.Command("ip", "link", "set", "lo", "mtu", "1500", "up").CombinedOutput(); err != nil {
+			t.Fatalf("ip link set lo: %v: %s", err, out)
+		}
+		return true
+	}
+	if out, err := exec.Command("unshare", "--net", "true").CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("cannot make a network namespace (unshare --net: %v: %s)", err, out)
+		}
+		t.Skipf("cannot make a network namespace: %v: %s", err, out)
+	}
+	bin := attackBinary(t)
+	run := "^" + t.Name() + "$"
+	if f := flag.Lookup("test.run"); f != nil && strings.Contains(f.Value.String(), "/") {
+		run = f.Value.String()
+	}
+	cmd := exec.Command("unshare", "--net", "--", os.Args[0], "-test.run", run, "-test.v", "-test.count=1", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), inNetnsEnv+"=1", attackBinEnv+"="+bin)
+	out, err := cmd.CombinedOutput()
+	t.Logf("in a network namespace:\n%s", out)
+	if err != nil {
+		t.Fatalf("the attack run failed: %v", err)
+	}
+	return false
+}
+
+// attackBinary is $MCS_ATTACK_BIN, or this tree's mcs built for the test.
+func attackBinary(t *testing.T) string {
+	if b := os.Getenv(attackBinEnv); b != "" {
+		return b
+	}
+	bin := filepath.Join(t.TempDir(), "mcs")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// proc is an mcs process under attack.
+type proc struct {
+	cmd       *exec.Cmd
+	plain     string // http://host:port
+	tls       string // https://host:port, when listening
+	logs      *logTap
+	exited    chan struct{}
+	listening chan struct{}
+}
+
+// logTap counts the bytes mcs logs and keeps the first of them.
+type logTap struct {
+	mu    sync.Mutex
+	total int64
+	lines int64
+	kept  []byte
+}
+
+const logKept = 4 << 20
+
+func (l *logTap) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total += int64(len(b))
+	for _, c := range b {
+		if c == '\n' {
+			l.lines++
+		}
+	}
+	if room := logKept - len(l.kept); room > 0 {
+		l.kept = append(l.kept, b[:min(room, len(b))]...)
+	}
+	return len(b), nil
+}
+
+// counts is how many bytes and lines were logged so far.
+func (l *logTap) counts() (bytes, lines int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total, l.lines
+}
+
+func (l *logTap) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.kept)
+}
+
+var listeningOn = regexp.MustCompile(`listening on (https?)://(\S+)`)
+
+// startMCS runs the binary under attack with args after its listeners on
+// the namespace's loopback, and waits until it is ready. prefix,
+// when set, runs it under a command (prlimit).
+func startMCS(t *testing.T, dir string, prefix []string, args ...string) *proc {
+	t.Helper()
+	argv := append(slices.Clone(prefix), os.Getenv(attackBinEnv), "--dir", dir, "--listen-plain", "127.0.0.1:0")
+	wantTLS := slices.Contains(args, "--listen-tls")
+	if !wantTLS {
+		argv = append(argv, "--listen-tls", "")
+	}
+	argv = append(argv, args...)
+	p := &proc{cmd: exec.Command(argv[0], argv[1:]...), logs: &logTap{}, exited: make(chan struct{}), listening: make(chan struct{})}
+	p.cmd.Stderr = p.logs
+	stdout, _ := p.cmd.StdoutPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go p.readStdout(stdout, wantTLS)
+	go func() { p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(30 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("mcs log (first bytes):\n%.20000s", p.logs.String())
+		}
+	})
+	select {
+	case <-p.listening:
+	case <-p.exited:
+		t.Fatalf("mcs exited: %s", p.logs)
+	case <-time.After(30 * time.Second):
+		t.Fatal("mcs did not listen")
+	}
+	waitFor(t, "ready", func() bool { c, _, _ := p.fetch(http.DefaultClient, "/readyz"); return c == 200 })
+	return p
+}
+
+// readStdout finds the listeners' addresses; listening closes once the
+// plain one and, when wantTLS, the TLS one are known.
+func (p *proc) readStdout(r io.Reader, wantTLS bool) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		m := listeningOn.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		if m[1] == "https" {
+			p.tls = "https://" + m[2]
+		} else {
+			p.plain = "http://" + m[2]
+		}
+		if p.plain != "" && (!wantTLS || p.tls != "") {
+			close(p.listening)
+			break
+		}
+	}
+	io.Copy(io.Discard, r)
+}
+
+func (p *proc) fetch(c *http.Client, path string, header ...string) (int, []byte, error) {
+	req, _ := http.NewRequest("GET", p.plain+path, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// cpu is the CPU time the process used so far.
+func (p *proc) cpu(t *testing.T) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// memory is the process's resident set now and its peak, in bytes.
+func (p *proc) memory(t *testing.T) (rss, peak int64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb << 10
+		case "VmHWM:":
+			peak = kb << 10
+		}
+	}
+	return rss, peak
+}
+
+// hostPort is the plain listener's address.
+func (p *proc) hostPort() string { return strings.TrimPrefix(p.plain, "http://") }
+
+// client is an HTTP client whose connections come from src, each request
+// cut after timeout.
+func client(src string, timeout time.Duration) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: timeout}
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 64}}
+}
+
+// bigTree is a source whose worker config is about size bytes, in several
+// file contents (so served as several pieces) larger than socket buffers.
+func bigTree(t *testing.T, size int) string {
+	dir := t.TempDir()
+	var files []mctest.File
+	const parts = 4
+	for i := range parts {
+		files = append(files, mctest.File{Path: fmt.Sprintf("/etc/big-%d", i), Source: "data:," + strings.Repeat(strconv.Itoa(i), size/parts)})
+	}
+	writeFile(t, dir, "50-big.yaml", mctest.Config{Name: "50-big", Role: "worker", Files: files}.YAML())
+	return dir
+}
+
+// nodes fetch /config/worker from nodeAddr in a loop, as booting nodes
+// would, until stopped; each request counts as served only when it is a
+// whole 200 within the timeout.
+type nodes struct {
+	stop              func()
+	served, failed    atomic.Int64
+	mu                sync.Mutex
+	latencies         []time.Duration
+	firstErr, lastErr string
+}
+
+func startNodes(t *testing.T, p *proc, n int, timeout time.Duration, header ...string) *nodes {
+	ns := &nodes{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := client(nodeAddr, timeout)
+			for ctx.Err() == nil {
+				ns.record(p.fetchTimed(c, header))
+			}
+		}()
+	}
+	ns.stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(ns.stop)
+	return ns
+}
+
+func (p *proc) fetchTimed(c *http.Client, header []string) (time.Duration, error) {
+	start := time.Now()
+	code, _, err := p.fetch(c, "/config/worker", header...)
+	if err == nil && code != 200 {
+		err = fmt.Errorf("status %d", code)
+	}
+	return time.Since(start), err
+}
+
+func (ns *nodes) record(d time.Duration, err error) {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if err != nil {
+		ns.failed.Add(1)
+		if ns.firstErr == "" {
+			ns.firstErr = err.Error()
+		}
+		ns.lastErr = err.Error()
+		return
+	}
+	ns.served.Add(1)
+	ns.latencies = append(ns.latencies, d)
+}
+
+// report is the share served and the latency percentiles of what was.
+func (ns *nodes) report() (share float64, summary string) {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	s, f := ns.served.Load(), ns.failed.Load()
+	if s+f > 0 {
+		share = float64(s) / float64(s+f)
+	}
+	slices.Sort(ns.latencies)
+	return share, fmt.Sprintf("%d served, %d failed (%.1f%% served); p50 %v, p99 %v; first error %q, last %q",
+		s, f, 100*share, percentile(ns.latencies, 50), percentile(ns.latencies, 99), ns.firstErr, ns.lastErr)
+}
+
+// percentile of sorted durations.
+func percentile(sorted []time.Duration, pct int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, len(sorted)*pct/100)].Round(10 * time.Microsecond)
+}
+
+// slowReaders keeps n connections from attackerAddr that each send one
+// request and never read the reply (a 4 KiB receive buffer: nothing is
+// absorbed), opening a new one whenever the server closes one, until
+// stopped. It returns how many connections it opened.
+func slowReaders(t *testing.T, p *proc, n int, request string) (stop func() int64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var opened atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				c, err := slowConn(p.hostPort())
+				if err != nil {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				opened.Add(1)
+				io.WriteString(c, request)
+				holdUntilClosed(ctx, c)
+				c.Close()
+			}
+		}()
+	}
+	var once sync.Once
+	stop = func() int64 { once.Do(func() { cancel(); wg.Wait() }); return opened.Load() }
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+func slowConn(addr string) (net.Conn, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(attackerAddr)}, Timeout: 5 * time.Second,
+		Control: func(_, _ string, rc syscall.RawConn) error {
+			return rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4096) })
+		}}
+	return d.Dial("tcp", addr)
+}
+
+// holdUntilClosed holds c, reading nothing, until ctx ends or the server
+// has closed its side (seen in the socket's TCP state, which needs no read).
+func holdUntilClosed(ctx context.Context, c net.Conn) {
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		open := true
+		rc.Control(func(fd uintptr) {
+			info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+			open = err == nil && info.State == unix.BPF_TCP_ESTABLISHED
+		})
+		if !open {
+			return
+		}
+	}
+}
+
+// metric is the value of the first sample of /metrics starting with name.
+func (p *proc) metric(t *testing.T, name string) float64 {
+	_, b, err := p.fetch(http.DefaultClient, "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
+			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			return v
+		}
+	}
+	return -1
+}
+
+// mib formats bytes.
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
