@@ -93,9 +93,10 @@ func (b *body) writeTo(w io.Writer) int {
 // connection, hands the rest to the connection's ReadFrom, which calls
 // WriteTo with the connection itself: one writev of every piece, as a
 // contiguous body would be one write, with no copy and no buffer held
-// while a slow client reads. Anything else (TLS, HTTP/2, a wrapped
-// connection: net/http then calls WriteTo with the response) gets the
-// pieces coalesced through a write buffer.
+// while a slow client reads. A connection wrapper must pass ReadFrom on
+// (mcs's connection limit does). Anything else (TLS, HTTP/2: net/http then
+// calls WriteTo with the response) gets the pieces coalesced through a
+// write buffer.
 type pieceReader struct {
 	bufs net.Buffers // what is left to write: WriteTo and Read consume it
 	all  net.Buffers // the body's pieces, bufs's backing array
