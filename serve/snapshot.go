@@ -107,7 +107,9 @@ func (r *response) gzipped() *response {
 	r.gzOnce.Do(func() {
 		var gz bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-		r.body.writeTo(zw)
+		for _, p := range r.body.pieces { // the compressor buffers them
+			zw.Write(p)
+		}
 		zw.Close()
 		r.gzBody = bytesBody(gz.Bytes())
 		r.gzETag = []string{strings.TrimSuffix(r.etag[0], `"`) + `-gz"`}

@@ -64,3 +64,25 @@ func store(t *testing.T, objs []map[string]any) cache.Store {
 	}
 	return st
 }
+
+// kubeconfig-data's CA is read from binaryData, else data (base64 or PEM).
+func TestKubeconfigCA(t *testing.T) {
+	cm := func(field string, v string) map[string]any {
+		return map[string]any{"metadata": map[string]any{"name": KubeconfigDataName, "namespace": MCONamespace}, field: map[string]any{"ca-bundle.crt": v}}
+	}
+	for name, tc := range map[string]struct {
+		objs []map[string]any
+		want string
+	}{
+		"binaryData":   {[]map[string]any{cm("binaryData", "UEVN")}, "PEM"},
+		"data, base64": {[]map[string]any{cm("data", "UEVN")}, "PEM"},
+		"data, PEM":    {[]map[string]any{cm("data", "-----BEGIN CERTIFICATE-----")}, "-----BEGIN CERTIFICATE-----"},
+		"none":         {nil, ""},
+	} {
+		c := &caches{synced: make(chan struct{}), configMaps: store(t, tc.objs)}
+		close(c.synced)
+		if got := string(c.KubeconfigCA()); got != tc.want {
+			t.Errorf("%s: %q, want %q", name, got, tc.want)
+		}
+	}
+}

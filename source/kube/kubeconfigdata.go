@@ -31,7 +31,7 @@ const registryNamespace = "openshift-image-registry"
 // The MCO writes it as binaryData; data is read too, as its daemon reads
 // it (base64 or plain).
 func (c *caches) KubeconfigCA() []byte {
-	u := c.cached(c.configMaps, KubeconfigDataName)
+	u := c.cached(c.configMaps, MCONamespace+"/"+KubeconfigDataName) // a namespaced object's store key
 	if u == nil {
 		return nil
 	}
