@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,8 +52,18 @@ type Config struct {
 	// it notices a pool edited by someone else.
 	Resync time.Duration
 	// Debounce is the quiet time after a change before rendering (default
-	// 100ms): one render for a burst of changes.
+	// 20ms): one render for a burst of changes.
 	Debounce time.Duration
+	// Workers bounds the pools written at once (default 16).
+	Workers int
+	// PruneGrace: a rendered config a pool named less than this ago is
+	// never pruned (default 10m), so a node controller acting on a pool it
+	// read before the pool moved on cannot point a node at a deleted config.
+	PruneGrace time.Duration
+	// NoEvents records no Events (RenderedConfigGenerated,
+	// OSImageURLOverridden, SelectingAll) on the pools; a dry run records
+	// none either.
+	NoEvents bool
 
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -65,19 +74,24 @@ type Config struct {
 const DefaultKeep = 10
 
 // Controller keeps every pool pointing at the rendered MachineConfig of its
-// MachineConfigs, when it holds the Lease.
+// MachineConfigs, when it holds the Lease. Its jobs are its parts: the
+// guards' caches, the writer of pools and rendered configs, the status book
+// /status reads, the Events.
 type Controller struct {
-	cfg  Config
-	log  *slog.Logger
-	src  *kube.Source
-	dyn  dynamic.Interface
-	meta metadata.Interface
-	rest *rest.Config
-	m    *metrics
-
-	mu      sync.Mutex
-	status  statusDoc
-	checked map[string]string // rendered config → resourceVersion found equal to its render
+	cfg    Config
+	log    *slog.Logger
+	src    *kube.Source
+	rest   *rest.Config
+	m      *metrics
+	guards *guardCaches
+	w      *writer
+	book   *statusBook
+	events *eventLog
+	// notifier writes the Events; nil with NoEvents.
+	notifier *kube.EventNotifier
+	pruner   *pruner
+	plans    plans
+	gate     *gate
 }
 
 // New checks cfg and prepares the clients; nothing reaches the network
@@ -104,14 +118,31 @@ func New(cfg Config) (*Controller, error) {
 		ControllerConfig: cfg.ControllerConfig, Logger: cfg.Logger}); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
-	if c.dyn, err = dynamic.NewForConfig(rc); err != nil {
+	if c.guards, err = newGuardCaches(rc, cfg.ControllerConfig, c.log); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
-	if c.meta, err = metadata.NewForConfig(rc); err != nil {
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
-	c.status = statusDoc{Identity: cfg.Identity, DryRun: cfg.DryRun, Prune: cfg.Prune, Keep: cfg.Keep,
-		Lease: cfg.LeaseNamespace + "/" + cfg.LeaseName, Pools: map[string]*poolStatus{}}
+	meta, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	c.gate = &gate{src: c.src, caches: c.guards, log: c.log}
+	c.book = newStatusBook(cfg, c.m, c.log)
+	c.events = &eventLog{m: c.m}
+	if !cfg.NoEvents && !cfg.DryRun {
+		// The servers' recorder: per pool and reason a burst, then rate
+		// limited, and repeats counted on one Event.
+		if c.notifier, err = c.src.Events(kube.EventsConfig{Host: cfg.Identity, Component: eventComponent}); err != nil {
+			return nil, fmt.Errorf("controller: %w", err)
+		}
+		c.events.record = c.notifier.Record
+	}
+	c.w = &writer{dyn: dyn, src: c.src, m: c.m, book: c.book, log: c.log, dryRun: cfg.DryRun, events: c.events, baseImage: c.guards.baseImage}
+	c.pruner = &pruner{dyn: dyn, meta: meta, m: c.m, book: c.book, log: c.log, keep: cfg.Keep, dryRun: cfg.DryRun,
+		grace: cfg.PruneGrace, started: time.Now(), named: c.w.left.at}
 	return c, nil
 }
 
@@ -129,7 +160,11 @@ func (cfg *Config) defaults() error {
 	def(&cfg.RenewDeadline, 10*time.Second)
 	def(&cfg.RetryPeriod, 2*time.Second)
 	def(&cfg.Resync, 10*time.Minute)
-	def(&cfg.Debounce, 100*time.Millisecond)
+	def(&cfg.Debounce, 20*time.Millisecond)
+	def(&cfg.PruneGrace, 10*time.Minute)
+	if cfg.Workers <= 0 {
+		cfg.Workers = 16
+	}
 	if cfg.RenewDeadline >= cfg.LeaseDuration {
 		return fmt.Errorf("controller: the renew deadline %s must be below the lease duration %s", cfg.RenewDeadline, cfg.LeaseDuration)
 	}
@@ -156,6 +191,10 @@ func (cfg *Config) defaults() error {
 // while it holds the Lease it renders and writes.
 func (c *Controller) Run(ctx context.Context) error {
 	c.src.Start(ctx)
+	go c.guards.run(ctx)
+	if c.notifier != nil {
+		defer c.notifier.Shutdown()
+	}
 	for ctx.Err() == nil {
 		if err := c.campaign(ctx); err != nil {
 			return err

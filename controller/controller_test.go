@@ -165,7 +165,7 @@ func TestFollowsChanges(t *testing.T) {
 		_, err := pointedAt(t, cp, server, "worker", []string{"50-worker"}, "data:,five")
 		return err
 	})
-	if _, ok := c.statusCopy().Pools["infra"]; ok {
+	if _, ok := c.book.copy().Pools["infra"]; ok {
 		t.Error("/status still has the deleted pool")
 	}
 	for name, u := range renderedConfigs(t, cp, "infra") {
@@ -218,7 +218,7 @@ func TestBadInputDegradesThePool(t *testing.T) {
 	if got, err := served(t, poolMode, "worker"); err != nil || got != good {
 		t.Errorf("a server in pool mode serves %s (%v), want %s", got, err, good)
 	}
-	if st := c.statusCopy().Pools["worker"]; st == nil || !strings.Contains(st.Degraded, "99-worker-bad") {
+	if st := c.book.copy().Pools["worker"]; st == nil || !strings.Contains(st.Degraded, "99-worker-bad") {
 		t.Errorf("/status %+v", st)
 	}
 	if v := testutil.ToFloat64(c.m.degraded.WithLabelValues("worker")); v != 1 {
@@ -267,7 +267,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	cp.Apply(t, poolObject(t, "worker"), mcObject(t, "50-worker", "worker", "one"))
 	c := startController(t, cp, Config{DryRun: true, Prune: true})
 	kubetest.Eventually(t, 20*time.Second, "reported", func() error {
-		st := c.statusCopy().Pools["worker"]
+		st := c.book.copy().Pools["worker"]
 		if st == nil || st.Rendered == "" {
 			return errors.New("no render yet")
 		}

@@ -38,7 +38,7 @@ func yamlString(v any) string {
 	return strings.TrimSpace(string(b))
 }
 
-type rule struct{ Groups, Resources, Verbs []string }
+type rule struct{ Groups, Resources, Verbs, Names []string }
 
 func rules(t *testing.T, u *unstructured.Unstructured) []rule {
 	t.Helper()
@@ -50,19 +50,20 @@ func rules(t *testing.T, u *unstructured.Unstructured) []rule {
 	for _, r := range list {
 		m := r.(map[string]any)
 		for k := range m {
-			if k != "apiGroups" && k != "resources" && k != "verbs" {
+			if k != "apiGroups" && k != "resources" && k != "verbs" && k != "resourceNames" {
 				t.Errorf("%s: a rule has %s", u.GetName(), k)
 			}
 		}
 		get := func(k string) []string {
 			var s []string
-			for _, v := range m[k].([]any) {
+			l, _ := m[k].([]any)
+			for _, v := range l {
 				s = append(s, v.(string))
 			}
 			slices.Sort(s)
 			return s
 		}
-		out = append(out, rule{get("apiGroups"), get("resources"), get("verbs")})
+		out = append(out, rule{get("apiGroups"), get("resources"), get("verbs"), get("resourceNames")})
 	}
 	return out
 }
@@ -73,21 +74,27 @@ func TestDeployRBACIsMinimal(t *testing.T) {
 	objs := deployObjects(t)
 	read := []string{"get", "list", "watch"}
 	want := []rule{
-		{[]string{kube.Group}, []string{kube.MachineConfigs.Resource}, []string{"create", "delete", "get", "list", "watch"}},
-		{[]string{kube.Group}, []string{kube.MachineConfigPools.Resource}, []string{"get", "list", "patch", "watch"}},
-		{[]string{kube.Group}, []string{kube.MachineConfigPools.Resource + "/status"}, []string{"patch"}},
-		{[]string{kube.Group}, []string{kube.ControllerConfigs.Resource}, read},
-		{[]string{""}, []string{nodesGVR.Resource}, []string{"list"}},
+		{[]string{kube.Group}, []string{kube.MachineConfigs.Resource}, []string{"create", "delete", "get", "list", "watch"}, nil},
+		{[]string{kube.Group}, []string{kube.MachineConfigPools.Resource}, []string{"get", "list", "patch", "watch"}, nil},
+		{[]string{kube.Group}, []string{kube.MachineConfigPools.Resource + "/status"}, []string{"patch"}, nil},
+		{[]string{kube.Group}, []string{kube.ControllerConfigs.Resource}, read, nil},
+		{[]string{kube.Group}, []string{containerRuntimeConfigs.Resource, kubeletConfigs.Resource}, read, nil},
+		{[]string{kube.MachineConfigurations.Group}, []string{kube.MachineConfigurations.Resource}, read, []string{clusterMachineConfiguration}},
+		{[]string{""}, []string{nodesGVR.Resource}, []string{"list"}, nil},
 	}
 	if got := rules(t, objs["ClusterRole/mcs-controller"]); yamlString(got) != yamlString(want) {
 		t.Errorf("ClusterRole rules\n%s\nwant\n%s", yamlString(got), yamlString(want))
 	}
-	leases := []rule{{[]string{"coordination.k8s.io"}, []string{"leases"}, []string{"create", "get", "update"}}}
+	leases := []rule{{[]string{"coordination.k8s.io"}, []string{"leases"}, []string{"create", "get", "update"}, nil}}
 	role := objs["Role/mcs-controller"]
 	if got := rules(t, role); yamlString(got) != yamlString(leases) || role.GetNamespace() != "mcs" {
 		t.Errorf("Role in %s rules\n%s", role.GetNamespace(), yamlString(got))
 	}
-	for _, b := range []string{"ClusterRoleBinding/mcs-controller", "RoleBinding/mcs-controller"} {
+	events := []rule{{[]string{""}, []string{"events"}, []string{"create", "patch"}, nil}}
+	if er := objs["Role/mcs-controller-events"]; yamlString(rules(t, er)) != yamlString(events) || er.GetNamespace() != "default" {
+		t.Errorf("Role mcs-controller-events in %s rules\n%s", er.GetNamespace(), yamlString(rules(t, er)))
+	}
+	for _, b := range []string{"ClusterRoleBinding/mcs-controller", "RoleBinding/mcs-controller", "RoleBinding/mcs-controller-events"} {
 		u := objs[b]
 		if u == nil {
 			t.Fatalf("no %s", b)
@@ -131,12 +138,12 @@ func TestDeployRBACIsEnough(t *testing.T) {
 	cp := needControlPlane(t)
 	sa := serviceAccount(t, cp)
 	cp.Apply(t, poolObject(t, "worker"), mcObject(t, "50-worker", "worker", "one"), nodeObject("n1", nil))
-	c := startController(t, cp, Config{REST: sa, Prune: true, Keep: 0, LeaseName: "mcs-controller"})
+	c := startController(t, cp, Config{REST: sa, Prune: true, Keep: 0, PruneGrace: time.Millisecond, LeaseName: "mcs-controller"})
 	var first string
 	kubetest.Eventually(t, 20*time.Second, "rendered as the ServiceAccount", func() error {
 		first = configuration(pool(t, cp, "worker"))
 		if first == "" {
-			return fmt.Errorf("status %+v", c.statusCopy())
+			return fmt.Errorf("status %+v", c.book.copy())
 		}
 		return nil
 	})
@@ -150,7 +157,7 @@ func TestDeployRBACIsEnough(t *testing.T) {
 		}
 		return nil
 	})
-	st := c.statusCopy()
+	st := c.book.copy()
 	if st.LastError != "" || st.Pools["worker"].LastError != "" {
 		t.Errorf("errors as the ServiceAccount: %q %q", st.LastError, st.Pools["worker"].LastError)
 	}

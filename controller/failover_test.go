@@ -61,8 +61,8 @@ func TestLeaderKilledMidRun(t *testing.T) {
 	var log writeLog
 	a := startController(t, cp, Config{Identity: "a", REST: log.wrap("a", cp.Admin)})
 	kubetest.Eventually(t, 20*time.Second, "a leads", func() error {
-		if !a.statusCopy().Leading {
-			return fmt.Errorf("leader %q", a.statusCopy().Leader)
+		if !a.book.copy().Leading {
+			return fmt.Errorf("leader %q", a.book.copy().Leader)
 		}
 		return nil
 	})
@@ -89,7 +89,7 @@ func TestLeaderKilledMidRun(t *testing.T) {
 			return err
 		})
 	}
-	if !b.statusCopy().Leading {
+	if !b.book.copy().Leading {
 		t.Error("b does not lead")
 	}
 

@@ -81,20 +81,12 @@ func (g *leadGuard) stop() {
 }
 
 func (c *Controller) observeLeader(identity string) {
-	c.mu.Lock()
-	c.status.Leader = identity
-	c.mu.Unlock()
+	c.book.observeLeader(identity)
 	c.log.Info("leader observed", "leader", identity)
 }
 
 func (c *Controller) setLeading(on bool) {
-	c.mu.Lock()
-	was := c.status.Leading
-	c.status.Leading = on
-	if on {
-		c.status.Leader = c.cfg.Identity
-	}
-	c.mu.Unlock()
+	was := c.book.setLeading(on, c.cfg.Identity)
 	v := 0.0
 	if on {
 		v = 1

@@ -53,6 +53,25 @@ func yamlFiles(t testing.TB, dir string) []string {
 	return files
 }
 
+// applyCluster applies a cluster's objects, its ControllerConfig completed
+// by the template controller (the dumps carry no status), as the guards
+// want it.
+func applyCluster(t testing.TB, cp *kubetest.ControlPlane, dir string) {
+	t.Helper()
+	cp.ApplyFiles(t, yamlFiles(t, dir)...)
+	l, err := cp.Dynamic.Resource(kube.ControllerConfigs).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range l.Items {
+		cc := &l.Items[i]
+		cc.Object["status"] = completedStatus(cc.GetGeneration())
+		if _, err := cp.Dynamic.Resource(kube.ControllerConfigs).UpdateStatus(context.Background(), cc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 var object = kubetest.Object
 
 func mcObject(t testing.TB, name, role, content string) *unstructured.Unstructured {

@@ -33,8 +33,8 @@ const (
 	annotationDesiredConfig = "machineconfiguration.openshift.io/desiredConfig"
 )
 
-// renderedConfig is one rendered MachineConfig and what retention makes of it.
-type renderedConfig struct {
+// RenderedConfig is one rendered MachineConfig and what retention makes of it.
+type RenderedConfig struct {
 	Name            string
 	Pool            string
 	Created         time.Time
@@ -51,7 +51,7 @@ type renderedConfig struct {
 // inventory is every rendered MachineConfig of a cluster, sorted by pool
 // and newest first, with the names every pool and node uses.
 type inventory struct {
-	Configs []*renderedConfig
+	Configs []*RenderedConfig
 	Pools   []string
 }
 
@@ -88,14 +88,37 @@ func takeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 	if err != nil {
 		return nil, fmt.Errorf("listing MachineConfigs: %w", err)
 	}
+	uses, pools, err := inUse(ctx, dyn, meta)
+	if err != nil {
+		return nil, err
+	}
+	inv := &inventory{Pools: pools}
+	for i := range mcs.Items {
+		m := &mcs.Items[i]
+		pool, ok := renderedPool(m)
+		if !ok {
+			continue
+		}
+		inv.Configs = append(inv.Configs, &RenderedConfig{Name: m.Name, Pool: pool, Created: m.CreationTimestamp.Time,
+			UID: m.UID, ResourceVersion: m.ResourceVersion, InUse: uses[m.Name]})
+	}
+	slices.SortFunc(inv.Configs, newestFirst)
+	slices.Sort(inv.Pools)
+	return inv, nil
+}
+
+// inUse lists, fresh from the API server, who names each rendered config:
+// pools (spec and status) and nodes (currentConfig, desiredConfig); and the
+// pools' names.
+func inUse(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface) (map[string][]string, []string, error) {
 	uses := map[string][]string{}
 	pools, err := dyn.Resource(kube.MachineConfigPools).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("listing MachineConfigPools: %w", err)
+		return nil, nil, fmt.Errorf("listing MachineConfigPools: %w", err)
 	}
-	inv := &inventory{}
+	var names []string
 	for _, p := range pools.Items {
-		inv.Pools = append(inv.Pools, p.GetName())
+		names = append(names, p.GetName())
 		for _, where := range []string{"spec", "status"} {
 			if n, _, _ := unstructured.NestedString(p.Object, where, "configuration", "name"); n != "" {
 				uses[n] = append(uses[n], fmt.Sprintf("pool %s %s", p.GetName(), where))
@@ -104,7 +127,7 @@ func takeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 	}
 	nodes, err := meta.Resource(nodesGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("listing Nodes: %w", err)
+		return nil, nil, fmt.Errorf("listing Nodes: %w", err)
 	}
 	for _, n := range nodes.Items {
 		for _, a := range []string{annotationCurrentConfig, annotationDesiredConfig} {
@@ -113,22 +136,11 @@ func takeInventory(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 			}
 		}
 	}
-	for i := range mcs.Items {
-		m := &mcs.Items[i]
-		pool, ok := renderedPool(m)
-		if !ok {
-			continue
-		}
-		inv.Configs = append(inv.Configs, &renderedConfig{Name: m.Name, Pool: pool, Created: m.CreationTimestamp.Time,
-			UID: m.UID, ResourceVersion: m.ResourceVersion, InUse: uses[m.Name]})
-	}
-	slices.SortFunc(inv.Configs, newestFirst)
-	slices.Sort(inv.Pools)
-	return inv, nil
+	return uses, names, nil
 }
 
 // newestFirst orders by pool, then newest first.
-func newestFirst(a, b *renderedConfig) int {
+func newestFirst(a, b *RenderedConfig) int {
 	if c := strings.Compare(a.Pool, b.Pool); c != 0 {
 		return c
 	}
@@ -138,7 +150,7 @@ func newestFirst(a, b *renderedConfig) int {
 // olderFirst orders by creation time. Creation times have a resolution of
 // a second, so ties go to the resourceVersion (etcd's revision, which
 // grows), then the name.
-func olderFirst(a, b *renderedConfig) int {
+func olderFirst(a, b *RenderedConfig) int {
 	if c := a.Created.Compare(b.Created); c != 0 {
 		return c
 	}
@@ -154,9 +166,9 @@ func olderFirst(a, b *renderedConfig) int {
 // the keep newest of each pool. It returns the rest, oldest first, limited
 // to pool when not empty and to the oldest count when count > 0 (as `oc adm
 // prune renderedmachineconfigs --count` does).
-func (inv *inventory) Plan(keep int, pool string, count int) []*renderedConfig {
+func (inv *inventory) Plan(keep int, pool string, count int) []*RenderedConfig {
 	kept := map[string]int{}
-	var out []*renderedConfig
+	var out []*RenderedConfig
 	for _, r := range inv.Configs {
 		r.Kept = ""
 		if len(r.InUse) > 0 {
@@ -182,24 +194,67 @@ func (inv *inventory) Plan(keep int, pool string, count int) []*renderedConfig {
 // resourceVersion so a config changed since the inventory is left alone;
 // dryRun sends the deletes with dryRun=All (validated and authorised,
 // nothing deleted). It returns the names deleted.
-func deleteConfigs(ctx context.Context, meta metadata.Interface, configs []*renderedConfig, dryRun bool) ([]string, error) {
+//
+// A node can be pointed at a config between the inventory and the delete
+// (by a writer that read its pool before the pool moved on). So the pools
+// and nodes are listed again after the deletes, and a deleted config found
+// in use is created again at once, with the content it had: names are
+// content-addressed, so it is the same config.
+func deleteConfigs(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, configs []*RenderedConfig, dryRun bool) ([]string, error) {
 	opts := metav1.DeleteOptions{}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	var done []string
 	var errs []error
+	saved := map[string]*unstructured.Unstructured{}
 	for _, r := range configs {
+		obj, err := dyn.Resource(kube.MachineConfigs).Get(ctx, r.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading MachineConfig %s: %w", r.Name, err))
+			continue
+		}
 		uid, rv := r.UID, r.ResourceVersion
 		opts.Preconditions = &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}
-		err := meta.Resource(kube.MachineConfigs).Delete(ctx, r.Name, opts)
+		err = meta.Resource(kube.MachineConfigs).Delete(ctx, r.Name, opts)
 		switch {
 		case err == nil:
 			done = append(done, r.Name)
+			saved[r.Name] = obj
 		case apierrors.IsNotFound(err):
 		default:
 			errs = append(errs, fmt.Errorf("deleting MachineConfig %s: %w", r.Name, err))
 		}
 	}
+	if !dryRun && len(done) > 0 {
+		errs = append(errs, restoreInUse(ctx, dyn, meta, saved))
+	}
 	return done, errors.Join(errs...)
+}
+
+// restoreInUse creates again each deleted config some pool or node names.
+func restoreInUse(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, deleted map[string]*unstructured.Unstructured) error {
+	uses, _, err := inUse(ctx, dyn, meta)
+	if err != nil {
+		return fmt.Errorf("checking the deleted configs are unused: %w", err)
+	}
+	var errs []error
+	for name, obj := range deleted {
+		if len(uses[name]) == 0 {
+			continue
+		}
+		o := obj.DeepCopy()
+		for _, f := range []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"} {
+			unstructured.RemoveNestedField(o.Object, "metadata", f)
+		}
+		if _, err := dyn.Resource(kube.MachineConfigs).Create(ctx, o, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("MachineConfig %s was pruned as %s started using it, and cannot be created again: %w", name, strings.Join(uses[name], ", "), err))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("MachineConfig %s was pruned as %s started using it; created again", name, strings.Join(uses[name], ", ")))
+	}
+	return errors.Join(errs...)
 }

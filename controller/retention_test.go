@@ -1,11 +1,9 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -54,10 +52,10 @@ func TestPlan(t *testing.T) {
 	// w0..w5 for worker (w5 newest; w1 and w2 created in the same second,
 	// told apart by resourceVersion), m0..m1 for master.
 	inv := func() *inventory {
-		mk := func(name, pool string, sec, rv int, inUse ...string) *renderedConfig {
-			return &renderedConfig{Name: name, Pool: pool, Created: at.Add(time.Duration(sec) * time.Second), ResourceVersion: fmt.Sprint(rv), InUse: inUse}
+		mk := func(name, pool string, sec, rv int, inUse ...string) *RenderedConfig {
+			return &RenderedConfig{Name: name, Pool: pool, Created: at.Add(time.Duration(sec) * time.Second), ResourceVersion: fmt.Sprint(rv), InUse: inUse}
 		}
-		i := &inventory{Configs: []*renderedConfig{
+		i := &inventory{Configs: []*RenderedConfig{
 			mk("w0", "worker", 0, 1, "node a currentConfig"), mk("w1", "worker", 1, 2), mk("w2", "worker", 1, 3),
 			mk("w3", "worker", 2, 4), mk("w4", "worker", 3, 5), mk("w5", "worker", 4, 6, "pool worker spec"),
 			mk("m0", "master", 0, 7), mk("m1", "master", 1, 8, "pool master spec"),
@@ -65,7 +63,7 @@ func TestPlan(t *testing.T) {
 		slices.SortFunc(i.Configs, newestFirst)
 		return i
 	}
-	names := func(rs []*renderedConfig) []string {
+	names := func(rs []*RenderedConfig) []string {
 		var out []string
 		for _, r := range rs {
 			out = append(out, r.Name)
@@ -98,17 +96,6 @@ func TestPlan(t *testing.T) {
 			}
 		})
 	}
-}
-
-var deleteLine = regexp.MustCompile(`(?m)^(?:would delete|deleted) rendered MachineConfig (\S+)$`)
-
-func deletedIn(out string) []string {
-	var names []string
-	for _, m := range deleteLine.FindAllStringSubmatch(out, -1) {
-		names = append(names, m[1])
-	}
-	slices.Sort(names)
-	return names
 }
 
 // Nodes annotated on old configs, a pool whose status lags its spec:
@@ -146,22 +133,24 @@ func TestRetention(t *testing.T) {
 
 	checkPruneList(t, cp, meta, names)
 
-	var dry, real bytes.Buffer
-	dryNames, err := Prune(ctx, cp.Dynamic, meta, PruneOptions{Keep: 2}, &dry)
+	dry, err := Prune(ctx, cp.Dynamic, meta, PruneOptions{Keep: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := len(renderedConfigs(t, cp, "worker")); got != 8 {
 		t.Fatalf("the dry run deleted: %d left", got)
 	}
-	done, err := Prune(ctx, cp.Dynamic, meta, PruneOptions{Keep: 2, Confirm: true}, &real)
+	real, err := Prune(ctx, cp.Dynamic, meta, PruneOptions{Keep: 2, Confirm: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{names[3], names[4]}
 	slices.Sort(want)
-	if d, r := deletedIn(dry.String()), deletedIn(real.String()); !slices.Equal(d, want) || !slices.Equal(r, want) || len(dryNames) != 2 || len(done) != 2 {
-		t.Errorf("dry run listed %v, the confirmed run deleted %v; want %v\n%s\n%s", d, r, want, dry.String(), real.String())
+	if d, r := slices.Sorted(slices.Values(dry.Deleted)), slices.Sorted(slices.Values(real.Deleted)); !slices.Equal(d, want) || !slices.Equal(r, want) {
+		t.Errorf("dry run listed %v, the confirmed run deleted %v; want %v", d, r, want)
+	}
+	if real.InUse != 4 || real.Kept != 2 {
+		t.Errorf("%d in use, %d kept; want 4 and 2", real.InUse, real.Kept)
 	}
 	left := slices.Sorted(maps.Keys(renderedConfigs(t, cp, "worker")))
 	keep := []string{names[0], names[1], names[2], names[5], names[6], names[7]}
@@ -171,7 +160,7 @@ func TestRetention(t *testing.T) {
 	}
 
 	// The controller, pruning with K = 0: only what is in use is left.
-	pc := startController(t, cp, Config{Prune: true, Keep: 0})
+	pc := startController(t, cp, Config{Prune: true, Keep: 0, PruneGrace: time.Millisecond})
 	kubetest.Eventually(t, 20*time.Second, "the controller prunes", func() error {
 		left := slices.Sorted(maps.Keys(renderedConfigs(t, cp, "worker")))
 		want := []string{names[0], names[1], names[2], names[7]}
@@ -210,20 +199,31 @@ func FuzzRenderedPool(f *testing.F) {
 	})
 }
 
-// checkPruneList checks that the listing names why each config is kept.
+// checkPruneList checks that the listing says who uses each config, or
+// why it is kept.
 func checkPruneList(t *testing.T, cp *kubetest.ControlPlane, meta metadata.Interface, names []string) {
 	t.Helper()
-	var list bytes.Buffer
-	if _, err := Prune(context.Background(), cp.Dynamic, meta, PruneOptions{List: true, Keep: 2}, &list); err != nil {
+	rep, err := Prune(context.Background(), cp.Dynamic, meta, PruneOptions{List: true, Keep: 2})
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{names[0] + " ", "in use: node n1 currentConfig, node n1 desiredConfig, node n2 currentConfig",
-		"in use: node n2 desiredConfig", "in use: pool worker status", "in use: pool worker spec", "kept: newest 2 of pool worker"} {
-		if !strings.Contains(list.String(), want) {
-			t.Errorf("list lacks %q:\n%s", want, list.String())
+	why := map[string]string{}
+	for _, r := range rep.Configs {
+		why[r.Name] = strings.Join(r.InUse, ", ") + "|" + r.Kept
+	}
+	for name, want := range map[string]string{
+		names[0]: "node n1 currentConfig, node n1 desiredConfig, node n2 currentConfig|",
+		names[1]: "node n2 desiredConfig|",
+		names[2]: "pool worker status|",
+		names[7]: "pool worker spec|",
+		names[6]: "|newest 2 of pool worker not in use",
+		names[5]: "|newest 2 of pool worker not in use",
+	} {
+		if why[name] != want {
+			t.Errorf("%s: %q, want %q", name, why[name], want)
 		}
 	}
-	if n := strings.Count(list.String(), "prunable"); n != 2 {
-		t.Errorf("%d prunable, want 2:\n%s", n, list.String())
+	if len(rep.Planned) != 2 || len(rep.Deleted) != 0 {
+		t.Errorf("listing: planned %v, deleted %v", rep.Planned, rep.Deleted)
 	}
 }

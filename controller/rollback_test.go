@@ -80,7 +80,7 @@ func readerVerdicts(t *testing.T, reader string, configs map[string][]byte) map[
 func storedConfigs(t *testing.T, dir string, opts render.Options) map[string][]byte {
 	t.Helper()
 	cp := needControlPlane(t)
-	cp.ApplyFiles(t, yamlFiles(t, dir)...)
+	applyCluster(t, cp, dir)
 	c := startController(t, cp, Config{Options: opts, ReleaseOnCancel: true})
 	ctx := context.Background()
 	pools, err := cp.Dynamic.Resource(kube.MachineConfigPools).List(ctx, metav1.ListOptions{})

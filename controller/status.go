@@ -2,9 +2,11 @@ package controller
 
 import (
 	"encoding/json"
+	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -37,12 +39,15 @@ type statusDoc struct {
 
 // poolStatus is one pool as the leader last saw it.
 type poolStatus struct {
-	Rendered  string   `json:"rendered,omitempty"` // the config its MachineConfigs render to
-	Spec      string   `json:"spec,omitempty"`
-	MinSpec   string   `json:"minSpec,omitempty"`
-	Sources   []string `json:"sources,omitempty"`
-	Degraded  string   `json:"degraded,omitempty"` // why it does not render
-	LastError string   `json:"lastError,omitempty"`
+	Rendered string   `json:"rendered,omitempty"` // the config its MachineConfigs render to
+	Spec     string   `json:"spec,omitempty"`
+	MinSpec  string   `json:"minSpec,omitempty"`
+	Sources  []string `json:"sources,omitempty"`
+	Degraded string   `json:"degraded,omitempty"` // why it does not render
+	// Waiting says what the pool waits for before it is written (a guard:
+	// reason and message, as its RenderPending condition says).
+	Waiting   string `json:"waiting,omitempty"`
+	LastError string `json:"lastError,omitempty"`
 	// LastWrite and Writes are this replica's writes for the pool (in a
 	// dry run, those it would have made), most recent last, at most 20.
 	LastWrite time.Time `json:"lastWrite,omitzero"`
@@ -51,73 +56,113 @@ type poolStatus struct {
 
 const maxWrites = 20
 
-// statusCopy returns a copy of what /status reports.
-func (c *Controller) statusCopy() statusDoc {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.status
-	s.Synced = c.src.Synced()
-	s.Pools = make(map[string]*poolStatus, len(c.status.Pools))
-	for k, v := range c.status.Pools {
+// statusBook is what this replica knows of its pools, for /status, the
+// log and the per-pool metrics.
+type statusBook struct {
+	mu     sync.Mutex
+	doc    statusDoc
+	m      *metrics
+	log    *slog.Logger
+	dryRun bool
+}
+
+func newStatusBook(cfg Config, m *metrics, log *slog.Logger) *statusBook {
+	return &statusBook{m: m, log: log, dryRun: cfg.DryRun, doc: statusDoc{Identity: cfg.Identity, DryRun: cfg.DryRun, Prune: cfg.Prune,
+		Keep: cfg.Keep, Lease: cfg.LeaseNamespace + "/" + cfg.LeaseName, Pools: map[string]*poolStatus{}}}
+}
+
+// copy returns a copy of what /status reports.
+func (b *statusBook) copy() statusDoc {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.doc
+	s.Pools = make(map[string]*poolStatus, len(b.doc.Pools))
+	for k, v := range b.doc.Pools {
 		p := *v
 		p.Writes = slices.Clone(v.Writes)
 		p.Sources = slices.Clone(v.Sources)
 		s.Pools[k] = &p
 	}
-	s.Pruned = slices.Clone(c.status.Pruned)
+	s.Pruned = slices.Clone(b.doc.Pruned)
 	return s
 }
 
-// pool returns the pool's status entry; c.mu is held.
-func (c *Controller) pool(name string) *poolStatus {
-	p := c.status.Pools[name]
+// pool returns the pool's status entry; b.mu is held.
+func (b *statusBook) pool(name string) *poolStatus {
+	p := b.doc.Pools[name]
 	if p == nil {
 		p = &poolStatus{}
-		c.status.Pools[name] = p
+		b.doc.Pools[name] = p
 	}
 	return p
 }
 
-func (c *Controller) setRendered(res *render.Result) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.pool(res.Pool)
+func (b *statusBook) setRendered(res *render.Result) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.pool(res.Pool)
 	p.Rendered, p.Spec, p.MinSpec, p.Sources, p.Degraded = res.Name, res.Spec.String(), res.MinSpec.String(), res.MachineConfigs, ""
-	c.m.degraded.WithLabelValues(res.Pool).Set(0)
+	b.m.degraded.WithLabelValues(res.Pool).Set(0)
 }
 
-func (c *Controller) setDegraded(pool, msg string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pool(pool).Degraded = msg
-	c.m.degraded.WithLabelValues(pool).Set(1)
+func (b *statusBook) setDegraded(pool, msg string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pool(pool).Degraded = msg
+	b.m.degraded.WithLabelValues(pool).Set(1)
 }
 
-func (c *Controller) wrote(pool, what string) {
+// setWaiting records what the pool waits for (nil: nothing), logging a
+// change of it once.
+func (b *statusBook) setWaiting(pool string, w *wait) {
+	now := ""
+	if w != nil {
+		now = w.Error()
+	}
+	b.mu.Lock()
+	p := b.pool(pool)
+	was := p.Waiting
+	p.Waiting = now
+	b.mu.Unlock()
+	v := 0.0
+	if w != nil {
+		v = 1
+	}
+	b.m.waiting.WithLabelValues(pool).Set(v)
+	switch {
+	case now == was:
+	case w != nil:
+		b.log.Warn("pool waits; it keeps its rendered config", "pool", pool, "reason", w.Reason, "waitingFor", w.Message)
+	default:
+		b.log.Info("pool no longer waits", "pool", pool, "was", was)
+	}
+}
+
+func (b *statusBook) wrote(pool, what string) {
 	now := time.Now()
-	if c.cfg.DryRun {
+	if b.dryRun {
 		what = "dry run: would have " + what
 	}
-	c.log.Info(what, "pool", pool, "dryRun", c.cfg.DryRun)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.pool(pool)
+	b.log.Info(what, "pool", pool, "dryRun", b.dryRun)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.pool(pool)
 	p.LastWrite = now
 	p.Writes = append(p.Writes, now.UTC().Format(time.RFC3339Nano)+" "+what)
 	if len(p.Writes) > maxWrites {
 		p.Writes = slices.Delete(p.Writes, 0, len(p.Writes)-maxWrites)
 	}
-	c.m.lastWrite.WithLabelValues(pool).Set(float64(now.UnixNano()) / 1e9)
+	b.m.lastWrite.WithLabelValues(pool).Set(float64(now.UnixNano()) / 1e9)
 }
 
 // report records a pool's sync error (nil clears it).
-func (c *Controller) report(pool string, err error) {
+func (b *statusBook) report(pool string, err error) {
 	if err != nil {
-		c.log.Error("syncing pool", "pool", pool, "err", err)
+		b.log.Error("syncing pool; retrying", "pool", pool, "err", err)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.pool(pool)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.pool(pool)
 	p.LastError = ""
 	if err != nil {
 		p.LastError = err.Error()
@@ -125,32 +170,52 @@ func (c *Controller) report(pool string, err error) {
 }
 
 // forgetPools drops the status of pools that no longer exist.
-func (c *Controller) forgetPools(present map[string]string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, name := range slices.Collect(maps.Keys(c.status.Pools)) {
+func (b *statusBook) forgetPools(present map[string]string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, name := range slices.Collect(maps.Keys(b.doc.Pools)) {
 		if _, ok := present[name]; !ok {
-			delete(c.status.Pools, name)
-			c.m.degraded.DeleteLabelValues(name)
-			c.m.lastWrite.DeleteLabelValues(name)
+			delete(b.doc.Pools, name)
+			for _, g := range []*prometheus.GaugeVec{b.m.degraded, b.m.lastWrite, b.m.waiting, b.m.osImageURLOverride} {
+				g.DeleteLabelValues(name)
+			}
 		}
 	}
 }
 
-func (c *Controller) finishSync(at time.Time, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.status.LastSync = at
-	c.status.LastError = ""
+func (b *statusBook) finishSync(at time.Time, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.doc.LastSync = at
+	b.doc.LastError = ""
 	if err != nil {
-		c.status.LastError = err.Error()
+		b.doc.LastError = err.Error()
 	}
 }
 
-func (c *Controller) setPruned(names []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.status.Pruned = names
+func (b *statusBook) setPruned(names []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.doc.Pruned = names
+}
+
+// observeLeader records the Lease holder last observed.
+func (b *statusBook) observeLeader(identity string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.doc.Leader = identity
+}
+
+// setLeading records whether this replica (self) leads; it returns what it was.
+func (b *statusBook) setLeading(on bool, self string) (was bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	was = b.doc.Leading
+	b.doc.Leading = on
+	if on {
+		b.doc.Leader = self
+	}
+	return was
 }
 
 // Handler serves /status, /metrics (from g), /healthz (the process runs)
@@ -161,7 +226,9 @@ func (c *Controller) Handler(g prometheus.Gatherer) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(c.statusCopy())
+		doc := c.book.copy()
+		doc.Synced = c.src.Synced()
+		_ = enc.Encode(doc)
 	})
 	r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

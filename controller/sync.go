@@ -7,43 +7,90 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
+// queue holds the names of the pools to write; each is written by one
+// worker at a time, and one that fails is retried with backoff, as
+// upstream's render controller does.
+type queue = workqueue.TypedRateLimitingInterface[string]
+
+// maxRetries is upstream's: after this many failures in a row a pool is
+// retried once a minute, so a lasting failure does not spin.
+const maxRetries = 15
+
+// newQueue retries a pool after 50ms, doubling to at most 5s (upstream:
+// 5ms doubling to 1000s): a transient failure, such as a permission being
+// restored, lands within seconds. The overall bucket is client-go's default.
+func newQueue() queue {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedMaxOfRateLimiter(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 5*time.Second),
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+		),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "mcs-controller"})
+}
+
 // lead renders and writes until ctx (the Lease) ends: once at once, then
-// after every change the caches see (debounced) and every Resync.
+// after every change the caches see (debounced) and every Resync. Renders
+// happen here, all pools at once (unchanged pools cost nothing); the writes
+// go through the queue, Workers pools at a time.
 func (c *Controller) lead(ctx context.Context) {
 	c.setLeading(true)
+	q := newQueue()
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx, q) {
+			}
+		}()
+	}
+	defer func() { q.ShutDown(); wg.Wait() }()
 	changed := make(chan struct{}, 1)
 	go c.src.Watch(ctx, changed)
 	resync := time.NewTicker(c.cfg.Resync)
 	defer resync.Stop()
-	var last syncState
+	var pruneTick <-chan time.Time
+	if c.cfg.Prune {
+		t := time.NewTicker(max(c.cfg.PruneGrace/4, 100*time.Millisecond))
+		defer t.Stop()
+		pruneTick = t.C
+	}
+	force := true
 	for {
-		last = c.sync(ctx, last)
+		c.plan(ctx, q, force)
+		force = false
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case <-c.guards.notify:
 		case <-resync.C:
-			last = syncState{}
+			force = true
+		case <-pruneTick:
+			if _, err := c.pruner.prune(ctx); err != nil && ctx.Err() == nil {
+				c.log.Error("pruning", "err", err)
+			}
+			continue
 		}
-		if !quiet(ctx, changed, c.cfg.Debounce) {
+		if !quiet(ctx, changed, c.guards.notify, c.cfg.Debounce) {
 			return
 		}
 	}
 }
 
 // quiet waits until no change has come for d; false when ctx ended.
-func quiet(ctx context.Context, changed <-chan struct{}, d time.Duration) bool {
+func quiet(ctx context.Context, changed, guards <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -52,34 +99,206 @@ func quiet(ctx context.Context, changed <-chan struct{}, d time.Duration) bool {
 			return false
 		case <-changed:
 			t.Reset(d)
+		case <-guards:
+			t.Reset(d)
 		case <-t.C:
 			return true
 		}
 	}
 }
 
-// syncState is what the last sync rendered from and pointed each pool at.
-type syncState struct {
-	inputs  string
-	targets map[string]string // pool → rendered config written
+// target is what the last render says a pool should be: its render, or the
+// error that keeps it where it is.
+type target struct {
+	res    *render.Result
+	err    error
+	selKey string // the selector it was rendered with
 }
 
-// current says whether nothing has changed since: the same inputs, and
-// every pool still names the config written for it, which still exists.
-// The controller's own writes signal changes too; this keeps them from
-// costing a render of every pool each.
-func (st syncState) current(c *Controller, inputs string) bool {
-	if st.targets == nil || inputs != st.inputs {
-		return false
+// plans are the last render of every pool and what the workers made of it.
+type plans struct {
+	mu      sync.Mutex
+	inputs  string
+	targets map[string]target
+	done    map[string]string // pool → the inputs it was last written for
+}
+
+func (p *plans) get(pool string) (target, string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.targets[pool]
+	return t, p.inputs, ok
+}
+
+func (p *plans) finished(pool, inputs string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done == nil {
+		p.done = map[string]string{}
 	}
-	for pool, target := range st.targets {
-		p := c.src.Pool(pool)
-		if p == nil || configuration(p) != target || c.src.MachineConfig(target) == nil {
+	p.done[pool] = inputs
+}
+
+// plan renders when the inputs changed (or force), and queues every pool
+// not yet written for the inputs, or no longer pointing where it was.
+func (c *Controller) plan(ctx context.Context, q queue, force bool) {
+	if !c.src.Synced() || !c.guards.hasSynced() {
+		// Nothing to compare the render with yet; each signals once synced.
+		return
+	}
+	inputs := c.inputs()
+	c.plans.mu.Lock()
+	same := inputs == c.plans.inputs && c.plans.targets != nil
+	c.plans.mu.Unlock()
+	if (force || !same) && !c.render(ctx, inputs) {
+		return
+	}
+	c.plans.mu.Lock()
+	defer c.plans.mu.Unlock()
+	for pool, t := range c.plans.targets {
+		if c.plans.done[pool] != c.plans.inputs || !c.pointsAt(pool, t) {
+			q.Add(pool)
+		}
+	}
+}
+
+// pointsAt says whether the pool still names its rendered config, which
+// still exists.
+func (c *Controller) pointsAt(pool string, t target) bool {
+	if t.res == nil {
+		return true
+	}
+	p := c.src.Pool(pool)
+	return p != nil && configuration(p) == t.res.Name && c.src.MachineConfig(t.res.Name) != nil
+}
+
+// render renders every pool from the caches into c.plans; false when
+// nothing could be rendered (the API server, not the objects, at fault).
+// A pool whose selector changed while rendering gets no target: the change
+// has signalled another render.
+func (c *Controller) render(ctx context.Context, inputs string) bool {
+	start := time.Now()
+	before := c.selectors()
+	in, err := c.src.Load(ctx)
+	targets := map[string]target{}
+	if err != nil {
+		if ctx.Err() != nil {
 			return false
 		}
+		c.book.finishSync(start, err)
+		c.log.Error("cannot render", "err", err)
+		var es *render.Errors
+		if !errors.As(err, &es) {
+			return false
+		}
+		// The objects are at fault: no pool renders.
+		for pool, key := range before {
+			targets[pool] = target{err: err, selKey: key}
+		}
+	} else {
+		after := c.selectors()
+		keep := func(pool string) (string, bool) {
+			key, ok := after[pool]
+			return key, ok && key == before[pool]
+		}
+		for _, res := range in.Results {
+			if key, ok := keep(res.Pool); ok {
+				targets[res.Pool] = target{res: res, selKey: key}
+			}
+		}
+		for pool, rerr := range in.Failed {
+			if key, ok := keep(pool); ok {
+				targets[pool] = target{err: rerr, selKey: key}
+			}
+		}
+		c.book.forgetPools(after)
+		c.book.finishSync(start, nil)
+	}
+	c.m.syncSeconds.Observe(time.Since(start).Seconds())
+	c.plans.mu.Lock()
+	c.plans.inputs, c.plans.targets = inputs, targets
+	c.plans.mu.Unlock()
+	c.log.Debug("rendered", "pools", len(targets), "duration", time.Since(start))
+	return true
+}
+
+// processNext writes one pool; false once the queue is shut down.
+func (c *Controller) processNext(ctx context.Context, q queue) bool {
+	pool, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(pool)
+	err := c.syncOne(ctx, pool)
+	if errors.Is(err, errPoolWaits) {
+		err = nil // queued again by the change it waits for, not retried
+	}
+	c.book.report(pool, err)
+	switch {
+	case err == nil:
+		q.Forget(pool)
+	case ctx.Err() != nil:
+	case q.NumRequeues(pool) < maxRetries:
+		c.m.retries.Inc()
+		q.AddRateLimited(pool)
+	default:
+		q.Forget(pool)
+		q.AddAfter(pool, time.Minute)
 	}
 	return true
 }
+
+// syncOne brings one pool to its target: degraded with the render's error,
+// waiting on a guard, refused as irreconcilable, or written.
+func (c *Controller) syncOne(ctx context.Context, pool string) error {
+	t, inputs, ok := c.plans.get(pool)
+	p := c.src.Pool(pool)
+	if !ok || p == nil || selectorKey(p) != t.selKey {
+		return nil // deleted, or changed since: that change renders again
+	}
+	var err error
+	switch {
+	case t.err != nil:
+		err = c.w.degrade(ctx, pool, t.selKey, t.err)
+	default:
+		err = c.syncRendered(ctx, p, t)
+	}
+	if err == nil {
+		c.plans.finished(pool, inputs)
+	}
+	return err
+}
+
+// syncRendered writes a pool's render unless a guard holds it.
+func (c *Controller) syncRendered(ctx context.Context, p *unstructured.Unstructured, t target) error {
+	pool := p.GetName()
+	if w := c.gate.guard(p, t.res); w != nil {
+		if w.Reason == waitSelectingAll {
+			c.events.record(pool, eventWarning, "SelectingAll", w.Message)
+		}
+		c.book.setWaiting(pool, w)
+		// Nothing is finished: the pool is queued again on every change,
+		// and written once the change it waits for comes.
+		return errWaiting(c.w.setConditions(ctx, p, pool, t.selKey, map[string]condition{conditionRenderPending: {status: "True", reason: w.Reason, message: w.Message}}))
+	}
+	c.book.setWaiting(pool, nil)
+	if e := c.gate.reconcilable(p, t.res); e != nil {
+		return c.w.refuse(ctx, pool, t.selKey, e)
+	}
+	return c.w.syncPool(ctx, t.res, t.selKey)
+}
+
+// errWaiting keeps a waiting pool out of the done set without retrying it:
+// a write error is retried, a wait is not.
+func errWaiting(err error) error {
+	if err != nil {
+		return err
+	}
+	return errPoolWaits
+}
+
+// errPoolWaits is the outcome of a pool that waits: not an error to retry.
+var errPoolWaits = errors.New("waiting")
 
 // inputs keys what renders read: every MachineConfig but the rendered
 // ones (owned by a pool), each pool's selector, the ControllerConfig.
@@ -105,92 +324,6 @@ func configuration(p *unstructured.Unstructured) string {
 	return n
 }
 
-// sync renders every pool from the caches and writes what differs, unless
-// nothing has changed since last (the state it returns). A pool's selector
-// that changed while rendering is left alone: the change has signalled
-// another render.
-func (c *Controller) sync(ctx context.Context, last syncState) syncState {
-	if !c.src.Synced() {
-		// Nothing to compare the render with yet; the source signals
-		// once it has synced.
-		return last
-	}
-	inputs := c.inputs()
-	if last.current(c, inputs) {
-		return last
-	}
-	next := syncState{inputs: inputs, targets: map[string]string{}}
-	var mu sync.Mutex
-	start := time.Now()
-	before := c.selectors()
-	in, err := c.src.Load(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return syncState{}
-		}
-		var es *render.Errors
-		if errors.As(err, &es) {
-			// The objects, not the API, are at fault: no pool renders.
-			for _, p := range c.src.PoolNames() {
-				c.report(p, c.degrade(ctx, p, before[p], err))
-			}
-		}
-		c.log.Error("cannot render", "err", err)
-		c.finishSync(start, err)
-		return syncState{}
-	}
-	after := c.selectors()
-	rendered := time.Since(start)
-	// Pools are independent: their writes go out side by side, a few at
-	// a time, so the last of twenty pools does not wait for the others.
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, parallelWrites)
-	each := func(pool string, f func(key string) error) {
-		key, ok := after[pool]
-		if !ok || key != before[pool] {
-			return
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			c.report(pool, f(key))
-		}()
-	}
-	for _, res := range in.Results {
-		each(res.Pool, func(key string) error {
-			err := c.syncPool(ctx, res, key)
-			if err == nil {
-				mu.Lock()
-				next.targets[res.Pool] = res.Name
-				mu.Unlock()
-			}
-			return err
-		})
-	}
-	for pool, rerr := range in.Failed {
-		each(pool, func(key string) error { return c.degrade(ctx, pool, key, rerr) })
-	}
-	wg.Wait()
-	c.log.Debug("synced", "pools", len(after), "render", rendered, "writes", time.Since(start)-rendered)
-	c.forgetPools(after)
-	if c.cfg.Prune && ctx.Err() == nil {
-		if _, err := c.prune(ctx); err != nil {
-			c.log.Error("pruning", "err", err)
-		}
-	}
-	c.m.syncSeconds.Observe(time.Since(start).Seconds())
-	c.finishSync(start, nil)
-	if c.cfg.DryRun || len(next.targets) != len(in.Results) {
-		// Nothing written, or not all: the next change renders again.
-		return syncState{}
-	}
-	return next
-}
-
-// parallelWrites bounds the pools written at once.
-const parallelWrites = 8
-
 // selectors keys every cached pool by its machineConfigSelector.
 func (c *Controller) selectors() map[string]string {
 	out := map[string]string{}
@@ -206,90 +339,4 @@ func selectorKey(pool *unstructured.Unstructured) string {
 	sel, _, _ := unstructured.NestedFieldNoCopy(pool.Object, "spec", "machineConfigSelector")
 	b, _ := json.Marshal(sel)
 	return string(b)
-}
-
-// syncPool makes sure the pool's rendered MachineConfig exists with this
-// content, points the pool at it, and clears RenderDegraded.
-func (c *Controller) syncPool(ctx context.Context, res *render.Result, selKey string) error {
-	pool := c.src.Pool(res.Pool)
-	if pool == nil {
-		return nil // deleted since
-	}
-	c.setRendered(res)
-	if err := c.ensureRendered(ctx, res, pool); err != nil {
-		var ce *contentError
-		if errors.As(err, &ce) {
-			return c.degrade(ctx, res.Pool, selKey, err)
-		}
-		return err
-	}
-	// The condition is written over the pool the first write returned, so
-	// the second does not conflict with the first.
-	latest, err := c.pointPool(ctx, res.Pool, selKey, res.Name, sourceRefs(res.MachineConfigs))
-	if err != nil || latest == nil {
-		return err
-	}
-	return c.setCondition(ctx, latest, res.Pool, selKey, condition{status: "False"})
-}
-
-// sourceRefs are the pool's spec.configuration.source as OpenShift writes
-// it: one reference per MachineConfig, sorted by name.
-func sourceRefs(names []string) []any {
-	sorted := slices.Clone(names)
-	slices.Sort(sorted)
-	out := make([]any, len(sorted))
-	for i, n := range sorted {
-		out[i] = map[string]any{"apiVersion": render.APIVersion, "kind": render.KindMachineConfig, "name": n}
-	}
-	return out
-}
-
-// pointPool sets the pool's spec.configuration as OpenShift's render
-// controller does, unless it already says so.
-func (c *Controller) pointPool(ctx context.Context, pool, selKey, name string, sources []any) (*unstructured.Unstructured, error) {
-	return c.patchPool(ctx, nil, pool, selKey, "", func(p *unstructured.Unstructured) map[string]any {
-		cur, _, _ := unstructured.NestedString(p.Object, "spec", "configuration", "name")
-		curSrc, _, _ := unstructured.NestedFieldNoCopy(p.Object, "spec", "configuration", "source")
-		if cur == name && sameJSON(curSrc, sources) {
-			return nil
-		}
-		return map[string]any{"spec": map[string]any{"configuration": map[string]any{"name": name, "source": sources}}}
-	}, "pointed pool at "+name)
-}
-
-// degrade sets RenderDegraded with the render's error; the pool keeps the
-// rendered config it names.
-func (c *Controller) degrade(ctx context.Context, pool, selKey string, rerr error) error {
-	reason := "RenderFailed"
-	if errors.Is(rerr, render.ErrSpecCeiling) {
-		reason = "SpecCeilingExceeded"
-	}
-	msg := fmt.Sprintf("Failed to render configuration for pool %s: %v", pool, rerr)
-	c.setDegraded(pool, msg)
-	c.log.Warn("pool not rendered; it keeps its rendered config", "pool", pool, "err", rerr)
-	return c.setCondition(ctx, nil, pool, selKey, condition{status: "True", reason: reason, message: truncate(msg, maxConditionMessage)})
-}
-
-// maxConditionMessage bounds a condition's message: a render can fail on
-// hundreds of fields, and the pool object must stay small.
-const maxConditionMessage = 16 << 10
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "… (truncated; see the controller's /status)"
-}
-
-func sameJSON(a, b any) bool {
-	x, err1 := json.Marshal(a)
-	y, err2 := json.Marshal(b)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	var u, v any
-	if json.Unmarshal(x, &u) != nil || json.Unmarshal(y, &v) != nil {
-		return false
-	}
-	return reflect.DeepEqual(u, v)
 }

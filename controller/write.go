@@ -4,12 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -35,6 +41,23 @@ type contentError struct {
 
 func (e *contentError) Error() string {
 	return fmt.Sprintf("%s: MachineConfig/%s: $.spec: a rendered MachineConfig of that name exists with other content; names are content-addressed, so it is not rewritten (delete it to have it written again)", kube.Origin, e.Name)
+}
+
+// writer writes pools and rendered configs.
+type writer struct {
+	dyn    dynamic.Interface
+	src    *kube.Source
+	m      *metrics
+	book   *statusBook
+	events *eventLog
+	log    *slog.Logger
+	dryRun bool
+	// baseImage is the release's OS image, for OSImageURLOverridden.
+	baseImage func() string
+
+	mu      sync.Mutex
+	checked map[string]string // rendered config → resourceVersion found equal to its render
+	left    leftConfigs
 }
 
 // renderedObject is the rendered MachineConfig to store: the renderer's
@@ -68,22 +91,23 @@ func sameContent(pool string, cur, want *unstructured.Unstructured) error {
 // exists; an existing one must hold the same spec. A stored config found
 // equal is not compared again until it changes: a large one costs a
 // decode of both sides.
-func (c *Controller) ensureRendered(ctx context.Context, res *render.Result, pool *unstructured.Unstructured) error {
+func (w *writer) ensureRendered(ctx context.Context, res *render.Result, pool *unstructured.Unstructured) error {
 	name := res.Name
-	cur := c.src.MachineConfig(name)
-	if cur != nil && c.wasVerified(name, cur.GetResourceVersion()) {
+	cur := w.src.MachineConfig(name)
+	if cur != nil && w.wasVerified(name, cur.GetResourceVersion()) {
 		return nil
 	}
 	obj, err := renderedObject(res, pool)
 	if err != nil {
 		return err
 	}
-	mcs := c.dyn.Resource(kube.MachineConfigs)
+	mcs := w.dyn.Resource(kube.MachineConfigs)
 	if cur == nil {
-		_, err = mcs.Create(ctx, obj, metav1.CreateOptions{DryRun: c.dryRun(), FieldManager: fieldManager})
+		_, err = mcs.Create(ctx, obj, metav1.CreateOptions{DryRun: w.dryRunOpt(), FieldManager: fieldManager})
 		if err == nil {
-			c.m.renders.WithLabelValues(c.dryRunLabel()).Inc()
-			c.wrote(res.Pool, "created rendered MachineConfig "+name)
+			w.m.renders.WithLabelValues(w.dryRunLabel()).Inc()
+			w.book.wrote(res.Pool, "created rendered MachineConfig "+name)
+			w.generated(res, w.baseImage())
 			return nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -97,39 +121,41 @@ func (c *Controller) ensureRendered(ctx context.Context, res *render.Result, poo
 	if err := sameContent(res.Pool, cur, obj); err != nil {
 		return err
 	}
-	c.verified(name, cur.GetResourceVersion())
+	w.verified(name, cur.GetResourceVersion())
 	return nil
 }
 
 // wasVerified says whether the stored config was found equal to its render
 // at this resourceVersion.
-func (c *Controller) wasVerified(name, rv string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return rv != "" && c.checked[name] == rv
+func (w *writer) wasVerified(name, rv string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return rv != "" && w.checked[name] == rv
 }
 
-func (c *Controller) verified(name, rv string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.checked == nil || len(c.checked) > maxChecked {
-		c.checked = map[string]string{} // forget the old ones, rather than grow
+func (w *writer) verified(name, rv string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.checked == nil || len(w.checked) > maxChecked {
+		w.checked = map[string]string{} // forget the old ones, rather than grow
 	}
-	c.checked[name] = rv
+	w.checked[name] = rv
 }
 
 // maxChecked bounds the verified-config memo.
 const maxChecked = 4096
 
-func (c *Controller) dryRun() []string {
-	if c.cfg.DryRun {
+func (w *writer) dryRunOpt() []string {
+	if w.dryRun {
 		return []string{metav1.DryRunAll}
 	}
 	return nil
 }
 
-func (c *Controller) dryRunLabel() string {
-	if c.cfg.DryRun {
+func (w *writer) dryRunLabel() string { return dryRunLabel(w.dryRun) }
+
+func dryRunLabel(dryRun bool) string {
+	if dryRun {
 		return "true"
 	}
 	return "false"
@@ -140,11 +166,11 @@ func (c *Controller) dryRunLabel() string {
 // one when nil). The patch carries the resourceVersion it was built from,
 // so a concurrent change is a conflict: the pool is read again and the
 // patch rebuilt, never written over it. It returns the pool as last seen.
-func (c *Controller) patchPool(ctx context.Context, pool *unstructured.Unstructured, name, selKey, subresource string,
+func (w *writer) patchPool(ctx context.Context, pool *unstructured.Unstructured, name, selKey, subresource string,
 	build func(*unstructured.Unstructured) map[string]any, what string) (*unstructured.Unstructured, error) {
-	res := c.dyn.Resource(kube.MachineConfigPools)
+	res := w.dyn.Resource(kube.MachineConfigPools)
 	if pool == nil {
-		pool = c.src.Pool(name)
+		pool = w.src.Pool(name)
 	}
 	var subs []string
 	if subresource != "" {
@@ -165,15 +191,15 @@ func (c *Controller) patchPool(ctx context.Context, pool *unstructured.Unstructu
 		if err != nil {
 			return nil, err
 		}
-		got, err := res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{DryRun: c.dryRun(), FieldManager: fieldManager}, subs...)
+		got, err := res.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{DryRun: w.dryRunOpt(), FieldManager: fieldManager}, subs...)
 		if err == nil {
 			kind := "configuration"
 			if subresource != "" {
 				kind = subresource
 			}
-			c.m.poolUpdates.WithLabelValues(kind, c.dryRunLabel()).Inc()
-			c.wrote(name, what)
-			if c.cfg.DryRun {
+			w.m.poolUpdates.WithLabelValues(kind, w.dryRunLabel()).Inc()
+			w.book.wrote(name, what)
+			if w.dryRun {
 				return pool, nil // got is what would have been
 			}
 			return got, nil
@@ -181,8 +207,8 @@ func (c *Controller) patchPool(ctx context.Context, pool *unstructured.Unstructu
 		if !apierrors.IsConflict(err) || attempt >= maxConflictRetries {
 			return nil, fmt.Errorf("updating MachineConfigPool %s: %w", name, err)
 		}
-		c.m.conflicts.Inc()
-		c.log.Debug("conflict; reading the pool again", "pool", name, "attempt", attempt+1)
+		w.m.conflicts.Inc()
+		w.log.Debug("conflict; reading the pool again", "pool", name, "attempt", attempt+1)
 		if pool, err = res.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			return nil, nil
 		} else if err != nil {
@@ -194,37 +220,54 @@ func (c *Controller) patchPool(ctx context.Context, pool *unstructured.Unstructu
 
 type condition struct{ status, reason, message string }
 
-// setCondition sets the pool's RenderDegraded condition as OpenShift's
-// helpers do: the transition time moves only when the status changes.
-func (c *Controller) setCondition(ctx context.Context, from *unstructured.Unstructured, pool, selKey string, want condition) error {
-	what := "cleared " + conditionRenderDegraded
-	if want.status == "True" {
-		what = "set " + conditionRenderDegraded
-	}
-	_, err := c.patchPool(ctx, from, pool, selKey, "status", func(p *unstructured.Unstructured) map[string]any {
-		conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
-		i := -1
-		for j, x := range conds {
-			if m, ok := x.(map[string]any); ok && m["type"] == conditionRenderDegraded {
-				i = j
-			}
+// setConditions sets conditions of the pool's status as OpenShift's
+// helpers do: the transition time moves only when the status changes. A
+// condition set False that the pool does not carry is not added
+// (RenderPending appears only once a pool has waited).
+func (w *writer) setConditions(ctx context.Context, from *unstructured.Unstructured, pool, selKey string, want map[string]condition) error {
+	var what []string
+	for _, typ := range slices.Sorted(maps.Keys(want)) {
+		verb := "cleared "
+		if want[typ].status == "True" {
+			verb = "set "
 		}
-		now := time.Now().UTC().Format(time.RFC3339)
-		next := map[string]any{"type": conditionRenderDegraded, "status": want.status, "reason": want.reason,
-			"message": want.message, "lastTransitionTime": now}
-		if i >= 0 {
-			cur := conds[i].(map[string]any)
-			if cur["status"] == want.status && cur["reason"] == want.reason && cur["message"] == want.message {
-				return nil
-			}
-			if cur["status"] == want.status && cur["lastTransitionTime"] != nil {
-				next["lastTransitionTime"] = cur["lastTransitionTime"]
-			}
-			conds[i] = next
-		} else {
-			conds = append(conds, next)
+		what = append(what, verb+typ)
+	}
+	_, err := w.patchPool(ctx, from, pool, selKey, "status", func(p *unstructured.Unstructured) map[string]any {
+		conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+		if !withConditions(&conds, want, time.Now()) {
+			return nil
 		}
 		return map[string]any{"status": map[string]any{"conditions": conds}}
-	}, what)
+	}, strings.Join(what, ", "))
 	return err
+}
+
+// withConditions sets the conditions in conds; false when nothing changes.
+func withConditions(conds *[]any, want map[string]condition, now time.Time) bool {
+	changed := false
+	for _, typ := range slices.Sorted(maps.Keys(want)) {
+		c := want[typ]
+		i := slices.IndexFunc(*conds, func(x any) bool { m, ok := x.(map[string]any); return ok && m["type"] == typ })
+		next := map[string]any{"type": typ, "status": c.status, "reason": c.reason, "message": c.message,
+			"lastTransitionTime": now.UTC().Format(time.RFC3339)}
+		if i < 0 {
+			if c.status == "False" && typ == conditionRenderPending {
+				continue
+			}
+			*conds = append(*conds, next)
+			changed = true
+			continue
+		}
+		cur := (*conds)[i].(map[string]any)
+		if cur["status"] == c.status && cur["reason"] == c.reason && cur["message"] == c.message {
+			continue
+		}
+		if cur["status"] == c.status && cur["lastTransitionTime"] != nil {
+			next["lastTransitionTime"] = cur["lastTransitionTime"]
+		}
+		(*conds)[i] = next
+		changed = true
+	}
+	return changed
 }

@@ -30,13 +30,24 @@ type pair struct {
 }
 
 // newSigner makes a self-signed CA named as library-go names its signers
-// (namespace_name@unix), valid from now for validity.
-func newSigner(now time.Time, validity time.Duration) (*pair, error) {
+// (namespace_name@unix), valid from now for validity, never with the name
+// of one of others (a CA replaced within the same second gets the next
+// second's name): two CAs of one subject
+// make clients try the wrong one's key ("crypto/rsa: verification error").
+func newSigner(now time.Time, validity time.Duration, others ...*x509.Certificate) (*pair, error) {
 	key, err := rsa.GenerateKey(rand.Reader, keyBits)
 	if err != nil {
 		return nil, fmt.Errorf("generating a CA key: %w", err)
 	}
-	tmpl := caTemplate(fmt.Sprintf("%s_%s@%d", mcoNamespace, signerName, now.Unix()), key.Public(), now, now.Add(validity))
+	stamp := now.Unix()
+	taken := map[string]bool{}
+	for _, c := range others {
+		taken[c.Subject.CommonName] = true
+	}
+	for taken[fmt.Sprintf("%s_%s@%d", mcoNamespace, signerName, stamp)] {
+		stamp++
+	}
+	tmpl := caTemplate(fmt.Sprintf("%s_%s@%d", mcoNamespace, signerName, stamp), key.Public(), now, now.Add(validity))
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		return nil, fmt.Errorf("signing the CA: %w", err)

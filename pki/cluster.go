@@ -20,9 +20,9 @@ import (
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
-// infrastructures is the cluster's Infrastructure, whose api-int host and
+// Infrastructures is the cluster's Infrastructure, whose api-int host and
 // internal IPs the serving certificate names.
-var infrastructures = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "infrastructures"}
+var Infrastructures = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "infrastructures"}
 
 // Clients reach the API server.
 type Clients struct {
@@ -154,7 +154,7 @@ func (cl *cluster) readPools(ctx context.Context, c Clients) error {
 // readInfrastructure finds the SANs and the pointer configs' host as
 // upstream does: the api-int host and the platform's API internal IPs.
 func (cl *cluster) readInfrastructure(ctx context.Context, c Clients) error {
-	infra, err := c.Dynamic.Resource(infrastructures).Get(ctx, "cluster", metav1.GetOptions{})
+	infra, err := c.Dynamic.Resource(Infrastructures).Get(ctx, "cluster", metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("infrastructure/cluster: %w", err)
 	}

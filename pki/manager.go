@@ -63,14 +63,21 @@ func New(cfg Config) (*Manager, error) {
 	return &Manager{cfg: cfg, log: cfg.Logger.With("component", "pki"), kick: make(chan struct{}, 1)}, nil
 }
 
-// Run passes until ctx ends: at start, every Resync, and when a pool is
-// added or deleted (its token and pointer config follow at once).
+// Run passes until ctx ends: at start, every Resync, when a pool is added
+// or deleted (its token and pointer config follow at once) and when the
+// Infrastructure changes (the serving certificate's names).
 func (m *Manager) Run(ctx context.Context) error {
 	f := dynamicinformer.NewDynamicSharedInformerFactory(m.cfg.Clients.Dynamic, 0)
-	for _, gvr := range []schema.GroupVersionResource{poolsGVR(), infrastructures} {
+	for _, gvr := range []schema.GroupVersionResource{poolsGVR(), Infrastructures} {
+		// A pool's status changes all the time; the Infrastructure's only
+		// when its hosts (the certificate's names) may have.
+		onUpdate := func(any, any) {}
+		if gvr == Infrastructures {
+			onUpdate = func(any, any) { m.poke() }
+		}
 		_, _ = f.ForResource(gvr).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { m.poke() },
-			UpdateFunc: func(any, any) {},
+			UpdateFunc: onUpdate,
 			DeleteFunc: func(any) { m.poke() },
 		})
 	}

@@ -37,18 +37,18 @@ func cluster0(t *testing.T, pools ...string) Clients {
 			_ = c.Kube.CoreV1().Secrets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 			_ = c.Kube.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		}
-		_ = c.Dynamic.Resource(infrastructures).Delete(ctx, "cluster", metav1.DeleteOptions{})
+		_ = c.Dynamic.Resource(Infrastructures).Delete(ctx, "cluster", metav1.DeleteOptions{})
 		cp.DeleteAll(t, kube.MachineConfigPools)
 	})
 	infra := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": map[string]any{"name": "cluster"}, "spec": map[string]any{}}}
-	got, err := c.Dynamic.Resource(infrastructures).Create(ctx, infra, metav1.CreateOptions{})
+	got, err := c.Dynamic.Resource(Infrastructures).Create(ctx, infra, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got.Object["status"] = map[string]any{"apiServerInternalURI": "https://api-int.test.example:6443", "infrastructureName": "test",
 		"platformStatus": map[string]any{"type": "BareMetal", "baremetal": map[string]any{"apiServerInternalIPs": []any{"127.0.0.1"}}}}
-	if _, err := c.Dynamic.Resource(infrastructures).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Dynamic.Resource(Infrastructures).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pools {

@@ -91,7 +91,11 @@ func plan(now time.Time, cur current, hosts []string, lt Lifetimes, force bool) 
 		if force {
 			why = "rotation asked for"
 		}
-		next, err := newSigner(now, lt.CAValidity)
+		others := slices.Concat(cur.bundle, cur.carried, cur.cross)
+		if cur.signer != nil {
+			others = append(others, cur.signer.cert)
+		}
+		next, err := newSigner(now, lt.CAValidity, others...)
 		if err != nil {
 			return d, err
 		}

@@ -262,3 +262,18 @@ func TestRotateToken(t *testing.T) {
 		t.Errorf("grace ended: %+v", c)
 	}
 }
+
+// Three CAs made within one second still have three names: clients pick
+// the CA to verify with by name.
+func TestSignerNamesDistinct(t *testing.T) {
+	t0 := time.Now()
+	d := mustPlan(t, t0, current{}, false)
+	names := map[string]bool{d.signer.cert.Subject.CommonName: true}
+	for range 2 {
+		d = mustPlan(t, t0, applied(d), true)
+		if names[d.signer.cert.Subject.CommonName] {
+			t.Fatalf("a second CA named %q", d.signer.cert.Subject.CommonName)
+		}
+		names[d.signer.cert.Subject.CommonName] = true
+	}
+}

@@ -70,6 +70,9 @@ func (e *entry) sum() []byte {
 	if e.generated {
 		writeField(h, []byte("generated"))
 	}
+	if e.doc != nil {
+		e.doc.key(h) // lines quoted by reasons and overrides
+	}
 	for _, list := range [][]*Error{e.problems, e.warnings} {
 		writeField(h, []byte("errors"))
 		for _, err := range list {

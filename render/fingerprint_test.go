@@ -31,11 +31,11 @@ func fingerprintDocs() map[string]string {
 
 // fingerprintSet loads fingerprintDocs with edit's documents replacing
 // (added, or removed when empty) those of the same name.
-func fingerprintSet(t *testing.T, edit map[string]string) *Set {
+func fingerprintSet(t *testing.T, edit map[string]string, api bool) *Set {
 	t.Helper()
 	docs := fingerprintDocs()
 	maps.Copy(docs, edit)
-	var l Loader
+	l := Loader{FromAPIServer: api}
 	for _, k := range slices.Sorted(maps.Keys(docs)) {
 		if docs[k] != "" {
 			l.Data("in/"+k+".yaml", []byte(docs[k]))
@@ -50,7 +50,8 @@ func fingerprintSet(t *testing.T, edit map[string]string) *Set {
 
 func TestFingerprints(t *testing.T) {
 	all := []string{"edge", "gpu", "worker"}
-	base := fingerprintSet(t, nil).Fingerprints(Options{})
+	base := fingerprintSet(t, nil, false).Fingerprints(Options{})
+	apiBase := fingerprintSet(t, nil, true).Fingerprints(Options{})
 	docs := fingerprintDocs()
 	if len(base) != 3 {
 		t.Fatalf("fingerprints %v", base)
@@ -59,6 +60,7 @@ func TestFingerprints(t *testing.T) {
 		name    string
 		edit    map[string]string
 		opts    Options
+		api     bool // read from an API server, where objects have no lines
 		changed []string
 	}{
 		{name: "same objects loaded again", changed: nil},
@@ -69,17 +71,23 @@ func TestFingerprints(t *testing.T) {
 		{name: "label only", edit: map[string]string{"50-gpu": strings.Replace(doc("50-gpu", "gpu", file("/etc/gpu", "data:,gpu")), "labels:\n", "labels:\n    x: z\n", 1)}, changed: []string{"gpu"}},
 		{name: "pool's selector", edit: map[string]string{"pool-edge": strings.Replace(docs["pool-edge"], "values: [worker, edge]", "values: [edge]", 1)}, changed: []string{"edge"}},
 		{name: "pool's labels and resourceVersion", edit: map[string]string{"pool-edge": strings.Replace(docs["pool-edge"], "metadata:\n", "metadata:\n  labels: {a: b}\n  resourceVersion: \"7\"\n", 1)}, changed: nil},
-		{name: "MachineConfig's resourceVersion", edit: map[string]string{"50-gpu": strings.Replace(doc("50-gpu", "gpu", file("/etc/gpu", "data:,gpu")), "metadata:\n", "metadata:\n  resourceVersion: \"9\"\n", 1)}, changed: nil},
+		{name: "MachineConfig's resourceVersion", api: true, edit: map[string]string{"50-gpu": strings.Replace(doc("50-gpu", "gpu", file("/etc/gpu", "data:,gpu")), "metadata:\n", "metadata:\n  resourceVersion: \"9\"\n", 1)}, changed: nil},
+		// In a file, the lines its reasons and overrides quote moved.
+		{name: "a MachineConfig's lines moved", edit: map[string]string{"50-gpu": "# a comment\n" + doc("50-gpu", "gpu", file("/etc/gpu", "data:,gpu"))}, changed: []string{"gpu"}},
 		{name: "MachineConfig's annotation", edit: map[string]string{"50-gpu": strings.Replace(doc("50-gpu", "gpu", file("/etc/gpu", "data:,gpu")), "metadata:\n", "metadata:\n  annotations: {a: b}\n", 1)}, changed: []string{"gpu"}},
 		{name: "OS image", edit: map[string]string{"cc": strings.Replace(docs["cc"], "sha256:1", "sha256:2", 1)}, changed: all},
 		{name: "served CA only", edit: map[string]string{"cc": strings.Replace(docs["cc"], "Y2E=", "Y2I=", 1)}, changed: nil},
 		{name: "options", opts: Options{MinSpec: convert.V3_2}, changed: all},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := fingerprintSet(t, tc.edit).Fingerprints(tc.opts)
+			got := fingerprintSet(t, tc.edit, tc.api).Fingerprints(tc.opts)
+			was := base
+			if tc.api {
+				was = apiBase
+			}
 			var changed []string
 			for _, p := range all {
-				if got[p] != base[p] {
+				if got[p] != was[p] {
 					changed = append(changed, p)
 				}
 			}

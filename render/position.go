@@ -1,6 +1,8 @@
 package render
 
 import (
+	"hash"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -16,12 +18,19 @@ import (
 type docRef struct {
 	root   func() *yaml.Node // the object's node, parsed on first use; nil when unparsable
 	butane bool              // the object was translated from a Butane file
+	// key is what the lines depend on, for fingerprints: an edit that
+	// moves lines changes what a render says, if not what it writes.
+	key func(h hash.Hash)
 }
 
 // newDocRef locates an object at path at (e.g. "$.items.3") inside doc, a
 // YAML (or JSON) document starting on line first of its file.
 func newDocRef(doc []byte, first int, at string, butane bool) *docRef {
-	return &docRef{butane: butane, root: sync.OnceValue(func() *yaml.Node {
+	key := func(h hash.Hash) {
+		writeField(h, doc)
+		writeField(h, []byte(strconv.Itoa(first)+" "+at))
+	}
+	return &docRef{butane: butane, key: key, root: sync.OnceValue(func() *yaml.Node {
 		var n yaml.Node
 		if yaml.Unmarshal(doc, &n) != nil || len(n.Content) == 0 {
 			return nil

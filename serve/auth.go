@@ -54,7 +54,8 @@ func match(accepted []Token, got []byte) *Token {
 // answered 511, which Ignition retries: adding its token (or its pool to
 // the token) lets it boot.
 //
-// tokens returns the accepted tokens (nil or none: no authentication);
+// tokens returns the accepted tokens (nil: no authentication; none: every
+// request refused, as with pool tokens before the first is made);
 // known maps the request's pool name to what a refusal may name (an
 // unauthenticated request must not put its own strings in logs or /status).
 func auth(tokens func() []Token, known func(pool string) string, ref *refuser) func(http.Handler) http.Handler {
@@ -65,11 +66,9 @@ func auth(tokens func() []Token, known func(pool string) string, ref *refuser) f
 		var retired tokenHistory
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			accepted := tokens()
-			if len(accepted) == 0 {
-				next.ServeHTTP(w, r)
-				return
+			if len(accepted) > 0 {
+				retired.observe(accepted)
 			}
-			retired.observe(accepted)
 			got, ok := bearer(r.Header.Get("Authorization"))
 			name := chi.URLParam(r, "pool")
 			tok := match(accepted, got)
@@ -106,10 +105,6 @@ func adminAuth(tokens func() []Token) func(http.Handler) http.Handler {
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			accepted := tokens()
-			if len(accepted) == 0 {
-				next.ServeHTTP(w, r)
-				return
-			}
 			got, ok := bearer(r.Header.Get("Authorization"))
 			if tok := match(accepted, got); ok && tok != nil && len(tok.Pools) == 0 {
 				next.ServeHTTP(w, r)

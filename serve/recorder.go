@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"sync"
 	"time"
@@ -14,12 +15,13 @@ import (
 // the notifier. The Reloader writes it through renderHealth; the request
 // path through waiting and the fetch log.
 type recorder struct {
-	log    *slog.Logger
-	m      *renderMetrics
-	gate   *skewgate.Gate // shown, never changed here; nil: none
-	source string
-	notify func(source.Notice) // nil: nobody is told
-	served func() *Snapshot
+	log         *slog.Logger
+	m           *renderMetrics
+	gate        *skewgate.Gate // shown, never changed here; nil: none
+	source      string
+	notify      func(source.Notice) // nil: nobody is told
+	served      func() *Snapshot
+	servingCert func() (*tls.Certificate, error) // nil: no TLS listener
 
 	waiting waitingNodes
 	fetches fetchLog

@@ -2,6 +2,7 @@
 package serve
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -27,7 +28,8 @@ type Config struct {
 	// (curl); zero means the pool's rendered spec.
 	DefaultSpec convert.Version
 	// Tokens, when set, returns the bearer tokens /config/ accepts, each
-	// with its pools; nil or an empty list means no authentication. With
+	// with its pools; nil means no authentication, an empty list that
+	// nothing is accepted. With
 	// tokens, /status and /metrics need a token for every pool.
 	Tokens func() []Token
 	// Gate decides about clients that cannot read the pool's config or that
@@ -39,6 +41,9 @@ type Config struct {
 	// first fetches (the Kubernetes source turns them into Events). It is
 	// called on the request path and must not block.
 	Notify func(source.Notice)
+	// ServingCert, when set, returns the certificate chain the TLS listener
+	// serves, for /status's tls section.
+	ServingCert func() (*tls.Certificate, error)
 	// MaxInFlight bounds the config requests answered at once; past it
 	// requests get 503 (retried). Zero means no bound.
 	MaxInFlight int
@@ -81,7 +86,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, m: m}
-	s.rec = &recorder{log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, notify: cfg.Notify, served: s.Snapshot}
+	s.rec = &recorder{log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, notify: cfg.Notify, served: s.Snapshot, servingCert: cfg.ServingCert}
 	s.clients.vec = m.clients
 	s.counters.m = m
 	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: &s.rec.waiting}
@@ -119,6 +124,19 @@ func (s *Server) routes() http.Handler {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// AdminHandler serves /status, /metrics and the probes without a token,
+// for a listener of its own (loopback, or a port only Prometheus reaches)
+// when the nodes' listeners require tokens.
+func (s *Server) AdminHandler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(instrument(s.m.duration.WithLabelValues("admin")))
+	r.Get("/healthz", healthz)
+	r.Get("/readyz", s.readyz)
+	r.Get("/status", statusHandler(s.rec))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{Registry: s.cfg.Registry}))
+	return r
+}
 
 // Swap makes snap the served generation and records it as the newest
 // render, clearing the render error.

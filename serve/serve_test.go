@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -214,6 +215,13 @@ func TestAuth(t *testing.T) {
 	}
 	if w := get(t, s, "GET", "/config/master", "Authorization", "Bearer worker-token"); !strings.Contains(w.Body.String(), "not accepted for this pool") {
 		t.Errorf("other pool's token: %s", w.Body)
+	}
+	for _, path := range []string{"/status", "/metrics", "/healthz", "/readyz"} {
+		w := httptest.NewRecorder()
+		s.AdminHandler().ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		if w.Code != 200 {
+			t.Errorf("admin listener: %s answered %d without a token", path, w.Code)
+		}
 	}
 	open := newTestServer(t, Config{}, result(t, "worker", plainIgn))
 	for _, path := range []string{"/config/worker", "/status", "/metrics"} {

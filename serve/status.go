@@ -41,6 +41,9 @@ type Status struct {
 	// Waiting lists what kept nodes waiting lately: answers Ignition
 	// retries (docs/reliability.md), by cause and pool.
 	Waiting []Waiting `json:"waiting"`
+	// TLS is the served certificate and until when a pointer config
+	// trusting each CA boots a node (with a TLS listener).
+	TLS *TLSStatus `json:"tls,omitempty"`
 	// VersionOverride says what ?version= does, for whoever reads this
 	// while debugging with it.
 	VersionOverride string `json:"versionOverride"`
@@ -92,6 +95,7 @@ func (rec *recorder) status() Status {
 	}
 	failingSince := maps.Clone(rec.failingSince)
 	rec.mu.Unlock()
+	st.TLS = rec.tls()
 	if snap := rec.served(); snap != nil {
 		st.Ready, st.Generation = true, snap.Generation
 		t := snap.Built

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ignition-mcs/mcs/render"
@@ -15,11 +16,24 @@ import (
 
 // demoSource renders a directory pool by pool, as the directory source
 // does (which serve cannot import), so a broken MachineConfig fails its
-// pool alone.
-type demoSource struct{ dir string }
+// pool alone. Its files are named as if the directory were shown, so the
+// page's header and its errors name one tree.
+type demoSource struct{ dir, shown string }
 
 func (d *demoSource) Load(context.Context) (*source.Input, error) {
-	set, err := render.Load(d.dir)
+	files, err := filepath.Glob(filepath.Join(d.dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var l render.Loader
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		l.Data(filepath.Join(d.shown, filepath.Base(f)), b)
+	}
+	set, err := l.Set()
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +53,7 @@ func (d *demoSource) Load(context.Context) (*source.Input, error) {
 }
 
 func (d *demoSource) Watch(context.Context, chan<- struct{}) {}
-func (d *demoSource) String() string                         { return "directory " + d.dir }
+func (d *demoSource) String() string                         { return "directory " + d.shown }
 
 const (
 	demoPolicy = `mode: Manual
@@ -70,8 +84,9 @@ func demoServer(t testing.TB, notify func(source.Notice)) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := mustNew(t, Config{Gate: skewgate.New(policy, nil), Source: "directory /etc/mcs/cluster", Notify: notify})
-	rl := &Reloader{Source: &demoSource{dir: dir}, Server: s}
+	src := &demoSource{dir: dir, shown: "/etc/mcs/cluster"}
+	s := mustNew(t, Config{Gate: skewgate.New(policy, nil), Source: src.String(), Notify: notify})
+	rl := &Reloader{Source: src, Server: s}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +112,13 @@ func demoServer(t testing.TB, notify func(source.Notice)) *Server {
 	if err := os.WriteFile(filepath.Join(dir, "60-infra-realtime.yaml"), []byte(demoBadMC), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := rl.Reload(context.Background()); err == nil {
+	err = rl.Reload(context.Background())
+	if err == nil {
 		t.Fatal("the broken MachineConfig rendered")
+	}
+	// The page's header names the source; its errors must name files in it.
+	if want := src.shown + "/60-infra-realtime.yaml:8: "; !strings.Contains(err.Error(), want) {
+		t.Fatalf("the render error %q does not name %s, the tree the page's header shows", err, want)
 	}
 	return s
 }

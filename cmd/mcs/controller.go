@@ -29,6 +29,10 @@ type controllerOptions struct {
 	dryRun, prune              bool
 	keep                       int
 	resync, debounce           time.Duration
+	workers                    int
+	pruneGrace                 time.Duration
+	kubeQPS                    float64
+	kubeBurst                  int
 	pki                        pkiOptions
 }
 
@@ -54,7 +58,11 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 	fs.BoolVar(&o.prune, "prune", false, "delete rendered configs no pool or node uses, beyond the --keep newest per pool")
 	fs.IntVar(&o.keep, "keep", controller.DefaultKeep, "rendered configs per pool kept beyond those in use when pruning")
 	fs.DurationVar(&o.resync, "resync", 10*time.Minute, "re-render this often even without a change")
-	fs.DurationVar(&o.debounce, "debounce", 100*time.Millisecond, "quiet time after a change before rendering")
+	fs.DurationVar(&o.debounce, "debounce", 20*time.Millisecond, "quiet time after a change before rendering")
+	fs.IntVar(&o.workers, "workers", 16, "pools written at once")
+	fs.DurationVar(&o.pruneGrace, "prune-grace", 10*time.Minute, "with --prune, never delete a rendered config a pool named (or that was created) less than this ago")
+	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 100, "requests per second to the API server, sustained (client-go's default, 5, makes a 20-pool edit take seconds)")
+	fs.IntVar(&o.kubeBurst, "kube-api-burst", 300, "requests to the API server in a burst: a worker edit writes about 2 per pool")
 	fs.BoolVar(&o.pki.manage, "manage-pki", false, "also keep the machine-config-server CA, bundle, serving certificate, user-data pointer configs and pool tokens (docs/pki.md)")
 	pkiFlags(fs, &o.pki)
 	fs.Usage = func() {
@@ -111,6 +119,10 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	if o.kubeQPS <= 0 || o.kubeBurst <= 0 {
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+	}
+	rc.QPS, rc.Burst = float32(o.kubeQPS), o.kubeBurst
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c, err := controller.New(controller.Config{
@@ -118,7 +130,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		Identity: o.identity, LeaseNamespace: o.leaseNamespace, LeaseName: o.leaseName,
 		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewWithin, RetryPeriod: o.retryPeriod,
 		ReleaseOnCancel: true, DryRun: o.dryRun, Prune: o.prune, Keep: o.keep,
-		Resync: o.resync, Debounce: o.debounce, Logger: log, Registerer: reg,
+		Resync: o.resync, Debounce: o.debounce, Workers: o.workers, PruneGrace: o.pruneGrace, Logger: log, Registerer: reg,
 	})
 	if err != nil {
 		return err

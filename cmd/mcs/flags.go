@@ -29,6 +29,7 @@ func exitCode(err error) int {
 
 type options struct {
 	listenTLS, listenPlain string
+	listenAdmin            string
 	cert, key              string
 	dir                    string
 	source                 string // dir or kube
@@ -37,6 +38,7 @@ type options struct {
 	controllerConfig       string
 	kubeconfig, kubeletCA  string
 	authTokenFile          string
+	poolTokenSecrets       bool
 	skewPolicy             string
 	logFormat, logLevel    string
 	defaultSpec            convert.Version
@@ -144,6 +146,8 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "bootstrap-kubeconfig", "", "node bootstrap kubeconfig served as /etc/kubernetes/kubeconfig")
 	fs.StringVar(&o.kubeletCA, "kubelet-ca", "", "CA bundle served as /etc/kubernetes/kubelet-ca.crt (default: the ControllerConfig's)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file of bearer tokens, one per line, each followed by the pools it may fetch (none: every pool, and /status and /metrics); /config/, /status and /metrics then require one")
+	fs.StringVar(&o.listenAdmin, "listen-admin", "", "also serve /status, /metrics and the probes here without a token, e.g. 127.0.0.1:22626 (with tokens on, the other listeners need an all-pools token for them)")
+	fs.BoolVar(&o.poolTokenSecrets, "pool-token-secrets", false, "also accept the pool token Secrets of mcs controller --manage-pki --pool-token-rotation, each for its pool (read with --kubeconfig; docs/pki.md)")
 	fs.StringVar(&o.skewPolicy, "skew-policy", "", "boot-image skew policy file (YAML or JSON); reloaded on SIGHUP")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")

@@ -45,6 +45,7 @@ func newHTTPServer(o *options, h http.Handler, log *slog.Logger) *http.Server {
 type listenDeps struct {
 	conns      *connTable  // default: a table of its own, with the options' limits
 	certReport func(error) // told each change of the certificate's reload outcome
+	admin      http.Handler // served on --listen-admin
 }
 
 // listen opens the listeners the options ask for. The
@@ -84,6 +85,13 @@ func listen(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (out []
 	}
 	if len(out) == 0 {
 		return out, errors.New("no listener: set --listen-plain, or --listen-tls with --cert and --key")
+	}
+	if o.listenAdmin != "" && ls.admin != nil {
+		ln, err := net.Listen("tcp", o.listenAdmin)
+		if err != nil {
+			return out, fmt.Errorf("--listen-admin: %w", err)
+		}
+		out = append(out, server{srv: newHTTPServer(o, ls.admin, log), ln: ln, desc: "http://" + ln.Addr().String() + " (admin: /status, /metrics, /healthz, /readyz without a token)"})
 	}
 	return out, nil
 }

@@ -5,6 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
@@ -34,6 +38,9 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if ok, err := parseArgs(fs, args, stderr); !ok {
 		return err
 	}
+	if o.Keep < 0 || o.Count < 0 {
+		return fmt.Errorf("--keep and --count cannot be negative")
+	}
 	rc, err := kube.RESTConfig(*kubeconfig)
 	if err != nil {
 		return err
@@ -46,6 +53,43 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	_, err = controller.Prune(ctx, dyn, meta, o, stdout)
+	if !o.List && !o.Confirm {
+		fmt.Fprintln(stdout, "Dry run: nothing is deleted. Add --confirm to delete the rendered MachineConfigs below.")
+	}
+	rep, err := controller.Prune(ctx, dyn, meta, o)
+	if rep == nil {
+		return err
+	}
+	if o.List {
+		return writePruneList(stdout, rep)
+	}
+	verb := "deleted"
+	if !o.Confirm {
+		verb = "would delete"
+	}
+	for _, n := range rep.Deleted {
+		fmt.Fprintf(stdout, "%s rendered MachineConfig %s\n", verb, n)
+	}
+	fmt.Fprintf(stdout, "%d %s; %d in use and %d kept (--keep %d per pool) are not\n", len(rep.Deleted), verb, rep.InUse, rep.Kept, o.Keep)
 	return err
+}
+
+// writePruneList is `mcs prune list`: every rendered config, in use (and
+// by whom), kept (and why), or prunable.
+func writePruneList(out io.Writer, rep *controller.PruneReport) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POOL\tNAME\tCREATED\tSTATUS")
+	for _, r := range rep.Configs {
+		status := "kept: " + r.Kept
+		switch {
+		case len(r.InUse) > 0:
+			status = "in use: " + strings.Join(r.InUse, ", ")
+		case slices.Contains(rep.Planned, r.Name):
+			status = "prunable"
+		case r.Kept == "":
+			status = "prunable (beyond --count)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Pool, r.Name, r.Created.UTC().Format(time.RFC3339), status)
+	}
+	return tw.Flush()
 }

@@ -2,14 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/ignition-mcs/mcs/pki"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/skewgate"
@@ -58,23 +63,83 @@ func newGate(o *options, log *slog.Logger) (gate *skewgate.Gate, reload func(), 
 }
 
 // newTokens returns the bearer tokens of --auth-token-file, re-read when
-// the file changes, or nil when there is none.
-func newTokens(o *options, log *slog.Logger) (func() []serve.Token, error) {
-	if o.authTokenFile == "" {
-		return nil, nil
-	}
-	tf := &fileCache{path: o.authTokenFile, parse: parseTokens}
-	if _, err := tf.get(); err != nil {
-		return nil, fmt.Errorf("--auth-token-file: %w", err)
-	}
-	return func() []serve.Token {
-		v, err := tf.get()
-		if err != nil {
-			log.Error("reading auth tokens; keeping the previous ones", "err", err)
+// the file changes, and with --pool-token-secrets the pool token Secrets,
+// followed as they change; nil when there are none.
+func newTokens(ctx context.Context, o *options, log *slog.Logger) (func() []serve.Token, error) {
+	file := func() []serve.Token { return nil }
+	if o.authTokenFile != "" {
+		tf := &fileCache{path: o.authTokenFile, parse: parseTokens}
+		if _, err := tf.get(); err != nil {
+			return nil, fmt.Errorf("--auth-token-file: %w", err)
 		}
-		t, _ := v.([]serve.Token)
-		return t
-	}, nil
+		file = func() []serve.Token {
+			v, err := tf.get()
+			if err != nil {
+				log.Error("reading auth tokens; keeping the previous ones", "err", err)
+			}
+			t, _ := v.([]serve.Token)
+			return t
+		}
+	}
+	if !o.poolTokenSecrets {
+		if o.authTokenFile == "" {
+			return nil, nil
+		}
+		return file, nil
+	}
+	rc, err := kube.RESTConfig(o.kubeAPIConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--pool-token-secrets: %w", err)
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("--pool-token-secrets: %w", err)
+	}
+	w, err := pki.WatchTokens(ctx, c, log)
+	if err != nil {
+		return nil, fmt.Errorf("--pool-token-secrets: %w", err)
+	}
+	return joinTokens(file, w), nil
+}
+
+// joinTokens is the file's tokens then the pool tokens, one slice until
+// either changes (the auth middleware notices rotations by its identity).
+func joinTokens(file func() []serve.Token, w *pki.TokenWatch) func() []serve.Token {
+	type key struct {
+		file *serve.Token
+		gen  uint64
+	}
+	var mu sync.Mutex
+	var last key
+	var joined []serve.Token
+	return func() []serve.Token {
+		f := file()
+		k := key{gen: w.Generation()}
+		if len(f) > 0 {
+			k.file = &f[0]
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if joined != nil && k == last {
+			return joined
+		}
+		out := append([]serve.Token{}, f...)
+		for _, t := range w.Tokens() {
+			out = append(out, serve.Token{Secret: []byte(t.Token), Pools: []string{t.Pool}})
+		}
+		joined, last = out, k
+		return joined
+	}
+}
+
+// servingCert is the TLS listener's certificate, for /status; nil without
+// one.
+func servingCert(o *options) func() (*tls.Certificate, error) {
+	if o.cert == "" || o.listenTLS == "" {
+		return nil
+	}
+	cr := &certReloader{cert: o.cert, key: o.key}
+	return func() (*tls.Certificate, error) { return cr.get(nil) }
 }
 
 // parseTokens reads --auth-token-file: a token a line, then the pools it

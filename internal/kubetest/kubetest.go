@@ -34,7 +34,9 @@ func Assets() (string, error) {
 
 // CRDFiles are the real CRDs from github.com/openshift/api: MachineConfigs
 // and MachineConfigPools, and with all the ControllerConfig and the
-// Infrastructure (the Default feature set's) and the MachineConfiguration of a feature set with the
+// Infrastructure (the Default feature set's), KubeletConfigs and
+// ContainerRuntimeConfigs (the controller's guards read them) and the
+// MachineConfiguration of a feature set with the
 // BootImageSkewEnforcement gate on (CustomNoUpgrade: in this release
 // neither Default nor TechPreviewNoUpgrade has the field, and the API
 // server would prune spec.bootImageSkewEnforcement).
@@ -52,6 +54,8 @@ func CRDFiles(all bool) ([]string, error) {
 	if all {
 		files = append(files,
 			filepath.Join(mc, "0000_80_machine-config_01_controllerconfigs-Default.crd.yaml"),
+			filepath.Join(mc, "0000_80_machine-config_01_kubeletconfigs.crd.yaml"),
+			filepath.Join(mc, "0000_80_machine-config_01_containerruntimeconfigs.crd.yaml"),
 			filepath.Join(api, "operator", "v1", "zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigurations-CustomNoUpgrade.crd.yaml"),
 			filepath.Join(api, "config", "v1", "zz_generated.crd-manifests", "0000_10_config-operator_01_infrastructures-Default.crd.yaml"))
 	}

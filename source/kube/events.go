@@ -36,6 +36,10 @@ const eventMessageMax = 1024
 type EventsConfig struct {
 	// Host names this replica in each Event's source (the pod's name).
 	Host string
+	// Component is each Event's source.component (default
+	// machine-config-server; the controller is upstream's
+	// machineconfigcontroller-rendercontroller).
+	Component string
 	// Correlator tunes the aggregation and rate limits; the zero value is
 	// client-go's default: per pool and reason, a burst of 25 writes, then
 	// one every 5 minutes, and 10 similar messages within 10 minutes
@@ -71,12 +75,15 @@ func (s *Source) Events(cfg EventsConfig) (*EventNotifier, error) {
 	if corr.SpamKeyFunc == nil {
 		corr.SpamKeyFunc = spamKey
 	}
+	if cfg.Component == "" {
+		cfg.Component = eventComponent
+	}
 	b := record.NewBroadcaster(record.WithCorrelatorOptions(corr))
 	b.StartRecordingToSink(&eventSink{client: client})
 	return &EventNotifier{
 		src:         s,
 		broadcaster: b,
-		recorder:    b.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: eventComponent, Host: cfg.Host}),
+		recorder:    b.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: cfg.Component, Host: cfg.Host}),
 	}, nil
 }
 
@@ -102,6 +109,12 @@ func (e *EventNotifier) Notify(n source.Notice) {
 		typ = corev1.EventTypeWarning
 	}
 	e.recorder.Event(e.poolRef(n.Pool), typ, string(n.Kind), truncate(n.Message, eventMessageMax))
+}
+
+// Record records an Event of the type (Normal, Warning) on a pool, as Notify
+// does: the controller's reasons are upstream's render controller's.
+func (e *EventNotifier) Record(pool, eventType, reason, message string) {
+	e.recorder.Event(e.poolRef(pool), eventType, reason, truncate(message, eventMessageMax))
 }
 
 // Shutdown stops the recorder; Events not yet written are dropped.
