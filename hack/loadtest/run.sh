@@ -143,6 +143,7 @@ run_pools() { # pools
 }
 
 {
+trap cleanup EXIT # the block is a subshell: what it starts is stopped when it fails, too
 echo "| pools | client | spec served | worker bytes | req/s mcs / bare | ratio | p50 ms mcs / bare | p99 ms mcs / bare | p99 ratio | CPU µs/request mcs / bare | ratio |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for n in $POOLS; do run_pools "$n"; done
