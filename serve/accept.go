@@ -36,6 +36,18 @@ const (
 // distinct Accept headers; anything past this is negotiated every time.
 const acceptCacheMax = 256
 
+// cacheKeyMax is the longest header value the negotiation and User-Agent
+// caches keep (real Ignition clients send under 200 bytes): longer ones,
+// up to the 64 KiB a header may be, are worked out each time, so that each
+// cache holds at most acceptCacheMax × cacheKeyMax = 128 KiB of keys
+// rather than 16 MiB.
+const cacheKeyMax = 512
+
+// cacheable reports whether a cache holding n keys may keep key.
+func cacheable(key string, n *atomic.Int64) bool {
+	return len(key) <= cacheKeyMax && n.Load() < acceptCacheMax
+}
+
 // negotiator memoises negotiate by Accept header, up to acceptCacheMax.
 type negotiator struct {
 	m sync.Map // Accept header → want
@@ -47,7 +59,7 @@ func (c *negotiator) negotiate(accept string) want {
 		return v.(want)
 	}
 	w := negotiate(accept)
-	if c.n.Load() < acceptCacheMax {
+	if cacheable(accept, &c.n) {
 		if _, loaded := c.m.LoadOrStore(accept, w); !loaded {
 			c.n.Add(1)
 		}

@@ -32,13 +32,18 @@ func (t Token) allows(pool string) bool {
 	return false
 }
 
+const tokenRejected = "unauthorized: the bearer token is not accepted"
+
 // match is the token got is, or nil. Every configured token is compared,
-// in constant time, so the time taken says nothing about which token (or
-// how much of one) matched.
+// as SHA-256 digests, in constant time: the time taken says nothing about
+// which token matched, how much of one, nor (subtle.ConstantTimeCompare
+// returns at once on a length mismatch) how long the tokens are.
 func match(accepted []Token, got []byte) *Token {
 	var found *Token
+	d := sha256.Sum256(got)
 	for i := range accepted {
-		if subtle.ConstantTimeCompare(got, accepted[i].Secret) == 1 {
+		td := sha256.Sum256(accepted[i].Secret)
+		if subtle.ConstantTimeCompare(d[:], td[:]) == 1 {
 			found = &accepted[i]
 		}
 	}
@@ -80,9 +85,11 @@ func auth(tokens func() []Token, known func(pool string) string, ref *refuser) f
 			case tok != nil:
 				ref.refuse(w, r, CauseTokenOtherPool, pool, "unauthorized: the bearer token is not accepted for this pool")
 			case retired.was(got):
-				ref.refuse(w, r, CauseTokenRetired, pool, "unauthorized: the bearer token was rotated out")
+				// Told to the admin only: to the client, that a token
+				// was once valid is a hint worth having.
+				ref.refuseAs(w, r, CauseTokenRetired, pool, "unauthorized: the bearer token was rotated out", CauseTokenRejected, tokenRejected)
 			default:
-				ref.refuse(w, r, CauseTokenRejected, pool, "unauthorized: the bearer token is not accepted")
+				ref.refuse(w, r, CauseTokenRejected, pool, tokenRejected)
 			}
 		})
 	}

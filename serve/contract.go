@@ -91,7 +91,15 @@ type refuser struct {
 // answer). A retried cause is a node waiting: it is logged at WARN once per
 // cause, pool and client, and shows in /status until it stops.
 func (ref *refuser) refuse(w http.ResponseWriter, r *http.Request, cause Cause, pool, msg string) {
-	a := answers[cause]
+	ref.refuseAs(w, r, cause, pool, msg, cause, msg)
+}
+
+// refuseAs is refuse, the client told (body and fix) as for cause told
+// with toldMsg, the logs, metrics and /status saying cause and msg: what
+// they say may be of use to someone guessing (that a token was once
+// valid), and is the admin's to read.
+func (ref *refuser) refuseAs(w http.ResponseWriter, r *http.Request, cause Cause, pool, msg string, told Cause, toldMsg string) {
+	a, t := answers[cause], answers[told]
 	infoOf(r).cause = cause
 	ref.counters.refusal(cause).Inc()
 	if a.Code == http.StatusServiceUnavailable {
@@ -102,9 +110,10 @@ func (ref *refuser) refuse(w http.ResponseWriter, r *http.Request, cause Cause, 
 	}
 	if a.Retried() {
 		msg += " (" + a.Fix + "; the node retries)"
+		toldMsg += " (" + t.Fix + "; the node retries)"
 		ref.waiting.note(ref.log, cause, bounded(pool), bounded(hostOf(r.RemoteAddr)), r.Header.Get("User-Agent"), msg)
 	}
-	plain(w, a.Code, msg)
+	plain(w, a.Code, toldMsg)
 }
 
 // bounded keeps a request-supplied string short enough for a log and /status.

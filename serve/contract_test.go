@@ -78,7 +78,7 @@ var contractCases = map[Cause]contractCase{
 			t.Fatalf("old token before rotation: %d", w.Code)
 		}
 		return s
-	}, request: getter("/config/worker", "Authorization", "Bearer old-token"), body: "the bearer token was rotated out"},
+	}, request: getter("/config/worker", "Authorization", "Bearer old-token"), body: "the bearer token is not accepted (add the node's token"},
 	// No input is known to make the stub fail; the row is the handler's
 	// answer should it ever.
 	CauseStubFailed: {server: worker, request: func(t *testing.T, s *Server) *httptest.ResponseRecorder {

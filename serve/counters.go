@@ -53,8 +53,9 @@ type clientEntry struct {
 	label    string
 }
 
-// clients caches by User-Agent only up to a bound: past it, a flood of
-// distinct agents is labelled each time rather than remembered.
+// clients caches by User-Agent only up to a bound (see cacheable): past
+// it, a flood of distinct agents is labelled each time rather than
+// remembered.
 type clients struct {
 	vec *prometheus.CounterVec
 	m   sync.Map // User-Agent → *clientEntry
@@ -67,7 +68,7 @@ func (c *clients) get(ua string) *clientEntry {
 	}
 	label := clientLabel(ua)
 	e := &clientEntry{requests: c.vec.WithLabelValues(label), label: label}
-	if c.n.Load() < acceptCacheMax {
+	if cacheable(ua, &c.n) {
 		if _, loaded := c.m.LoadOrStore(ua, e); !loaded {
 			c.n.Add(1)
 		}

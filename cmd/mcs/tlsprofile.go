@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"slices"
 
 	configv1 "github.com/openshift/api/config/v1"
 )
@@ -34,7 +35,9 @@ var cipherSuites = map[string]uint16{
 
 func init() {
 	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
-		cipherSuites[s.Name] = s.ID
+		if slices.Contains(s.SupportedVersions, tls.VersionTLS12) { // not TLS 1.3's
+			cipherSuites[s.Name] = s.ID
+		}
 	}
 }
 

@@ -74,11 +74,13 @@ func TestEventsOnPools(t *testing.T) {
 		t.Fatal("Ignition v2.27.0 was refused")
 	}
 	cp.apply(t, object(t, mctest.Config{Name: "60-master-turbo", Role: "master", Spec: map[string]any{"kernelType": "turbo"}}.YAML()))
+	st.srv.CertificateReload(errors.New("certificate /etc/mcs/tls/tls.crt and key /etc/mcs/tls/tls.key: tls: private key does not match public key"))
 	rendered := st.srv.Status().Pools
 	for _, want := range []struct{ pool, typ, reason, msg string }{
 		{"worker", corev1.EventTypeWarning, string(source.NoticeNodeRefused), "node at 192.0.2.1 (Ignition v2.14.0) refused (ignition-too-old, reference mcs-skew-"},
 		{"worker", corev1.EventTypeNormal, string(source.NoticeFirstFetch), rendered[1].Rendered + " first fetched by the node at 192.0.2.1 (Ignition v2.27.0)"},
 		{"master", corev1.EventTypeWarning, string(source.NoticeRenderFailed), "MachineConfig/60-master-turbo: $.spec.kernelType"},
+		{"worker", corev1.EventTypeWarning, string(source.NoticeCertificateReloadFailed), "certificate was not reloaded; the previous one is served until it expires: certificate /etc/mcs/tls/tls.crt and key /etc/mcs/tls/tls.key"},
 	} {
 		eventually(t, 20*time.Second, want.reason+" Event on "+want.pool, func() error {
 			evs := cp.poolEvents(t, want.pool)

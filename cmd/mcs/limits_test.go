@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// limited serves accepted connections of a listener under lim on
+// 127.0.0.1 by holding them open; it returns the address and the table.
+func limited(t *testing.T, lim connLimits) (string, *connTable) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := newConnTable(lim, slog.New(slog.DiscardHandler), newConnMetrics(nil))
+	l := ct.listener(ln)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			connState(c, http.StateNew)
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	return ln.Addr().String(), ct
+}
+
+func dialFrom(t *testing.T, src, addr string) net.Conn {
+	c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}).Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// closedByServer reports whether the server closed c within a second.
+func closedByServer(c net.Conn) bool {
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	_, err := c.Read(make([]byte, 1))
+	return err == io.EOF || (err != nil && !isTimeout(err))
+}
+
+func TestConnectionLimits(t *testing.T) {
+	addr, ct := limited(t, connLimits{max: 3, perClient: 2})
+	a1, a2 := dialFrom(t, "127.0.0.1", addr), dialFrom(t, "127.0.0.1", addr)
+	a3 := dialFrom(t, "127.0.0.1", addr)
+	if !closedByServer(a3) {
+		t.Error("a third connection from one address was kept, over --max-connections-per-client 2")
+	}
+	b1 := dialFrom(t, "127.0.0.2", addr)
+	if closedByServer(b1) {
+		t.Error("another address's connection was refused")
+	}
+	// At the overall cap, the connection idle longest makes room.
+	b2 := dialFrom(t, "127.0.0.2", addr)
+	if closedByServer(b2) {
+		t.Error("at the cap, the new connection was refused though others were idle")
+	}
+	if !closedByServer(a1) || closedByServer(a2) {
+		t.Error("the connection idle longest was not the one closed")
+	}
+	if v := testutil.ToFloat64(ct.m.refused.WithLabelValues("per-client")); v != 1 {
+		t.Errorf("refused per-client %v, want 1", v)
+	}
+}
+
+// A client that stops reading is cut off after the stall timeout, not the
+// whole write timeout.
+func TestWriteStall(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := newConnTable(connLimits{stall: 200 * time.Millisecond}, slog.New(slog.DiscardHandler), newConnMetrics(nil))
+	l := ct.listener(ln)
+	defer l.Close()
+	dialFrom(t, "127.0.0.1", ln.Addr().String())
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetWriteDeadline(time.Now().Add(time.Minute)) // the server's own, long
+	start := time.Now()
+	_, err = c.Write(make([]byte, 64<<20))
+	if !isTimeout(err) || time.Since(start) > 10*time.Second {
+		t.Fatalf("write to a client that reads nothing: %v after %v", err, time.Since(start))
+	}
+	if v := testutil.ToFloat64(ct.m.stalled); v != 1 {
+		t.Errorf("mcs_connection_write_stalls_total %v", v)
+	}
+}
+
+// A line with a cause passes 20 times in 10 s; the first after says how
+// many were dropped; lines without a cause are never held back; net/http's
+// are keyed without their addresses.
+func TestThrottle(t *testing.T) {
+	var buf bytes.Buffer
+	h := newThrottle(slog.NewTextHandler(&buf, nil))
+	now := time.Now()
+	h.now = func() time.Time { return now }
+	log := slog.New(h).With("component", "x")
+	for range 25 {
+		log.Warn("node waiting", "cause", "token-missing")
+		log.Info("config request", "cause", "")
+	}
+	errLog := slog.NewLogLogger(h, slog.LevelWarn)
+	for i := range 25 {
+		errLog.Printf("http: TLS handshake error from 10.0.0.%d:%d: EOF", i, 40000+i)
+	}
+	out := buf.String()
+	if n := strings.Count(out, "node waiting"); n != throttleBurst {
+		t.Errorf("%d lines of one cause passed, want %d", n, throttleBurst)
+	}
+	if n := strings.Count(out, "config request"); n != 25 {
+		t.Errorf("%d lines without a cause passed, want all 25", n)
+	}
+	if n := strings.Count(out, "TLS handshake error"); n != throttleBurst {
+		t.Errorf("%d net/http lines passed, want %d", n, throttleBurst)
+	}
+	now = now.Add(throttleEvery)
+	buf.Reset()
+	log.Warn("node waiting", "cause", "token-missing")
+	if !strings.Contains(buf.String(), "dropped=5") {
+		t.Errorf("the line after the drops does not count them: %s", buf.String())
+	}
+}
+
+// A request with a body (a smuggling attempt's Content-Length with
+// Transfer-Encoding among them) is answered 400 and its connection closed.
+func TestRefuseBodies(t *testing.T) {
+	h := refuseBodies(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	for name, req := range map[string]*http.Request{
+		"chunked": {Method: "GET", URL: mustURL("/config/worker"), TransferEncoding: []string{"chunked"}, Header: http.Header{}},
+		"length":  httptest.NewRequest("GET", "/config/worker", strings.NewReader("x")),
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req.WithContext(context.Background()))
+		if w.Code != 400 || w.Header().Get("Connection") != "close" {
+			t.Errorf("%s: %d, Connection %q", name, w.Code, w.Header().Get("Connection"))
+		}
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/config/worker", nil))
+	if w.Code != 200 {
+		t.Errorf("a request without a body: %d", w.Code)
+	}
+}
+
+// The default TLS 1.2 suites are OpenShift's Intermediate profile's that Go
+// has: AEAD and forward secret only, no CBC, no SHA-1.
+func TestIntermediateSuites(t *testing.T) {
+	got := intermediateSuites()
+	if len(got) != 6 {
+		t.Errorf("%d suites, want the profile's 6 ECDHE AEAD suites", len(got))
+	}
+	for _, id := range got {
+		name := tls.CipherSuiteName(id)
+		if strings.Contains(name, "CBC") || strings.HasSuffix(name, "_SHA") || !strings.HasPrefix(name, "TLS_ECDHE_") {
+			t.Errorf("default suite %s", name)
+		}
+	}
+}
+
+func mustURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
