@@ -43,8 +43,8 @@ func newHTTPServer(o *options, h http.Handler, log *slog.Logger) *http.Server {
 // listenDeps is what listen needs besides the options; a zero field gets
 // a default.
 type listenDeps struct {
-	conns      *connTable  // default: a table of its own, with the options' limits
-	certReport func(error) // told each change of the certificate's reload outcome
+	conns      *connTable   // default: a table of its own, with the options' limits
+	certReport func(error)  // told each change of the certificate's reload outcome
 	admin      http.Handler // served on --listen-admin
 }
 

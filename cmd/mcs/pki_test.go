@@ -344,7 +344,14 @@ func TestPoolTokenSecrets(t *testing.T) {
 		}
 	}
 	waitFor(t, "worker's token rotated", func() bool { return token("worker") != w1 })
-	rotatedAt := time.Now()
+	sec, err := kc.CoreV1().Secrets(mcoNS).Get(ctx, "mcs-pool-token-worker", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotatedAt, err := time.Parse(time.RFC3339Nano, sec.Annotations["mcs.openshift.io/token-rotated-at"])
+	if err != nil || string(sec.Data["previous"]) != w1 {
+		t.Fatalf("rotated-at %q (%v), previous is w1: %v", sec.Annotations["mcs.openshift.io/token-rotated-at"], err, string(sec.Data["previous"]) == w1)
+	}
 	if c := code("worker", w1); c != 200 {
 		t.Errorf("the rotated-out token within its grace: %d", c)
 	}
@@ -360,5 +367,9 @@ func TestPoolTokenSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the deleted pool's token refused", func() bool { return code("infra", inf) == 511 })
-	t.Logf("deleted pool's token refused %s after the delete", time.Since(deleted).Round(time.Millisecond))
+	took := time.Since(deleted)
+	t.Logf("deleted pool's token refused %s after the delete", took.Round(time.Millisecond))
+	if took > 3*time.Second {
+		t.Errorf("the deleted pool's token worked for %s", took)
+	}
 }
