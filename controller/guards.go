@@ -49,7 +49,7 @@ const (
 )
 
 // guard returns why the pool must not be written now, or nil. res is its
-// render (its inputs are res.MachineConfigs).
+// render (its inputs are res.MachineConfigs), nil when it failed.
 func (g *gate) guard(pool *unstructured.Unstructured, res *render.Result) *wait {
 	if sel, ok, _ := unstructured.NestedMap(pool.Object, "spec", "machineConfigSelector"); ok && len(sel) == 0 {
 		return &wait{waitSelectingAll, "This machineconfigpool is selecting all machineconfigs. A non-empty selector is required."}
@@ -170,6 +170,9 @@ func selects(o *unstructured.Unstructured, poolLabels map[string]string) (bool, 
 // own version; mcs has no release version of its own, so it waits until
 // they agree.
 func (g *gate) sameControllerVersion(res *render.Result) *wait {
+	if res == nil {
+		return nil // not rendered: the render's error says why
+	}
 	versions := map[string][]string{}
 	for _, name := range res.MachineConfigs {
 		mc := g.src.MachineConfig(name)

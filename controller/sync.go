@@ -257,10 +257,14 @@ func (c *Controller) syncOne(ctx context.Context, pool string) error {
 		return nil // deleted, or changed since: that change renders again
 	}
 	var err error
-	switch {
+	switch w := c.gate.guard(p, t.res); {
+	case w != nil:
+		err = c.wait(ctx, p, t.selKey, w)
 	case t.err != nil:
+		c.book.setWaiting(pool, nil)
 		err = c.w.degrade(ctx, pool, t.selKey, t.err)
 	default:
+		c.book.setWaiting(pool, nil)
 		err = c.syncRendered(ctx, p, t)
 	}
 	if err == nil {
@@ -269,21 +273,22 @@ func (c *Controller) syncOne(ctx context.Context, pool string) error {
 	return err
 }
 
-// syncRendered writes a pool's render unless a guard holds it.
-func (c *Controller) syncRendered(ctx context.Context, p *unstructured.Unstructured, t target) error {
+// wait records what the pool waits for, on the pool (RenderPending) and in
+// /status; nothing is finished, so the pool is queued again on every change
+// and written once the change it waits for comes.
+func (c *Controller) wait(ctx context.Context, p *unstructured.Unstructured, selKey string, w *wait) error {
 	pool := p.GetName()
-	if w := c.gate.guard(p, t.res); w != nil {
-		if w.Reason == waitSelectingAll {
-			c.events.record(pool, eventWarning, "SelectingAll", w.Message)
-		}
-		c.book.setWaiting(pool, w)
-		// Nothing is finished: the pool is queued again on every change,
-		// and written once the change it waits for comes.
-		return errWaiting(c.w.setConditions(ctx, p, pool, t.selKey, map[string]condition{conditionRenderPending: {status: "True", reason: w.Reason, message: w.Message}}))
+	if w.Reason == waitSelectingAll {
+		c.events.emit(pool, eventWarning, "SelectingAll", w.Message)
 	}
-	c.book.setWaiting(pool, nil)
+	c.book.setWaiting(pool, w)
+	return errWaiting(c.w.setConditions(ctx, p, pool, selKey, map[string]condition{conditionRenderPending: {status: "True", reason: w.Reason, message: w.Message}}))
+}
+
+// syncRendered writes a pool's render unless the change is irreconcilable.
+func (c *Controller) syncRendered(ctx context.Context, p *unstructured.Unstructured, t target) error {
 	if e := c.gate.reconcilable(p, t.res); e != nil {
-		return c.w.refuse(ctx, pool, t.selKey, e)
+		return c.w.refuse(ctx, p.GetName(), t.selKey, e)
 	}
 	return c.w.syncPool(ctx, t.res, t.selKey)
 }

@@ -84,6 +84,10 @@ type Result struct {
 	Options Options
 	// Warnings are non-fatal findings (Ignition's and Butane's warnings).
 	Warnings []*Error
+	// Image is the layered OS image new nodes of an image-mode pool boot
+	// into: MachineConfig's osImageURL, and the currentImage and
+	// desiredImage of the node annotations served. Empty otherwise.
+	Image string
 	// Overrides are what a later MachineConfig replaced of an earlier
 	// one's (files, units, users ...): the later wins, as upstream's
 	// merge, without failing, so it is said rather than kept silent.

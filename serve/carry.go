@@ -27,6 +27,9 @@ func nodeKey(cc *render.ControllerConfig, nf NodeFiles) [sha256.Size]byte {
 	if cc != nil {
 		fields[2], fields[3] = cc.KubeAPIServerServingCAData, cc.CloudProviderCAData
 	}
+	for _, r := range nf.RegistryCAs {
+		fields = append(fields, []byte(r.Registry), r.PEM)
+	}
 	h := sha256.New()
 	for _, f := range fields {
 		var n [8]byte

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -52,6 +53,23 @@ func (r *loggedWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (r *loggedWriter) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// ReadFrom passes a body on to the connection's ReadFrom: a body of pieces
+// reaches a plain TCP connection as one writev only through it (body.writeTo).
+func (r *loggedWriter) ReadFrom(src io.Reader) (int64, error) {
+	if r.info.status == 0 {
+		r.info.status = http.StatusOK
+	}
+	var n int64
+	var err error
+	if rf, ok := r.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{r.ResponseWriter}, src)
+	}
+	r.info.bytes += int(n)
+	return n, err
+}
 
 // requestLog writes one line per config request: what was asked, by which
 // client, what was served; count is told each request's pool, spec and

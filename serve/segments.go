@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"io"
+	"net"
+	"sync"
+	"syscall"
 	"unique"
 	"unsafe"
 )
@@ -32,12 +35,14 @@ func bytesBody(b []byte) *body { return &body{pieces: [][]byte{b}, size: len(b)}
 // 430 MB (docs/reliability.md).
 const writeBufSize = 32 << 10
 
-// writers coalesce a body's pieces into large writes: written one by one,
-// each held-out content would flush net/http's 4 KB buffer around it, a
-// syscall (and on TLS a small record) per piece — measured at 0.4 of a bare
-// server's requests/s. A fixed free list, not a sync.Pool: a pool is
-// emptied at every GC, and reallocating 256 KB buffers after each one
-// showed in the p99. Idle, it holds at most cap(writers) buffers.
+// writers coalesce a body's pieces into large writes where they cannot be
+// handed to the connection as they are (TLS, HTTP/2, a connection wrapped
+// by a listener): written one by one, each held-out content would flush
+// net/http's 4 KB buffer around it, a syscall (and on TLS a small record)
+// per piece — measured at 0.4 of a bare server's requests/s. A fixed free
+// list, not a sync.Pool: a pool is emptied at every GC, and reallocating
+// 256 KB buffers after each one showed in the p99. Idle, it holds at most
+// cap(writers) buffers.
 var writers = make(chan *bufio.Writer, 16)
 
 func getWriter(w io.Writer) *bufio.Writer {
@@ -58,28 +63,71 @@ func putWriter(bw *bufio.Writer) {
 	}
 }
 
-// writeTo writes the body and returns how many bytes were written. The
-// pieces are written as bytes, not strings, so that no writer (a wrapper
-// without WriteString) copies them; io.Writer must not modify them.
+// writeTo writes the body and returns how many bytes were written. Given
+// to net/http's ReadFrom, a body reaches a plain TCP connection as one
+// writev of its pieces, copied by nobody (see pieceReader). The pieces are
+// written as bytes, not strings, so that no writer (a wrapper without
+// WriteString) copies them; io.Writer must not modify them.
 func (b *body) writeTo(w io.Writer) int {
 	if len(b.pieces) == 1 {
 		n, _ := w.Write(b.pieces[0])
 		return n
 	}
+	r := pieceReaders.Get().(*pieceReader)
+	r.all = append(r.all[:0], b.pieces...)
+	r.bufs = r.all
+	var n int64
+	if rf, ok := w.(io.ReaderFrom); ok {
+		n, _ = rf.ReadFrom(r)
+	} else {
+		n, _ = r.WriteTo(w)
+	}
+	clear(r.all) // no pool entry keeps a snapshot's pieces alive
+	r.bufs = nil
+	pieceReaders.Put(r)
+	return int(n)
+}
+
+// pieceReader reads a body's pieces in order. net/http's ReadFrom copies
+// the first 512 bytes through its buffers (Read) and, on a plain TCP
+// connection, hands the rest to the connection's ReadFrom, which calls
+// WriteTo with the connection itself: one writev of every piece, as a
+// contiguous body would be one write, with no copy and no buffer held
+// while a slow client reads. A connection wrapper must pass ReadFrom on
+// (mcs's connection limit does). Anything else (TLS, HTTP/2: net/http then
+// calls WriteTo with the response) gets the pieces coalesced through a
+// write buffer.
+type pieceReader struct {
+	bufs net.Buffers // what is left to write: WriteTo and Read consume it
+	all  net.Buffers // the body's pieces, bufs's backing array
+}
+
+var pieceReaders = sync.Pool{New: func() any { return new(pieceReader) }}
+
+func (r *pieceReader) Read(p []byte) (int, error) { return r.bufs.Read(p) }
+
+func (r *pieceReader) WriteTo(w io.Writer) (int64, error) {
+	if _, ok := w.(syscall.Conn); ok { // one of package net's own sockets
+		return r.bufs.WriteTo(w)
+	}
 	bw := getWriter(w)
-	n := 0
-	for _, p := range b.pieces {
-		m, err := bw.Write(p)
-		n += m
+	var n int64
+	var err error
+	for _, p := range r.bufs {
+		var m int
+		m, err = bw.Write(p)
+		n += int64(m)
 		if err != nil {
 			break
 		}
 	}
-	if err := bw.Flush(); err != nil {
-		n -= bw.Buffered()
+	if err == nil {
+		err = bw.Flush()
 	}
+	n -= int64(bw.Buffered())
 	putWriter(bw)
-	return n
+	r.bufs = nil
+	return n, err
 }
 
 // bytes joins the pieces: for the rarely asked forms (gzip, pretty).

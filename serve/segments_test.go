@@ -3,14 +3,19 @@ package serve
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -110,5 +115,61 @@ func TestBodyWriteAllocatesNothing(t *testing.T) {
 	w := &writerOnly{io.Discard}
 	if n := testing.AllocsPerRun(100, func() { b.writeTo(w) }); n != 0 {
 		t.Fatalf("writing a body allocates %v times", n)
+	}
+}
+
+// Over real connections a body of pieces arrives whole and the connection
+// stays open for the next request (net/http closes one whose body fell short
+// of its Content-Length). On plain TCP it is handed to the connection
+// (writev) and takes no write buffer; over TLS it is coalesced through one.
+func TestPiecesOverConnections(t *testing.T) {
+	var logs bytes.Buffer
+	s := newTestServer(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, result(t, "worker", sharedIgn, "a=b"))
+	want := s.Snapshot().pools["worker"].response(convert.V3_4).body
+	if len(want.pieces) < 3 {
+		t.Fatalf("%d pieces: the contents were not held out", len(want.pieces))
+	}
+	for _, tc := range []struct {
+		name    string
+		srv     *httptest.Server
+		buffers int // write buffers on the free list after the requests
+	}{
+		{"plain", httptest.NewServer(s), 0},
+		{"tls", httptest.NewTLSServer(s), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer tc.srv.Close()
+			for len(writers) > 0 {
+				<-writers
+			}
+			logs.Reset()
+			client := tc.srv.Client()
+			for i := range 2 {
+				reused := false
+				trace := &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) { reused = ci.Reused }}
+				req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, tc.srv.URL+"/config/worker", nil)
+				req.Header.Set("Accept", "application/vnd.coreos.ignition+json;version=3.4.0")
+				req.Header.Set("Accept-Encoding", "identity") // as Ignition asks
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || !bytes.Equal(got, want.bytes()) {
+					t.Fatalf("request %d: %d bytes (%v), want the body's %d", i, len(got), err, want.size)
+				}
+				if i == 1 && !reused {
+					t.Error("the connection was not reused for the second request")
+				}
+			}
+			tc.srv.Close() // waits for the handlers, and their log lines
+			if len(writers) != tc.buffers {
+				t.Errorf("%d write buffers taken, want %d", len(writers), tc.buffers)
+			}
+			if n := strings.Count(logs.String(), "bytes="+strconv.Itoa(want.size)); n != 2 {
+				t.Errorf("%d of 2 log lines count the body's %d bytes:\n%s", n, want.size, logs.String())
+			}
+		})
 	}
 }

@@ -108,7 +108,9 @@ func (r *response) gzipped() *response {
 	r.gzOnce.Do(func() {
 		var gz bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-		r.body.writeTo(zw)
+		for _, p := range r.body.pieces { // the compressor buffers them
+			zw.Write(p)
+		}
 		zw.Close()
 		r.gzBody = bytesBody(gz.Bytes())
 		r.gzETag = []string{strings.TrimSuffix(r.etag[0], `"`) + `-gz"`}
@@ -138,6 +140,16 @@ type NodeFiles struct {
 	Kubeconfig []byte
 	// KubeletCA overrides the ControllerConfig's API server serving CA.
 	KubeletCA []byte
+	// RegistryCAs are the bootstrap server's registry CAs (its
+	// --bootstrap-certs), served as /etc/docker/certs.d/<registry>/ca.crt
+	// after the MachineConfig content, in this order.
+	RegistryCAs []RegistryCA
+}
+
+// RegistryCA is one registry's CA bundle.
+type RegistryCA struct {
+	Registry string
+	PEM      []byte
 }
 
 // ReadNodeFiles reads the node files from the files the commands'
@@ -286,17 +298,41 @@ func nodeFiles(res *render.Result, cc *render.ControllerConfig, nf NodeFiles) ([
 	if len(cloudCA) > 0 {
 		files = append(files, convert.DataFile(pathCloudCA, cloudCA))
 	}
-	annotations, _ := json.Marshal(map[string]string{
-		"machineconfiguration.openshift.io/currentConfig":    res.Name,
-		"machineconfiguration.openshift.io/desiredConfig":    res.Name,
-		"machineconfiguration.openshift.io/firstPivotConfig": res.Name,
-		"machineconfiguration.openshift.io/state":            "Done",
-	})
+	annotations, _ := json.Marshal(nodeAnnotations(res))
 	files = append(files, convert.DataFile(pathAnnotations, annotations))
 	if len(nf.Kubeconfig) > 0 {
 		files = append(files, convert.DataFile(pathKubeconfig, nf.Kubeconfig))
 	}
-	return append(files, convert.DataFile(pathContent, content)), nil
+	files = append(files, convert.DataFile(pathContent, content))
+	for _, r := range nf.RegistryCAs {
+		files = append(files, convert.DataFile("/etc/docker/certs.d/"+r.Registry+"/ca.crt", r.PEM))
+	}
+	return files, nil
+}
+
+// annotationPreBuiltImage, on a rendered MachineConfig, names the layered
+// image its nodes run from install on (upstream's PreBuiltImageAnnotationKey).
+const annotationPreBuiltImage = "machineconfiguration.openshift.io/pre-built-image"
+
+// nodeAnnotations are what the node's daemon starts from, as upstream's
+// getNodeAnnotation writes them: an image-mode pool's image (the
+// pre-built-image annotation first) adds currentImage and desiredImage.
+func nodeAnnotations(res *render.Result) map[string]string {
+	a := map[string]string{
+		"machineconfiguration.openshift.io/currentConfig":    res.Name,
+		"machineconfiguration.openshift.io/desiredConfig":    res.Name,
+		"machineconfiguration.openshift.io/firstPivotConfig": res.Name,
+		"machineconfiguration.openshift.io/state":            "Done",
+	}
+	image := res.Image
+	if pre := res.MachineConfig.Metadata.Annotations[annotationPreBuiltImage]; pre != "" {
+		image = pre
+	}
+	if image != "" {
+		a["machineconfiguration.openshift.io/currentImage"] = image
+		a["machineconfiguration.openshift.io/desiredImage"] = image
+	}
+	return a
 }
 
 // withNodeFiles is the pool's config with the node files upstream's server

@@ -102,8 +102,9 @@ func resultFingerprint(res *render.Result) render.Fingerprint {
 		Overrides      []render.Override
 		Config         *convert.Config
 		WrittenModes   convert.WrittenModes
+		Image          string
 	}{res.Pool, res.Name, res.MachineConfig, res.Spec.String(), res.MinSpec.String(), res.Options, res.Reasons,
-		res.MachineConfigs, warnings, res.Provenance, res.Overrides, &res.Config, res.WrittenModes})
+		res.MachineConfigs, warnings, res.Provenance, res.Overrides, &res.Config, res.WrittenModes, res.Image})
 	if err != nil {
 		return render.Fingerprint{} // never equal to a real one's hash
 	}

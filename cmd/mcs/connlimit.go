@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -268,27 +269,62 @@ func (c *limitConn) CloseWrite() error {
 }
 
 func (c *limitConn) Write(b []byte) (int, error) {
-	stall := c.l.lim.stall
-	if stall <= 0 {
+	if c.l.lim.stall <= 0 {
 		return c.Conn.Write(b)
 	}
 	n := 0
 	for len(b) > 0 {
-		d := time.Now().Add(stall)
-		if server := c.deadline.Load(); server != 0 && server < d.UnixNano() {
-			d = time.Unix(0, server)
-		}
-		c.Conn.SetWriteDeadline(d)
+		c.stallDeadline()
 		m, err := c.Conn.Write(b[:min(len(b), writeChunk)])
 		n, b = n+m, b[m:]
 		if err != nil {
-			if isTimeout(err) {
-				c.l.m.stalled.Inc()
-			}
-			return n, err
+			return n, c.stalled(err)
 		}
 	}
 	return n, nil
+}
+
+// stallDeadline gives the next write the stall timeout, within the
+// server's own deadline.
+func (c *limitConn) stallDeadline() {
+	d := time.Now().Add(c.l.lim.stall)
+	if server := c.deadline.Load(); server != 0 && server < d.UnixNano() {
+		d = time.Unix(0, server)
+	}
+	c.Conn.SetWriteDeadline(d)
+}
+
+func (c *limitConn) stalled(err error) error {
+	if err != nil && isTimeout(err) {
+		c.l.m.stalled.Inc()
+	}
+	return err
+}
+
+// ReadFrom is how net/http hands a response body to the connection rather
+// than copying it through its buffers: serve's bodies of pieces reach the
+// socket as one writev, as a bare server's body is one write. A stall is
+// judged at the rate Write judges it: past each stall deadline the write
+// goes on only if writeChunk bytes or more went out since the one before.
+// That needs a reader that loses nothing to a failed write (WriteTo
+// consumes exactly what was written); any other is written through Write.
+func (c *limitConn) ReadFrom(r io.Reader) (int64, error) {
+	rf, direct := c.Conn.(io.ReaderFrom)
+	if _, exact := r.(io.WriterTo); !direct || !exact {
+		return io.Copy(struct{ io.Writer }{c}, r)
+	}
+	if c.l.lim.stall <= 0 {
+		return rf.ReadFrom(r)
+	}
+	var n int64
+	for {
+		c.stallDeadline()
+		m, err := rf.ReadFrom(r)
+		n += m
+		if err == nil || !isTimeout(err) || m < writeChunk {
+			return n, c.stalled(err)
+		}
+	}
 }
 
 func isTimeout(err error) bool {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,5 +47,63 @@ func TestDeploymentFlags(t *testing.T) {
 	}
 	if need := o.shutdownDelay + o.shutdownGrace; time.Duration(pod.TerminationGracePeriodSeconds)*time.Second <= need {
 		t.Errorf("terminationGracePeriodSeconds %d, but delay and grace take %v", pod.TerminationGracePeriodSeconds, need)
+	}
+}
+
+// deploy/openshift grants what mcs preflight checks, and nothing more but
+// the host network's SecurityContextConstraints; the DaemonSet's arguments
+// are mcs start's.
+func TestOpenShiftRBAC(t *testing.T) {
+	dir := filepath.Join("..", "..", "deploy", "openshift")
+	b, err := os.ReadFile(filepath.Join(dir, "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := map[string]bool{}
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var role struct {
+			Kind     string
+			Metadata struct{ Namespace string }
+			Rules    []struct{ APIGroups, Resources, ResourceNames, Verbs []string }
+		}
+		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range role.Rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					names := r.ResourceNames
+					if len(names) == 0 {
+						names = []string{""}
+					}
+					for _, n := range names {
+						for _, v := range r.Verbs {
+							granted[strings.Join([]string{v, g, res, role.Metadata.Namespace, n}, " ")] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	want := map[string]bool{"use security.openshift.io securitycontextconstraints  hostnetwork": true}
+	for _, n := range needs {
+		for _, v := range n.verbs {
+			want[strings.Join([]string{v, n.gvr.Group, n.gvr.Resource, n.namespace, n.name}, " ")] = true
+		}
+	}
+	for g := range granted {
+		if !want[g] {
+			t.Errorf("granted and not needed: %s", g)
+		}
+	}
+	for w := range want {
+		if !granted[w] {
+			t.Errorf("needed and not granted: %s", w)
+		}
+	}
+	if args := daemonSetArgs(t); len(args) == 0 || args[0] != "start" {
+		t.Fatalf("arguments %q: not mcs start", args)
+	} else if _, err := parseStartFlags(args[1:], io.Discard); err != nil {
+		t.Errorf("the DaemonSet's arguments %q: %v", args, err)
 	}
 }

@@ -56,6 +56,12 @@ type options struct {
 	maxInFlight            int
 	maxConns, maxPerClient int
 	writeStall             time.Duration
+	tls                    tlsOptions
+
+	// start and bootstrap are set by mcs start and mcs bootstrap:
+	// OpenShift's command lines.
+	start     *startOptions
+	bootstrap *bootstrapOptions
 
 	// set names the flags given, on the command line or as MCS_<FLAG>.
 	set map[string]bool
@@ -153,6 +159,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.Var(convert.OutputVersionFlag(&o.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
 	specFlags(fs, &o.render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads", "render at exactly this spec `VERSION`")
+	o.tls.define(fs.Func)
 	fs.BoolVar(&o.http2, "http2", false, "allow HTTP/2 on TLS (off by default: Ignition speaks HTTP/1.1)")
 	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")
 	fs.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a change before re-rendering")

@@ -115,7 +115,8 @@ func listenTLS(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (ser
 	s := newHTTPServer(o, h, log)
 	s.RegisterOnShutdown(func() { close(stop) })
 	go recheck(cr, stop)
-	s.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: intermediateSuites(), GetCertificate: cr.get}
+	s.TLSConfig = o.tls.config()
+	s.TLSConfig.GetCertificate = cr.get
 	if o.http2 {
 		s.TLSConfig.NextProtos = []string{"h2", "http/1.1"}
 	} else {

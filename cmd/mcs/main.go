@@ -33,8 +33,8 @@ func main() {
 	}
 }
 
-// dispatch runs the subcommand named first (controller, prune, pki), else the
-// server.
+// dispatch runs the subcommand named first (controller, prune, pki, start,
+// bootstrap, preflight), else the server.
 func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -42,6 +42,12 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return runController(ctx, args[1:], stdout, stderr)
 		case "prune":
 			return runPrune(ctx, args[1:], stdout, stderr)
+		case "preflight":
+			return runPreflight(ctx, args[1:], stdout, stderr)
+		case "bootstrap":
+			return runBootstrap(ctx, args[1:], stdin, stdout, stderr)
+		case "start":
+			return runStart(ctx, args[1:], stdin, stdout, stderr)
 		case "pki":
 			return runPKI(ctx, args[1:], stdout, stderr)
 		}

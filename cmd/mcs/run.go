@@ -8,15 +8,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/source/kube"
 )
 
-// run is mcs: flags, then the wiring of source, reloader and server, then
-// their lifecycle (see lifecycle).
+// run is mcs: flags, then serveOptions.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil || o == nil {
 		return err
 	}
+	return serveOptions(ctx, o, stdout, stderr)
+}
+
+// serveOptions wires source, reloader and server as o asks (mcs or mcs
+// start), then runs their lifecycle (see lifecycle).
+func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	log, err := newLogger(o, stderr)
 	if err != nil {
 		return err
@@ -40,11 +46,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	files := nodeFiles(o)
+	if ks, ok := src.(*kube.Source); ok && o.start != nil {
+		files = startNodeFiles(o, ks)
+	}
+	if o.bootstrap != nil {
+		files = bootstrapNodeFiles(o)
+	}
 	srv, err := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o)})
 	if err != nil {
 		return err
 	}
-	rl := &serve.Reloader{Source: src, Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: nodeFiles(o)}
+	rl := &serve.Reloader{Source: startSource(o, src, log), Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
 	ls := listenDeps{conns: newConnTable(o.connLimits(log), log, newConnMetrics(reg)), certReport: certReport(log, newCertMetrics(reg), srv), admin: srv.AdminHandler()}
 	return lifecycle(ctx, o, srv, rl, ls, reloadPolicy, log, stdout)
 }

@@ -188,6 +188,9 @@ func nodeFiles(o *options) func() (serve.NodeFiles, error) {
 // newSource is the directory, or the API server: there the cluster's
 // MachineConfiguration is the skew policy unless a policy file is given.
 func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.Registerer) (source.Source, error) {
+	if o.bootstrap != nil {
+		return &source.Bootstrap{Dir: o.bootstrap.baseDir, Options: ro, Poll: o.poll}, nil
+	}
 	if o.source != "kube" {
 		return &source.Dir{Path: o.dir, Poll: o.poll, Options: ro,
 			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize, FileSetting: "--max-file-size", TreeSetting: "--max-tree-size"}}, nil
@@ -211,5 +214,7 @@ func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.R
 		SkewPolicy:       o.skewPolicy == "",
 		Logger:           log,
 		Registerer:       reg,
+		KubeconfigData:   o.start != nil,
+		ImageMode:        o.start != nil,
 	})
 }

@@ -48,12 +48,13 @@ type options struct {
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	var o options
-	var counts string
+	var counts, write string
 	fs.StringVar(&o.mcs, "mcs", "bin/mcs", "the mcs binary to measure")
 	fs.StringVar(&o.tree, "tree", "../shared/realdata/aws", "the MachineConfig tree the custom pools are added to")
 	fs.StringVar(&counts, "n", "10,50,100", "numbers of custom pools, comma-separated")
 	fs.DurationVar(&o.poll, "poll", 50*time.Millisecond, "mcs's --poll (the edit is seen within it)")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "limit for each step")
+	fs.StringVar(&write, "write", "", "only write the tree with the first -n custom pools to this new directory (the load test serves it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,6 +64,12 @@ func run(args []string, stdout io.Writer) error {
 			return fmt.Errorf("-n: %q is not a positive number", s)
 		}
 		o.counts = append(o.counts, n)
+	}
+	if write != "" {
+		if err := os.MkdirAll(write, 0o755); err != nil {
+			return err
+		}
+		return generate(o.tree, write, o.counts[0])
 	}
 	fmt.Fprintf(stdout, "%-6s %-10s %-10s %-12s %-14s %-14s %-14s %-14s\n", "pools", "RSS MiB", "peak MiB", "first (s)", "one pool (ms)", "all pools (ms)",
 		"first CPU (s)", "all CPU (s)")

@@ -61,6 +61,10 @@ type Options struct {
 	// installer writes it: ignition.security.tls.certificateAuthorities
 	// with the bundle as a data URL (spec 2 and 3 alike).
 	CA []byte
+	// Pointer, when set, is the pointer config itself, used as given (one
+	// read from a cluster's user-data Secret, say); url, Token,
+	// PointerVersion, CA and HTTPTotal are then not used.
+	Pointer []byte
 	// HTTPTotal sets ignition.timeouts.httpTotal in the pointer config, which
 	// bounds the client's retries of 5xx answers; zero leaves it unset, as
 	// real pointer configs do, and the client retries until ctx ends.
@@ -201,6 +205,9 @@ func mkdirScratch() (string, error) {
 
 // pointerConfig is the config a node boots with: it only points at url.
 func pointerConfig(spec2 bool, url string, opts Options) ([]byte, error) {
+	if opts.Pointer != nil {
+		return opts.Pointer, nil
+	}
 	if spec2 {
 		if opts.Token != "" {
 			return nil, errors.New("ignclient: a spec-2 pointer config cannot carry an Authorization header")

@@ -54,6 +54,8 @@ func CRDFiles(all bool) ([]string, error) {
 	if all {
 		files = append(files,
 			filepath.Join(mc, "0000_80_machine-config_01_controllerconfigs-Default.crd.yaml"),
+			filepath.Join(mc, "0000_80_machine-config_01_machineosconfigs.crd.yaml"),
+			filepath.Join(mc, "0000_80_machine-config_01_machineosbuilds.crd.yaml"),
 			filepath.Join(mc, "0000_80_machine-config_01_kubeletconfigs.crd.yaml"),
 			filepath.Join(mc, "0000_80_machine-config_01_containerruntimeconfigs.crd.yaml"),
 			filepath.Join(api, "operator", "v1", "zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigurations-CustomNoUpgrade.crd.yaml"),

@@ -25,6 +25,8 @@ type discoverer interface {
 type served struct {
 	controllerConfigs     bool
 	machineConfigurations bool // looked for only with Config.SkewPolicy
+	machineOS             bool // MachineOSConfigs and MachineOSBuilds, with Config.ImageMode
+	routes                bool // with Config.ImageMode
 }
 
 // discover waits, with backoff, until the API server serves the
@@ -73,6 +75,10 @@ func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 		return served{}, fmt.Errorf("the API server does not serve %s.%s: install the MachineConfig CRDs", strings.Join(missing, ", "), gv)
 	}
 	out := served{controllerConfigs: have[ControllerConfigs.Resource]}
+	if s.cfg.ImageMode && s.cfg.Mode == ModePool {
+		out.machineOS = have[MachineOSConfigs.Resource] && have[MachineOSBuilds.Resource]
+		out.routes = serves(ctx, s.disco, Routes)
+	}
 	if !s.cfg.SkewPolicy {
 		return out, nil
 	}
@@ -93,6 +99,20 @@ func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 		out.machineConfigurations = out.machineConfigurations || r.Name == MachineConfigurations.Resource
 	}
 	return out, nil
+}
+
+// serves says whether the API server serves gvr; an error reads as no.
+func serves(ctx context.Context, d discoverer, gvr schema.GroupVersionResource) bool {
+	list, err := d.ServerResourcesForGroupVersion(ctx, gvr.GroupVersion().String())
+	if err != nil {
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource {
+			return true
+		}
+	}
+	return false
 }
 
 // apiDiscoverer asks the API server which resources a group version

@@ -124,7 +124,7 @@ func (e *EventNotifier) Shutdown() { e.broadcaster.Shutdown() }
 // `oc describe machineconfigpool` lists the Events.
 func (e *EventNotifier) poolRef(pool string) *corev1.ObjectReference {
 	ref := &corev1.ObjectReference{APIVersion: MachineConfigPools.GroupVersion().String(), Kind: "MachineConfigPool", Name: pool}
-	if e.src.hasSynced() {
+	if e.src.Synced() {
 		if o, ok, _ := e.src.pools.GetByKey(pool); ok {
 			if u, ok := o.(*unstructured.Unstructured); ok {
 				ref.UID = u.GetUID()

@@ -28,7 +28,7 @@ import (
 func TestEventNotifierNotices(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	rec.IncludeObject = true
-	e := &EventNotifier{src: &Source{synced: make(chan struct{})}, recorder: rec}
+	e := &EventNotifier{src: &Source{caches: caches{synced: make(chan struct{})}}, recorder: rec}
 	e.Notify(source.Notice{Kind: source.NoticeNodeRefused, Pool: "worker", Message: "node at 10.0.0.1 refused"})
 	e.Notify(source.Notice{Kind: source.NoticeFirstFetch, Pool: "worker", Message: "rendered-worker-1 first fetched"})
 	e.Notify(source.Notice{Kind: source.NoticeRenderFailed, Pool: "master", Err: errors.New("bad"), Message: strings.Repeat("é", 1000)})

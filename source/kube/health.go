@@ -3,6 +3,7 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -94,7 +95,18 @@ func (h *health) clear(key string) (healthy, recovered bool) {
 	return healthy, was && healthy
 }
 
-func (s *Source) failed(key string, err error) {
+// monitor watches the connection to the API server and the skew policy's
+// reads: it logs, counts and signals a reload when either changes state.
+type monitor struct {
+	health health
+	m      *metrics
+	log    *slog.Logger
+	host   string
+	signal func()
+	policy *policyCache
+}
+
+func (s *monitor) failed(key string, err error) {
 	s.m.errors.Inc()
 	if s.health.set(key, err) {
 		s.m.up.Set(0)
@@ -105,7 +117,7 @@ func (s *Source) failed(key string, err error) {
 	}
 }
 
-func (s *Source) succeeded(key string) {
+func (s *monitor) succeeded(key string) {
 	healthy, recovered := s.health.clear(key)
 	if healthy {
 		s.m.up.Set(1)

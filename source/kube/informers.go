@@ -25,7 +25,7 @@ func (s *Source) run(ctx context.Context) {
 	defer wg.Wait()
 	add := func(gvr schema.GroupVersionResource, fieldSelector string, key func(*unstructured.Unstructured) string,
 		onWatchErr func(error)) (cache.Store, cache.InformerSynced) {
-		inf := newInformer(s.client.Resource(gvr), gvr, fieldSelector)
+		inf := newInformer(resource(s.client, gvr), gvr, fieldSelector)
 		// Field managers' bookkeeping is large and never read.
 		_ = inf.SetTransform(stripManagedFields)
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) { onWatchErr(err) })
@@ -36,15 +36,9 @@ func (s *Source) run(ctx context.Context) {
 	}
 	// What is rendered from must be listed before the first render.
 	var syncs []cache.InformerSynced
-	required := func(gvr schema.GroupVersionResource, key func(*unstructured.Unstructured) string) cache.Store {
-		st, synced := add(gvr, "", key, func(err error) { s.watchFailed(gvr, err) })
-		syncs = append(syncs, synced)
-		return st
-	}
-	s.mcs = required(MachineConfigs, resourceVersion)
-	s.pools = required(MachineConfigPools, s.poolKey)
-	if served.controllerConfigs {
-		s.ccs = required(ControllerConfigs, controllerConfigKey)
+	for _, r := range s.reads(served) {
+		st, synced := add(r.gvr, r.fieldSelector, r.key, func(err error) { s.watchFailed(r.gvr, err) })
+		*r.into, syncs = st, append(syncs, synced)
 	}
 	var policySynced cache.InformerSynced
 	if served.machineConfigurations {
@@ -78,10 +72,51 @@ func (s *Source) run(ctx context.Context) {
 		cancel()
 	}
 	s.log.Info("informer caches synced", "host", s.host, "controllerConfig", served.controllerConfigs,
-		"skewPolicy", served.machineConfigurations, "duration", time.Since(start))
+		"skewPolicy", served.machineConfigurations, "imageMode", served.machineOS, "duration", time.Since(start))
 	close(s.synced)
 	s.signal()
 	<-ctx.Done()
+}
+
+// read is one resource the source lists and watches before its first
+// render, the key of what of an object can change what is served, and the
+// store it fills.
+type read struct {
+	gvr           schema.GroupVersionResource
+	fieldSelector string
+	key           func(*unstructured.Unstructured) string
+	into          *cache.Store
+}
+
+// reads are the resources the configuration and the API server call for.
+func (s *Source) reads(served served) []read {
+	r := []read{{MachineConfigs, "", resourceVersion, &s.mcs}, {MachineConfigPools, "", s.poolKey, &s.pools}}
+	if served.controllerConfigs {
+		r = append(r, read{ControllerConfigs, "", controllerConfigKey, &s.ccs})
+	}
+	if s.cfg.KubeconfigData {
+		// Only kubeconfig-data is read, so a Role can name it.
+		r = append(r, read{ConfigMaps, "metadata.name=" + KubeconfigDataName, kubeconfigDataKeyOf, &s.configMaps})
+	}
+	if served.machineOS {
+		r = append(r, read{MachineOSConfigs, "", mosKey, &s.moscs}, read{MachineOSBuilds, "", mosKey, &s.mosbs})
+	}
+	if served.routes {
+		r = append(r, read{Routes, "", routeKey, &s.routes})
+	}
+	return r
+}
+
+// resource is the client of gvr, in the one namespace read for the
+// namespaced ones.
+func resource(client dynamic.Interface, gvr schema.GroupVersionResource) dynamic.ResourceInterface {
+	switch gvr {
+	case ConfigMaps:
+		return client.Resource(gvr).Namespace(MCONamespace)
+	case Routes:
+		return client.Resource(gvr).Namespace(registryNamespace)
+	}
+	return client.Resource(gvr)
 }
 
 // policySyncWait is how long the first render waits for the skew policy
@@ -92,7 +127,7 @@ const policySyncWait = 5 * time.Second
 // dynamicinformer's informer without its factory, whose package links every
 // typed client-go informer and clientset: about 40 MB of binary and 6 MB of
 // heap at start for nothing this source reads.
-func newInformer(res dynamic.NamespaceableResourceInterface, gvr schema.GroupVersionResource, fieldSelector string) cache.SharedIndexInformer {
+func newInformer(res dynamic.ResourceInterface, gvr schema.GroupVersionResource, fieldSelector string) cache.SharedIndexInformer {
 	tweak := func(o *metav1.ListOptions) {
 		if fieldSelector != "" {
 			o.FieldSelector = fieldSelector

@@ -42,7 +42,9 @@ func (s *Source) poolKey(u *unstructured.Unstructured) string {
 		if err != nil {
 			return "error: " + err.Error()
 		}
-		return name
+		// An image-mode pool's image waits for its first updated machine.
+		updated, _ := count(u.Object, "status", "updatedMachineCount")
+		return jsonKey([]any{name, updated > 0})
 	}
 	sel, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "machineConfigSelector")
 	return jsonKey(sel)

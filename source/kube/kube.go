@@ -97,6 +97,17 @@ type Config struct {
 	Logger   *slog.Logger
 	// Registerer, when set, receives the source's metrics.
 	Registerer prometheus.Registerer
+
+	// KubeconfigData follows ConfigMap kubeconfig-data in the MCO's
+	// namespace (its ca-bundle.crt is the CA of the kubeconfig served to
+	// nodes; see KubeconfigCA); a change signals a reload.
+	KubeconfigData bool
+	// ImageMode serves image-mode pools as upstream's server does: a pool
+	// with a MachineOSConfig whose image a succeeded MachineOSBuild built
+	// from the served rendered config boots new nodes into that image (see
+	// desiredImage). Only with ModePool; ignored when the API server does
+	// not serve the resources.
+	ImageMode bool
 }
 
 // Source is a source.Source over MachineConfigs, MachineConfigPools and the
@@ -104,22 +115,16 @@ type Config struct {
 // renders from their caches, never from the network.
 type Source struct {
 	cfg    Config
-	log    *slog.Logger
 	client dynamic.Interface
 	disco  discoverer
-	host   string
-	m      *metrics
 
 	startOnce sync.Once
-	synced    chan struct{} // closed once every informer has synced
-	notify    chan struct{} // capacity 1: a pending change
-	health    health
+	notify    chan struct{}     // capacity 1: a pending change
+	monitor                     // the API server's health: log, host, metrics
 	cache     render.ParseCache // parsed configs, kept from one load to the next
 	renderer  source.Renderer   // re-renders only the pools whose inputs changed
 
-	// Set before synced is closed, read only after.
-	mcs, pools, ccs, mcfgs cache.Store
-
+	caches
 	policy policyCache
 }
 
@@ -164,19 +169,19 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes source: %w", err)
 	}
-	*s = Source{
-		cfg:    cfg,
-		log:    cfg.Logger.With("source", "kubernetes"),
-		client: client,
-		disco:  disco,
-		host:   rc.Host,
-		synced: make(chan struct{}),
-		notify: make(chan struct{}, 1),
-	}
-	s.m, err = newMetrics(cfg.Registerer)
+	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes source: %w", err)
 	}
+	log := cfg.Logger.With("source", "kubernetes")
+	*s = Source{
+		cfg:    cfg,
+		client: client,
+		disco:  disco,
+		notify: make(chan struct{}, 1),
+		caches: caches{synced: make(chan struct{}), controllerConfigName: cfg.ControllerConfig},
+	}
+	s.monitor = monitor{m: m, log: log, host: rc.Host, signal: s.signal, policy: &s.policy}
 	return s, nil
 }
 
@@ -189,16 +194,6 @@ func (s *Source) String() string {
 // backoff, and a change is signalled once they have.
 func (s *Source) Start(ctx context.Context) {
 	s.startOnce.Do(func() { go s.run(ctx) })
-}
-
-// hasSynced reports whether every informer has listed its resource once.
-func (s *Source) hasSynced() bool {
-	select {
-	case <-s.synced:
-		return true
-	default:
-		return false
-	}
 }
 
 // Watch starts the source if needed and passes its changes on until ctx
@@ -231,7 +226,7 @@ func (s *Source) signal() {
 // the error) even though the caches still hold the last state: a replica
 // must say when what it serves may be stale.
 func (s *Source) Load(ctx context.Context) (*source.Input, error) {
-	if !s.hasSynced() {
+	if !s.Synced() {
 		t := time.NewTimer(s.cfg.SyncWait)
 		defer t.Stop()
 		select {
@@ -274,19 +269,6 @@ func objects(st cache.Store) []*unstructured.Unstructured {
 	}
 	slices.SortFunc(out, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return out
-}
-
-// controllerConfig returns the named ControllerConfig's JSON, or nil.
-func (s *Source) controllerConfig() *unstructured.Unstructured {
-	if s.ccs == nil {
-		return nil
-	}
-	o, ok, _ := s.ccs.GetByKey(s.cfg.ControllerConfig)
-	if !ok {
-		return nil
-	}
-	u, _ := o.(*unstructured.Unstructured)
-	return u
 }
 
 // loadSelf renders every pool from the cached objects, through the same

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/ignition-mcs/mcs/render"
 )
@@ -24,30 +25,62 @@ func IsRendered(u *unstructured.Unstructured) bool {
 	return false
 }
 
+// caches are the informers' stores, and what is read from them: the
+// source renders from them and the controller reads them. A store is nil
+// when its resource is not read (not served, or not asked for).
+type caches struct {
+	synced chan struct{} // closed once every required informer has synced
+	// controllerConfigName names the ControllerConfig read.
+	controllerConfigName string
+
+	// Set before synced is closed, read only after.
+	mcs, pools, ccs, mcfgs cache.Store
+	// configMaps holds kubeconfig-data (Config.KubeconfigData); moscs,
+	// mosbs and the registry's routes are for image mode (Config.ImageMode).
+	configMaps, moscs, mosbs, routes cache.Store
+}
+
+// Synced reports whether every informer has listed its resource once (the
+// controller renders and compares nothing before).
+func (c *caches) Synced() bool {
+	select {
+	case <-c.synced:
+		return true
+	default:
+		return false
+	}
+}
+
 // Pool returns the cached MachineConfigPool named, or nil before the caches
 // have synced or when there is none. It is the cache's own object: callers
 // must not modify it (DeepCopy first).
-func (s *Source) Pool(name string) *unstructured.Unstructured { return s.cached(s.pools, name) }
+func (c *caches) Pool(name string) *unstructured.Unstructured { return c.cached(c.pools, name) }
 
 // MachineConfig returns the cached MachineConfig named, or nil, as Pool does.
-func (s *Source) MachineConfig(name string) *unstructured.Unstructured { return s.cached(s.mcs, name) }
+func (c *caches) MachineConfig(name string) *unstructured.Unstructured { return c.cached(c.mcs, name) }
 
 // PoolNames lists the cached pools, sorted; none before the caches have synced.
-func (s *Source) PoolNames() []string {
-	if !s.Synced() {
+func (c *caches) PoolNames() []string {
+	if !c.Synced() {
 		return nil
 	}
 	var out []string
-	for _, u := range objects(s.pools) {
+	for _, u := range objects(c.pools) {
 		out = append(out, u.GetName())
 	}
 	return out
 }
 
-func (s *Source) cached(st interface {
-	GetByKey(string) (any, bool, error)
-}, name string) *unstructured.Unstructured {
-	if !s.Synced() || st == nil {
+func (c *caches) cached(st cache.Store, name string) *unstructured.Unstructured {
+	if !c.Synced() {
+		return nil
+	}
+	return get(st, name)
+}
+
+// get is the object of st keyed name, or nil (st nil too).
+func get(st cache.Store, name string) *unstructured.Unstructured {
+	if st == nil {
 		return nil
 	}
 	o, ok, _ := st.GetByKey(name)
@@ -60,25 +93,24 @@ func (s *Source) cached(st interface {
 
 // MachineConfigs lists the cached MachineConfigs, sorted by name; none
 // before the caches have synced. The objects are the cache's own.
-func (s *Source) MachineConfigs() []*unstructured.Unstructured {
-	if !s.Synced() {
+func (c *caches) MachineConfigs() []*unstructured.Unstructured {
+	if !c.Synced() {
 		return nil
 	}
-	return objects(s.mcs)
+	return objects(c.mcs)
 }
 
 // ControllerConfigObject returns the cached ControllerConfig the source
 // renders with, or nil.
-func (s *Source) ControllerConfigObject() *unstructured.Unstructured {
-	if !s.Synced() {
-		return nil
-	}
-	return s.controllerConfig()
+func (c *caches) ControllerConfigObject() *unstructured.Unstructured {
+	return c.cached(c.ccs, c.controllerConfigName)
 }
 
-// Synced reports whether every informer has listed its resource once (the
-// controller renders and compares nothing before).
-func (s *Source) Synced() bool { return s.hasSynced() }
+// controllerConfig is the ControllerConfig read, or nil; for the loads,
+// which run once synced.
+func (c *caches) controllerConfig() *unstructured.Unstructured {
+	return get(c.ccs, c.controllerConfigName)
+}
 
 // Origin is the file name errors give objects read from the API server
 // ("kubernetes: MachineConfig/x: $.path: ..."); the controller's errors

@@ -14,7 +14,7 @@ import (
 // watchFailed is every informer's watch error handler: it sees what the
 // API server answered (forbidden, not found, a failed list). The reflector
 // itself relists and rewatches with backoff.
-func (s *Source) watchFailed(gvr schema.GroupVersionResource, err error) {
+func (s *monitor) watchFailed(gvr schema.GroupVersionResource, err error) {
 	if routine(err) {
 		return
 	}
@@ -33,7 +33,7 @@ func routine(err error) bool {
 // policyWatchFailed is the skew policy informer's watch error handler:
 // the policy is optional, so its trouble is the policy's, shown in /status
 // with it, and never fails the pools' render.
-func (s *Source) policyWatchFailed(err error) {
+func (s *monitor) policyWatchFailed(err error) {
 	if routine(err) {
 		return
 	}
@@ -45,7 +45,7 @@ func (s *Source) policyWatchFailed(err error) {
 
 // observePolicy clears the skew policy's read error once a request for it
 // succeeds again.
-func (s *Source) observePolicy(req *http.Request, resp *http.Response, err error) {
+func (s *monitor) observePolicy(req *http.Request, resp *http.Response, err error) {
 	if err == nil && resp.StatusCode < 300 && req.Context().Err() == nil && s.policy.setWatchErr(nil) {
 		s.log.Info("the cluster's skew policy is read again")
 		s.signal()
@@ -86,10 +86,18 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 // resourceOf is the resource a request path is for, or "" when it is not
 // one the source reads.
 func resourceOf(path string) string {
-	for _, gvr := range []schema.GroupVersionResource{MachineConfigs, MachineConfigPools, ControllerConfigs, MachineConfigurations} {
-		rest, ok := strings.CutPrefix(path, "/apis/"+gvr.GroupVersion().String()+"/")
+	for _, gvr := range []schema.GroupVersionResource{MachineConfigs, MachineConfigPools, ControllerConfigs, MachineConfigurations,
+		ConfigMaps, MachineOSConfigs, MachineOSBuilds, Routes} {
+		prefix := "/apis/" + gvr.GroupVersion().String() + "/"
+		if gvr.Group == "" {
+			prefix = "/api/" + gvr.Version + "/"
+		}
+		rest, ok := strings.CutPrefix(path, prefix)
 		if !ok {
 			continue
+		}
+		if ns, ok := strings.CutPrefix(rest, "namespaces/"); ok {
+			_, rest, _ = strings.Cut(ns, "/")
 		}
 		if r, _, _ := strings.Cut(rest, "/"); r == gvr.Resource {
 			return r

@@ -106,11 +106,18 @@ func (s *Source) loadPool() (*source.Input, error) {
 			fail(pool, err)
 			continue
 		}
+		// As upstream's appendDesiredOSImage, before anything is encoded:
+		// the served MachineConfig names the image.
+		image, _ := s.desiredImage(p, name)
+		if image != "" {
+			mc.Spec.OSImageURL = image
+		}
 		res, err := render.FromRendered(pool, mc, s.cfg.Options)
 		if err != nil {
 			fail(pool, err)
 			continue
 		}
+		res.Image = image
 		if len(sources) > 0 {
 			res.MachineConfigs = sources
 		}

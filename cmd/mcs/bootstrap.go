@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ignition-mcs/mcs/serve"
+)
+
+// bootstrapOptions are OpenShift's machine-config-server bootstrap flags.
+type bootstrapOptions struct {
+	baseDir string
+	certs   []string // registry=file, file relative to baseDir
+}
+
+// runBootstrap is mcs bootstrap: OpenShift's bootstrap server as the
+// installer's bootstrap node runs it (machine-config-server bootstrap
+// --server-basedir DIR --bootstrap-kubeconfig FILE), serving the control
+// plane's rendered configs from the installer's manifests.
+func runBootstrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	o, err := parseBootstrapFlags(args, stderr)
+	if err != nil || o == nil {
+		return err
+	}
+	return serveOptions(ctx, o, stdout, stderr)
+}
+
+func parseBootstrapFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{bootstrap: &bootstrapOptions{}}
+	fs := flag.NewFlagSet("mcs bootstrap", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.define(fs)
+	setDefault(fs, "cert", defaultCert)
+	setDefault(fs, "key", defaultKey)
+	setDefault(fs, "bootstrap-kubeconfig", "/etc/kubernetes/kubeconfig")
+	bo := o.bootstrap
+	fs.StringVar(&bo.baseDir, "server-basedir", "/etc/mcs/bootstrap", "directory of machine-pools/, machine-configs/ and controller-config/")
+	fs.Func("bootstrap-certs", "a registry CA as REGISTRY=FILE (FILE relative to --server-basedir), served as /etc/docker/certs.d/REGISTRY/ca.crt; may repeat", func(s string) error {
+		if strings.Count(s, "=") != 1 || strings.HasPrefix(s, "=") || strings.HasSuffix(s, "=") {
+			return fmt.Errorf("%q: want REGISTRY=FILE", s)
+		}
+		bo.certs = append(bo.certs, s)
+		return nil
+	})
+	fs.String("payload-version", "", "accepted for OpenShift's command line; logged by start only")
+	fs.Int("v", 0, "accepted for OpenShift's command line; use --log-level")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: mcs bootstrap [--server-basedir DIR] [--bootstrap-kubeconfig FILE] [flags]\n\nOpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it: serves the\nmaster and arbiter pools' rendered MachineConfigs from DIR/machine-pools and DIR/machine-configs.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil
+		}
+		return nil, errUsage
+	}
+	if err := fromEnv(fs); err != nil {
+		fmt.Fprintln(stderr, "mcs bootstrap:", err)
+		return nil, errUsage
+	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if err := o.checkBootstrap(fs.Args()); err != nil {
+		fmt.Fprintln(stderr, "mcs bootstrap:", err)
+		return nil, errUsage
+	}
+	if err := bootstrapTLS(o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (o *options) checkBootstrap(args []string) error {
+	for _, f := range []string{"dir", "source", "kubeconfig", "render-mode"} {
+		if o.set[f] {
+			return fmt.Errorf("--%s is not for mcs bootstrap, which reads --server-basedir", f)
+		}
+	}
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
+	}
+	// As upstream's NewBootstrapServer: no kubeconfig, no server.
+	if _, err := os.Stat(o.kubeconfig); err != nil {
+		return fmt.Errorf("--bootstrap-kubeconfig: %w", err)
+	}
+	if (o.cert == "") != (o.key == "") {
+		return errors.New("--cert and --key go together")
+	}
+	return nil
+}
+
+// bootstrapNodeFiles reads, at every render, the kubeconfig file and the
+// registry CAs.
+func bootstrapNodeFiles(o *options) func() (serve.NodeFiles, error) {
+	return func() (serve.NodeFiles, error) {
+		nf, err := serve.ReadNodeFiles(o.kubeconfig, o.kubeletCA)
+		if err != nil {
+			return nf, err
+		}
+		for _, c := range o.bootstrap.certs {
+			registry, file, _ := strings.Cut(c, "=")
+			pem, err := os.ReadFile(filepath.Join(o.bootstrap.baseDir, file))
+			if err != nil {
+				return nf, fmt.Errorf("--bootstrap-certs %s: %w", c, err)
+			}
+			nf.RegistryCAs = append(nf.RegistryCAs, serve.RegistryCA{Registry: registry, PEM: pem})
+		}
+		return nf, nil
+	}
+}
+
+// bootstrapTLS takes the TLS profile from the installer's APIServer
+// manifest, as upstream's bootstrap server does
+// (DIR/api-server/api-server.yaml: /etc/mcs/bootstrap/api-server/api-server.yaml
+// by default), unless --tls-min-version or --tls-cipher-suites is given;
+// without one it is Intermediate. Suites Go does not have are left out, as
+// upstream's OpenSSLToIANACipherSuites leaves them.
+func bootstrapTLS(o *options) error {
+	if o.set["tls-min-version"] || o.set["tls-cipher-suites"] {
+		return nil
+	}
+	path := filepath.Join(o.bootstrap.baseDir, "api-server", "api-server.yaml")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var api configv1.APIServer
+	if err := yaml.Unmarshal(b, &api); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	spec := configv1.TLSProfiles[configv1.TLSProfileIntermediateType]
+	if p := api.Spec.TLSSecurityProfile; p != nil {
+		switch {
+		case p.Type == configv1.TLSProfileCustomType && p.Custom != nil:
+			spec = &p.Custom.TLSProfileSpec
+		case configv1.TLSProfiles[p.Type] != nil:
+			spec = configv1.TLSProfiles[p.Type]
+		}
+	}
+	v, err := tlsVersion(string(spec.MinTLSVersion))
+	if err != nil {
+		return fmt.Errorf("%s: $.spec.tlsSecurityProfile: %w", path, err)
+	}
+	o.tls.minVersion, o.tls.names = v, nil
+	for _, c := range spec.Ciphers {
+		if _, ok := cipherSuites[c]; ok {
+			o.tls.names = append(o.tls.names, c)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// socketWrites is a body (a bytes.Reader) that counts the WriteTo calls
+// given the socket itself, as serve's bodies of pieces are.
+type socketWrites struct {
+	*bytes.Reader
+	direct, calls int
+}
+
+func (r *socketWrites) WriteTo(w io.Writer) (int64, error) {
+	r.calls++
+	if _, ok := w.(syscall.Conn); ok {
+		r.direct++
+	}
+	return r.Reader.WriteTo(w)
+}
+
+// connPair returns the server side of a loopback TCP connection, admitted
+// by a table with the given stall timeout, and the client side.
+func connPair(t *testing.T, stall time.Duration) (*limitConn, net.Conn, *connTable) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	table := newConnTable(connLimits{stall: stall}, slog.New(slog.DiscardHandler), newConnMetrics(nil))
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := table.listener(ln).Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); c.Close() })
+	return c.(*limitConn), client, table
+}
+
+// readSlowly reads n bytes from c, chunk bytes every period, and sends
+// what it read.
+func readSlowly(c net.Conn, n, chunk int, period time.Duration) chan []byte {
+	got := make(chan []byte, 1)
+	go func() {
+		var b []byte
+		buf := make([]byte, chunk)
+		for len(b) < n {
+			m, err := io.ReadFull(c, buf[:min(chunk, n-len(b))])
+			b = append(b, buf[:m]...)
+			if err != nil {
+				break
+			}
+			time.Sleep(period)
+		}
+		got <- b
+	}()
+	return got
+}
+
+// A body handed to ReadFrom goes to the socket itself in one WriteTo
+// (serve's pieces: one writev), and a reader slower than the stall timeout
+// but faster than writeChunk per stall period gets all of it; one slower
+// than that, or one that stops reading, is cut off, through ReadFrom as
+// through Write.
+func TestLimitConnReadFrom(t *testing.T) {
+	const stall = time.Second
+	body := bytes.Repeat([]byte("0123456789abcdef"), 32<<20/16) // more than the socket buffers hold
+	for _, tc := range []struct {
+		name   string
+		size   int
+		chunk  int // the client reads this much each period
+		period time.Duration
+		cut    bool
+	}{
+		{"fast", len(body), 1 << 20, 0, false},
+		{"slow, above the rate", 12 << 20, 16 * writeChunk, stall / 4, false},
+		{"below the rate", len(body), writeChunk / 8, stall / 2, true},
+		{"stopped", len(body), 0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, client, table := connPair(t, stall)
+			var got chan []byte
+			if tc.chunk > 0 {
+				got = readSlowly(client, tc.size, tc.chunk, tc.period)
+			}
+			r := &socketWrites{Reader: bytes.NewReader(body[:tc.size])}
+			start := time.Now()
+			n, err := c.ReadFrom(r)
+			if r.direct != r.calls || r.calls == 0 {
+				t.Errorf("%d of %d WriteTo calls given the socket itself", r.direct, r.calls)
+			}
+			stalls := testutil.ToFloat64(table.m.stalled)
+			if tc.cut {
+				if !isTimeout(err) || stalls != 1 {
+					t.Fatalf("after %s: %d bytes, %v, %v stalls counted; want a timeout, counted", time.Since(start), n, err, stalls)
+				}
+				return
+			}
+			if err != nil || n != int64(tc.size) || stalls != 0 {
+				t.Fatalf("after %s: %d of %d bytes, %v, %v stalls counted", time.Since(start), n, tc.size, err, stalls)
+			}
+			if b := <-got; !bytes.Equal(b, body[:tc.size]) {
+				t.Fatalf("the client read %d bytes, not the body's %d", len(b), tc.size)
+			}
+		})
+	}
+}

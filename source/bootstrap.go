@@ -1,0 +1,145 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/ignition-mcs/mcs/render"
+)
+
+// bootstrapPools are the pools OpenShift's bootstrap server serves: the
+// control plane's, the only nodes that boot from it; it refuses the rest.
+var bootstrapPools = []string{"master", "arbiter"}
+
+// Bootstrap is the installer's bootstrap manifests, read as OpenShift's
+// bootstrap server reads them (machine-config-server bootstrap
+// --server-basedir DIR): machine-pools/<pool>.yaml names in
+// status.configuration.name the rendered MachineConfig in
+// machine-configs/<name>.yaml, served as rendered (re-encoded at the lowest
+// spec), with controller-config/machine-config-controller.yaml.
+type Bootstrap struct {
+	Dir     string
+	Options render.Options
+	// Poll is how often the files are checked for changes.
+	Poll time.Duration
+
+	renderer Renderer
+}
+
+func (b *Bootstrap) String() string { return "bootstrap " + b.Dir }
+
+// Load reads the served pools that have a pool file; the others stay
+// unknown (500, which a node retries). A pool whose rendered config is
+// missing or bad fails alone.
+func (b *Bootstrap) Load(ctx context.Context) (*Input, error) {
+	ccFile := filepath.Join(b.Dir, "controller-config", "machine-config-controller.yaml")
+	Reading(ctx, ccFile)
+	var l render.Loader
+	l.Path(ccFile)
+	set, err := l.Set()
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: the ControllerConfig, which OpenShift's bootstrap server needs for every pool: %w", err)
+	}
+	in := &Input{ControllerConfig: set.ControllerConfig()}
+	for _, pool := range bootstrapPools {
+		poolFile := filepath.Join(b.Dir, "machine-pools", pool+".yaml")
+		Reading(ctx, poolFile)
+		res, err := b.pool(pool, poolFile)
+		switch {
+		case errors.Is(err, os.ErrNotExist) && res == nil:
+			continue
+		case err != nil:
+			if in.Failed == nil {
+				in.Failed = map[string]error{}
+			}
+			in.Failed[pool] = err
+		default:
+			in.Results = append(in.Results, res)
+		}
+	}
+	b.renderer.Carry(in)
+	return in, nil
+}
+
+// pool reads one pool file and the rendered config it names; a missing
+// pool file is os.ErrNotExist with no result.
+func (b *Bootstrap) pool(pool, poolFile string) (*render.Result, error) {
+	data, err := os.ReadFile(poolFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	var p struct {
+		Status struct {
+			Configuration struct{ Name string } `json:"configuration"`
+		} `json:"status"`
+	}
+	if err := yaml.Unmarshal(data, &p); err != nil {
+		return nil, &render.Error{File: poolFile, Object: render.KindMachineConfigPool + "/" + pool, Message: err.Error(), Err: render.ErrInvalid}
+	}
+	name := p.Status.Configuration.Name
+	if name == "" || strings.ContainsAny(name, `/\`) {
+		return nil, &render.Error{File: poolFile, Object: render.KindMachineConfigPool + "/" + pool, Path: "$.status.configuration.name",
+			Message: fmt.Sprintf("want the name of a rendered MachineConfig in machine-configs/, got %q", name), Err: render.ErrNoConfigs}
+	}
+	var l render.Loader
+	l.Path(filepath.Join(b.Dir, "machine-configs", name+".yaml"))
+	set, err := l.Set()
+	if err != nil {
+		return &render.Result{}, err // not ErrNotExist's no-pool case: the pool exists
+	}
+	mcs := set.MachineConfigs()
+	if len(mcs) != 1 || mcs[0].Metadata.Name != name {
+		return &render.Result{}, fmt.Errorf("bootstrap: machine-configs/%s.yaml: want MachineConfig %s alone", name, name)
+	}
+	return render.FromRendered(pool, mcs[0], b.Options)
+}
+
+// Watch signals a change when a file under Dir changes (size, time or
+// presence), checked every Poll.
+func (b *Bootstrap) Watch(ctx context.Context, changed chan<- struct{}) {
+	t := time.NewTicker(max(b.Poll, 100*time.Millisecond))
+	defer t.Stop()
+	last := treeStamp(b.Dir)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if now := treeStamp(b.Dir); now != last {
+			last = now
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// treeStamp is each file's path, size and modification time under dir.
+func treeStamp(dir string) string {
+	var lines []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if info, err := os.Stat(p); err == nil {
+			lines = append(lines, p+" "+strconv.FormatInt(info.Size(), 10)+" "+strconv.FormatInt(info.ModTime().UnixNano(), 10))
+		}
+		return nil
+	})
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
