@@ -30,11 +30,11 @@ func handler(t *testing.T, dir, policy string, tokens ...string) (http.Handler, 
 	}
 	cfg := serve.Config{Gate: skewgate.New(p, nil)}
 	if len(tokens) > 0 {
-		accepted := make([][]byte, len(tokens))
+		accepted := make([]serve.Token, len(tokens))
 		for i, tok := range tokens {
-			accepted[i] = []byte(tok)
+			accepted[i] = serve.Token{Secret: []byte(tok)}
 		}
-		cfg.Tokens = func() [][]byte { return accepted }
+		cfg.Tokens = func() []serve.Token { return accepted }
 	}
 	return servetest.Handler(t, dir, cfg)
 }
