@@ -329,20 +329,7 @@ func TestPoolTokenSecrets(t *testing.T) {
 	if c := code("infra", token("infra")); c != 200 {
 		t.Errorf("infra's token fetching infra: %d", c)
 	}
-	admin := regexp.MustCompile(`listening on (http://\S+) \(admin`).FindStringSubmatch(in.stdout.String())
-	if admin == nil {
-		t.Fatalf("no admin listener:\n%s", in.stdout.String())
-	}
-	for _, path := range []string{"/status", "/metrics"} {
-		if c, _, _ := in.get(path, "Authorization", "Bearer "+w1); c != 401 {
-			t.Errorf("%s with a pool's token: %d", path, c)
-		}
-		if resp, err := http.Get(admin[1] + path); err != nil || resp.StatusCode != 200 {
-			t.Errorf("%s on --listen-admin: %v %v", path, resp, err)
-		} else {
-			resp.Body.Close()
-		}
-	}
+	adminOnlyWithAllPools(t, in, w1)
 	waitFor(t, "worker's token rotated", func() bool { return token("worker") != w1 })
 	sec, err := kc.CoreV1().Secrets(mcoNS).Get(ctx, "mcs-pool-token-worker", metav1.GetOptions{})
 	if err != nil {
@@ -371,5 +358,25 @@ func TestPoolTokenSecrets(t *testing.T) {
 	t.Logf("deleted pool's token refused %s after the delete", took.Round(time.Millisecond))
 	if took > 3*time.Second {
 		t.Errorf("the deleted pool's token worked for %s", took)
+	}
+}
+
+// adminOnlyWithAllPools checks that /status and /metrics refuse a pool's
+// token on the nodes' listener and answer without one on --listen-admin.
+func adminOnlyWithAllPools(t *testing.T, in *instance, poolToken string) {
+	t.Helper()
+	admin := regexp.MustCompile(`listening on (http://\S+) \(admin`).FindStringSubmatch(in.stdout.String())
+	if admin == nil {
+		t.Fatalf("no admin listener:\n%s", in.stdout.String())
+	}
+	for _, path := range []string{"/status", "/metrics"} {
+		if c, _, _ := in.get(path, "Authorization", "Bearer "+poolToken); c != 401 {
+			t.Errorf("%s with a pool's token: %d", path, c)
+		}
+		if resp, err := http.Get(admin[1] + path); err != nil || resp.StatusCode != 200 {
+			t.Errorf("%s on --listen-admin: %v %v", path, resp, err)
+		} else {
+			resp.Body.Close()
+		}
 	}
 }
