@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -140,7 +141,7 @@ func reasonsOr(r []string, def string) string {
 	if len(r) == 0 {
 		return def
 	}
-	return fmt.Sprint(r)
+	return strings.Join(r, "; ")
 }
 
 // ownerRef makes a pool own what is generated for it: the cluster's

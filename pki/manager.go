@@ -75,10 +75,14 @@ func (m *Manager) Run(ctx context.Context) error {
 		if gvr == Infrastructures {
 			onUpdate = func(any, any) { m.poke() }
 		}
+		onDelete := func(any) { m.poke() }
+		if gvr != Infrastructures {
+			onDelete = func(o any) { m.revoke(ctx, o); m.poke() }
+		}
 		_, _ = f.ForResource(gvr).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { m.poke() },
 			UpdateFunc: onUpdate,
-			DeleteFunc: func(any) { m.poke() },
+			DeleteFunc: onDelete,
 		})
 	}
 	f.Start(ctx.Done())
@@ -95,6 +99,25 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-t.C:
 		case <-m.kick:
 		}
+	}
+}
+
+// revoke deletes a deleted pool's token Secret at once, before the pass
+// the deletion starts (which reads everything first).
+func (m *Manager) revoke(ctx context.Context, o any) {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	pool, ok := o.(interface{ GetName() string })
+	if !ok || m.cfg.Tokens.Rotation <= 0 {
+		return
+	}
+	err := m.cfg.Clients.Kube.CoreV1().Secrets(mcoNamespace).Delete(ctx, tokenSecretName(pool.GetName()), metav1.DeleteOptions{})
+	switch {
+	case err == nil:
+		m.log.Info("pki", "change", "delete secret "+mcoNamespace+"/"+tokenSecretName(pool.GetName())+": its pool is gone: the token is revoked")
+	case !apierrors.IsNotFound(err):
+		m.log.Error("revoking a deleted pool's token; retried at the next pass", "pool", pool.GetName(), "err", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 )
@@ -60,5 +61,23 @@ func TestTLSStatus(t *testing.T) {
 	}
 	if st := tlsStatus(now.Add(90*time.Minute), c, nil); !st.Trust[1].Expired || st.Trust[0].Expired {
 		t.Errorf("after A expired: %+v", st.Trust)
+	}
+}
+
+// The status page shows the served certificate and until when each CA's
+// pointer configs boot nodes.
+func TestStatusPageTLS(t *testing.T) {
+	now := time.Now()
+	a := issue(t, "CA-A", now.Add(time.Hour), true, nil, nil)
+	b := issue(t, "CA-B", now.Add(3*time.Hour), true, nil, nil)
+	bByA := issue(t, "CA-B", a.cert.NotAfter, true, b.key, a)
+	leaf := issue(t, "mcs", now.Add(2*time.Hour), false, nil, b)
+	c := &tls.Certificate{Certificate: [][]byte{leaf.cert.Raw, bByA.cert.Raw}}
+	s := newTestServer(t, Config{ServingCert: func() (*tls.Certificate, error) { return c, nil }}, result(t, "worker", plainIgn))
+	w := get(t, s, "GET", "/status?format=html")
+	for _, want := range []string{"Serving certificate", "CA-A", "cross-signature of CA-B", "(in 59m"} {
+		if !strings.Contains(w.Body.String(), want) {
+			t.Errorf("the page lacks %q", want)
+		}
 	}
 }
