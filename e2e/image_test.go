@@ -54,9 +54,11 @@ func TestImage(t *testing.T) {
 		t.Errorf("image user = %q, want 65532:65532 (non-root)", user)
 	}
 	size, _ := strconv.ParseInt(podmanOut(t, podman, "image", "inspect", "--format", "{{.Size}}", image), 10, 64)
-	// The image is the stripped static binary and nothing else.
-	if size <= 0 || size > 48<<20 {
-		t.Errorf("image size = %d bytes, want (0, 48 MiB]", size)
+	// The image is the stripped static binary and nothing else: 45 MB before
+	// mcs start/bootstrap/preflight, the PKI manager and the controller's
+	// guards linked more of openshift/api and client-go (59 MB at 2910085).
+	if size <= 0 || size > 64<<20 {
+		t.Errorf("image size = %d bytes, want (0, 64 MiB]", size)
 	}
 
 	addr := freeAddr(t)
