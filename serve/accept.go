@@ -21,6 +21,9 @@ type want struct {
 	// asked is the highest Ignition version the header names, for logs and the
 	// skew gate ("Ignition that reads 3.2.0"); zero when it names none.
 	asked convert.Version
+	// refused, for wantNone, is the newest spec written that the header
+	// names only with q=0 ("not acceptable"); zero when it names none so.
+	refused convert.Version
 }
 
 type wantKind int
@@ -152,8 +155,12 @@ func negotiate(header string) want {
 	for _, mr := range ranges {
 		if mr.typ+"/"+mr.subtype == ignitionType {
 			hasIgnition = true
-			if v, ok := ignitionVersion(mr.version); ok && mr.q > 0 && w.asked.Less(v) {
+			v, ok := ignitionVersion(mr.version)
+			if ok && mr.q > 0 && w.asked.Less(v) {
 				w.asked = v
+			}
+			if ok && mr.q <= 0 && writable(v) && w.refused.Less(v) {
+				w.refused = v
 			}
 		}
 	}
@@ -189,6 +196,10 @@ func negotiate(header string) want {
 	}
 	return w
 }
+
+// writable reports whether a spec a header names is one mcs answers with
+// (3.x, or 2.2+ served as 2.2).
+func writable(v convert.Version) bool { return v.Major == 3 || v.Major == 2 && v.Minor >= 2 }
 
 // ignitionVersion reads a version parameter: "3.4.0", and also "3.4" (which
 // the MCO silently served as 2.2).

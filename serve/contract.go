@@ -22,6 +22,7 @@ type Cause string
 // docs/reliability.md shows this table; TestContract holds every row.
 const (
 	CauseNotReady        Cause = "not-ready"
+	CauseRenderFailed    Cause = "render-failed"
 	CauseOverloaded      Cause = "overloaded"
 	CauseUnknownPool     Cause = "unknown-pool"
 	CausePoolNotRendered Cause = "pool-not-rendered"
@@ -32,6 +33,7 @@ const (
 	CauseStubFailed      Cause = "stub-failed"
 	CauseNoWrittenSpec   Cause = "no-written-spec"
 	CauseBadVersion      Cause = "bad-version"
+	CauseBadFormat       Cause = "bad-format"
 	CauseNotExpressible  Cause = "not-expressible"
 )
 
@@ -49,7 +51,10 @@ func (a contractRow) Retried() bool { return a.Code >= 500 }
 // contract lists every answer that is not a config, in the order of
 // docs/reliability.md.
 var contract = []contractRow{
-	{CauseNotReady, http.StatusServiceUnavailable, "wait: the first render is running (or the source is unreachable; see lastError)"},
+	{CauseNotReady, http.StatusServiceUnavailable, "wait: the first render is running"},
+	// Nothing rendered yet and the newest attempt failed: the admin fixes
+	// the source, which is watched, and the node boots on its next retry.
+	{CauseRenderFailed, http.StatusServiceUnavailable, "fix what lastError in /status names: the source is rendered again when it changes"},
 	{CauseOverloaded, http.StatusServiceUnavailable, "wait, or raise --max-in-flight"},
 	{CauseUnknownPool, http.StatusInternalServerError, "create the pool, or correct the pool name in the node's pointer config"},
 	{CausePoolNotRendered, http.StatusInternalServerError, "fix the pool's MachineConfigs (see the pool's error in /status)"},
@@ -67,6 +72,7 @@ var contract = []contractRow{
 	// release sends them, so a 4xx only ever stops a script or a human.
 	{CauseNoWrittenSpec, http.StatusNotAcceptable, "send an Accept header naming a spec mcs writes"},
 	{CauseBadVersion, http.StatusBadRequest, "use ?version= with a spec mcs writes"},
+	{CauseBadFormat, http.StatusBadRequest, "leave ?format= out, or give json"},
 	{CauseNotExpressible, http.StatusNotAcceptable, "without a skew gate only: ask for a newer spec"},
 }
 
@@ -135,8 +141,8 @@ type Waiting struct {
 // Bounds of the waiting registry: request-supplied pool names and client
 // addresses must not grow it without limit.
 const (
-	waitingMax     = 64   // (cause, pool) entries in /status
-	unknownMax     = 8    // of them, for pools the server does not know
+	waitingMax     = 64   // (cause, pool) entries in /status, unknown pools aside
+	unknownMax     = 8    // unknown pool names in /status, besides (other)
 	warnedMax      = 4096 // (cause, pool, client) triples logged once
 	waitingForget  = 10 * time.Minute
 	unlistedPool   = "(other)"
@@ -174,7 +180,8 @@ func (wn *waitingNodes) note(log *slog.Logger, cause Cause, pool, client, agent,
 		wn.forget(now)
 		// Unknown pool names come from the request: capped apart, so junk
 		// names cannot crowd a real pool's cause out of /status.
-		if len(wn.entries) >= waitingMax || cause == CauseUnknownPool && wn.count(CauseUnknownPool) >= unknownMax {
+		unknown := wn.count(CauseUnknownPool)
+		if cause == CauseUnknownPool && unknown >= unknownMax || cause != CauseUnknownPool && len(wn.entries)-unknown >= waitingMax {
 			wk.pool = unlistedPool
 		}
 		if e = wn.entries[wk]; e == nil {
@@ -197,7 +204,7 @@ func (wn *waitingNodes) note(log *slog.Logger, cause Cause, pool, client, agent,
 	wn.mu.Unlock()
 	if !seen {
 		log.Warn("node waiting: answered "+fmt.Sprint(answers[cause].Code)+", Ignition retries", "cause", string(cause),
-			"pool", pool, "remote", client, "client", bounded(agent), "msg", msg)
+			"pool", pool, "remote", client, "client", bounded(agent), "answer", msg)
 	}
 }
 
@@ -227,14 +234,17 @@ func (wn *waitingNodes) forget(now time.Time) {
 	}
 }
 
-// list returns the causes seen within waitingForget, most recent first.
-func (wn *waitingNodes) list() []Waiting {
+// list returns the causes seen within waitingForget, most recent first:
+// with unknown set, the requests for pools the server does not know, else
+// every other cause. Anyone can ask for /config/scan1: those are listed
+// apart, and make no node "waiting" on the server's side.
+func (wn *waitingNodes) list(unknown bool) []Waiting {
 	now := time.Now()
 	wn.mu.Lock()
 	defer wn.mu.Unlock()
 	out := []Waiting{}
-	for _, e := range wn.entries {
-		if now.Sub(e.Last) <= waitingForget {
+	for k, e := range wn.entries {
+		if now.Sub(e.Last) <= waitingForget && (k.cause == CauseUnknownPool) == unknown {
 			out = append(out, *e)
 		}
 	}

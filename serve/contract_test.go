@@ -2,21 +2,25 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
+	"github.com/ignition-mcs/mcs/source"
 )
 
 // contractCase provokes one cause: a server and the request that gets it.
@@ -53,9 +57,15 @@ func tokensCfg(cfg Config) Config {
 var contractCases = map[Cause]contractCase{
 	CauseNotReady: {server: func(t *testing.T, cfg Config) *Server { return mustNew(t, cfg) },
 		request: getter("/config/worker"), body: "no render loaded yet"},
+	CauseRenderFailed: {server: func(t *testing.T, cfg Config) *Server {
+		s := mustNew(t, cfg)
+		rl := &Reloader{Source: &inputs{loads: []load{{in: &source.Input{Failed: map[string]error{"worker": errors.New("dir/50-worker.yaml: bad")}}}}}, Server: s}
+		rl.Reload(context.Background())
+		return s
+	}, request: getter("/config/worker"), body: "no render has succeeded yet; the newest attempt failed: pool worker (never rendered: nothing is served for it): dir/50-worker.yaml: bad"},
 	CauseOverloaded: {server: func(t *testing.T, cfg Config) *Server { cfg.MaxInFlight = 1; return worker(t, cfg) },
 		request: overloaded, body: "overloaded: 1 config requests in flight"},
-	CauseUnknownPool: {server: worker, request: getter("/config/infra"), body: `unknown pool "infra": this server serves worker`},
+	CauseUnknownPool: {server: worker, request: getter("/config/infra"), body: `unknown pool "infra" (create the pool`},
 	CausePoolNotRendered: {server: func(t *testing.T, cfg Config) *Server {
 		s := mustNew(t, cfg)
 		snap, err := BuildSnapshot(1, []*render.Result{result(t, "worker", plainIgn)}, nil, render.NodeFiles{})
@@ -90,6 +100,7 @@ var contractCases = map[Cause]contractCase{
 	}, body: "cannot build the skew stub config"},
 	CauseNoWrittenSpec: {server: worker, request: getter("/config/worker", "Accept", "application/vnd.coreos.ignition+json;version=4.0.0"),
 		body: "Accept names no spec this server writes: it writes 2.2.0, 3.0.0"},
+	CauseBadFormat: {server: worker, request: getter("/config/worker?format=yaml"), body: "?format=yaml is not served: an Ignition config is JSON"},
 	CauseBadVersion: {server: worker, request: getter("/config/worker?version=3.7.0"), body: "cannot write spec version"},
 	CauseNotExpressible: {server: func(t *testing.T, cfg Config) *Server {
 		return newTestServer(t, cfg, result(t, "worker", luksIgn))
@@ -165,8 +176,16 @@ func checkWaiting(t *testing.T, s *Server, a contractRow, logs string) {
 	if warns != 1 || !strings.Contains(logs, "cause="+string(a.Cause)) {
 		t.Errorf("want one WARN naming the cause for three retries, got %d:\n%s", warns, logs)
 	}
-	if len(st.Waiting) != 1 || st.Waiting[0].Cause != a.Cause || st.Waiting[0].Requests < 1 || st.Waiting[0].Clients != 1 {
-		t.Fatalf("/status waiting %+v", st.Waiting)
+	listed, want := st.Waiting, "True"
+	if a.Cause == CauseUnknownPool {
+		// A name anyone can send: counted apart, no condition.
+		listed, want = st.UnknownPools, "False"
+		if len(st.Waiting) != 0 {
+			t.Errorf("an unknown pool is listed as waiting: %+v", st.Waiting)
+		}
+	}
+	if len(listed) != 1 || listed[0].Cause != a.Cause || listed[0].Requests < 1 || listed[0].Clients != 1 {
+		t.Fatalf("/status waiting %+v, unknownPools %+v", st.Waiting, st.UnknownPools)
 	}
 	var cond *Condition
 	for i := range st.Conditions {
@@ -174,36 +193,60 @@ func checkWaiting(t *testing.T, s *Server, a contractRow, logs string) {
 			cond = &st.Conditions[i]
 		}
 	}
-	if cond == nil || cond.Status != "True" || !strings.Contains(cond.Message, string(a.Cause)) {
+	if cond == nil || cond.Status != want || want == "True" && !strings.Contains(cond.Message, string(a.Cause)) {
 		t.Errorf("NodesWaiting condition %+v", cond)
 	}
 }
 
-// A cause seen from many clients and pools is logged once per client and
-// kept in bounded memory; it leaves /status once it stops.
-func TestWaitingBounded(t *testing.T) {
+// Requests for pools the server does not know (300 curls of
+// /config/scanN) are counted apart, bounded, logged once per client past
+// the bound, and expire: no problem on the status page, no NodesWaiting,
+// no real pool's cause folded into "(other)", and no caller told which
+// pools exist.
+func TestUnknownPoolNoise(t *testing.T) {
 	var logs bytes.Buffer
 	s := worker(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	for i := range 2 * waitingMax {
+	for i := range 100 {
 		for client := range 3 {
-			req := httptest.NewRequest("GET", "/config/pool-"+strconv.Itoa(i), nil)
+			req := httptest.NewRequest("GET", "/config/scan"+strconv.Itoa(i), nil)
 			req.RemoteAddr = "10.0.0." + strconv.Itoa(client) + ":4000"
-			s.ServeHTTP(httptest.NewRecorder(), req)
-			s.ServeHTTP(httptest.NewRecorder(), req)
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, req)
+			if strings.Contains(w.Body.String(), "worker") {
+				t.Fatalf("the answer for an unknown pool names the server's pools: %s", w.Body.String())
+			}
 		}
 	}
-	// Past the bound, new unknown pools share one entry (and one WARN per
-	// client), and leave room for the causes of pools the server knows.
 	if n, want := strings.Count(logs.String(), "node waiting"), (unknownMax+1)*3; n != want {
 		t.Errorf("%d WARN lines, want one per pool and client up to the bound: %d", n, want)
 	}
 	st := s.Status()
-	if len(st.Waiting) != unknownMax+1 {
-		t.Fatalf("%d waiting entries, want the bound %d plus %q", len(st.Waiting), unknownMax, unlistedPool)
+	if len(st.Waiting) != 0 || len(st.UnknownPools) != unknownMax+1 {
+		t.Fatalf("waiting %+v, %d unknown pools; want none waiting, %d names plus %q", st.Waiting, len(st.UnknownPools), unknownMax, unlistedPool)
 	}
-	s.rec.waiting.note(slog.New(slog.DiscardHandler), CausePoolNotRendered, "worker", "10.0.0.9", "Ignition/v2.27.0", "pool \"worker\" has no good render yet")
-	if st := s.Status(); len(st.Waiting) != unknownMax+2 || st.Waiting[0].Pool != "worker" {
-		t.Fatalf("a known pool's cause after a flood of unknown names: %+v", st.Waiting)
+	var total int64
+	for _, u := range st.UnknownPools {
+		total += u.Requests
+	}
+	if total != 300 {
+		t.Errorf("unknown pools count %d requests, want 300", total)
+	}
+	if c := condition(st, "NodesWaiting"); c.Status != "False" {
+		t.Errorf("NodesWaiting %+v after unknown names only", c)
+	}
+	if ps := problems(st, nil, time.Now()); len(ps) != 0 {
+		t.Errorf("the status page shows problems for unknown names: %+v", ps)
+	}
+	// Every known pool's causes keep their own entries after the flood.
+	for i := range waitingMax {
+		s.rec.waiting.note(slog.New(slog.DiscardHandler), CausePoolNotRendered, "pool-"+strconv.Itoa(i), "10.0.0.9", "Ignition/v2.27.0", "no good render yet")
+	}
+	st = s.Status()
+	if len(st.Waiting) != waitingMax || slices.ContainsFunc(st.Waiting, func(w Waiting) bool { return w.Pool == unlistedPool }) {
+		t.Fatalf("known pools' causes after a flood of unknown names: %d entries, %+v", len(st.Waiting), st.Waiting)
+	}
+	if c := condition(st, "NodesWaiting"); c.Status != "True" || strings.Contains(c.Message, "scan") {
+		t.Errorf("NodesWaiting %+v", c)
 	}
 	if testutil.CollectAndCount(s.m.refusals) != 1 {
 		t.Error("the refusal metric has a series per pool")
@@ -213,9 +256,18 @@ func TestWaitingBounded(t *testing.T) {
 		e.Last = e.Last.Add(-2 * waitingForget)
 	}
 	s.rec.waiting.mu.Unlock()
-	if st := s.Status(); len(st.Waiting) != 0 || st.Conditions[1].Status != "False" {
-		t.Fatalf("stale causes still shown: %+v", st.Waiting)
+	if st := s.Status(); len(st.Waiting) != 0 || len(st.UnknownPools) != 0 || condition(st, "NodesWaiting").Status != "False" {
+		t.Fatalf("stale causes still shown: %+v %+v", st.Waiting, st.UnknownPools)
 	}
+}
+
+func condition(st Status, typ string) Condition {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return Condition{}
 }
 
 // Ignition v2.0.x sends the spec-2 Accept of Ignition v0.x but reads only

@@ -19,10 +19,45 @@ type failure struct {
 	pools []poolFailure // sorted by pool; empty when err is set
 }
 
-// poolFailure is one pool's render failure.
+// poolFailure is one pool's render failure; served says whether the pool
+// serves a render of before (a pool that never rendered serves nothing).
 type poolFailure struct {
-	pool string
-	err  error
+	pool   string
+	err    error
+	served bool
+}
+
+// markServed notes, for each failing pool, whether snap (the snapshot
+// served after the attempt; nil: none) still serves it.
+func (f *failure) markServed(snap *Snapshot) {
+	for i := range f.pools {
+		f.pools[i].served = snap != nil && snap.pools[f.pools[i].pool] != nil
+	}
+}
+
+// outcome says what is served despite f, for the log line and notices.
+func (f *failure) outcome(snap *Snapshot) string {
+	if snap == nil {
+		return "nothing is served until a render succeeds"
+	}
+	if f.err != nil {
+		return "serving the last good render"
+	}
+	served, never := 0, 0
+	for _, pf := range f.pools {
+		if pf.served {
+			served++
+		} else {
+			never++
+		}
+	}
+	switch {
+	case never == 0:
+		return "the failing pools serve their last good render"
+	case served == 0:
+		return "the failing pools never rendered: nothing is served for them"
+	}
+	return "each failing pool serves its last good render, if it ever rendered"
 }
 
 // wholeFailure is a render that failed as a whole.
@@ -47,18 +82,22 @@ func (f *failure) error() error {
 	}
 	errs := make([]error, len(f.pools))
 	for i, pf := range f.pools {
-		errs[i] = &poolError{Pool: pf.pool, Err: pf.err}
+		errs[i] = &poolError{Pool: pf.pool, Err: pf.err, Served: pf.served}
 	}
 	return errors.Join(errs...)
 }
 
 // poolError is one pool's render failure as an error.
 type poolError struct {
-	Pool string
-	Err  error
+	Pool   string
+	Err    error
+	Served bool // the pool serves a render of before
 }
 
 func (e *poolError) Error() string {
+	if !e.Served {
+		return "pool " + e.Pool + " (never rendered: nothing is served for it): " + e.Err.Error()
+	}
 	return "pool " + e.Pool + " (serving its last good render): " + e.Err.Error()
 }
 
@@ -77,8 +116,12 @@ func (rec *recorder) renderFailed(f *failure, now time.Time) {
 		if _, ok := rec.failingSince[pf.pool]; !ok {
 			rec.failingSince[pf.pool] = now
 		}
+		consequence := "serving the last good render"
+		if !pf.served {
+			consequence = "never rendered: nothing is served for this pool"
+		}
 		notices = append(notices, source.Notice{Kind: source.NoticeRenderFailed, Pool: pf.pool, Err: pf.err,
-			Message: "rendering failed; serving the last good render: " + pf.err.Error()})
+			Message: "rendering failed; " + consequence + ": " + pf.err.Error()})
 	}
 	rec.mu.Unlock()
 	if f.err != nil {

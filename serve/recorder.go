@@ -76,6 +76,20 @@ func (rec *recorder) rendered(snap *Snapshot) {
 	rec.m.carried.Add(float64(snap.Carried))
 }
 
+// firstRenderFailed is why the newest render failed while nothing is
+// served yet, or "" when something is served or no attempt has ended.
+func firstRenderFailed(rec *recorder) string {
+	if rec.served() != nil {
+		return ""
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.lastErr == nil {
+		return ""
+	}
+	return rec.lastErr.Message
+}
+
 // took records how long a render attempt took.
 func (rec *recorder) took(d time.Duration) { rec.m.duration.Observe(d.Seconds()) }
 

@@ -46,13 +46,14 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	f := r.reload(ctx)
 	done()
 	r.health().took(time.Since(start))
+	snap := r.Server.Snapshot()
 	if f != nil {
+		f.markServed(snap)
 		r.health().failed(f)
 		err := f.error()
-		r.log().Error("render failed; serving the last good render", "source", r.Source.String(), "err", err)
+		r.log().Error("render failed; "+f.outcome(snap), "source", r.Source.String(), "err", err)
 		return err
 	}
-	snap := r.Server.Snapshot()
 	pools := make([]string, 0, len(snap.names))
 	for _, n := range snap.names {
 		p := snap.pools[n]

@@ -165,6 +165,10 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	info := infoOf(r)
 	snap := s.snap.Load()
 	if snap == nil {
+		if why := firstRenderFailed(s.rec); why != "" {
+			s.refuser.refuse(w, r, CauseRenderFailed, "-", "no render has succeeded yet; the newest attempt failed: "+oneLine(why))
+			return
+		}
 		s.refuser.refuse(w, r, CauseNotReady, "-", "no render loaded yet")
 		return
 	}
@@ -176,7 +180,9 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 			s.refuser.refuse(w, r, CausePoolNotRendered, name, fmt.Sprintf("pool %q has no good render yet: %s", bounded(name), oneLine(why)))
 			return
 		}
-		s.refuser.refuse(w, r, CauseUnknownPool, name, fmt.Sprintf("unknown pool %q: this server serves %s", bounded(name), strings.Join(snap.names, ", ")))
+		// Which pools exist is the admin's to read (/status), not every
+		// caller's.
+		s.refuser.refuse(w, r, CauseUnknownPool, name, fmt.Sprintf("unknown pool %q", bounded(name)))
 		return
 	}
 	info.pool = p.name
@@ -187,6 +193,10 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	var q url.Values
 	if r.URL.RawQuery != "" {
 		q = r.URL.Query()
+		if f := q.Get("format"); f != "" && !strings.EqualFold(f, "json") {
+			s.refuser.refuse(w, r, CauseBadFormat, p.name, fmt.Sprintf("?format=%s is not served: an Ignition config is JSON, the one format (?format=json, or leave it out; ?pretty=1 indents it)", bounded(f)))
+			return
+		}
 	}
 	resp, answered := s.choose(w, r, p, q.Get("version"), ua)
 	if answered {
@@ -234,7 +244,12 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pool, version
 		return resp, false
 	}
 	if wnt.kind == wantNone {
-		s.refuser.refuse(w, r, CauseNoWrittenSpec, p.name, "Accept names no spec this server writes: it writes "+convert.VersionList(convert.OutputVersions))
+		msg := "Accept names no spec this server writes: it writes " + convert.VersionList(convert.OutputVersions)
+		if !wnt.refused.IsZero() {
+			msg = fmt.Sprintf("Accept refuses spec %s (q=0 means not acceptable) and asks for nothing else this server writes: drop the q=0 to ask for it; it writes %s",
+				wnt.refused, convert.VersionList(convert.OutputVersions))
+		}
+		s.refuser.refuse(w, r, CauseNoWrittenSpec, p.name, msg)
 		return nil, true
 	}
 	v, err := p.whyNot(wnt)
@@ -354,6 +369,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.snap.Load() == nil {
+		if firstRenderFailed(s.rec) != "" {
+			plain(w, http.StatusServiceUnavailable, "not ready: no render has succeeded yet; the newest attempt failed (lastError in /status)")
+			return
+		}
 		plain(w, http.StatusServiceUnavailable, "not ready: no render loaded yet")
 		return
 	}

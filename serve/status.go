@@ -41,6 +41,12 @@ type Status struct {
 	// Waiting lists what kept nodes waiting lately: answers Ignition
 	// retries (docs/reliability.md), by cause and pool.
 	Waiting []Waiting `json:"waiting"`
+	// UnknownPools counts requests for pool names the server does not
+	// serve, by name (at most 8, the rest as "(other)"), for 10 minutes
+	// after the last: a node whose pool is not created yet, or anyone
+	// guessing names. Kept apart from waiting, so guesses raise no
+	// condition and crowd out no real pool's cause.
+	UnknownPools []Waiting `json:"unknownPools"`
 	// TLS is the served certificate and until when a pointer config
 	// trusting each CA boots a node (with a TLS listener).
 	TLS *TLSStatus `json:"tls,omitempty"`
@@ -81,7 +87,7 @@ type Condition struct {
 
 // status returns the current status document.
 func (rec *recorder) status() Status {
-	st := Status{Source: rec.source, Pools: []PoolStatus{}, Conditions: []Condition{}, Waiting: rec.waiting.list(), VersionOverride: versionOverride}
+	st := Status{Source: rec.source, Pools: []PoolStatus{}, Conditions: []Condition{}, Waiting: rec.waiting.list(false), UnknownPools: rec.waiting.list(true), VersionOverride: versionOverride}
 	rec.mu.Lock()
 	st.LastError = rec.lastErr
 	st.SkewPolicyError = rec.policyErr
@@ -127,7 +133,16 @@ func (rec *recorder) status() Status {
 	}
 	renderCond := Condition{Type: "RenderDegraded", Status: "False", Reason: "RenderSucceeded", Message: "the newest render is served"}
 	if st.LastError != nil {
-		renderCond.Status, renderCond.Reason, renderCond.Message = "True", "RenderFailed", "serving the last good render; newest attempt failed: "+st.LastError.Message
+		// Each pool's failure says whether that pool serves a render of
+		// before; a failure as a whole leaves the served one in place.
+		served := "newest attempt failed: "
+		switch {
+		case !st.Ready:
+			served = "nothing is served: no render has succeeded yet; " + served
+		case len(st.LastError.Pools) == 0:
+			served = "serving the last good render; " + served
+		}
+		renderCond.Status, renderCond.Reason, renderCond.Message = "True", "RenderFailed", served+st.LastError.Message
 	}
 	st.Conditions = append(st.Conditions, renderCond)
 	stuckCond := Condition{Type: "ReloadStuck", Status: "False", Reason: "ReloadsFinish", Message: "no load of the source is running past the reload timeout"}

@@ -177,7 +177,11 @@ func problems(st Status, refused []refusedView, now time.Time) []problem {
 		out = append(out, problem{Title: "Nothing is served: no render has succeeded yet", Detail: "/config answers 503 and nodes retry until one does.", Anchor: "pools"})
 	}
 	if st.ReloadStuck != "" {
-		out = append(out, problem{Title: "A load of the source is stuck; every pool serves its last good render", Detail: st.ReloadStuck, Anchor: "pools"})
+		title := "A load of the source is stuck; every pool serves its last good render"
+		if !st.Ready {
+			title = "A load of the source is stuck; nothing is served until a render succeeds"
+		}
+		out = append(out, problem{Title: title, Detail: st.ReloadStuck, Anchor: "pools"})
 	}
 	out = append(out, renderProblems(st, now)...)
 	if len(st.Warnings) > 0 {

@@ -300,17 +300,17 @@ func TestStatusPageProblemsStuckAndSkipped(t *testing.T) {
 // Nodes waiting on a retried answer head the page with the cause and the
 // fix, as /status's JSON lists them.
 func TestStatusPageWaitingNodes(t *testing.T) {
-	s := newTestServer(t, Config{}, result(t, "worker", plainIgn))
+	s := worker(t, tokensCfg(Config{}))
 	for range 2 {
-		get(t, s, http.MethodGet, "/config/infra", "User-Agent", "Ignition/v2.27.0")
+		get(t, s, http.MethodGet, "/config/worker", "User-Agent", "Ignition/v2.27.0")
 	}
-	w := get(t, s, http.MethodGet, "/status?format=html")
+	w := get(t, s, http.MethodGet, "/status?format=html", "Authorization", "Bearer new-token")
 	doc, err := html.Parse(bytes.NewReader(w.Body.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	problems := textOf(byID(t, doc, "problems"))
-	for _, want := range []string{"Nodes wait, answered 500 (unknown-pool) for pool infra: 2 requests from 1 address(es)", "create the pool"} {
+	for _, want := range []string{"Nodes wait, answered 511 (token-missing) for pool worker: 2 requests from 1 address(es)", "add the token"} {
 		if !strings.Contains(problems, want) {
 			t.Errorf("problems lack %q: %s", want, problems)
 		}

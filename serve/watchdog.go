@@ -30,6 +30,8 @@ func (p *progress) reading() string {
 type stuckReload struct {
 	since time.Time
 	p     *progress
+	// first says nothing was served when the load began.
+	first bool
 }
 
 func (s *stuckReload) message() string {
@@ -37,7 +39,15 @@ func (s *stuckReload) message() string {
 	if w := s.p.reading(); w != "" {
 		msg += ", reading " + w
 	}
-	return msg + "; serving the last good render"
+	return msg + "; " + s.consequence()
+}
+
+// consequence says what is served while the load is stuck.
+func (s *stuckReload) consequence() string {
+	if s.first {
+		return "nothing is served until a render succeeds"
+	}
+	return "serving the last good render"
 }
 
 // watch starts the watchdog of one load begun at start, returning the
@@ -46,7 +56,7 @@ func (s *stuckReload) message() string {
 // ends, however late, that is cleared and logged.
 func (r *Reloader) watch(ctx context.Context, start time.Time) (context.Context, func()) {
 	p := &progress{}
-	stuck := &stuckReload{since: start, p: p}
+	stuck := &stuckReload{since: start, p: p, first: r.Server.Snapshot() == nil}
 	var mu sync.Mutex
 	fired, ended := false, false
 	t := time.AfterFunc(r.timeout(), func() {
@@ -57,7 +67,7 @@ func (r *Reloader) watch(ctx context.Context, start time.Time) (context.Context,
 		}
 		fired = true
 		r.health().setStuck(stuck)
-		r.log().Warn("reload stuck; serving the last good render", "source", r.Source.String(),
+		r.log().Warn("reload stuck; "+stuck.consequence(), "source", r.Source.String(),
 			"since", start, "reading", p.reading(), "timeout", r.timeout())
 	})
 	return source.WithProgress(ctx, p), func() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/ignclient"
 	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/internal/testpki"
+	"github.com/ignition-mcs/mcs/serve"
 )
 
 // Real nodes against the whole server over TLS, as the installer points
@@ -172,8 +174,9 @@ func TestNodeWaitsForPool(t *testing.T) {
 		t.Error("the retries are not counted")
 	}
 	_, st, _ := ti.get("/status")
-	if !strings.Contains(string(st), `"cause": "unknown-pool"`) || !strings.Contains(string(st), `"NodesWaiting"`) {
-		t.Errorf("/status does not show the waiting nodes:\n%s", st)
+	var status serve.Status
+	if err := json.Unmarshal(st, &status); err != nil || len(status.UnknownPools) != 1 || status.UnknownPools[0].Pool != "infra" {
+		t.Errorf("/status does not count the requests for the unknown pool (%v):\n%s", err, st)
 	}
 	writeFile(t, dir, "pools.yaml", pools)
 	writeFile(t, dir, "60-infra.yaml", infraMC(nil))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -91,6 +92,26 @@ func TestOptionErrors(t *testing.T) {
 	}
 }
 
+// TestMissingDir: a --dir that names nothing (or a file) stops mcs at
+// start naming the flag, instead of a server that logs "serving the last
+// good render" with none and is never ready.
+func TestMissingDir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(file, nil, 0o600)
+	for dir, want := range map[string]string{"/nonexistent": "--dir /nonexistent: no such directory", file: "--dir " + file + ": not a directory"} {
+		var stderr bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := run(ctx, []string{"--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", ""}, nil, io.Discard, &stderr)
+		cancel()
+		if err == nil || err.Error() != want || cmdline.Code(err) != cmdline.ExitFailed {
+			t.Errorf("--dir %s: %v (exit %d), want %q, exit 1", dir, err, cmdline.Code(err), want)
+		}
+		if strings.Contains(stderr.String(), "last good render") {
+			t.Errorf("--dir %s: logs a last good render there is none of:\n%s", dir, stderr.String())
+		}
+	}
+}
+
 // helloMC is a worker MachineConfig named name whose one file, path,
 // holds content with mode (nil: 420).
 func helloMC(name, path, content string, mode any) string {
@@ -169,7 +190,57 @@ func TestServeDirectory(t *testing.T) {
 	if !strings.Contains(logs, `"msg":"config request"`) {
 		t.Fatalf("no request log lines:\n%s", logs)
 	}
+	if !strings.Contains(logs, `"msg":"node waiting`) {
+		t.Fatalf("no node-waiting line (the token-missing answer):\n%s", logs)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if err := keysOnce(line); err != nil {
+			t.Errorf("--log-format json: %v: log pipelines keep one of them:\n%s", err, line)
+		}
+	}
 }
+
+// keysOnce is an error when a JSON object in line names a key twice.
+func keysOnce(line string) error {
+	return valueKeysOnce(json.NewDecoder(strings.NewReader(line)))
+}
+
+// valueKeysOnce reads one JSON value from dec, failing on a key named
+// twice in any object of it.
+func valueKeysOnce(dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			if seen[k.(string)] {
+				return fmt.Errorf("key %q twice in one record", k)
+			}
+			seen[k.(string)] = true
+			if err := valueKeysOnce(dec); err != nil {
+				return err
+			}
+		}
+	case json.Delim('['):
+		for dec.More() {
+			if err := valueKeysOnce(dec); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil
+	}
+	_, err = dec.Token() // the closing delimiter
+	return err
+}
+
 
 func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 
@@ -186,13 +188,35 @@ func nodeFiles(o *options) func() (render.NodeFiles, error) {
 	return func() (render.NodeFiles, error) { return cmdline.NodeFiles(o.kubeconfig, o.kubeletCA) }
 }
 
+// isDir refuses, at start, a directory flag naming nothing or a file:
+// serving would never become ready, and a mistyped path is the likely
+// cause. A directory whose contents fail to render is served once fixed.
+func isDir(flag, path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s %s: no such directory", flag, path)
+	case err != nil:
+		return fmt.Errorf("%s: %w", flag, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%s %s: not a directory", flag, path)
+	}
+	return nil
+}
+
 // newSource is the directory, or the API server: there the cluster's
 // MachineConfiguration is the skew policy unless a policy file is given.
 func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.Registerer) (source.Source, error) {
 	if o.bootstrap != nil {
+		if err := isDir("--server-basedir", o.bootstrap.baseDir); err != nil {
+			return nil, err
+		}
 		return &source.Bootstrap{Dir: o.bootstrap.baseDir, Options: ro, Poll: o.poll}, nil
 	}
 	if o.source != "kube" {
+		if err := isDir("--dir", o.dir); err != nil {
+			return nil, err
+		}
 		return &source.Dir{Path: o.dir, Poll: o.poll, Options: ro,
 			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize, FileSetting: "--max-file-size", TreeSetting: "--max-tree-size"}}, nil
 	}

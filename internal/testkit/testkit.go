@@ -166,3 +166,26 @@ func Missing(tb testing.TB, format string, args ...any) {
 	}
 	tb.Skipf(format, args...)
 }
+
+// Golden compares got with the file at path, or with update (each test
+// package's -update flag) rewrites the file: a changed message shows as a
+// diff of the golden in review.
+func Golden(t testing.TB, path, got string, update bool) {
+	t.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from the output (run with -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}

@@ -1,0 +1,118 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ignition-mcs/mcs/internal/testkit"
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source"
+)
+
+var stamp = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC`)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// noTime drops the time from log lines, so that a golden holds them.
+func noTime(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
+}
+
+// What mcs says while nothing, or not every pool, is served is true: no
+// "serving the last good render" where there is none, no "the first
+// render is running" once it has failed (testdata/claims.txt holds each
+// word).
+func TestClaimsWhenNothingServed(t *testing.T) {
+	broken := errors.New("dir/50-worker.yaml: MachineConfig/50-worker: $.spec.config.storage.files.0.path: relative path")
+	w, m := result(t, "worker", plainIgn), result(t, "master", plainIgn)
+	scenarios := []struct {
+		name  string
+		loads []load
+	}{
+		{"the source fails as a whole at start", []load{{err: errors.New("source directory: stat /srv/mcs: no such file or directory")}}},
+		{"the one pool fails at start", []load{{in: &source.Input{Failed: map[string]error{"worker": broken}}}}},
+		{"one pool never rendered, one served", []load{{in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}}}},
+		{"a served pool fails", []load{{in: &source.Input{Results: []*render.Result{w, m}}}, {in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}}}},
+	}
+	var out strings.Builder
+	for _, sc := range scenarios {
+		var logs bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: noTime}))
+		var told []string
+		srv := mustNew(t, Config{Logger: log, Notify: func(n source.Notice) { told = append(told, n.Pool+": "+n.Message) }})
+		rl := &Reloader{Source: &inputs{loads: sc.loads}, Server: srv, Logger: log}
+		for range sc.loads {
+			rl.Reload(context.Background())
+		}
+		fmt.Fprintf(&out, "== %s\n", sc.name)
+		for _, path := range []string{"/config/worker", "/readyz"} {
+			w := get(t, srv, "GET", path)
+			body := w.Body.String()
+			if w.Code == 200 && path != "/readyz" {
+				body = "(the config)\n"
+			}
+			fmt.Fprintf(&out, "GET %s: %d %s", path, w.Code, body)
+		}
+		for _, c := range srv.Status().Conditions {
+			if c.Type == "RenderDegraded" {
+				fmt.Fprintf(&out, "RenderDegraded=%s: %s\n", c.Status, c.Message)
+			}
+		}
+		for _, p := range problems(srv.Status(), nil, srv.Status().LastError.Time) {
+			fmt.Fprintf(&out, "problem: %s\n", p.Title)
+		}
+		for _, n := range told {
+			fmt.Fprintf(&out, "notice %s\n", n)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			if strings.Contains(line, "render failed") || strings.Contains(line, "node waiting") {
+				fmt.Fprintf(&out, "log: %s\n", line)
+			}
+		}
+	}
+	got := stamp.ReplaceAllString(out.String(), "<time>")
+	for _, lie := range []string{"the first render is running", "no render loaded yet"} {
+		if strings.Contains(got, lie) {
+			t.Errorf("after a failed first render, mcs says %q:\n%s", lie, got)
+		}
+	}
+	testkit.Golden(t, "testdata/claims.txt", got, *update)
+}
+
+// A request a script or a person gets wrong is told what was wrong, in
+// its own terms (testdata/mistakes.txt holds each answer).
+func TestQueryAndAcceptMistakes(t *testing.T) {
+	s := worker(t, Config{})
+	var out strings.Builder
+	for _, c := range []struct{ target, accept string }{
+		{"/config/worker", ignitionType + ";version=3.2.0;q=0"},
+		{"/config/worker", ignitionType + ";version=3.2.0;q=0, " + ignitionType + ";version=4.0.0"},
+		{"/config/worker", ignitionType + ";version=4.0.0"},
+		{"/config/worker?format=yaml", ""},
+		{"/config/worker?format=JSON", ""},
+		{"/config/worker?version=3.9.0", ""},
+		{"/config/scan1", ""},
+	} {
+		w := get(t, s, "GET", c.target, "Accept", c.accept)
+		body := w.Body.String()
+		if w.Code == 200 {
+			body = "(the config, " + w.Header().Get("Content-Type") + ")\n"
+		}
+		fmt.Fprintf(&out, "GET %s Accept: %q\n%d %s", c.target, c.accept, w.Code, body)
+	}
+	got := out.String()
+	if strings.Contains(got, "q=0\"\n406 Accept names no spec this server writes") {
+		t.Errorf("a spec refused with q=0 is answered as if none were named:\n%s", got)
+	}
+	testkit.Golden(t, "testdata/mistakes.txt", got, *update)
+}
