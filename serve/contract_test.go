@@ -100,7 +100,7 @@ var contractCases = map[Cause]contractCase{
 	}, body: "cannot build the skew stub config"},
 	CauseNoWrittenSpec: {server: worker, request: getter("/config/worker", "Accept", "application/vnd.coreos.ignition+json;version=4.0.0"),
 		body: "Accept names no spec this server writes: it writes 2.2.0, 3.0.0"},
-	CauseBadFormat: {server: worker, request: getter("/config/worker?format=yaml"), body: "?format=yaml is not served: an Ignition config is JSON"},
+	CauseBadFormat:  {server: worker, request: getter("/config/worker?format=yaml"), body: "?format=yaml is not served: an Ignition config is JSON"},
 	CauseBadVersion: {server: worker, request: getter("/config/worker?version=3.7.0"), body: "cannot write spec version"},
 	CauseNotExpressible: {server: func(t *testing.T, cfg Config) *Server {
 		return newTestServer(t, cfg, result(t, "worker", luksIgn))

@@ -241,7 +241,6 @@ func valueKeysOnce(dec *json.Decoder) error {
 	return err
 }
 
-
 func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
