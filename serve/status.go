@@ -131,20 +131,7 @@ func (rec *recorder) status() Status {
 			st.Pools = append(st.Pools, ps)
 		}
 	}
-	renderCond := Condition{Type: "RenderDegraded", Status: "False", Reason: "RenderSucceeded", Message: "the newest render is served"}
-	if st.LastError != nil {
-		// Each pool's failure says whether that pool serves a render of
-		// before; a failure as a whole leaves the served one in place.
-		served := "newest attempt failed: "
-		switch {
-		case !st.Ready:
-			served = "nothing is served: no render has succeeded yet; " + served
-		case len(st.LastError.Pools) == 0:
-			served = "serving the last good render; " + served
-		}
-		renderCond.Status, renderCond.Reason, renderCond.Message = "True", "RenderFailed", served+st.LastError.Message
-	}
-	st.Conditions = append(st.Conditions, renderCond)
+	st.Conditions = append(st.Conditions, renderCondition(st))
 	stuckCond := Condition{Type: "ReloadStuck", Status: "False", Reason: "ReloadsFinish", Message: "no load of the source is running past the reload timeout"}
 	if st.ReloadStuck != "" {
 		stuckCond.Status, stuckCond.Reason, stuckCond.Message = "True", "ReloadTimedOut", st.ReloadStuck
@@ -172,6 +159,26 @@ func (rec *recorder) status() Status {
 		st.Conditions = append(st.Conditions, c)
 	}
 	return st
+}
+
+// renderCondition is RenderDegraded: whether the newest render is served,
+// and if not, what is served instead.
+func renderCondition(st Status) Condition {
+	c := Condition{Type: "RenderDegraded", Status: "False", Reason: "RenderSucceeded", Message: "the newest render is served"}
+	if st.LastError == nil {
+		return c
+	}
+	// Each pool's failure says whether that pool serves a render of
+	// before; a failure as a whole leaves the served one in place.
+	served := "newest attempt failed: "
+	switch {
+	case !st.Ready:
+		served = "nothing is served: no render has succeeded yet; " + served
+	case len(st.LastError.Pools) == 0:
+		served = "serving the last good render; " + served
+	}
+	c.Status, c.Reason, c.Message = "True", "RenderFailed", served+st.LastError.Message
+	return c
 }
 
 // statusHandler answers /status: the page for browsers, JSON otherwise.

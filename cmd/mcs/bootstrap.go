@@ -37,8 +37,7 @@ func runBootstrap(ctx context.Context, args []string, stdin io.Reader, stdout, s
 
 func parseBootstrapFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{bootstrap: &bootstrapOptions{}}
-	fs := flag.NewFlagSet("mcs bootstrap", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdline.NewFlagSet("mcs bootstrap", "Usage: mcs bootstrap [--server-basedir DIR] [--bootstrap-kubeconfig FILE] [flags]\n\nOpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it: serves the\nmaster and arbiter pools' rendered MachineConfigs from DIR/machine-pools and DIR/machine-configs.\n", stderr)
 	o.define(fs)
 	setDefault(fs, "cert", defaultCert)
 	setDefault(fs, "key", defaultKey)
@@ -47,17 +46,13 @@ func parseBootstrapFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&bo.baseDir, "server-basedir", "/etc/mcs/bootstrap", "directory of machine-pools/, machine-configs/ and controller-config/")
 	fs.Func("bootstrap-certs", "a registry CA as REGISTRY=FILE (FILE relative to --server-basedir), served as /etc/docker/certs.d/REGISTRY/ca.crt; may repeat", func(s string) error {
 		if strings.Count(s, "=") != 1 || strings.HasPrefix(s, "=") || strings.HasSuffix(s, "=") {
-			return fmt.Errorf("%q: want REGISTRY=FILE", s)
+			return errors.New("want REGISTRY=FILE")
 		}
 		bo.certs = append(bo.certs, s)
 		return nil
 	})
 	fs.String("payload-version", "", "accepted for OpenShift's command line; logged by start only")
 	fs.Int("v", 0, "accepted for OpenShift's command line; use --log-level")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: mcs bootstrap [--server-basedir DIR] [--bootstrap-kubeconfig FILE] [flags]\n\nOpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it: serves the\nmaster and arbiter pools' rendered MachineConfigs from DIR/machine-pools and DIR/machine-configs.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
 	if err := cmdline.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil
@@ -66,8 +61,7 @@ func parseBootstrapFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	o.set = cmdline.Given(fs)
 	if err := o.checkBootstrap(fs.Args()); err != nil {
-		fmt.Fprintln(stderr, "mcs bootstrap:", err)
-		return nil, cmdline.ErrUsage
+		return nil, cmdline.Mistake(fs, err)
 	}
 	if err := bootstrapTLS(o); err != nil {
 		return nil, err

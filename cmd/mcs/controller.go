@@ -43,11 +43,12 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 	cmdline.SpecFlags(fs, &o.common.render, "lowest spec `VERSION` to render at (the servers' must be the same)",
 		"highest spec `VERSION` to write: the newest spec the release rolled back to reads; a pool needing more is RenderDegraded",
 		"write exactly this spec `VERSION` (3.5.0 is OpenShift's behaviour)")
-	fs.StringVar(&o.common.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&o.common.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	logFlags(fs, &o.common.logFormat, &o.common.logLevel)
 	fs.StringVar(&o.listen, "listen", ":22625", "address of /status, /metrics, /healthz and /readyz")
-	fs.StringVar(&o.identity, "identity", os.Getenv("POD_NAME"), "this replica's name in the Lease (default: $POD_NAME, else the host name and a random suffix)")
-	fs.StringVar(&o.leaseNamespace, "lease-namespace", envOr("POD_NAMESPACE", "mcs"), "namespace of the Lease (default: $POD_NAMESPACE, else mcs)")
+	// Defaults read from the environment are filled in after parsing, so
+	// the help states each once, the same wherever it runs.
+	fs.StringVar(&o.identity, "identity", "", "this replica's name in the Lease (default: $POD_NAME, else the host name and a random suffix)")
+	fs.StringVar(&o.leaseNamespace, "lease-namespace", "", "namespace of the Lease (default: $POD_NAMESPACE, else mcs)")
 	fs.StringVar(&o.leaseName, "lease-name", "mcs-controller", "name of the Lease that elects the one writer")
 	fs.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal before taking over")
 	fs.DurationVar(&o.renewWithin, "renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops writing")
@@ -65,6 +66,12 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 	pkiFlags(fs, &o.pki)
 	if err := cmdline.Parse(fs, args); err != nil {
 		return nil, err
+	}
+	if o.identity == "" {
+		o.identity = os.Getenv("POD_NAME")
+	}
+	if o.leaseNamespace == "" {
+		o.leaseNamespace = envOr("POD_NAMESPACE", "mcs")
 	}
 	return o, nil
 }

@@ -61,7 +61,9 @@ type options struct {
 // returns nil options, and no error, for --help.
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	fs := cmdline.NewFlagSet("mcs", "Usage: mcs (--dir DIR | --source kube) [flags]\n\nServes /config/<pool> to booting nodes, /healthz, /readyz, /metrics and /status.\nEvery flag can also be set as MCS_<FLAG> (e.g. MCS_LISTEN_PLAIN=127.0.0.1:22624).\n", stderr)
+	fs := cmdline.NewFlagSet("mcs", "Usage: mcs (--dir DIR | --source kube) [flags]\n       mcs COMMAND [flags]   (see 'mcs COMMAND --help')\n\n"+
+		"Serves /config/<pool> to booting nodes, /healthz, /readyz, /metrics and /status.\n"+
+		"Every flag can also be set as MCS_<FLAG> (e.g. MCS_LISTEN_PLAIN=127.0.0.1:22624).\n\nCommands:\n"+commandList(), stderr)
 	o.define(fs)
 	if err := cmdline.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -71,8 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	o.set = cmdline.Given(fs)
 	if err := o.check(); err != nil {
-		fmt.Fprintln(stderr, "mcs:", err)
-		return nil, cmdline.ErrUsage
+		return nil, cmdline.Mistake(fs, err)
 	}
 	return o, nil
 }
@@ -82,7 +83,7 @@ func sizeFlag(dst *int64) func(string) error {
 	return func(s string) error {
 		q, err := resource.ParseQuantity(s)
 		if err != nil || q.Sign() <= 0 {
-			return fmt.Errorf("%q is not a positive size such as 16Mi", s)
+			return errors.New("not a size: want a positive number of bytes, or one with a Ki, Mi or Gi suffix such as 16Mi")
 		}
 		*dst = q.Value()
 		return nil
@@ -91,10 +92,16 @@ func sizeFlag(dst *int64) func(string) error {
 
 func portAlias(dst *string, s string) error {
 	if _, err := strconv.ParseUint(s, 10, 16); err != nil {
-		return fmt.Errorf("%q is not a port", s)
+		return errors.New("not a port: want a number from 0 to 65535")
 	}
 	*dst = ":" + s
 	return nil
+}
+
+// logFlags defines --log-format and --log-level.
+func logFlags(fs *flag.FlagSet, format, level *string) {
+	cmdline.Choice(fs, format, "log-format", "text", "log format", "text", "json")
+	cmdline.Choice(fs, level, "log-level", "info", "log level", "debug", "info", "warn", "error")
 }
 
 // define defines every flag on fs, writing into o.
@@ -105,10 +112,10 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.Func("insecure-port", "alias of --listen-plain :PORT (upstream's flag)", func(s string) error { return portAlias(&o.listenPlain, s) })
 	fs.StringVar(&o.cert, "cert", "", "TLS certificate file (PEM), reloaded when it changes")
 	fs.StringVar(&o.key, "key", "", "TLS key file (PEM), reloaded when it changes")
-	fs.StringVar(&o.source, "source", "dir", "where MachineConfigs and pools come from: dir (--dir) or kube (the Kubernetes API server)")
+	cmdline.Choice(fs, &o.source, "source", "dir", "where MachineConfigs and pools come from: dir (--dir) or kube (the Kubernetes API server)", "dir", "kube")
 	fs.StringVar(&o.dir, "dir", "", "directory of MachineConfigs, pools, Butane files and a ControllerConfig (with --source dir)")
 	fs.StringVar(&o.kubeAPIConfig, "kubeconfig", "", "kubeconfig for --source kube (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&o.renderMode, "render-mode", string(kube.ModeSelf), "with --source kube: self (render each pool here) or pool (serve the rendered config the pool names, as OpenShift's server does)")
+	cmdline.Choice(fs, &o.renderMode, "render-mode", string(kube.ModeSelf), "with --source kube: self (render each pool here) or pool (serve the rendered config the pool names, as OpenShift's server does)", string(kube.ModeSelf), string(kube.ModePool))
 	fs.StringVar(&o.controllerConfig, "controller-config", kube.DefaultControllerConfig, "with --source kube: the ControllerConfig to read")
 	fs.StringVar(&o.kubeconfig, "bootstrap-kubeconfig", "", "node bootstrap kubeconfig served as /etc/kubernetes/kubeconfig")
 	fs.StringVar(&o.kubeletCA, "kubelet-ca", "", "CA bundle served as /etc/kubernetes/kubelet-ca.crt (default: the ControllerConfig's)")
@@ -116,8 +123,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.listenAdmin, "listen-admin", "", "also serve /status, /metrics and the probes here without a token, e.g. 127.0.0.1:22626 (with tokens on, the other listeners need an all-pools token for them)")
 	fs.BoolVar(&o.poolTokenSecrets, "pool-token-secrets", false, "also accept the pool token Secrets of mcs controller --manage-pki --pool-token-rotation, each for its pool (read with --kubeconfig; docs/pki.md)")
 	fs.StringVar(&o.skewPolicy, "skew-policy", "", "boot-image skew policy file (YAML or JSON); reloaded on SIGHUP")
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	logFlags(fs, &o.logFormat, &o.logLevel)
 	fs.Var(cmdline.Version(&o.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
 	cmdline.SpecFlags(fs, &o.render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads", "render at exactly this spec `VERSION`")
 	o.tls.define(fs.Func)

@@ -3,14 +3,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
+	"github.com/ignition-mcs/mcs/internal/buildinfo"
 )
 
 // gcPercent is the GC target unless GOGC is set: mcs's live heap is mostly
@@ -35,24 +38,57 @@ func main() {
 	}
 }
 
-// dispatch runs the subcommand named first (controller, prune, pki, start,
-// bootstrap, preflight), else the server.
+// command is one of mcs's subcommands, named first; without one, mcs is
+// the server.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+// commands lists the subcommands: mcs --help lists them from here, and
+// TestFlagsWalk walks each (a summary starting "verb|verb:" walks each
+// verb).
+func commands() []command {
+	return []command{
+		{"controller", "render every pool into the cluster's rendered MachineConfigs, leader-elected", noStdin(runController)},
+		{"prune", "list or delete rendered MachineConfigs no pool or node uses", noStdin(runPrune)},
+		{"pki", "status|rotate: the machine-config-server CA, certificate, pointer configs and tokens", noStdin(runPKI)},
+		{"start", "OpenShift's machine-config-server start, as its DaemonSet runs it", runStart},
+		{"bootstrap", "OpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it", runBootstrap},
+		{"preflight", "read a cluster, changing nothing, and report what mcs start needs and would serve", noStdin(runPreflight)},
+	}
+}
+
+func noStdin(run func(context.Context, []string, io.Writer, io.Writer) error) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
+	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		return run(ctx, args, stdout, stderr)
+	}
+}
+
+// commandList is the commands, one a line, for the usage text.
+func commandList() string {
+	var b strings.Builder
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-12s %s\n", c.name, c.summary)
+	}
+	return b.String()
+}
+
+// dispatch runs the subcommand named first, else the server; --version,
+// which every command takes, prints the build on stdout.
 func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	run := run
 	if len(args) > 0 {
-		switch args[0] {
-		case "controller":
-			return runController(ctx, args[1:], stdout, stderr)
-		case "prune":
-			return runPrune(ctx, args[1:], stdout, stderr)
-		case "preflight":
-			return runPreflight(ctx, args[1:], stdout, stderr)
-		case "bootstrap":
-			return runBootstrap(ctx, args[1:], stdin, stdout, stderr)
-		case "start":
-			return runStart(ctx, args[1:], stdin, stdout, stderr)
-		case "pki":
-			return runPKI(ctx, args[1:], stdout, stderr)
+		for _, c := range commands() {
+			if args[0] == c.name {
+				run, args = c.run, args[1:]
+				break
+			}
 		}
 	}
-	return run(ctx, args, stdin, stdout, stderr)
+	err := run(ctx, args, stdin, stdout, stderr)
+	if errors.Is(err, cmdline.ErrVersion) {
+		_, err = fmt.Fprintf(stdout, "mcs %s\n", buildinfo.String())
+	}
+	return err
 }

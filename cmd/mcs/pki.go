@@ -76,21 +76,26 @@ func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logg
 // runPKI is `mcs pki status` and `mcs pki rotate [--confirm]`.
 func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "status" && args[0] != "rotate") {
-		fmt.Fprintln(stderr, "Usage: mcs pki status|rotate [flags]")
+		switch {
+		case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
+			fmt.Fprintln(stderr, "Usage: mcs pki status|rotate [flags]   (see 'mcs pki status --help')")
+			return flag.ErrHelp
+		case len(args) > 0 && (args[0] == "-version" || args[0] == "--version"):
+			return cmdline.ErrVersion
+		}
+		fmt.Fprintln(stderr, "mcs pki: want a verb, status or rotate\nUsage: mcs pki status|rotate [flags]   (see 'mcs pki status --help')")
 		return cmdline.ErrUsage
 	}
 	verb := args[0]
 	fs := cmdline.NewFlagSet("mcs pki "+verb, "Usage: mcs pki status|rotate [flags]\n\nstatus: the machine-config-server CA, bundle, serving certificate, every user-data pointer config\n(which CAs it trusts and until when it boots a node) and the pool tokens, and what the\ncontroller's next pass would change.\nrotate: a new CA now, cross-signed by the current one, and a serving certificate from it;\na dry run unless --confirm. Give the same lifetimes as the controller.\n", stderr)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
-	format := fs.String("o", "text", "output: text or json")
+	var format string
+	cmdline.Choice(fs, &format, "o", "text", "output", "text", "json")
 	confirm := fs.Bool("confirm", false, "rotate: replace the CA now; without it, a dry run says what would change")
 	var o pkiOptions
 	pkiFlags(fs, &o)
 	if err := cmdline.Parse(fs, args[1:]); err != nil {
 		return err
-	}
-	if *format != "text" && *format != "json" {
-		return fmt.Errorf("-o: %q is not text or json", *format)
 	}
 	rc, err := kube.RESTConfig(*kubeconfig)
 	if err != nil {
@@ -108,7 +113,7 @@ func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if *format == "json" {
+	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)

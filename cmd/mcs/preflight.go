@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -85,24 +84,12 @@ func (p *preflight) line(state, what, detail string) {
 // server serves beside what mcs would, image-mode pools, and the objects
 // and permissions missing; it fails (exit 1) when a blocker is found.
 func runPreflight(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("mcs preflight", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdline.NewFlagSet("mcs preflight", "Usage: mcs preflight [--kubeconfig FILE] [--service-account NS/NAME]\n\nReads a cluster, changing nothing, and reports what mcs start needs and would serve.\nExits 1 when a blocker is found.\n", stderr)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
 	sa := fs.String("service-account", "", "check the permissions of this ServiceAccount (NAMESPACE/NAME, e.g. openshift-machine-config-operator/mcs-server) instead of the kubeconfig's own identity; needs the right to create SubjectAccessReviews")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the cluster's objects")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: mcs preflight [--kubeconfig FILE] [--service-account NS/NAME]\n\nReads a cluster, changing nothing, and reports what mcs start needs and would serve.\nExits 1 when a blocker is found.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return cmdline.ErrUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "mcs preflight: unexpected arguments:", strings.Join(fs.Args(), " "))
-		return cmdline.ErrUsage
+	if err := cmdline.Parse(fs, args); err != nil {
+		return err
 	}
 	rc, err := kube.RESTConfig(*kubeconfig)
 	if err != nil {
@@ -116,8 +103,7 @@ func runPreflight(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *sa != "" {
 		ns, name, ok := strings.Cut(*sa, "/")
 		if !ok || ns == "" || name == "" {
-			fmt.Fprintln(stderr, "mcs preflight: --service-account: want NAMESPACE/NAME")
-			return cmdline.ErrUsage
+			return cmdline.Mistake(fs, fmt.Errorf("--service-account: invalid value %q: want NAMESPACE/NAME", *sa))
 		}
 		p.user = "system:serviceaccount:" + ns + ":" + name
 	}

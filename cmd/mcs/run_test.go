@@ -41,12 +41,15 @@ func TestUsage(t *testing.T) {
 		{"stray argument", []string{"--dir", ".", "extra"}, nil, cmdline.ErrUsage, "unexpected arguments"},
 		{"bad env", []string{"--dir", "."}, map[string]string{"MCS_HTTP2": "maybe"}, cmdline.ErrUsage, "MCS_HTTP2"},
 		{"kube with dir", []string{"--source", "kube", "--dir", "."}, nil, cmdline.ErrUsage, "--dir is for --source dir"},
-		{"unknown source", []string{"--source", "git"}, nil, cmdline.ErrUsage, `--source "git": want dir or kube`},
+		{"unknown source", []string{"--source", "git"}, nil, cmdline.ErrUsage, `--source: invalid value "git": want one of dir, kube`},
 		{"bad render mode", []string{"--source", "kube", "--render-mode", "cluster"}, nil, cmdline.ErrUsage, "--render-mode"},
 		{"source from env", nil, map[string]string{"MCS_SOURCE": "kube", "MCS_RENDER_MODE": "both"}, cmdline.ErrUsage, "--render-mode"},
-		{"bad spec", []string{"--dir", ".", "--spec", "3.9.0"}, nil, cmdline.ErrUsage, `invalid value "3.9.0" for flag -spec: cannot write spec version "3.9.0"`},
-		{"bad default spec", []string{"--dir", ".", "--default-spec", "1.0.0"}, nil, cmdline.ErrUsage, "flag -default-spec"},
-		{"bad spec from env", []string{"--dir", "."}, map[string]string{"MCS_MIN_SPEC": "2.4.0"}, cmdline.ErrUsage, `MCS_MIN_SPEC: cannot write spec version "2.4.0"`},
+		{"bad spec", []string{"--dir", ".", "--spec", "3.9.0"}, nil, cmdline.ErrUsage, `--spec: invalid value "3.9.0": cannot write spec version "3.9.0"`},
+		{"bad default spec", []string{"--dir", ".", "--default-spec", "1.0.0"}, nil, cmdline.ErrUsage, "--default-spec: invalid value \"1.0.0\""},
+		{"bad spec from env", []string{"--dir", "."}, map[string]string{"MCS_MIN_SPEC": "2.4.0"}, cmdline.ErrUsage, `MCS_MIN_SPEC (--min-spec): invalid value "2.4.0": cannot write spec version "2.4.0"`},
+		{"bad log format", []string{"--log-format", "xml"}, nil, cmdline.ErrUsage, `--log-format: invalid value "xml": want one of text, json`},
+		{"poll from env", []string{"--dir", "."}, map[string]string{"MCS_POLL": "abc"}, cmdline.ErrUsage, `MCS_POLL (--poll): invalid value "abc": want a duration`},
+		{"version", []string{"--version"}, nil, cmdline.ErrVersion, ""},
 		{"help", []string{"--help"}, nil, nil, "MCS_<FLAG>"},
 	}
 	for _, c := range cases {
@@ -73,7 +76,6 @@ func TestOptionErrors(t *testing.T) {
 		msg  string
 		kube bool
 	}{
-		{"bad log format", []string{"--log-format", "xml"}, "--log-format", false},
 		{"missing token file", []string{"--auth-token-file", "/nonexistent"}, "--auth-token-file", false},
 		{"bad policy", []string{"--skew-policy", "/nonexistent"}, "skew policy", false},
 		{"missing kubeconfig", []string{"--source", "kube", "--kubeconfig", "/nonexistent"}, "kubeconfig /nonexistent", true},

@@ -51,8 +51,8 @@ func runStart(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 func parseStartFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{start: &startOptions{}}
-	fs := flag.NewFlagSet("mcs start", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdline.NewFlagSet("mcs start", fmt.Sprintf("Usage: mcs start --apiserver-url URL [flags]\n\nOpenShift's machine-config-server start, as its DaemonSet runs it: serves each pool's rendered\nMachineConfig on :22623 (TLS, %s) and :22624, with the node kubeconfig built from\n%s and --apiserver-url, its CA from ConfigMap %s/%s.\n",
+		defaultCert, defaultTokenDir, kube.MCONamespace, kube.KubeconfigDataName), stderr)
 	o.define(fs)
 	so := o.start
 	// OpenShift's defaults, where they differ from mcs's.
@@ -66,11 +66,6 @@ func parseStartFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&so.verbosity, "v", 0, "klog verbosity as OpenShift's DaemonSet sets it: 4 or more logs at debug unless --log-level is given")
 	fs.String("vmodule", "", "accepted for OpenShift's command line; ignored")
 	fs.Bool("logtostderr", true, "accepted for OpenShift's command line; mcs always logs to stderr")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: mcs start --apiserver-url URL [flags]\n\nOpenShift's machine-config-server start, as its DaemonSet runs it: serves each pool's rendered\nMachineConfig on :22623 (TLS, %s) and :22624, with the node kubeconfig built from\n%s and --apiserver-url, its CA from ConfigMap %s/%s.\n\nFlags:\n",
-			defaultCert, defaultTokenDir, kube.MCONamespace, kube.KubeconfigDataName)
-		fs.PrintDefaults()
-	}
 	if err := cmdline.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil
@@ -79,8 +74,7 @@ func parseStartFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	o.set = cmdline.Given(fs)
 	if err := o.checkStart(fs.Args()); err != nil {
-		fmt.Fprintln(stderr, "mcs start:", err)
-		return nil, cmdline.ErrUsage
+		return nil, cmdline.Mistake(fs, err)
 	}
 	if so.verbosity >= 4 && !o.set["log-level"] {
 		o.logLevel = "debug"

@@ -19,7 +19,7 @@ func suitesNamed(names []string) ([]uint16, error) {
 		}
 		id, ok := cipherSuites[n]
 		if !ok {
-			return nil, fmt.Errorf("unknown TLS cipher suite %q: give IANA names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) or OpenSSL's (ECDHE-RSA-AES128-GCM-SHA256)", n)
+			return nil, fmt.Errorf("unknown TLS cipher suite %q: want IANA names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) or OpenSSL's (ECDHE-RSA-AES128-GCM-SHA256)", n)
 		}
 		out = append(out, id)
 	}

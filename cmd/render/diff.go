@@ -44,27 +44,32 @@ Examples:
 `
 
 type diffOptions struct {
-	pools  stringList
-	output string
-	failOn string
-	render render.Options // --min-spec, --max-spec
-	server serverFlags
+	pools   stringList
+	output  string
+	failOn  string
+	render  render.Options // --min-spec, --max-spec
+	server  serverFlags
+	version bool
 }
 
 func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var d diffOptions
 	fs := flag.NewFlagSet("render diff", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Var(&d.pools, "pool", "compare only this pool (repeat, or separate with commas)")
-	fs.StringVar(&d.output, "output", "text", "output `FORMAT`: text (for people), json (docs/render-diff.schema.json) or github (workflow commands)")
+	fs.Var(&d.pools, "pool", "compare only this `POOL` (repeat, or separate with commas)")
+	cmdline.Choice(fs, &d.output, "output", "text", "output: text (for people), json (docs/render-diff.schema.json) or github (workflow commands)", "text", "json", "github")
+	fs.BoolVar(&d.version, "version", false, "print the version and exit")
 	fs.StringVar(&d.failOn, "fail-on", "", "exit with status 4 when one of these `CONDITIONS` holds: "+strings.Join(impact.Conditions, ","))
 	cmdline.SpecBounds(fs, &d.render, "lowest spec `VERSION` to write, as mcs --min-spec", "the ceiling: the newest spec `VERSION` the booting nodes read")
 	d.server.register(fs)
 
-	paths, err := parseInterspersed(fs, args)
+	paths, err := cmdline.ParseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		_, err := io.WriteString(stdout, fmt.Sprintf(diffUsageText, flagDefaults(fs)))
 		return err
+	}
+	if err == nil && d.version {
+		return printVersion(stdout)
 	}
 	var failOn []string
 	var opts render.Options
@@ -109,9 +114,6 @@ func (d *diffOptions) check(paths []string) ([]string, render.Options, error) {
 	}
 	if paths[0] == "-" && paths[1] == "-" {
 		return nil, opts, errors.New("only one tree can be read from stdin")
-	}
-	if !slices.Contains([]string{"text", "json", "github"}, d.output) {
-		return nil, opts, fmt.Errorf("unknown --output %q: want text, json or github", d.output)
 	}
 	failOn, err := impact.ParseFailOn(d.failOn)
 	if err != nil {

@@ -253,7 +253,7 @@ func TestDiffUsage(t *testing.T) {
 		stderr string
 	}{
 		{"one tree", []string{base}, "want two trees"},
-		{"bad output", []string{"--output", "xml", base, base}, "unknown --output"},
+		{"bad output", []string{"--output", "xml", base, base}, `--output: invalid value "xml": want one of text, json, github`},
 		{"bad condition", []string{"--fail-on", "spec-raise,bogus", base, base}, `unknown condition "bogus"`},
 		{"two stdins", []string{"-", "-"}, "only one tree"},
 	} {

@@ -129,7 +129,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := o.flagSet()
 	usage := func() string { return fmt.Sprintf(usageText, flagDefaults(fs)) }
 
-	paths, err := parseInterspersed(fs, args)
+	paths, err := cmdline.ParseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		_, err := io.WriteString(stdout, usage())
 		return err
@@ -139,8 +139,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail(exitUsage, err)
 	}
 	if o.version {
-		_, err := fmt.Fprintf(stdout, "render (mcs) %s\nwrites Ignition specs %s\n", buildinfo.String(), convert.VersionList(convert.OutputVersions))
-		return err
+		return printVersion(stdout)
 	}
 	opts, err := o.check(fs, paths)
 	if err != nil {
@@ -217,13 +216,19 @@ func loadAndRender(o options, paths []string, opts render.Options, stdin io.Read
 	return set, results, nil
 }
 
+// printVersion is render --version (and render diff --version).
+func printVersion(stdout io.Writer) error {
+	_, err := fmt.Fprintf(stdout, "render (mcs) %s\nwrites Ignition specs %s\n", buildinfo.String(), convert.VersionList(convert.OutputVersions))
+	return err
+}
+
 // flagSet registers the flags into o.
 func (o *options) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Var(&o.pools, "pool", "render only this pool (repeat, or separate with commas)")
+	fs.Var(&o.pools, "pool", "render only this `POOL` (repeat, or separate with commas)")
 	fs.StringVar(&o.out, "o", "", "write to `FILE`, or to DIR/<pool>.json (.ign) when the path ends in / or is a directory")
-	fs.StringVar(&o.format, "format", "machineconfig", "output `FORMAT`: machineconfig (the rendered MachineConfig) or ignition (its Ignition config)")
+	cmdline.Choice(fs, &o.format, "format", "machineconfig", "output: machineconfig (the rendered MachineConfig) or ignition (its Ignition config)", "machineconfig", "ignition")
 	fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON output")
 	fs.BoolVar(&o.explain, "explain", false, "print the chosen spec and why, field by field, with the MachineConfig behind each file, unit, user and kernel argument")
 	cmdline.SpecBounds(fs, &o.render, "lowest spec `VERSION` to write", "newest spec `VERSION` the booting nodes read; content needing more fails with exit status 3")
@@ -231,7 +236,7 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.StringVar(&o.client, "client", "", "print what mcs answers a client with this User-`AGENT` (Ignition/v2.9.0) for the pool")
 	fs.StringVar(&o.accept, "accept", "", "with --client: the Accept `HEADER` it sends (default: the one that Ignition release sends)")
-	fs.StringVar(&o.failOnList, "fail-on", "", "with --client: era-loss exits with status 4 when the client gets the skew stub")
+	fs.StringVar(&o.failOnList, "fail-on", "", "with --client: `CONDITION` era-loss exits with status 4 when the client gets the skew stub")
 	o.server.register(fs)
 	return fs
 }
@@ -253,9 +258,6 @@ func (o *options) check(fs *flag.FlagSet, paths []string) (render.Options, error
 	}
 	if err == nil && len(paths) == 0 {
 		err = errors.New("no PATH given")
-	}
-	if err == nil && o.format != "machineconfig" && o.format != "ignition" {
-		err = fmt.Errorf("unknown --format %q: want machineconfig or ignition", o.format)
 	}
 	return opts, err
 }
@@ -283,27 +285,6 @@ func (o *options) checkClient() error {
 	}
 	_, err = o.server.check()
 	return err
-}
-
-// parseInterspersed lets flags follow paths ("render dir --pool worker"),
-// as CI scripts write them; after "--" everything is a path.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var tail []string
-	if i := slices.Index(args, "--"); i >= 0 {
-		args, tail = args[:i], args[i+1:]
-	}
-	var paths []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		paths, args = append(paths, args[0]), args[1:]
-	}
-	return append(paths, tail...), nil
 }
 
 func (o *options) renderOptions(fs *flag.FlagSet) (render.Options, error) {

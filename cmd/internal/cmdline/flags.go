@@ -56,57 +56,86 @@ func Said(err error) bool {
 	return errors.Is(err, ErrUsage) || errors.Is(err, flag.ErrHelp) || errors.As(err, &ee)
 }
 
+// ErrVersion is --version: the command prints its build (module version
+// and VCS revision, internal/buildinfo) on stdout and exits 0.
+var ErrVersion = errors.New("--version")
+
 // NewFlagSet is a command's flags, mistakes and -help written to stderr:
-// usage (what the command does, how it is called), then the flags.
+// usage (what the command does, how it is called), then the flags, among
+// them --version, which every command has.
 func NewFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "%s\nFlags:\n", usage)
+		fmt.Fprintf(fs.Output(), "%s\nFlags:\n", usage)
 		fs.PrintDefaults()
 	}
+	fs.Bool("version", false, "print the version (module version and VCS revision) and exit")
 	return fs
 }
 
 // Parse parses args, then MCS_<FLAG> for every flag not given, and refuses
 // leftover arguments. It returns flag.ErrHelp for -help (usage printed),
-// ErrUsage for a mistake (said on stderr).
+// ErrVersion for --version, ErrUsage for a mistake: said on stderr in one
+// line naming the flag (or its variable) and what it takes, with a pointer
+// to --help rather than the whole usage.
 func Parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return flag.ErrHelp
-		}
-		return ErrUsage
+	w, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(w)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return flag.ErrHelp
+	case err != nil:
+		return mistake(fs, explain(fs, err))
+	}
+	if v := fs.Lookup("version"); v != nil && v.Value.String() == "true" {
+		return ErrVersion
 	}
 	if err := fromEnv(fs); err != nil {
-		fmt.Fprintf(fs.Output(), "%s: %v\n", fs.Name(), err)
-		return ErrUsage
+		return mistake(fs, err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "%s: unexpected arguments: %s\n", fs.Name(), strings.Join(fs.Args(), " "))
-		return ErrUsage
+		return mistake(fs, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " ")))
 	}
 	return nil
 }
 
+// Mistake says err on fs's output as a command-line mistake, one line and
+// a pointer to --help, and returns ErrUsage.
+func Mistake(fs *flag.FlagSet, err error) error { return mistake(fs, err) }
+
+func mistake(fs *flag.FlagSet, err error) error {
+	fmt.Fprintf(fs.Output(), "%s: %v\nRun '%s --help' for usage.\n", fs.Name(), err, fs.Name())
+	return ErrUsage
+}
+
 // fromEnv sets every flag not given on the command line from MCS_<FLAG>
-// (--listen-plain: MCS_LISTEN_PLAIN).
+// (--listen-plain: MCS_LISTEN_PLAIN); never --version.
 func fromEnv(fs *flag.FlagSet) error {
 	set := Given(fs)
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || err != nil {
+		if set[f.Name] || err != nil || f.Name == "version" {
 			return
 		}
-		env := "MCS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		env := EnvName(f.Name)
 		if v, ok := os.LookupEnv(env); ok {
 			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s: %w", env, e)
+				err = &valueError{Flag: f.Name, Value: v, Env: env, Expect: expect(f), Reason: e.Error()}
 			}
 		}
 	})
 	return err
 }
+
+// EnvName is the variable a flag is read from: MCS_LISTEN_PLAIN for
+// --listen-plain.
+func EnvName(flag string) string { return "MCS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_")) }
 
 // Given names the flags set, on the command line or from the environment.
 func Given(fs *flag.FlagSet) map[string]bool {

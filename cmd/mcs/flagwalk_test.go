@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
+	"github.com/ignition-mcs/mcs/internal/testkit"
+)
+
+var commandLine = regexp.MustCompile(`^  (\S+)\s+(?:([a-z]+(?:\|[a-z]+)+):)?`)
+
+// flagEnv is the variable a flag is also read from; --version has none.
+func flagEnv(flag string) string {
+	if flag == "version" {
+		return ""
+	}
+	return cmdline.EnvName(flag)
+}
+
+// mcsHelp is what `mcs WORDS... --help` prints.
+func mcsHelp(t *testing.T, words ...string) string {
+	t.Helper()
+	var out, errb strings.Builder
+	if err := dispatch(context.Background(), append(words, "--help"), strings.NewReader(""), &out, &errb); err != nil && !errors.Is(err, flag.ErrHelp) || cmdline.Code(err) != 0 {
+		t.Fatalf("mcs %s --help: %v (exit %d)\n%s", strings.Join(words, " "), err, cmdline.Code(err), errb.String())
+	}
+	return out.String() + errb.String()
+}
+
+// helpCommands are the commands mcs --help lists, each verb of one taking
+// verbs ("status|rotate: ...") on its own.
+func helpCommands(t *testing.T) [][]string {
+	help := mcsHelp(t)
+	_, list, ok := strings.Cut(help, "\nCommands:\n")
+	if !ok {
+		t.Fatalf("mcs --help lists no commands:\n%s", help)
+	}
+	list, _, _ = strings.Cut(list, "\n\n")
+	var cmds [][]string
+	for _, line := range strings.Split(strings.TrimRight(list, "\n"), "\n") {
+		m := commandLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("mcs --help: %q is not a command line (\"  NAME  summary\")", line)
+		}
+		if m[2] == "" {
+			cmds = append(cmds, []string{m[1]})
+			continue
+		}
+		for _, verb := range strings.Split(m[2], "|") {
+			cmds = append(cmds, []string{m[1], verb})
+		}
+	}
+	if len(commands()) < 6 || len(cmds) < len(commands()) {
+		t.Fatalf("mcs --help lists %v; want every command of %d", cmds, len(commands()))
+	}
+	return cmds
+}
+
+// TestFlagsWalk walks every flag of mcs and of every command its --help
+// lists (controller, prune, pki status, pki rotate, start, bootstrap,
+// preflight, and any added later), through --help and a wrong value on
+// the command line and in MCS_<FLAG> (see testkit.WalkFlags for the wrong
+// values and what the errors must say).
+func TestFlagsWalk(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // nothing a mistaken flag lets through may run for long
+	for _, words := range append([][]string{nil}, helpCommands(t)...) {
+		testkit.WalkFlags(t, testkit.FlagWalk{
+			Command: append([]string{"mcs"}, words...),
+			Help:    mcsHelp(t, words...),
+			Env:     flagEnv,
+			Run: func(t *testing.T, args []string, env map[string]string) (string, bool) {
+				for k, v := range env {
+					t.Setenv(k, v)
+				}
+				var out, errb strings.Builder
+				err := dispatch(ctx, append(append([]string{}, words...), args...), strings.NewReader(""), &out, &errb)
+				return errb.String(), cmdline.Code(err) == cmdline.ExitUsage
+			},
+		})
+	}
+}
+
+// --version works for every command, on stdout, and names the build.
+func TestVersionEverywhere(t *testing.T) {
+	for _, words := range append([][]string{nil, {"--dir", "x"}}, helpCommands(t)...) {
+		args := append(append([]string{}, words...), "--version")
+		var out, errb strings.Builder
+		err := dispatch(context.Background(), args, strings.NewReader(""), &out, &errb)
+		if err != nil || !strings.HasPrefix(out.String(), "mcs ") || !strings.Contains(out.String(), "(") || errb.Len() > 0 {
+			t.Errorf("mcs %s: %v, stdout %q, stderr %q", strings.Join(args, " "), err, out.String(), errb.String())
+		}
+	}
+}

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/ignition-mcs/mcs/internal/testkit"
+)
+
+// TestFlagsWalk walks every flag of render and render diff, as their
+// --help lists them (a flag added later is walked too), through a wrong
+// value: see testkit.WalkFlags for which and what the error must say.
+func TestFlagsWalk(t *testing.T) {
+	for _, words := range [][]string{nil, {"diff"}} {
+		help, _, _ := cli(t, "", append(words, "--help")...)
+		testkit.WalkFlags(t, testkit.FlagWalk{
+			Command: append([]string{"render"}, words...),
+			Help:    help,
+			Run: func(t *testing.T, args []string, _ map[string]string) (string, bool) {
+				_, stderr, code := cli(t, "", append(append([]string{}, words...), args...)...)
+				return stderr, code == exitUsage
+			},
+		})
+	}
+}
