@@ -2,6 +2,7 @@ package impact
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/ignition-mcs/mcs/convert"
@@ -107,7 +108,32 @@ func (c *comparison) pool(ctx context.Context, name string) *Pool {
 		p.Changes = c.changes(o, n)
 	}
 	p.Eras = c.eras(ctx, name, o, n)
+	p.Overrides = overrides(o, n)
 	return p
+}
+
+// overrides are the new tree's overrides, marking those the old lacked.
+func overrides(o, n *render.Result) []*Override {
+	out := []*Override{}
+	if n == nil {
+		return out
+	}
+	old := map[string]bool{}
+	if o != nil {
+		for _, x := range o.Overrides {
+			old[x.Kind+" "+x.Name+" "+x.Over+" "+x.By] = true
+		}
+	}
+	for _, x := range n.Overrides {
+		at := Location{File: x.BySource, Tree: "new"}
+		if i := strings.LastIndexByte(x.BySource, ':'); i > 0 {
+			if line, err := strconv.Atoi(x.BySource[i+1:]); err == nil {
+				at.File, at.Line = x.BySource[:i], line
+			}
+		}
+		out = append(out, &Override{Message: x.String(), By: x.By, Over: x.Over, At: at, New: !old[x.Kind+" "+x.Name+" "+x.Over+" "+x.By]})
+	}
+	return out
 }
 
 // reasons lists what forces the new spec, marking what the old tree lacked,

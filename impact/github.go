@@ -68,6 +68,11 @@ func WriteGitHub(w io.Writer, r *Report, failOn []string) error {
 		for _, ch := range p.Changes {
 			annotate(b, "notice", ch.At, title, ch.summary()+origin(ch.MachineConfig, Location{}))
 		}
+		for _, o := range p.Overrides {
+			if o.New {
+				annotate(b, "warning", o.At, title, "override: "+o.Message)
+			}
+		}
 	}
 	return b.Flush()
 }

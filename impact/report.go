@@ -43,6 +43,19 @@ type Pool struct {
 	Spec     SpecChange `json:"spec"`
 	Changes  []*Change  `json:"changes"`
 	Eras     []*Era     `json:"eras"`
+	// Overrides are what a later MachineConfig replaces of an earlier
+	// one's in the new tree (render.Override): the later by name wins.
+	Overrides []*Override `json:"overrides"`
+}
+
+// Override is one thing two MachineConfigs of the new tree write
+// differently, the later winning; New marks one the old tree did not have.
+type Override struct {
+	Message string   `json:"message"`
+	By      string   `json:"by"`   // the MachineConfig that wins
+	Over    string   `json:"over"` // the MachineConfig overridden
+	At      Location `json:"at"`   // the winner's entry
+	New     bool     `json:"new"`
 }
 
 // Pair is a value in the old and the new tree; empty where absent.

@@ -107,6 +107,16 @@ func writePool(b *bufio.Writer, p *Pool) {
 			}
 		}
 	}
+	if len(p.Overrides) > 0 {
+		fmt.Fprintf(b, "  overridden by a later MachineConfig, which wins (+ new):\n")
+		for _, o := range p.Overrides {
+			mark := " "
+			if o.New {
+				mark = "+"
+			}
+			fmt.Fprintf(b, "    %s %s\n", mark, o.Message)
+		}
+	}
 	writeEras(b, p.Eras)
 }
 

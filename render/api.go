@@ -100,7 +100,7 @@ type Result struct {
 // Override is an entry of the merged config two MachineConfigs write
 // differently; the later in merge order (By) wins over the earlier (Over).
 type Override struct {
-	Kind       string   `json:"kind"` // file, directory, link, unit, dropin, user or group
+	Kind       string   `json:"kind"` // file, directory, link, unit, dropin, user, group, or spec (kernelType, osImageURL, baseOSExtensionsContainerImage)
 	Name       string   `json:"name"` // its path or name; a dropin's is "unit/dropin"
 	Fields     []string `json:"fields"`
 	By         string   `json:"by"`         // the MachineConfig that wins

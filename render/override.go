@@ -63,7 +63,52 @@ func overrides(order []*entry) []Override {
 	for i := range out {
 		slices.Sort(out[i].Fields)
 	}
+	return append(out, specOverrides(order)...)
+}
+
+// specOverrides finds the MachineConfig fields a later one set over an
+// earlier one's value, as mergeSpec picks them: the last kernelType other
+// than default, the last osImageURL and baseOSExtensionsContainerImage of a
+// MachineConfig a person wrote.
+func specOverrides(order []*entry) []Override {
+	var out []Override
+	for _, f := range []struct {
+		name string
+		get  func(*entry) string
+	}{
+		{"kernelType", func(e *entry) string {
+			if k := e.mc.Spec.KernelType; k == kernelTypeRealtime || k == kernelType64kPages {
+				return k
+			}
+			return ""
+		}},
+		{"osImageURL", func(e *entry) string { return userSet(e, e.mc.Spec.OSImageURL) }},
+		{"baseOSExtensionsContainerImage", func(e *entry) string { return userSet(e, e.mc.Spec.BaseOSExtensionsContainerImage) }},
+	} {
+		var last *entry
+		for _, e := range order {
+			v := f.get(e)
+			if v == "" {
+				continue
+			}
+			if last != nil && f.get(last) != v {
+				path := "$.spec." + f.name
+				out = append(out, Override{Kind: "spec", Name: f.name, Fields: []string{"value"},
+					By: e.mc.Metadata.Name, BySource: where(e, path), Over: last.mc.Metadata.Name, OverSource: where(last, path)})
+			}
+			last = e
+		}
+	}
 	return out
+}
+
+// userSet is v when a person's MachineConfig sets it; a generated one's
+// image fields are the release's and never win (mergeSpec).
+func userSet(e *entry, v string) string {
+	if e.generated {
+		return ""
+	}
+	return v
 }
 
 // where is "file:line" of a path in e's MachineConfig, or the file alone.
@@ -140,6 +185,10 @@ func leaves(v any, skip []string) map[string]string {
 // String says it for people: "file /etc/x: contents of MachineConfig
 // 50-a (a.yaml:9) replaced by 60-b (b.yaml:9), the later in merge order".
 func (o Override) String() string {
+	if o.Kind == "spec" {
+		return fmt.Sprintf("spec.%s: the value of MachineConfig %s (%s) replaced by %s (%s), the later in merge order",
+			o.Name, o.Over, o.OverSource, o.By, o.BySource)
+	}
 	return fmt.Sprintf("%s %s: %s of MachineConfig %s (%s) replaced by %s (%s), the later in merge order",
 		o.Kind, o.Name, strings.Join(o.Fields, ", "), o.Over, o.OverSource, o.By, o.BySource)
 }

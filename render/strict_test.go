@@ -63,6 +63,10 @@ func TestOverrides(t *testing.T) {
 		doc("80-d", "worker", file("/etc/same.conf", "data:,x")),
 		doc("81-u", "worker", unit("[Unit]")),
 		doc("82-u", "worker", unit("[Service]")),
+		doc("90-rt", "worker", "", "kernelType: realtime", "osImageURL: quay.io/a/os@sha256:1111111111111111111111111111111111111111111111111111111111111111"),
+		doc("91-64k", "worker", "", "kernelType: 64k-pages"),
+		doc("92-default", "worker", "", "kernelType: default"),
+		doc("93-img", "worker", "", "osImageURL: quay.io/b/os@sha256:2222222222222222222222222222222222222222222222222222222222222222"),
 	)
 	r := mustRender(t, s, "worker", Options{})
 	var got []string
@@ -73,6 +77,8 @@ func TestOverrides(t *testing.T) {
 		"file /etc/dup.conf: contents of MachineConfig 50-a (in/00.yaml:8) replaced by 60-b (in/01.yaml:8), the later in merge order",
 		"unit a.service: contents of MachineConfig 81-u (in/04.yaml:8) replaced by 82-u (in/05.yaml:8), the later in merge order",
 		"dropin a.service/d.conf: contents of MachineConfig 81-u (in/04.yaml:8) replaced by 82-u (in/05.yaml:8), the later in merge order",
+		"spec.kernelType: the value of MachineConfig 90-rt (in/06.yaml:8) replaced by 91-64k (in/07.yaml:8), the later in merge order",
+		"spec.osImageURL: the value of MachineConfig 90-rt (in/06.yaml:9) replaced by 93-img (in/09.yaml:8), the later in merge order",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("overrides:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -115,4 +116,44 @@ func TestQueryAndAcceptMistakes(t *testing.T) {
 		t.Errorf("a spec refused with q=0 is answered as if none were named:\n%s", got)
 	}
 	testkit.Golden(t, "testdata/mistakes.txt", got, *update)
+}
+
+// Two MachineConfigs writing one file and two kernel types: /status says
+// which won over which, in the JSON and on the page.
+func TestStatusOverrides(t *testing.T) {
+	var l render.Loader
+	for _, mc := range []struct{ name, spec string }{
+		{"50-a", "kernelType: realtime\n  config: {ignition: {version: 3.2.0}, storage: {files: [{path: /etc/dup.conf, contents: {source: 'data:,a'}}]}}"},
+		{"60-b", "kernelType: 64k-pages\n  config: {ignition: {version: 3.2.0}, storage: {files: [{path: /etc/dup.conf, contents: {source: 'data:,b'}}]}}"},
+	} {
+		l.Data("in/"+mc.name+".yaml", []byte("apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: "+mc.name+
+			"\n  labels: {machineconfiguration.openshift.io/role: worker}\nspec:\n  "+mc.spec+"\n"))
+	}
+	set, err := l.Set()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := set.RenderPool("worker", render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newTestServer(t, Config{}, res)
+	want := []string{
+		"file /etc/dup.conf: contents of MachineConfig 50-a (in/50-a.yaml:8) replaced by 60-b (in/60-b.yaml:8), the later in merge order",
+		"spec.kernelType: the value of MachineConfig 50-a (in/50-a.yaml:7) replaced by 60-b (in/60-b.yaml:7), the later in merge order",
+	}
+	st := s.Status()
+	var got []string
+	for _, o := range st.Pools[0].Overrides {
+		got = append(got, o.String())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("/status overrides:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	page := get(t, s, "GET", "/status?format=html").Body.String()
+	for _, w := range want {
+		if !strings.Contains(page, html.EscapeString(w)) {
+			t.Errorf("the status page lacks %q", w)
+		}
+	}
 }

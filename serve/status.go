@@ -71,6 +71,10 @@ type PoolStatus struct {
 	Error string `json:"error,omitempty"`
 	// ErrorSince is when the pool's renders began failing.
 	ErrorSince *time.Time `json:"errorSince,omitempty"`
+	// Overrides are what a later MachineConfig replaced of an earlier
+	// one's in the served render (a file, unit, user, kernelType,
+	// osImageURL ...): the later by name wins, as upstream merges.
+	Overrides []render.Override `json:"overrides,omitempty"`
 	// Fetches are what clients fetched of this pool's rendered configs,
 	// the one served now and the last few before it.
 	Fetches []RenderedFetches `json:"fetches"`
@@ -110,7 +114,7 @@ func (rec *recorder) status() Status {
 		for _, name := range snap.names {
 			p := snap.pools[name]
 			ps := PoolStatus{Name: name, Rendered: p.result.Name, Spec: p.result.Spec, MinSpec: p.result.MinSpec,
-				Reasons: p.result.Reasons, Servable: []convert.Version{}, Error: snap.failed[name]}
+				Reasons: p.result.Reasons, Servable: []convert.Version{}, Error: snap.failed[name], Overrides: p.result.Overrides}
 			if ps.Reasons == nil {
 				ps.Reasons = []render.Reason{}
 			}

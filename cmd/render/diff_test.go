@@ -28,7 +28,7 @@ type diffCase struct {
 func diffCases() []diffCase {
 	base := filepath.Join(diffDir, "base")
 	var out []diffCase
-	for _, n := range []string{"luks-discard", "file-change", "custom-pool", "karg-removed"} {
+	for _, n := range []string{"luks-discard", "file-change", "custom-pool", "karg-removed", "override"} {
 		out = append(out, diffCase{n, base, filepath.Join(diffDir, n)})
 	}
 	// The reverse of luks-discard: the spec is lowered, eras admitted again.
