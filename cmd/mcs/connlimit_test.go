@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -35,7 +36,7 @@ func connPair(t *testing.T, stall time.Duration) (*limitConn, net.Conn, *connTab
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	table := newConnTable(connLimits{stall: stall}, slog.New(slog.DiscardHandler), newConnMetrics(nil))
+	table := newConnTable(connLimits{stall: stall}, slog.New(slog.DiscardHandler), newConnMetrics(promauto.With(nil)))
 	client, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
