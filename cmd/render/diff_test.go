@@ -219,6 +219,7 @@ func TestDiffFailOn(t *testing.T) {
 		"custom-pool":  {"any-change"},
 		"karg-removed": {"any-change"},
 		"luks-removed": {"any-change"},
+		"override":     {"any-change"},
 		"no-change":    nil,
 	}
 	for _, c := range diffCases() {
