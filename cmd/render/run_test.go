@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -76,22 +77,7 @@ func poolsIn(t *testing.T, out string) []string {
 
 func check(t *testing.T, path, got string) {
 	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the output (run with -update if the change is intended)\n--- got\n%s", path, got)
-	}
+	testkit.Golden(t, path, got, *update)
 }
 
 func TestExitCodes(t *testing.T) {
