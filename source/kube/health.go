@@ -110,7 +110,7 @@ func (s *monitor) failed(key string, err error) {
 	s.m.errors.Inc()
 	if s.health.set(key, err) {
 		s.m.up.Set(0)
-		s.log.Warn("kubernetes API failing; the last good render keeps serving", "host", s.host, "err", err)
+		s.log.Warn("kubernetes API failing; nothing is rendered anew until it answers, and what is served stays served", "host", s.host, "err", err)
 		s.signal()
 	} else {
 		s.log.Debug("kubernetes API still failing", "host", s.host, "err", err)

@@ -77,8 +77,12 @@ func (c *policyCache) parse(s *Source, raw []byte) {
 	p, err := skewgate.ParsePolicy(raw)
 	if err != nil {
 		s.m.policyErrors.Inc()
-		c.err = fmt.Errorf("%s: MachineConfiguration/%s (resourceVersion %s): %w; the last good skew policy stays in force",
-			origin, clusterMachineConfiguration, c.version, err)
+		kept := "the last good skew policy stays in force"
+		if c.lastGood == nil {
+			kept = "no skew policy of the cluster was ever valid: the gate's own (--skew-policy, or the default) stays in force"
+		}
+		c.err = fmt.Errorf("%s: MachineConfiguration/%s (resourceVersion %s): %w; %s",
+			origin, clusterMachineConfiguration, c.version, err, kept)
 		s.log.Error("skew policy not changed", "err", c.err)
 		c.policy = c.lastGood
 		return
