@@ -67,6 +67,14 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 	if err := cmdline.Parse(fs, args); err != nil {
 		return nil, err
 	}
+	switch {
+	case o.kubeQPS <= 0 || o.kubeBurst <= 0:
+		return nil, cmdline.Mistake(fs, fmt.Errorf("--kube-api-qps and --kube-api-burst: want a positive number (got %v and %d)", o.kubeQPS, o.kubeBurst))
+	case o.workers < 1:
+		return nil, cmdline.Mistake(fs, fmt.Errorf("--workers: want 1 or more (got %d)", o.workers))
+	case o.keep < 0:
+		return nil, cmdline.Mistake(fs, fmt.Errorf("--keep: want 0 or more (got %d)", o.keep))
+	}
 	if o.identity == "" {
 		o.identity = os.Getenv("POD_NAME")
 	}
@@ -98,9 +106,6 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	rc, err := kube.RESTConfig(o.common.kubeAPIConfig)
 	if err != nil {
 		return err
-	}
-	if o.kubeQPS <= 0 || o.kubeBurst <= 0 {
-		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
 	}
 	rc.QPS, rc.Burst = float32(o.kubeQPS), o.kubeBurst
 	reg := prometheus.NewRegistry()

@@ -97,3 +97,23 @@ func TestVersionEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// Numbers a flag's type allows but its meaning does not are usage
+// mistakes too, named with what they take.
+func TestFlagRanges(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"controller", "--kube-api-qps", "0"}, "--kube-api-qps and --kube-api-burst: want a positive number"},
+		{[]string{"controller", "--workers", "0"}, "--workers: want 1 or more"},
+		{[]string{"controller", "--keep", "-1"}, "--keep: want 0 or more"},
+		{[]string{"prune", "--count", "-2"}, "--keep and --count: want 0 or more"},
+	} {
+		var out, errb strings.Builder
+		err := dispatch(context.Background(), c.args, strings.NewReader(""), &out, &errb)
+		if cmdline.Code(err) != cmdline.ExitUsage || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("mcs %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(c.args, " "), cmdline.Code(err), errb.String(), c.want)
+		}
+	}
+}

@@ -35,7 +35,7 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if o.Keep < 0 || o.Count < 0 {
-		return fmt.Errorf("--keep and --count cannot be negative")
+		return cmdline.Mistake(fs, fmt.Errorf("--keep and --count: want 0 or more (got %d and %d)", o.Keep, o.Count))
 	}
 	rc, err := kube.RESTConfig(*kubeconfig)
 	if err != nil {
