@@ -109,6 +109,7 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"controller", "--workers", "0"}, "--workers: want 1 or more"},
 		{[]string{"controller", "--keep", "-1"}, "--keep: want 0 or more"},
 		{[]string{"prune", "--count", "-2"}, "--keep and --count: want 0 or more"},
+		{[]string{"contoller", "--kubeconfig", "x"}, `mcs: unknown command "contoller": want one of controller, prune, pki, start, bootstrap, preflight`},
 	} {
 		var out, errb strings.Builder
 		err := dispatch(context.Background(), c.args, strings.NewReader(""), &out, &errb)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -78,13 +79,17 @@ func commandList() string {
 // which every command takes, prints the build on stdout.
 func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	run := run
-	if len(args) > 0 {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		var names []string
 		for _, c := range commands() {
-			if args[0] == c.name {
-				run, args = c.run, args[1:]
-				break
-			}
+			names = append(names, c.name)
 		}
+		i := slices.Index(names, args[0])
+		if i < 0 {
+			fmt.Fprintf(stderr, "mcs: unknown command %q: want one of %s, or flags only (the server)\nRun 'mcs --help' for usage.\n", args[0], strings.Join(names, ", "))
+			return cmdline.ErrUsage
+		}
+		run, args = commands()[i].run, args[1:]
 	}
 	err := run(ctx, args, stdin, stdout, stderr)
 	if errors.Is(err, cmdline.ErrVersion) {
