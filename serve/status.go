@@ -145,7 +145,7 @@ func (rec *recorder) status() Status {
 	if len(st.Waiting) > 0 {
 		w := st.Waiting[0]
 		waitCond.Status, waitCond.Reason = "True", "RetriedRefusals"
-		waitCond.Message = fmt.Sprintf("nodes are retrying; latest: %s (%d) for pool %s: %s; see waiting", w.Cause, w.Code, w.Pool, w.Message)
+		waitCond.Message = fmt.Sprintf("nodes are retrying; latest: %s (%d) %s: %s; see waiting", w.Cause, w.Code, forPool(w.Pool), w.Message)
 	}
 	st.Conditions = append(st.Conditions, waitCond)
 	st.Conditions = rec.certificateCondition(st.Conditions)

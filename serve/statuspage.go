@@ -217,8 +217,8 @@ func waitingProblems(waiting []Waiting, now time.Time) []problem {
 			break
 		}
 		out = append(out, problem{Warn: true, Anchor: "pools",
-			Title: fmt.Sprintf("Nodes wait, answered %d (%s) for pool %s: %d requests from %d address(es), latest %s; they boot once it is fixed",
-				w.Code, w.Cause, or(w.Pool, "-"), w.Requests, w.Clients, ago(w.Last, now)),
+			Title: fmt.Sprintf("Nodes wait, answered %d (%s) %s: %d requests from %d address(es), latest %s; they boot once it is fixed",
+				w.Code, w.Cause, forPool(w.Pool), w.Requests, w.Clients, ago(w.Last, now)),
 			Detail: w.Message})
 	}
 	return out
@@ -262,6 +262,15 @@ func renderProblems(st Status, now time.Time) []problem {
 			Detail: e.Message})
 	}
 	return out
+}
+
+// forPool says which pool a waiting cause is for: "for pool worker", or
+// "for every pool" when the cause is not one pool's (nothing served yet).
+func forPool(pool string) string {
+	if pool == "" || pool == "-" {
+		return "for every pool"
+	}
+	return "for pool " + pool
 }
 
 func or(s, alt string) string {
