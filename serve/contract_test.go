@@ -237,6 +237,9 @@ func TestUnknownPoolNoise(t *testing.T) {
 	if ps := problems(st, nil, time.Now()); len(ps) != 0 {
 		t.Errorf("the status page shows problems for unknown names: %+v", ps)
 	}
+	if page := get(t, s, "GET", "/status?format=html").Body.String(); !strings.Contains(page, "Requested pools that do not exist") || !strings.Contains(page, ">scan0<") || !strings.Contains(page, ">(other)<") {
+		t.Error("the status page does not list the unknown pools asked for")
+	}
 	// Every known pool's causes keep their own entries after the flood.
 	for i := range waitingMax {
 		s.rec.waiting.note(slog.New(slog.DiscardHandler), CausePoolNotRendered, "pool-"+strconv.Itoa(i), "10.0.0.9", "Ignition/v2.27.0", "no good render yet")
