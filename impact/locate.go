@@ -113,12 +113,3 @@ func findObject(n *yaml.Node, kind, name string) *yaml.Node {
 	}
 	return nil
 }
-
-// jsonPath splits "$.spec.config.storage.luks.0" into its parts.
-func jsonPath(p string) []string {
-	p = strings.TrimPrefix(strings.TrimPrefix(p, "$"), ".")
-	if p == "" {
-		return nil
-	}
-	return strings.Split(p, ".")
-}
