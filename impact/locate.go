@@ -39,15 +39,7 @@ func (l *locator) lineOf(file, kind, name string, path []string) int {
 	if strings.EqualFold(filepath.Ext(file), ".bu") {
 		path = intake.ButanePath(path)
 	}
-	line, n := obj.Line, obj
-	for _, seg := range path {
-		k, v := intake.Child(n, seg)
-		if v == nil {
-			break
-		}
-		line, n = k.Line, v
-	}
-	return line
+	return intake.Line(obj, path)
 }
 
 // object is the object of kind named name in file (a document, an item of

@@ -65,15 +65,7 @@ func (d *docRef) lineAt(p convert.Path) int {
 	if d.butane {
 		segs = intake.ButanePath(segs)
 	}
-	line := n.Line
-	for _, seg := range segs {
-		k, v := intake.Child(n, seg)
-		if v == nil {
-			break
-		}
-		line, n = k.Line, v
-	}
-	return line
+	return intake.Line(n, segs)
 }
 
 // locate gives every problem in list about the object at d, without a
