@@ -684,3 +684,14 @@ func fileError(p string, err error) *Error {
 	}
 	return &Error{File: p, Message: msg, Err: err}
 }
+
+// NothingToRender is the error for a set with no pool to render, read
+// from where ("the tree DIR"), or nil: an empty or mistaken tree must not
+// pass as a render of nothing.
+func NothingToRender(s *Set, where string) error {
+	if len(s.PoolNames()) > 0 {
+		return nil
+	}
+	return fmt.Errorf("nothing to render in %s: no MachineConfigPool, and no MachineConfig with the role label (machineconfiguration.openshift.io/role: master or worker) of a default pool (%d MachineConfigs read from .yaml, .yml, .json and .bu files)",
+		where, len(s.MachineConfigs()))
+}

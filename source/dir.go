@@ -44,6 +44,11 @@ func (d *Dir) Load(ctx context.Context) (*Input, error) {
 	for i, s := range skipped {
 		warnings[i] = s.Error()
 	}
+	if err == nil {
+		// An empty tree (a mount not there yet, a wrong --dir) serves no
+		// pool: it is an error, not a render that is ready with nothing.
+		err = render.NothingToRender(set, d.Path)
+	}
 	if err != nil {
 		return &Input{Warnings: warnings}, err
 	}

@@ -88,3 +88,14 @@ func TestWatch(t *testing.T) {
 	os.RemoveAll(v2)
 	expect("the target removed")
 }
+
+// An empty tree (a mount not there yet, a wrong --dir) is an error naming
+// it, not a render of no pool that reports itself ready.
+func TestLoadEmptyDir(t *testing.T) {
+	dir := t.TempDir()
+	d := &Dir{Path: dir}
+	in, err := d.Load(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "nothing to render in "+dir) {
+		t.Fatalf("empty directory: %v, %d results", err, len(in.Results))
+	}
+}

@@ -191,9 +191,7 @@ func loadAndRender(o options, paths []string, opts render.Options, stdin io.Read
 	for _, n := range set.Notices() {
 		fmt.Fprintln(stderr, n)
 	}
-	if len(set.PoolNames()) == 0 {
-		err := fmt.Errorf("nothing to render in %s: no MachineConfigPool, and no MachineConfig with the role label (machineconfiguration.openshift.io/role: master or worker) of a default pool (%d MachineConfigs read from .yaml, .yml, .json and .bu files)",
-			strings.Join(paths, " "), len(set.MachineConfigs()))
+	if err := render.NothingToRender(set, strings.Join(paths, " ")); err != nil {
 		fmt.Fprintf(stderr, "render: %v\n", err)
 		return nil, nil, fail(exitInvalid, err)
 	}
