@@ -103,6 +103,7 @@ func TestQueryAndAcceptMistakes(t *testing.T) {
 		{"/config/worker?format=JSON", ""},
 		{"/config/worker?version=3.9.0", ""},
 		{"/config/scan1", ""},
+		{"/status?format=yaml", ""},
 	} {
 		w := get(t, s, "GET", c.target, "Accept", c.accept)
 		body := w.Body.String()

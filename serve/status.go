@@ -188,6 +188,10 @@ func renderCondition(st Status) Condition {
 // statusHandler answers /status: the page for browsers, JSON otherwise.
 func statusHandler(rec *recorder) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if f := r.URL.Query().Get("format"); f != "" && f != "html" && f != "json" {
+			plain(w, http.StatusBadRequest, fmt.Sprintf("?format=%s: /status is served as html or json (?format=html, ?format=json, or by Accept)", bounded(f)))
+			return
+		}
 		if wantsHTML(r) {
 			statusPage(w, rec.status(), rec.log)
 			return
