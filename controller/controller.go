@@ -122,7 +122,7 @@ func New(cfg Config) (*Controller, error) {
 	if c.guards, err = newGuardCaches(rc, cfg.ControllerConfig, c.log); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
-	if c.lease, err = leaseClient(rc, cfg); err != nil {
+	if c.lease, err = leaseClient(rc); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	dyn, err := dynamic.NewForConfig(rc)
@@ -144,7 +144,11 @@ func New(cfg Config) (*Controller, error) {
 		}
 		c.events.record = c.notifier.Record
 	}
-	c.w = &writer{dyn: dyn, src: c.src, m: c.m, book: c.book, log: c.log, dryRun: cfg.DryRun, events: c.events, baseImage: c.guards.baseImage}
+	raw, err := rawClient(rc)
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	c.w = &writer{dyn: dyn, raw: raw, meta: meta, pointed: c.gate.reconc.rendered, src: c.src, m: c.m, book: c.book, log: c.log, dryRun: cfg.DryRun, events: c.events, baseImage: c.guards.baseImage}
 	c.pruner = &pruner{dyn: dyn, meta: meta, m: c.m, book: c.book, log: c.log, keep: cfg.Keep, dryRun: cfg.DryRun,
 		grace: cfg.PruneGrace, started: time.Now(), named: c.w.left.at}
 	return c, nil

@@ -52,14 +52,13 @@ func (c *Controller) campaign(ctx context.Context) error {
 // function of its own keeps client-go from sharing the cached transport)
 // and its own rate limiter, so renewing never queues behind the writes of a
 // hundred pools, nor behind the watch events they cause on the shared
-// connection; and a request timeout under the renew deadline, so one
-// stalled request leaves time to try again.
-func leaseClient(rc *rest.Config, cfg Config) (coordinationv1.CoordinationV1Interface, error) {
+// connection. (No request timeout of its own: the renew deadline bounds
+// each renewal, and a shorter one lost the Lease to a loaded API server.)
+func leaseClient(rc *rest.Config) (coordinationv1.CoordinationV1Interface, error) {
 	lc := rest.CopyConfig(rc)
 	lc.RateLimiter = nil
 	// Leader election makes about one request per retry period.
 	lc.QPS, lc.Burst = 5, 10
-	lc.Timeout = max(cfg.RenewDeadline/2, time.Second)
 	lc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	lc.UserAgent = rc.UserAgent + " (leader election)"
 	return coordinationv1.NewForConfig(lc)
