@@ -169,7 +169,7 @@ func (c *Controller) pointsAt(pool string, t target) bool {
 	if t.res == nil {
 		return true
 	}
-	p := c.w.ahead(c.src.Pool(pool))
+	p := c.w.last.ahead(c.src.Pool(pool))
 	return p != nil && configuration(p) == t.res.Name && c.src.MachineConfig(t.res.Name) != nil
 }
 
@@ -256,7 +256,7 @@ func (c *Controller) syncOne(ctx context.Context, pool string) error {
 	t, ok := c.plans.get(pool)
 	// The pool as this replica last wrote it, when the cache lags: a
 	// pool just pointed is not checked against the config it left.
-	p := c.w.ahead(c.src.Pool(pool))
+	p := c.w.last.ahead(c.src.Pool(pool))
 	if !ok || p == nil || selectorKey(p) != t.selKey {
 		return nil // deleted, or changed since: that change renders again
 	}

@@ -63,9 +63,8 @@ type writer struct {
 	// resourceVersion (the reconcile check's cache).
 	pointed func(pool string, res *render.Result, rv string)
 
-	mu      sync.Mutex
-	checked map[string]string // rendered config → resourceVersion found equal to its render
-	pools   map[string]wrotePoolAt
+	checked verifiedConfigs
+	last    lastWrites
 	left    leftConfigs
 }
 
@@ -110,7 +109,7 @@ func sameContent(pool string, cur, want *unstructured.Unstructured) error {
 func (w *writer) ensureRendered(ctx context.Context, res *render.Result, pool *unstructured.Unstructured) (string, error) {
 	name := res.Name
 	cur := w.src.MachineConfig(name)
-	if cur != nil && w.wasVerified(name, cur.GetResourceVersion()) {
+	if cur != nil && w.checked.was(name, cur.GetResourceVersion()) {
 		return cur.GetResourceVersion(), nil
 	}
 	body, err := renderedBody(res, pool)
@@ -123,7 +122,7 @@ func (w *writer) ensureRendered(ctx context.Context, res *render.Result, pool *u
 			w.m.renders.WithLabelValues(w.dryRunLabel()).Inc()
 			w.book.wrote(res.Pool, "created rendered MachineConfig "+name)
 			w.generated(res, w.baseImage())
-			w.verified(name, rv)
+			w.checked.found(name, rv)
 			return rv, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -135,7 +134,7 @@ func (w *writer) ensureRendered(ctx context.Context, res *render.Result, pool *u
 		if err != nil {
 			return "", fmt.Errorf("reading MachineConfig %s: %w", name, err)
 		}
-		if w.wasVerified(name, m.GetResourceVersion()) {
+		if w.checked.was(name, m.GetResourceVersion()) {
 			return m.GetResourceVersion(), nil
 		}
 		if cur, err = w.dyn.Resource(kube.MachineConfigs).Get(ctx, name, metav1.GetOptions{}); err != nil {
@@ -149,7 +148,7 @@ func (w *writer) ensureRendered(ctx context.Context, res *render.Result, pool *u
 	if err := sameContent(res.Pool, cur, obj); err != nil {
 		return "", err
 	}
-	w.verified(name, cur.GetResourceVersion())
+	w.checked.found(name, cur.GetResourceVersion())
 	return cur.GetResourceVersion(), nil
 }
 
@@ -187,21 +186,28 @@ func rawClient(rc *rest.Config) (rest.Interface, error) {
 	return rest.RESTClientFor(c)
 }
 
-// wasVerified says whether the stored config was found equal to its render
-// at this resourceVersion.
-func (w *writer) wasVerified(name, rv string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return rv != "" && w.checked[name] == rv
+// verifiedConfigs are the rendered configs found equal to their render (or
+// created by this replica), by the resourceVersion they were found at.
+type verifiedConfigs struct {
+	mu sync.Mutex
+	rv map[string]string
 }
 
-func (w *writer) verified(name, rv string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.checked == nil || len(w.checked) > maxChecked {
-		w.checked = map[string]string{} // forget the old ones, rather than grow
+// was says whether the stored config was found equal to its render at
+// this resourceVersion.
+func (v *verifiedConfigs) was(name, rv string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return rv != "" && v.rv[name] == rv
+}
+
+func (v *verifiedConfigs) found(name, rv string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.rv == nil || len(v.rv) > maxChecked {
+		v.rv = map[string]string{} // forget the old ones, rather than grow
 	}
-	w.checked[name] = rv
+	v.rv[name] = rv
 }
 
 // maxChecked bounds the verified-config memo.
@@ -232,7 +238,7 @@ func (w *writer) patchPool(ctx context.Context, pool *unstructured.Unstructured,
 	build func(*unstructured.Unstructured) map[string]any, what string) (*unstructured.Unstructured, error) {
 	res := w.dyn.Resource(kube.MachineConfigPools)
 	if pool == nil {
-		pool = w.ahead(w.src.Pool(name))
+		pool = w.last.ahead(w.src.Pool(name))
 	}
 	var subs []string
 	if subresource != "" {
@@ -264,7 +270,7 @@ func (w *writer) patchPool(ctx context.Context, pool *unstructured.Unstructured,
 			if w.dryRun {
 				return pool, nil // got is what would have been
 			}
-			w.wrotePool(pool.GetResourceVersion(), got)
+			w.last.wrote(pool.GetResourceVersion(), got)
 			return got, nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= maxConflictRetries {
@@ -288,26 +294,32 @@ type wrotePoolAt struct {
 	pool *unstructured.Unstructured
 }
 
-func (w *writer) wrotePool(from string, got *unstructured.Unstructured) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.pools == nil {
-		w.pools = map[string]wrotePoolAt{}
+// lastWrites are the pools as this replica's writes returned them.
+type lastWrites struct {
+	mu    sync.Mutex
+	pools map[string]wrotePoolAt
+}
+
+func (l *lastWrites) wrote(from string, got *unstructured.Unstructured) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pools == nil {
+		l.pools = map[string]wrotePoolAt{}
 	}
-	w.pools[got.GetName()] = wrotePoolAt{from: from, pool: got}
+	l.pools[got.GetName()] = wrotePoolAt{from: from, pool: got}
 }
 
 // ahead returns the pool as this replica last wrote it while the cache
 // still holds the version that write replaced: under load the watch lags
 // the writes, and a patch built from the cached pool would conflict and
 // cost a read and a second write.
-func (w *writer) ahead(cached *unstructured.Unstructured) *unstructured.Unstructured {
+func (l *lastWrites) ahead(cached *unstructured.Unstructured) *unstructured.Unstructured {
 	if cached == nil {
 		return nil
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if last, ok := w.pools[cached.GetName()]; ok && last.from == cached.GetResourceVersion() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if last, ok := l.pools[cached.GetName()]; ok && last.from == cached.GetResourceVersion() {
 		return last.pool
 	}
 	return cached

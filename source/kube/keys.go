@@ -42,14 +42,16 @@ func (s *Source) handler(gvr schema.GroupVersionResource, key func(*unstructured
 const unread = "\x00unread"
 
 // machineConfigKey: in self mode a rendered config is an output, never
-// read by a render (IsRendered), and a worker edit creates one per pool;
+// read by a render (isRendered), and a worker edit creates one per pool;
 // only its deletion signals, for the controller, which writes it again if
 // a pool names it.
-func (s *Source) machineConfigKey(u *unstructured.Unstructured) string {
-	if s.cfg.Mode == ModeSelf && IsRendered(u) {
-		return unread
+func machineConfigKey(mode Mode) func(*unstructured.Unstructured) string {
+	return func(u *unstructured.Unstructured) string {
+		if mode == ModeSelf && isRendered(u) {
+			return unread
+		}
+		return u.GetResourceVersion()
 	}
-	return u.GetResourceVersion()
 }
 
 // poolKey is what of a pool the mode serves from: its selector (self) or
