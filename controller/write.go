@@ -154,9 +154,12 @@ func (w *writer) ensureRendered(ctx context.Context, res *render.Result, pool *u
 
 // create posts a rendered MachineConfig's JSON and returns its
 // resourceVersion. The API server's answer (the object again) is not
-// decoded beyond that.
+// decoded beyond that. The renderer writes only the CRD's fields, so the
+// API server is spared looking for unknown ones (fieldValidation=Ignore;
+// its default, Warn, decodes the body a second time, strictly).
 func (w *writer) create(ctx context.Context, body []byte) (string, error) {
 	req := w.raw.Post().Resource(kube.MachineConfigs.Resource).Param("fieldManager", fieldManager).
+		Param("fieldValidation", metav1.FieldValidationIgnore).
 		SetHeader("Content-Type", "application/json").Body(body)
 	if w.dryRun {
 		req = req.Param("dryRun", metav1.DryRunAll)
