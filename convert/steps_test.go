@@ -215,7 +215,7 @@ func TestIgnConverterV35toV34Defect(t *testing.T) {
 		{"luks-cex", "$.storage.luks.0.cex.enabled", func(t *testing.T, p *Parsed) {
 			_, err := translateTo(&p.Config, V3_4)
 			var ce *CannotExpressError
-			if !errors.As(err, &ce) || len(ce.Reasons) != 1 || ce.Reasons[0].Path != "$.storage.luks.0.cex.enabled" {
+			if !errors.As(err, &ce) || len(ce.Reasons) != 1 || ce.Reasons[0].Path.String() != "$.storage.luks.0.cex.enabled" {
 				t.Errorf("translate to 3.4.0 = %v, want a CannotExpressError naming $.storage.luks.0.cex.enabled", err)
 			}
 		}},

@@ -114,7 +114,7 @@ type Reason struct {
 	Line          int    `json:"line,omitempty"` // in Source; 0 when unknown
 	// ConfigPath is where the field sits in that MachineConfig, e.g.
 	// "$.spec.config.storage.luks.0" (Path is its place in the merged config).
-	ConfigPath string `json:"configPath,omitempty"`
+	ConfigPath convert.Path `json:"configPath,omitzero"`
 }
 
 // Provenance records which MachineConfig supplied each part of a render.

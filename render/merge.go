@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -270,35 +269,6 @@ func pathEqual(a, b []any) bool {
 		}
 	}
 	return true
-}
-
-// parsePath reads "$.storage.files.3.mode" as ["storage" "files" 3 "mode"],
-// the form Ignition's transcripts use.
-func parsePath(s string) []any {
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "$"), ".")
-	if s == "" {
-		return nil
-	}
-	parts := strings.Split(s, ".")
-	out := make([]any, len(parts))
-	for i, x := range parts {
-		if n, err := strconv.Atoi(x); err == nil {
-			out[i] = n
-		} else {
-			out[i] = x
-		}
-	}
-	return out
-}
-
-func pathString(p []any) string {
-	var b strings.Builder
-	b.WriteString("$")
-	for _, x := range p {
-		b.WriteByte('.')
-		fmt.Fprint(&b, x)
-	}
-	return b.String()
 }
 
 // provenance says which MachineConfig supplied each file, directory, link,
