@@ -4,16 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vincent-petithory/dataurl"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,6 +26,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/internal/testpki"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -42,7 +41,7 @@ type cluster struct {
 	apiCA     []byte                    // kubeconfig-data's ca-bundle.crt
 	token     string                    // the node-bootstrapper token
 	image     string                    // the worker pool's layered image
-	port      int                       // 22623's stand-in, named in the pointer configs
+	addr      string                    // 22623's stand-in, named in the pointer configs
 	certDir   string                    // machine-config-server-tls as the DaemonSet mounts it
 	tokenDir  string                    // node-bootstrapper-token as the DaemonSet mounts it
 	mcsConfig string                    // kubeconfig of mcs's ServiceAccount (deploy/openshift)
@@ -67,7 +66,7 @@ func TestCutoverRehearsal(t *testing.T) {
 	c := newCluster(t)
 	args := append(daemonSetArgs(t, "--apiserver-url="+c.cp.Admin.Host),
 		"--kubeconfig", c.mcsConfig, "--cert", filepath.Join(c.certDir, "tls.crt"), "--key", filepath.Join(c.certDir, "tls.key"),
-		"--bootstrap-token-dir", c.tokenDir, "--listen-tls", "127.0.0.1:"+strconv.Itoa(c.port), "--listen-plain", "127.0.0.1:0",
+		"--bootstrap-token-dir", c.tokenDir, "--listen-tls", c.addr, "--listen-plain", "127.0.0.1:0",
 		"--debounce", "20ms", "--poll", "100ms")
 	in := startSubcommand(t, true, args...)
 	waitFor(t, "both pools served", func() bool {
@@ -147,23 +146,8 @@ const (
 // objects (see cluster).
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: no control plane")
-	}
-	assets, err := kubetest.Assets()
-	if err != nil {
-		kubetest.Missing(t, err.Error())
-	}
-	crds, err := kubetest.CRDFiles(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := kubetest.Start(assets, crds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cp.Stop)
-	c := &cluster{cp: cp, rootCA: testpki.NewCA(t), apiCA: testpki.NewCA(t).PEM, image: layeredImage, port: freePort(t)}
+	cp := kubetest.New(t, true)
+	c := &cluster{cp: cp, rootCA: testpki.NewCA(t), apiCA: testpki.NewCA(t).PEM, image: layeredImage, addr: testkit.FreeAddr(t)}
 	for _, ns := range []string{mcoNS, machineAPI, "openshift-image-registry"} {
 		cp.Apply(t, object(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
 	}
@@ -187,13 +171,7 @@ func (c *cluster) applyRendered(t *testing.T, dir string) {
 	_, results := servetest.Render(t, dir, render.Options{})
 	c.rendered = servetest.ByPool(results)
 	for _, r := range results {
-		mc := *r.MachineConfig
-		js, err := convert.Encode(&r.Config, convert.V3_5, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mc.Spec.Config = js
-		b, err := json.Marshal(&mc)
+		b, err := json.Marshal(asRendered(t, r))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,6 +194,19 @@ func (c *cluster) applyRendered(t *testing.T, dir string) {
 	}
 }
 
+// asRendered is r's MachineConfig as OpenShift's render controller writes
+// it: the config at spec 3.5, whatever the lowest spec is.
+func asRendered(t *testing.T, r *render.Result) *render.MachineConfig {
+	t.Helper()
+	mc := *r.MachineConfig
+	js, err := convert.Encode(&r.Config, convert.V3_5, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc.Spec.Config = js
+	return &mc
+}
+
 // applySecrets writes the serving certificate, the node-bootstrapper token,
 // kubeconfig-data and the installer's worker-user-data, and mounts the
 // first two as the DaemonSet does.
@@ -236,7 +227,7 @@ func (c *cluster) applySecrets(t *testing.T) {
 	c.cp.Apply(t, kubeconfigData(c.apiCA))
 	pointer, _ := json.Marshal(map[string]any{"ignition": map[string]any{
 		"version": "3.2.0",
-		"config":  map[string]any{"merge": []any{map[string]any{"source": fmt.Sprintf("https://127.0.0.1:%d/config/worker", c.port)}}},
+		"config":  map[string]any{"merge": []any{map[string]any{"source": "https://" + c.addr + "/config/worker"}}},
 		"security": map[string]any{"tls": map[string]any{"certificateAuthorities": []any{
 			map[string]any{"source": "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString(c.rootCA.PEM)}}}},
 	}})
@@ -391,15 +382,7 @@ func daemonSetArgs(t *testing.T, override ...string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ds struct {
-		Spec struct {
-			Template struct {
-				Spec struct {
-					Containers []struct{ Args []string }
-				}
-			}
-		}
-	}
+	var ds appsv1.DaemonSet
 	if err := yaml.Unmarshal(b, &ds); err != nil || len(ds.Spec.Template.Spec.Containers) != 1 {
 		t.Fatalf("daemonset.yaml: %v", err)
 	}
@@ -462,17 +445,6 @@ func writeKubeconfig(t *testing.T, rc *rest.Config) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// freePort is a loopback port free now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // dump writes, for a comparison with OpenShift's own server code (see
