@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -211,41 +212,74 @@ func overridesOf(mcfg *unstructured.Unstructured) []string {
 	return s
 }
 
-// reconcileCache keeps the parsed current config of each pool: rendered
-// configs are content-addressed, so a name and resourceVersion parse once.
+// reconcileCache keeps each pool's current config, parsed: the render the
+// controller pointed the pool at (no parse), or the stored config parsed
+// once per name and resourceVersion. One entry per pool.
 type reconcileCache struct {
 	mu     sync.Mutex
-	parsed map[string]parsedConfig // name → parse at a resourceVersion
+	byPool map[string]parsedConfig
+	// fetch reads a MachineConfig whole from the API server: the cache
+	// keeps no rendered config's spec.
+	fetch func(ctx context.Context, name string) (*unstructured.Unstructured, error)
 }
 
 type parsedConfig struct {
-	rv   string
-	cfg  *convert.Config
-	fips bool
-	err  error
+	name, rv string
+	cfg      *convert.Config
+	fips     bool
+	err      error
 }
 
-// parse reads a MachineConfig's Ignition config and FIPS flag, upgraded to
-// the newest spec as renders hold it.
-func (rc *reconcileCache) parse(u *unstructured.Unstructured) parsedConfig {
+// parse reads a pool's current MachineConfig's Ignition config and FIPS
+// flag, upgraded to the newest spec as renders hold it.
+func (rc *reconcileCache) parse(ctx context.Context, pool string, u *unstructured.Unstructured) (parsedConfig, error) {
 	rc.mu.Lock()
-	p, ok := rc.parsed[u.GetName()]
+	p, ok := rc.byPool[pool]
 	rc.mu.Unlock()
-	if ok && p.rv == u.GetResourceVersion() {
-		return p
+	if ok && p.name == u.GetName() && p.rv == u.GetResourceVersion() {
+		return p, nil
+	}
+	if _, whole := u.Object["spec"]; !whole && rc.fetch != nil {
+		name := u.GetName()
+		var err error
+		if u, err = rc.fetch(ctx, name); err != nil {
+			return parsedConfig{}, fmt.Errorf("reading MachineConfig %s: %w", name, err)
+		}
 	}
 	p = parseMachineConfig(u)
+	rc.store(pool, p)
+	return p, nil
+}
+
+// rendered records the render a pool was pointed at, stored at rv: the
+// config the written one was encoded from, so the next check need not
+// parse it back.
+func (rc *reconcileCache) rendered(pool string, res *render.Result, rv string) {
+	rc.store(pool, parsedConfig{name: res.Name, rv: rv, cfg: &res.Config, fips: res.MachineConfig.Spec.FIPS})
+}
+
+func (rc *reconcileCache) store(pool string, p parsedConfig) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if rc.parsed == nil || len(rc.parsed) > maxChecked {
-		rc.parsed = map[string]parsedConfig{}
+	if rc.byPool == nil {
+		rc.byPool = map[string]parsedConfig{}
 	}
-	rc.parsed[u.GetName()] = p
-	return p
+	rc.byPool[pool] = p
+}
+
+// keep forgets the pools not in present.
+func (rc *reconcileCache) keep(present map[string]string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for pool := range rc.byPool {
+		if _, ok := present[pool]; !ok {
+			delete(rc.byPool, pool)
+		}
+	}
 }
 
 func parseMachineConfig(u *unstructured.Unstructured) parsedConfig {
-	p := parsedConfig{rv: u.GetResourceVersion(), cfg: &convert.Config{}}
+	p := parsedConfig{name: u.GetName(), rv: u.GetResourceVersion(), cfg: &convert.Config{}}
 	p.fips, _, _ = unstructured.NestedBool(u.Object, "spec", "fips")
 	raw, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "config")
 	if !ok || raw == nil {
@@ -270,19 +304,25 @@ func parseMachineConfig(u *unstructured.Unstructured) parsedConfig {
 
 // reconcilable checks the pool's render against the rendered config it
 // names now; nil when it has none (or it is gone), as upstream.
-func (g *gate) reconcilable(p *unstructured.Unstructured, res *render.Result) *irreconcilable {
+//
+// The error is the API server's, reading a current config whose spec the
+// cache does not keep (see kube.Source.MachineConfig): the pool is retried.
+func (g *gate) reconcilable(ctx context.Context, p *unstructured.Unstructured, res *render.Result) (*irreconcilable, error) {
 	current := configuration(p)
 	if current == "" || current == res.Name {
-		return nil
+		return nil, nil
 	}
 	cu := g.src.MachineConfig(current)
 	if cu == nil {
-		return nil
+		return nil, nil
 	}
-	cur := g.reconc.parse(cu)
+	cur, err := g.reconc.parse(ctx, p.GetName(), cu)
+	if err != nil {
+		return nil, err
+	}
 	if cur.err != nil {
 		g.log.Warn("cannot read the pool's current config; not checking reconcilability", "pool", p.GetName(), "config", current, "err", cur.err)
-		return nil
+		return nil, nil
 	}
 	return checkReconcilable(reconcileInput{
 		current: current, cur: cur.cfg, next: &res.Config, curFIPS: cur.fips, nextFIPS: res.MachineConfig.Spec.FIPS,
@@ -297,5 +337,5 @@ func (g *gate) reconcilable(p *unstructured.Unstructured, res *render.Result) *i
 			}
 			return out
 		},
-	})
+	}), nil
 }

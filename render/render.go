@@ -119,7 +119,7 @@ func (r *renderer) run() *Result {
 	if len(r.errs.List) > 0 || order == nil {
 		return nil
 	}
-	m := mergeIgnition(order)
+	m := mergeIgnition(order, &r.set.merges)
 	spec := r.mergeSpec(order)
 	if len(r.errs.List) > 0 {
 		return nil

@@ -7,13 +7,13 @@ import (
 	"github.com/ignition-mcs/mcs/render"
 )
 
-// IsRendered says whether a MachineConfig is a rendered config: one a pool
+// isRendered says whether a MachineConfig is a rendered config: one a pool
 // owns as its controller, without labels. Self mode renders from the others
 // only. Upstream would merge one into a pool whose selector matched no
 // labels (a DoesNotExist expression), and render from its own output on
 // every change; and a cluster keeps hundreds of them, each the size of a
 // whole pool, which every render would otherwise decode.
-func IsRendered(u *unstructured.Unstructured) bool {
+func isRendered(u *unstructured.Unstructured) bool {
 	if len(u.GetLabels()) > 0 {
 		return false
 	}
@@ -56,7 +56,8 @@ func (c *caches) Synced() bool {
 // must not modify it (DeepCopy first).
 func (c *caches) Pool(name string) *unstructured.Unstructured { return c.cached(c.pools, name) }
 
-// MachineConfig returns the cached MachineConfig named, or nil, as Pool does.
+// MachineConfig returns the cached MachineConfig named, or nil, as Pool
+// does. In self mode a rendered config is kept without its spec.
 func (c *caches) MachineConfig(name string) *unstructured.Unstructured { return c.cached(c.mcs, name) }
 
 // PoolNames lists the cached pools, sorted; none before the caches have synced.
