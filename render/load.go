@@ -27,6 +27,7 @@ type Set struct {
 	byName  map[string]*entry
 	pools   []*MachineConfigPool // sorted by name
 	cc      *ControllerConfig
+	streams *osImageStream // nil: the cluster publishes none
 	notices []*Error
 	// defaulted: the tree defines no pool, so the pools are the default
 	// ones its MachineConfigs' roles call for.
@@ -82,6 +83,7 @@ type Loader struct {
 	docs    map[*MachineConfig]*docRef // where each was written
 	pools   []*MachineConfigPool
 	ccs     []*ControllerConfig
+	streams []*osImageStream
 	notices []*Error
 	errs    Errors
 
@@ -451,6 +453,9 @@ func (l *Loader) object(o rawObject) {
 	case o.Kind == kindControllerConfig && ours:
 		cc, err := decodeControllerConfig(o)
 		keepObject(l, o, cc, err, &l.ccs)
+	case o.Kind == kindOSImageStream && ours && o.Name == osImageStreamName:
+		st, err := decodeOSImageStream(o)
+		keepObject(l, o, st, err, &l.streams)
 	case o.Kind == "":
 		l.notices = append(l.notices, &Error{File: o.File, Path: "$.kind", Message: "notice: object has no kind; skipped"})
 	default:
@@ -619,6 +624,13 @@ func (l *Loader) build() (*Set, error) {
 			continue
 		}
 		s.cc = cc
+	}
+	for i, st := range l.streams {
+		if i > 0 {
+			errs.add(dupError(kindOSImageStream, osImageStreamName, l.streams[0].source, st.source))
+			continue
+		}
+		s.streams = st
 	}
 
 	for _, e := range s.entries {

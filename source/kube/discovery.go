@@ -24,6 +24,7 @@ type discoverer interface {
 // served is what of the optional resources the API server serves.
 type served struct {
 	controllerConfigs     bool
+	osImageStreams        bool
 	machineConfigurations bool // looked for only with Config.SkewPolicy
 	machineOS             bool // MachineOSConfigs and MachineOSBuilds, with Config.ImageMode
 	routes                bool // with Config.ImageMode
@@ -74,7 +75,7 @@ func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 	if len(missing) > 0 {
 		return served{}, fmt.Errorf("the API server does not serve %s.%s: install the MachineConfig CRDs", strings.Join(missing, ", "), gv)
 	}
-	out := served{controllerConfigs: have[ControllerConfigs.Resource]}
+	out := served{controllerConfigs: have[ControllerConfigs.Resource], osImageStreams: have[OSImageStreams.Resource]}
 	if s.cfg.ImageMode && s.cfg.Mode == ModePool {
 		out.machineOS = have[MachineOSConfigs.Resource] && have[MachineOSBuilds.Resource]
 		out.routes = serves(ctx, s.disco, Routes)
