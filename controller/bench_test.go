@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/syncbuf"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -176,18 +174,7 @@ func buildMCS(b *testing.B) string {
 // the control plane, as a user runs it: no flag but where to listen.
 func startBinary(b *testing.B, cp *kubetest.ControlPlane, bin string) *os.Process {
 	b.Helper()
-	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: "bench", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		b.Fatal(err)
-	}
-	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		b.Fatal(err)
-	}
+	kubeconfig := cp.Kubeconfig(b, "bench")
 	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--lease-name", leaseName(b), "--log-level", "warn")
 	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr

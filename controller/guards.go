@@ -58,7 +58,7 @@ func (g *gate) guard(pool *unstructured.Unstructured, res *render.Result) *wait 
 	if w := controllerConfigCompleted(g.caches.controllerConfig()); w != nil {
 		return w
 	}
-	if w := subControllersCompleted(list(g.caches.runtime), list(g.caches.kubelet), pool.GetLabels()); w != nil {
+	if w := subControllersCompleted(kube.Objects(g.caches.runtime), kube.Objects(g.caches.kubelet), pool.GetLabels()); w != nil {
 		return w
 	}
 	if w := g.sameControllerVersion(res); w != nil {

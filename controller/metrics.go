@@ -25,24 +25,24 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	f, registered := prom.With(reg)
 	m := &metrics{
-		leader:      prom.Gauge("mcs_controller_leader", "1 while this replica holds the Lease and writes, else 0."),
-		renders:     prom.CounterVec("mcs_controller_renders_written_total", "Rendered MachineConfigs created (dry_run: sent with dryRun=All, so not stored).", "dry_run"),
-		poolUpdates: prom.CounterVec("mcs_controller_pool_updates_total", "Pool writes: spec.configuration pointed at a rendered config, or the status condition.", "field", "dry_run"),
-		conflicts:   prom.Counter("mcs_controller_conflicts_total", "Pool writes refused because the pool changed since it was read; each is read again and retried."),
-		prunes:      prom.CounterVec("mcs_controller_prunes_total", "Rendered MachineConfigs deleted by pruning (dry_run: not deleted).", "dry_run"),
-		lastWrite:   prom.GaugeVec("mcs_controller_pool_last_write_timestamp_seconds", "When this replica last wrote something for the pool.", "pool"),
-		degraded:    prom.GaugeVec("mcs_controller_render_degraded", "1 when the pool's MachineConfigs do not render (it keeps its rendered config).", "pool"),
-		syncSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "mcs_controller_sync_duration_seconds",
+		leader:      f.NewGauge(prometheus.GaugeOpts{Name: "mcs_controller_leader", Help: "1 while this replica holds the Lease and writes, else 0."}),
+		renders:     f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_controller_renders_written_total", Help: "Rendered MachineConfigs created (dry_run: sent with dryRun=All, so not stored)."}, []string{"dry_run"}),
+		poolUpdates: f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_controller_pool_updates_total", Help: "Pool writes: spec.configuration pointed at a rendered config, or the status condition."}, []string{"field", "dry_run"}),
+		conflicts:   f.NewCounter(prometheus.CounterOpts{Name: "mcs_controller_conflicts_total", Help: "Pool writes refused because the pool changed since it was read; each is read again and retried."}),
+		prunes:      f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_controller_prunes_total", Help: "Rendered MachineConfigs deleted by pruning (dry_run: not deleted)."}, []string{"dry_run"}),
+		lastWrite:   f.NewGaugeVec(prometheus.GaugeOpts{Name: "mcs_controller_pool_last_write_timestamp_seconds", Help: "When this replica last wrote something for the pool."}, []string{"pool"}),
+		degraded:    f.NewGaugeVec(prometheus.GaugeOpts{Name: "mcs_controller_render_degraded", Help: "1 when the pool's MachineConfigs do not render (it keeps its rendered config)."}, []string{"pool"}),
+		syncSeconds: f.NewHistogram(prometheus.HistogramOpts{Name: "mcs_controller_sync_duration_seconds",
 			Help: "Time to render every pool and write what differs.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)}),
-		waiting: prom.GaugeVec("mcs_controller_render_pending", "1 while the pool waits before it is written (a guard: its RenderPending condition says on what).", "pool"),
-		retries: prom.Counter("mcs_controller_retries_total", "Pool writes that failed and were queued again with backoff."),
-		events:  prom.CounterVec("mcs_controller_events_total", "Events recorded on pools, by reason.", "reason"),
-		osImageURLOverride: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "os_image_url_override",
+		waiting: f.NewGaugeVec(prometheus.GaugeOpts{Name: "mcs_controller_render_pending", Help: "1 while the pool waits before it is written (a guard: its RenderPending condition says on what)."}, []string{"pool"}),
+		retries: f.NewCounter(prometheus.CounterOpts{Name: "mcs_controller_retries_total", Help: "Pool writes that failed and were queued again with backoff."}),
+		events:  f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_controller_events_total", Help: "Events recorded on pools, by reason."}, []string{"reason"}),
+		osImageURLOverride: f.NewGaugeVec(prometheus.GaugeOpts{Name: "os_image_url_override",
 			Help: "state of OS image override: 1 when the pool's MachineConfigs override the release's OS image (upstream's metric)."}, []string{"pool"}),
 	}
-	if err := prom.Register(reg, m.leader, m.renders, m.poolUpdates, m.conflicts, m.prunes, m.lastWrite, m.degraded, m.syncSeconds,
-		m.waiting, m.retries, m.events, m.osImageURLOverride); err != nil {
+	if err := registered(); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -10,9 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -129,7 +127,7 @@ func (g *guardCaches) run(ctx context.Context) {
 		if !served[gvr] {
 			return nil
 		}
-		inf := listWatch(g.client.Resource(gvr), gvr, fieldSelector)
+		inf := kube.NewInformer(g.client.Resource(gvr), gvr, fieldSelector)
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { g.signal() },
 			UpdateFunc: func(any, any) { g.signal() },
@@ -157,42 +155,9 @@ func (g *guardCaches) run(ctx context.Context) {
 // clusterMachineConfiguration is the MachineConfiguration the MCO reads.
 const clusterMachineConfiguration = "cluster"
 
-// listWatch lists and watches one resource as unstructured objects.
-func listWatch(res dynamic.NamespaceableResourceInterface, gvr schema.GroupVersionResource, fieldSelector string) cache.SharedIndexInformer {
-	tweak := func(o *metav1.ListOptions) { o.FieldSelector = fieldSelector }
-	return cache.NewSharedIndexInformerWithOptions(
-		&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				tweak(&o)
-				return res.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				tweak(&o)
-				return res.Watch(ctx, o)
-			},
-		},
-		&unstructured.Unstructured{},
-		cache.SharedIndexInformerOptions{ObjectDescription: gvr.String()},
-	)
-}
-
-// list returns a store's objects (none for a resource not served).
-func list(st cache.Store) []*unstructured.Unstructured {
-	if st == nil {
-		return nil
-	}
-	var out []*unstructured.Unstructured
-	for _, o := range st.List() {
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			out = append(out, u)
-		}
-	}
-	return out
-}
-
 // controllerConfig returns the ControllerConfig rendered with, or nil.
 func (g *guardCaches) controllerConfig() *unstructured.Unstructured {
-	for _, u := range list(g.cc) {
+	for _, u := range kube.Objects(g.cc) {
 		if u.GetName() == g.ccName {
 			return u
 		}
@@ -215,7 +180,7 @@ func (g *guardCaches) baseImage() string {
 
 // machineConfiguration returns the cluster's MachineConfiguration, or nil.
 func (g *guardCaches) machineConfiguration() *unstructured.Unstructured {
-	for _, u := range list(g.mcfg) {
+	for _, u := range kube.Objects(g.mcfg) {
 		if u.GetName() == clusterMachineConfiguration {
 			return u
 		}

@@ -15,7 +15,7 @@ import (
 // Butane reads them, as it does with no limit and no check of their type: a
 // FIFO there would block it, /dev/zero never end. Anything else wrong with
 // them (missing, outside the directory) is left for Butane to report.
-func (l *Loader) butaneLocals(file string, data []byte) []*Error {
+func (b *budget) butaneLocals(file string, data []byte) []*Error {
 	var doc any
 	if yaml.Unmarshal(data, &doc) != nil {
 		return nil // Butane reports it
@@ -27,7 +27,7 @@ func (l *Loader) butaneLocals(file string, data []byte) []*Error {
 		if rel, err := filepath.Rel(dir, p); err != nil || strings.HasPrefix(rel, "..") {
 			return
 		}
-		if err := l.checkLocal(p, tree); err != nil {
+		if err := b.checkLocal(p, tree); err != nil {
 			errs = append(errs, &Error{File: file, Path: at, Message: err.Error(), Err: err})
 		}
 	})
@@ -36,14 +36,14 @@ func (l *Loader) butaneLocals(file string, data []byte) []*Error {
 
 // checkLocal checks a file Butane is to read, or for a tree each regular
 // file in it (Butane walks trees without following links, and reads no other
-// kind of file), counting their sizes against the load's limits.
-func (l *Loader) checkLocal(p string, tree bool) error {
+// kind of file), counting their sizes against the budget.
+func (b *budget) checkLocal(p string, tree bool) error {
 	info, err := os.Stat(p)
 	if err != nil || (tree && !info.IsDir()) {
 		return nil // Butane reports it
 	}
 	if !tree {
-		return l.checkLocalFile(p, info)
+		return b.checkLocalFile(p, info)
 	}
 	return filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
@@ -53,24 +53,20 @@ func (l *Loader) checkLocal(p string, tree bool) error {
 		if err != nil {
 			return nil
 		}
-		return l.checkLocalFile(q, info)
+		return b.checkLocalFile(q, info)
 	})
 }
 
-func (l *Loader) checkLocalFile(p string, info fs.FileInfo) error {
+func (b *budget) checkLocalFile(p string, info fs.FileInfo) error {
 	if !info.Mode().IsRegular() {
 		return fmt.Errorf("local file %s: %w: %s, so not read", p, errNotRegular, describeMode(info.Mode()))
 	}
-	limit, left := l.Limits.file(), l.Limits.tree()-l.read
-	if info.Size() > min(limit, left) {
-		se := &sizeError{Size: info.Size(), Limit: limit}
-		if left < limit {
-			se.Limit, se.Before, se.Tree = l.Limits.tree(), l.read, true
-		}
-		l.Limits.named(se)
+	if info.Size() > b.next() {
+		se := &sizeError{Size: info.Size(), Limit: b.file()}
+		b.over(se)
 		return fmt.Errorf("local file %s: %w", p, se)
 	}
-	l.read += info.Size()
+	b.read += info.Size()
 	return nil
 }
 

@@ -231,23 +231,42 @@ func readAtMost(f *os.File, size, limit int64) ([]byte, error) {
 	}
 }
 
-// readFile reads a regular file within the load's limits.
-func (l *Loader) readFile(p string) ([]byte, error) {
+// budget is what one load may still read from files: its Limits, less the
+// bytes read so far.
+type budget struct {
+	Limits
+	read int64 // bytes read from files so far
+	full bool  // the whole-tree limit was reached: read no more
+}
+
+// next is the most the next file may hold: the per-file limit, or what the
+// whole-tree limit has left when that is less.
+func (b *budget) next() int64 { return min(b.file(), b.tree()-b.read) }
+
+// over completes se, a file over next(): when the whole-tree limit is the
+// one it broke, with that limit and the bytes read before; either way with
+// how the limit is set. It reports whether the tree's limit was broken.
+func (b *budget) over(se *sizeError) bool {
+	tree := b.tree()-b.read < b.file()
+	if tree {
+		se.Limit, se.Before, se.Tree = b.tree(), b.read, true
+	}
+	b.named(se)
+	return tree
+}
+
+// readFile reads a regular file within the budget.
+func (b *budget) readFile(p string) ([]byte, error) {
 	f, info, err := openRegular(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	limit, left := l.Limits.file(), l.Limits.tree()-l.read
-	data, err := readAtMost(f, info.Size(), min(limit, left))
+	data, err := readAtMost(f, info.Size(), b.next())
 	var se *sizeError
-	if errors.As(err, &se) && se.Limit < limit {
-		se.Limit, se.Before, se.Tree = l.Limits.tree(), l.read, true
-		l.treeFull = true
+	if errors.As(err, &se) && b.over(se) {
+		b.full = true
 	}
-	if se != nil {
-		l.Limits.named(se)
-	}
-	l.read += int64(len(data))
+	b.read += int64(len(data))
 	return data, err
 }

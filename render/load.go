@@ -87,9 +87,14 @@ type Loader struct {
 	notices []*Error
 	errs    Errors
 
-	skipped  []*Error // files not read: not regular, or a symlink loop
-	read     int64    // bytes read from files so far
-	treeFull bool     // the whole-tree limit was reached: read no more
+	skipped []*Error // files not read: not regular, or a symlink loop
+	files   budget   // see budget: Limits are copied in as each file is read
+}
+
+// budget is the load's file budget, under its Limits as they are now.
+func (l *Loader) budget() *budget {
+	l.files.Limits = l.Limits
+	return &l.files
 }
 
 // Path reads a file or a directory tree, as Load does. In a tree, only
@@ -193,13 +198,13 @@ func (l *Loader) dir(root string) {
 // file reads one file; named says the caller named it rather than a tree
 // holding it, so that a file which cannot be read is an error, not skipped.
 func (l *Loader) file(p string, named bool) {
-	if l.treeFull {
+	if l.files.full {
 		return // reported once, on the file that reached the limit
 	}
 	if l.Reading != nil {
 		l.Reading(p)
 	}
-	data, err := l.readFile(p)
+	data, err := l.budget().readFile(p)
 	switch {
 	case errors.Is(err, errNotRegular) && !named:
 		l.skip(p, err)
@@ -409,7 +414,7 @@ func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
 		}
 		return nil, []*Error{{File: file, Path: "$.variant", Message: fmt.Sprintf("Butane variant %q does not produce a MachineConfig: use variant openshift", variant), Err: ErrInvalid}}
 	}
-	if errs := l.butaneLocals(file, data); len(errs) > 0 {
+	if errs := l.budget().butaneLocals(file, data); len(errs) > 0 {
 		return nil, errs
 	}
 	name := head.Name()

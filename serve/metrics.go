@@ -21,21 +21,20 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	f, registered := prom.With(reg)
 	m := &metrics{
-		requests:    prom.CounterVec("mcs_requests_total", "Config requests by pool, spec version served and HTTP status code.", "pool", "spec", "code"),
-		servedBytes: prom.CounterVec("mcs_served_bytes_total", "Config body bytes written, by pool and spec version.", "pool", "spec"),
-		clients: prom.CounterVec("mcs_client_requests_total",
-			"Config requests by the client's Ignition version (major.minor; other or none when unrecognised).", "ignition"),
-		skew: prom.CounterVec("mcs_skew_decisions_total", "Boot-image skew decisions by pool, decision (admit, stub) and reason.", "pool", "decision", "reason"),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		requests:    f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_requests_total", Help: "Config requests by pool, spec version served and HTTP status code."}, []string{"pool", "spec", "code"}),
+		servedBytes: f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_served_bytes_total", Help: "Config body bytes written, by pool and spec version."}, []string{"pool", "spec"}),
+		clients:     f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_client_requests_total", Help: "Config requests by the client's Ignition version (major.minor; other or none when unrecognised)."}, []string{"ignition"}),
+		skew:        f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_skew_decisions_total", Help: "Boot-image skew decisions by pool, decision (admit, stub) and reason."}, []string{"pool", "decision", "reason"}),
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcs_request_duration_seconds",
 			Help:    "Time to answer a request, by route.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 		}, []string{"route"}),
-		refusals: prom.CounterVec("mcs_config_refusals_total",
-			"Config requests answered without a config, by cause (docs/reliability.md); Ignition retries the 5xx causes.", "cause"),
+		refusals: f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_config_refusals_total", Help: "Config requests answered without a config, by cause (docs/reliability.md); Ignition retries the 5xx causes."}, []string{"cause"}),
 	}
-	return m, prom.Register(reg, m.requests, m.duration, m.servedBytes, m.clients, m.skew, m.refusals)
+	return m, registered()
 }
 
 // renderMetrics are the status recorder's: how renders went, and when
@@ -56,26 +55,25 @@ type renderMetrics struct {
 }
 
 func newRenderMetrics(reg prometheus.Registerer) (*renderMetrics, error) {
+	f, registered := prom.With(reg)
 	m := &renderMetrics{
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		duration: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "mcs_render_duration_seconds",
 			Help:    "Time to load, render and precompute every pool.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
 		}),
-		errors:     prom.Counter("mcs_render_errors_total", "Renders that failed; the last good snapshot kept serving."),
-		gen:        prom.Gauge("mcs_render_generation", "Generation of the snapshot being served; increases with every successful render."),
-		failing:    prom.Gauge("mcs_render_failing", "1 while the newest render attempt failed and an older snapshot is served."),
-		lastOK:     prom.Gauge("mcs_render_last_success_timestamp_seconds", "Unix time of the last successful render."),
-		stuck:      prom.Gauge("mcs_reload_stuck", "1 while a load and render of the source runs past --reload-timeout; the last good render is served."),
-		stuckTotal: prom.Counter("mcs_reload_stuck_total", "Loads and renders of the source that ran past --reload-timeout."),
-		encoded:    prom.Counter("mcs_render_pools_rerendered_total", "Pools whose responses a served render encoded anew (their inputs changed)."),
-		carried:    prom.Counter("mcs_render_pools_carried_total", "Pools whose responses a served render carried over unchanged from the one before."),
-		firsts:     prom.CounterVec("mcs_first_fetches_total", "Rendered configs fetched for the first time by an Ignition client, by pool.", "pool"),
-		firstTime: prom.GaugeVec("mcs_first_fetch_timestamp_seconds",
-			"Unix time an Ignition client first fetched the rendered config the pool serves; 0 until one has.", "pool"),
+		errors:     f.NewCounter(prometheus.CounterOpts{Name: "mcs_render_errors_total", Help: "Renders that failed; the last good snapshot kept serving."}),
+		gen:        f.NewGauge(prometheus.GaugeOpts{Name: "mcs_render_generation", Help: "Generation of the snapshot being served; increases with every successful render."}),
+		failing:    f.NewGauge(prometheus.GaugeOpts{Name: "mcs_render_failing", Help: "1 while the newest render attempt failed and an older snapshot is served."}),
+		lastOK:     f.NewGauge(prometheus.GaugeOpts{Name: "mcs_render_last_success_timestamp_seconds", Help: "Unix time of the last successful render."}),
+		stuck:      f.NewGauge(prometheus.GaugeOpts{Name: "mcs_reload_stuck", Help: "1 while a load and render of the source runs past --reload-timeout; the last good render is served."}),
+		stuckTotal: f.NewCounter(prometheus.CounterOpts{Name: "mcs_reload_stuck_total", Help: "Loads and renders of the source that ran past --reload-timeout."}),
+		encoded:    f.NewCounter(prometheus.CounterOpts{Name: "mcs_render_pools_rerendered_total", Help: "Pools whose responses a served render encoded anew (their inputs changed)."}),
+		carried:    f.NewCounter(prometheus.CounterOpts{Name: "mcs_render_pools_carried_total", Help: "Pools whose responses a served render carried over unchanged from the one before."}),
+		firsts:     f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_first_fetches_total", Help: "Rendered configs fetched for the first time by an Ignition client, by pool."}, []string{"pool"}),
+		firstTime:  f.NewGaugeVec(prometheus.GaugeOpts{Name: "mcs_first_fetch_timestamp_seconds", Help: "Unix time an Ignition client first fetched the rendered config the pool serves; 0 until one has."}, []string{"pool"}),
 	}
-	return m, prom.Register(reg, m.gen, m.duration, m.errors, m.failing, m.lastOK, m.stuck, m.stuckTotal,
-		m.encoded, m.carried, m.firsts, m.firstTime)
+	return m, registered()
 }
 
 // clientLabel bounds the ignition label: a User-Agent becomes "v2.27", or

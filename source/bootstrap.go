@@ -106,23 +106,8 @@ func (b *Bootstrap) pool(pool, poolFile string) (*render.Result, error) {
 // Watch signals a change when a file under Dir changes (size, time or
 // presence), checked every Poll.
 func (b *Bootstrap) Watch(ctx context.Context, changed chan<- struct{}) {
-	t := time.NewTicker(max(b.Poll, 100*time.Millisecond))
-	defer t.Stop()
-	last := treeStamp(b.Dir)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if now := treeStamp(b.Dir); now != last {
-			last = now
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-	}
+	stamp := func() string { return treeStamp(b.Dir) }
+	Poll(ctx, max(b.Poll, 100*time.Millisecond), stamp(), stamp, changed)
 }
 
 // treeStamp is each file's path, size and modification time under dir.

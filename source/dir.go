@@ -23,9 +23,8 @@ type Dir struct {
 
 	cache    render.ParseCache // parsed configs, kept from one load to the next
 	renderer Renderer          // re-renders only the pools whose inputs changed
-	// Poll is how often the tree is checked for changes. Polling, not inotify,
-	// because it also sees Kubernetes ConfigMap symlink swaps, NFS, and a
-	// directory that is removed and recreated.
+	// Poll is how often the tree is checked for changes (see the function
+	// Poll for why polling).
 	Poll time.Duration
 
 	watching func() // a test's hook: Watch has its baseline
@@ -109,22 +108,7 @@ func (d *Dir) Watch(ctx context.Context, changed chan<- struct{}) {
 	if d.watching != nil {
 		d.watching()
 	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if fp := d.fingerprint(); fp != last {
-			last = fp
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-	}
+	Poll(ctx, poll, last, d.fingerprint, changed)
 }
 
 // fingerprint hashes entries, as Watch keeps only that.

@@ -37,13 +37,23 @@ func runBootstrap(ctx context.Context, args []string, stdin io.Reader, stdout, s
 
 func parseBootstrapFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{bootstrap: &bootstrapOptions{}}
-	fs := flag.NewFlagSet("mcs bootstrap", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o.define(fs)
+	o, err := o.parse("mcs bootstrap", "Usage: mcs bootstrap [--server-basedir DIR] [--bootstrap-kubeconfig FILE] [flags]\n\nOpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it: serves the\nmaster and arbiter pools' rendered MachineConfigs from DIR/machine-pools and DIR/machine-configs.\n",
+		args, stderr, o.bootstrap.define, o.checkBootstrap)
+	if err != nil || o == nil {
+		return nil, err
+	}
+	if err := bootstrapTLS(o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// define defines bootstrap's own flags on fs, and OpenShift's defaults
+// where they differ from mcs's.
+func (bo *bootstrapOptions) define(fs *flag.FlagSet) {
 	setDefault(fs, "cert", defaultCert)
 	setDefault(fs, "key", defaultKey)
 	setDefault(fs, "bootstrap-kubeconfig", "/etc/kubernetes/kubeconfig")
-	bo := o.bootstrap
 	fs.StringVar(&bo.baseDir, "server-basedir", "/etc/mcs/bootstrap", "directory of machine-pools/, machine-configs/ and controller-config/")
 	fs.Func("bootstrap-certs", "a registry CA as REGISTRY=FILE (FILE relative to --server-basedir), served as /etc/docker/certs.d/REGISTRY/ca.crt; may repeat", func(s string) error {
 		if strings.Count(s, "=") != 1 || strings.HasPrefix(s, "=") || strings.HasSuffix(s, "=") {
@@ -54,35 +64,13 @@ func parseBootstrapFlags(args []string, stderr io.Writer) (*options, error) {
 	})
 	fs.String("payload-version", "", "accepted for OpenShift's command line; logged by start only")
 	fs.Int("v", 0, "accepted for OpenShift's command line; use --log-level")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: mcs bootstrap [--server-basedir DIR] [--bootstrap-kubeconfig FILE] [flags]\n\nOpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it: serves the\nmaster and arbiter pools' rendered MachineConfigs from DIR/machine-pools and DIR/machine-configs.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := cmdline.Parse(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	o.set = cmdline.Given(fs)
-	if err := o.checkBootstrap(fs.Args()); err != nil {
-		fmt.Fprintln(stderr, "mcs bootstrap:", err)
-		return nil, cmdline.ErrUsage
-	}
-	if err := bootstrapTLS(o); err != nil {
-		return nil, err
-	}
-	return o, nil
 }
 
-func (o *options) checkBootstrap(args []string) error {
+func (o *options) checkBootstrap() error {
 	for _, f := range []string{"dir", "source", "kubeconfig", "render-mode"} {
 		if o.set[f] {
 			return fmt.Errorf("--%s is not for mcs bootstrap, which reads --server-basedir", f)
 		}
-	}
-	if len(args) > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
 	}
 	// As upstream's NewBootstrapServer: no kubeconfig, no server.
 	if _, err := os.Stat(o.kubeconfig); err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/render"
@@ -46,13 +45,7 @@ func TestBootstrap(t *testing.T) {
 	}
 	names := map[string]string{}
 	for _, r := range results {
-		mc := *r.MachineConfig
-		js, err := convert.Encode(&r.Config, convert.V3_5, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mc.Spec.Config = js
-		put("machine-configs/"+r.Name+".yaml", &mc)
+		put("machine-configs/"+r.Name+".yaml", asRendered(t, r))
 		put("machine-pools/"+r.Pool+".yaml", map[string]any{"apiVersion": render.APIVersion, "kind": "MachineConfigPool",
 			"metadata": map[string]any{"name": r.Pool}, "status": map[string]any{"configuration": map[string]any{"name": r.Name}}})
 		names[r.Pool] = r.Name

@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/ignition-mcs/mcs/internal/prom"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // connLimits are what a listener lets clients hold: anyone on the cluster
@@ -57,13 +56,12 @@ type connMetrics struct {
 	stalled prometheus.Counter
 }
 
-func newConnMetrics(reg prometheus.Registerer) *connMetrics {
+func newConnMetrics(f promauto.Factory) *connMetrics {
 	m := &connMetrics{
-		open:    prom.Gauge("mcs_connections", "Client connections open, on every listener."),
-		refused: prom.CounterVec("mcs_connections_refused_total", "Connections closed as soon as accepted, by reason: max (--max-connections), per-client (--max-connections-per-client).", "reason"),
-		stalled: prom.Counter("mcs_connection_write_stalls_total", "Connections ended because a write made no progress within --write-stall-timeout."),
+		open:    f.NewGauge(prometheus.GaugeOpts{Name: "mcs_connections", Help: "Client connections open, on every listener."}),
+		refused: f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_connections_refused_total", Help: "Connections closed as soon as accepted, by reason: max (--max-connections), per-client (--max-connections-per-client)."}, []string{"reason"}),
+		stalled: f.NewCounter(prometheus.CounterOpts{Name: "mcs_connection_write_stalls_total", Help: "Connections ended because a write made no progress within --write-stall-timeout."}),
 	}
-	prom.Register(reg, m.open, m.refused, m.stalled)
 	return m
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -35,7 +36,7 @@ func connPair(t *testing.T, stall time.Duration) (*limitConn, net.Conn, *connTab
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	table := newConnTable(connLimits{stall: stall}, slog.New(slog.DiscardHandler), newConnMetrics(nil))
+	table := newConnTable(connLimits{stall: stall}, slog.New(slog.DiscardHandler), newConnMetrics(promauto.With(nil)))
 	client, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -73,23 +74,28 @@ func readSlowly(c net.Conn, n, chunk int, period time.Duration) chan []byte {
 // but faster than writeChunk per stall period gets all of it; one slower
 // than that, or one that stops reading, is cut off, through ReadFrom as
 // through Write.
+//
+// The readers that must get everything have stall timeouts well above the
+// time a loaded CI machine may leave their goroutine unscheduled (a 1 s
+// timeout cut the fast reader off once under -race at load 16); the slow
+// one still takes longer in all than its timeout.
 func TestLimitConnReadFrom(t *testing.T) {
-	const stall = time.Second
 	body := bytes.Repeat([]byte("0123456789abcdef"), 32<<20/16) // more than the socket buffers hold
 	for _, tc := range []struct {
 		name   string
+		stall  time.Duration
 		size   int
 		chunk  int // the client reads this much each period
 		period time.Duration
 		cut    bool
 	}{
-		{"fast", len(body), 1 << 20, 0, false},
-		{"slow, above the rate", 12 << 20, 16 * writeChunk, stall / 4, false},
-		{"below the rate", len(body), writeChunk / 8, stall / 2, true},
-		{"stopped", len(body), 0, 0, true},
+		{"fast", 10 * time.Second, len(body), 1 << 20, 0, false},
+		{"slow, above the rate", 2 * time.Second, 12 << 20, 16 * writeChunk, 250 * time.Millisecond, false},
+		{"below the rate", time.Second, len(body), writeChunk / 8, 500 * time.Millisecond, true},
+		{"stopped", time.Second, len(body), 0, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, client, table := connPair(t, stall)
+			c, client, table := connPair(t, tc.stall)
 			var got chan []byte
 			if tc.chunk > 0 {
 				got = readSlowly(client, tc.size, tc.chunk, tc.period)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vincent-petithory/dataurl"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -147,22 +148,7 @@ const (
 // objects (see cluster).
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: no control plane")
-	}
-	assets, err := kubetest.Assets()
-	if err != nil {
-		kubetest.Missing(t, err.Error())
-	}
-	crds, err := kubetest.CRDFiles(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := kubetest.Start(assets, crds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cp.Stop)
+	cp := kubetest.New(t, true)
 	c := &cluster{cp: cp, rootCA: testpki.NewCA(t), apiCA: testpki.NewCA(t).PEM, image: layeredImage, port: freePort(t)}
 	for _, ns := range []string{mcoNS, machineAPI, "openshift-image-registry"} {
 		cp.Apply(t, object(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
@@ -187,13 +173,7 @@ func (c *cluster) applyRendered(t *testing.T, dir string) {
 	_, results := servetest.Render(t, dir, render.Options{})
 	c.rendered = servetest.ByPool(results)
 	for _, r := range results {
-		mc := *r.MachineConfig
-		js, err := convert.Encode(&r.Config, convert.V3_5, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mc.Spec.Config = js
-		b, err := json.Marshal(&mc)
+		b, err := json.Marshal(asRendered(t, r))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,6 +194,19 @@ func (c *cluster) applyRendered(t *testing.T, dir string) {
 		}, "status")
 		c.cp.Apply(t, pool)
 	}
+}
+
+// asRendered is r's MachineConfig as OpenShift's render controller writes
+// it: the config at spec 3.5, whatever the lowest spec is.
+func asRendered(t *testing.T, r *render.Result) *render.MachineConfig {
+	t.Helper()
+	mc := *r.MachineConfig
+	js, err := convert.Encode(&r.Config, convert.V3_5, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc.Spec.Config = js
+	return &mc
 }
 
 // applySecrets writes the serving certificate, the node-bootstrapper token,
@@ -391,15 +384,7 @@ func daemonSetArgs(t *testing.T, override ...string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ds struct {
-		Spec struct {
-			Template struct {
-				Spec struct {
-					Containers []struct{ Args []string }
-				}
-			}
-		}
-	}
+	var ds appsv1.DaemonSet
 	if err := yaml.Unmarshal(b, &ds); err != nil || len(ds.Spec.Template.Spec.Containers) != 1 {
 		t.Fatalf("daemonset.yaml: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -18,25 +19,13 @@ func TestDeploymentFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d struct {
-		Spec struct {
-			Template struct {
-				Spec struct {
-					TerminationGracePeriodSeconds int64
-					Containers                    []struct {
-						Name string
-						Args []string
-					}
-				}
-			}
-		}
-	}
+	var d appsv1.Deployment
 	if err := yaml.Unmarshal(b, &d); err != nil {
 		t.Fatal(err)
 	}
 	pod := d.Spec.Template.Spec
-	if len(pod.Containers) == 0 || pod.Containers[0].Name != "mcs" {
-		t.Fatalf("no mcs container in %+v", pod)
+	if len(pod.Containers) == 0 || pod.Containers[0].Name != "mcs" || pod.TerminationGracePeriodSeconds == nil {
+		t.Fatalf("no mcs container with terminationGracePeriodSeconds in %+v", pod)
 	}
 	o, err := parseFlags(pod.Containers[0].Args, io.Discard)
 	if err != nil || o == nil {
@@ -45,8 +34,8 @@ func TestDeploymentFlags(t *testing.T) {
 	if o.shutdownDelay == 0 {
 		t.Error("no --shutdown-delay: nodes are sent to a closed port while endpoints update")
 	}
-	if need := o.shutdownDelay + o.shutdownGrace; time.Duration(pod.TerminationGracePeriodSeconds)*time.Second <= need {
-		t.Errorf("terminationGracePeriodSeconds %d, but delay and grace take %v", pod.TerminationGracePeriodSeconds, need)
+	if need := o.shutdownDelay + o.shutdownGrace; time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second <= need {
+		t.Errorf("terminationGracePeriodSeconds %d, but delay and grace take %v", *pod.TerminationGracePeriodSeconds, need)
 	}
 }
 

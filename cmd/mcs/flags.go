@@ -61,8 +61,21 @@ type options struct {
 // returns nil options, and no error, for --help.
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	fs := cmdline.NewFlagSet("mcs", "Usage: mcs (--dir DIR | --source kube) [flags]\n\nServes /config/<pool> to booting nodes, /healthz, /readyz, /metrics and /status.\nEvery flag can also be set as MCS_<FLAG> (e.g. MCS_LISTEN_PLAIN=127.0.0.1:22624).\n", stderr)
+	return o.parse("mcs", "Usage: mcs (--dir DIR | --source kube) [flags]\n\nServes /config/<pool> to booting nodes, /healthz, /readyz, /metrics and /status.\nEvery flag can also be set as MCS_<FLAG> (e.g. MCS_LISTEN_PLAIN=127.0.0.1:22624).\n",
+		args, stderr, nil, o.check)
+}
+
+// parse reads the server's command line as the command name (mcs, mcs
+// start, mcs bootstrap) into o: the flags define defines, then those more
+// defines (a subcommand's own, and OpenShift's defaults where they differ),
+// then MCS_<FLAG> for those not given, then check. It returns nil options,
+// and no error, for --help.
+func (o *options) parse(name, usage string, args []string, stderr io.Writer, more func(*flag.FlagSet), check func() error) (*options, error) {
+	fs := cmdline.NewFlagSet(name, usage, stderr)
 	o.define(fs)
+	if more != nil {
+		more(fs)
+	}
 	if err := cmdline.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil
@@ -70,8 +83,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	o.set = cmdline.Given(fs)
-	if err := o.check(); err != nil {
-		fmt.Fprintln(stderr, "mcs:", err)
+	if err := check(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return nil, cmdline.ErrUsage
 	}
 	return o, nil

@@ -4,18 +4,14 @@ import (
 	"context"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ignition-mcs/mcs/internal/ignclient"
@@ -90,41 +86,8 @@ func TestServeKubernetes(t *testing.T) {
 // applies objects.
 func controlPlane(t *testing.T, allCRDs bool) (string, dynamic.Interface, func(schema.GroupVersionResource, string)) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: no control plane")
-	}
-	assets, err := kubetest.Assets()
-	if err != nil {
-		kubetest.Missing(t, err.Error())
-	}
-	crds, err := kubetest.CRDFiles(allCRDs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrllog.SetLogger(logr.Discard())
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDInstallOptions: envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true}}
-	env.ControlPlane.GetAPIServer().Configure().Set("endpoint-reconciler-type", "none")
-	admin, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { env.Stop() })
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "mcs-test", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp := kubetest.New(t, allCRDs)
+	dyn := cp.Dynamic
 	apply := func(gvr schema.GroupVersionResource, doc string) {
 		t.Helper()
 		u := &unstructured.Unstructured{}
@@ -144,7 +107,7 @@ func controlPlane(t *testing.T, allCRDs bool) (string, dynamic.Interface, func(s
 			t.Fatalf("applying %s: %v", u.GetName(), err)
 		}
 	}
-	return kubeconfig, dyn, apply
+	return cp.Kubeconfig(t, "mcs-test"), dyn, apply
 }
 
 // poolEventReasons are the reasons of the Events on pool from host.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -25,7 +26,7 @@ func limited(t *testing.T, lim connLimits) (string, *connTable) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ct := newConnTable(lim, slog.New(slog.DiscardHandler), newConnMetrics(nil))
+	ct := newConnTable(lim, slog.New(slog.DiscardHandler), newConnMetrics(promauto.With(nil)))
 	l := ct.listener(ln)
 	t.Cleanup(func() { l.Close() })
 	go func() {
@@ -88,7 +89,7 @@ func TestWriteStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ct := newConnTable(connLimits{stall: 200 * time.Millisecond}, slog.New(slog.DiscardHandler), newConnMetrics(nil))
+	ct := newConnTable(connLimits{stall: 200 * time.Millisecond}, slog.New(slog.DiscardHandler), newConnMetrics(promauto.With(nil)))
 	l := ct.listener(ln)
 	defer l.Close()
 	dialFrom(t, "127.0.0.1", ln.Addr().String())

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // server is one listener and the HTTP server on it.
@@ -54,7 +56,7 @@ type listenDeps struct {
 // MCS_LISTEN_TLS).
 func listen(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (out []server, err error) {
 	if ls.conns == nil {
-		ls.conns = newConnTable(o.connLimits(log), log, newConnMetrics(nil))
+		ls.conns = newConnTable(o.connLimits(log), log, newConnMetrics(promauto.With(nil)))
 	}
 	conns := ls.conns
 	defer func() {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/ignition-mcs/mcs/internal/prom"
 	"github.com/ignition-mcs/mcs/serve"
 )
 
@@ -125,12 +125,11 @@ type certMetrics struct {
 	errors  prometheus.Counter
 }
 
-func newCertMetrics(reg prometheus.Registerer) *certMetrics {
+func newCertMetrics(f promauto.Factory) *certMetrics {
 	m := &certMetrics{
-		failing: prom.Gauge("mcs_tls_certificate_reload_failing", "1 while the TLS certificate pair on disk does not load and the previous one is served."),
-		errors:  prom.Counter("mcs_tls_certificate_reload_errors_total", "Certificate pairs on disk that did not load (each counted once, not per handshake)."),
+		failing: f.NewGauge(prometheus.GaugeOpts{Name: "mcs_tls_certificate_reload_failing", Help: "1 while the TLS certificate pair on disk does not load and the previous one is served."}),
+		errors:  f.NewCounter(prometheus.CounterOpts{Name: "mcs_tls_certificate_reload_errors_total", Help: "Certificate pairs on disk that did not load (each counted once, not per handshake)."}),
 	}
-	prom.Register(reg, m.failing, m.errors)
 	return m
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/ignition-mcs/mcs/internal/prom"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
@@ -58,6 +59,10 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 		return err
 	}
 	rl := &serve.Reloader{Source: startSource(o, src, log), Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
-	ls := listenDeps{conns: newConnTable(o.connLimits(log), log, newConnMetrics(reg)), certReport: certReport(log, newCertMetrics(reg), srv), admin: srv.AdminHandler()}
+	f, registered := prom.With(reg)
+	ls := listenDeps{conns: newConnTable(o.connLimits(log), log, newConnMetrics(f)), certReport: certReport(log, newCertMetrics(f), srv), admin: srv.AdminHandler()}
+	if err := registered(); err != nil {
+		return err
+	}
 	return lifecycle(ctx, o, srv, rl, ls, reloadPolicy, log, stdout)
 }

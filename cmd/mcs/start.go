@@ -15,8 +15,6 @@ import (
 
 	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
-
-	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
 // startOptions are OpenShift's machine-config-server start flags that mcs
@@ -51,11 +49,14 @@ func runStart(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 func parseStartFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{start: &startOptions{}}
-	fs := flag.NewFlagSet("mcs start", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o.define(fs)
-	so := o.start
-	// OpenShift's defaults, where they differ from mcs's.
+	usage := fmt.Sprintf("Usage: mcs start --apiserver-url URL [flags]\n\nOpenShift's machine-config-server start, as its DaemonSet runs it: serves each pool's rendered\nMachineConfig on :22623 (TLS, %s) and :22624, with the node kubeconfig built from\n%s and --apiserver-url, its CA from ConfigMap %s/%s.\n",
+		defaultCert, defaultTokenDir, kube.MCONamespace, kube.KubeconfigDataName)
+	return o.parse("mcs start", usage, args, stderr, o.start.define, o.checkStart)
+}
+
+// define defines start's own flags on fs, and OpenShift's defaults where
+// they differ from mcs's.
+func (so *startOptions) define(fs *flag.FlagSet) {
 	setDefault(fs, "cert", defaultCert)
 	setDefault(fs, "key", defaultKey)
 	setDefault(fs, "source", "kube")
@@ -66,26 +67,6 @@ func parseStartFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&so.verbosity, "v", 0, "klog verbosity as OpenShift's DaemonSet sets it: 4 or more logs at debug unless --log-level is given")
 	fs.String("vmodule", "", "accepted for OpenShift's command line; ignored")
 	fs.Bool("logtostderr", true, "accepted for OpenShift's command line; mcs always logs to stderr")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: mcs start --apiserver-url URL [flags]\n\nOpenShift's machine-config-server start, as its DaemonSet runs it: serves each pool's rendered\nMachineConfig on :22623 (TLS, %s) and :22624, with the node kubeconfig built from\n%s and --apiserver-url, its CA from ConfigMap %s/%s.\n\nFlags:\n",
-			defaultCert, defaultTokenDir, kube.MCONamespace, kube.KubeconfigDataName)
-		fs.PrintDefaults()
-	}
-	if err := cmdline.Parse(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	o.set = cmdline.Given(fs)
-	if err := o.checkStart(fs.Args()); err != nil {
-		fmt.Fprintln(stderr, "mcs start:", err)
-		return nil, cmdline.ErrUsage
-	}
-	if so.verbosity >= 4 && !o.set["log-level"] {
-		o.logLevel = "debug"
-	}
-	return o, nil
 }
 
 // setDefault changes a defined flag's default, as --help shows it too.
@@ -95,7 +76,7 @@ func setDefault(fs *flag.FlagSet, name, value string) {
 	f.DefValue = value
 }
 
-func (o *options) checkStart(args []string) error {
+func (o *options) checkStart() error {
 	for _, f := range []string{"dir", "bootstrap-kubeconfig"} {
 		if o.set[f] {
 			return fmt.Errorf("--%s is not for mcs start, which reads the cluster and builds the node kubeconfig from --bootstrap-token-dir and --apiserver-url", f)
@@ -107,8 +88,8 @@ func (o *options) checkStart(args []string) error {
 	if o.start.apiserverURL == "" {
 		return errors.New("--apiserver-url cannot be empty")
 	}
-	if len(args) > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
+	if o.start.verbosity >= 4 && !o.set["log-level"] {
+		o.logLevel = "debug"
 	}
 	return o.check()
 }
@@ -139,23 +120,8 @@ type filesWatched struct {
 
 func (f *filesWatched) Watch(ctx context.Context, changed chan<- struct{}) {
 	go f.Source.Watch(ctx, changed)
-	t := time.NewTicker(max(f.every, 100*time.Millisecond))
-	defer t.Stop()
-	last := stamps(f.paths)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if now := stamps(f.paths); now != last {
-			last = now
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-	}
+	stamp := func() string { return stamps(f.paths) }
+	source.Poll(ctx, max(f.every, 100*time.Millisecond), stamp(), stamp, changed)
 }
 
 // stamps is the size and modification time of each path (following

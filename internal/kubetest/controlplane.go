@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // ControlPlane is a running etcd and kube-apiserver with the MachineConfig
@@ -86,6 +88,50 @@ func Start(assets string, crds []string, opts ...func(*envtest.Environment)) (*C
 		return nil, err
 	}
 	return cp, nil
+}
+
+// New starts a control plane for t alone, with every CRD when all, and
+// stops it when t ends. Under -short, or without the binaries, it ends t as
+// Missing does.
+func New(t testing.TB, all bool, opts ...func(*envtest.Environment)) *ControlPlane {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no control plane")
+	}
+	assets, err := Assets()
+	if err != nil {
+		Missing(t, err.Error())
+	}
+	crds, err := CRDFiles(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrllog.SetLogger(logr.Discard())
+	cp, err := Start(assets, crds, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	return cp
+}
+
+// Kubeconfig writes a kubeconfig file for a new user in system:masters, as
+// an admin's kubeconfig is, and returns its path.
+func (cp *ControlPlane) Kubeconfig(t testing.TB, user string) string {
+	t.Helper()
+	u, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := u.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func (cp *ControlPlane) clients() error {

@@ -1,43 +1,36 @@
-// Package prom makes the Prometheus collectors mcs's packages define and registers them on the registry each package is given.
+// Package prom gives mcs's packages client_golang's promauto factory on the registry each is given, returning a refused registration instead of panicking.
 package prom
 
 import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// Counter is a counter with only a name and help.
-func Counter(name, help string) prometheus.Counter {
-	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
-}
-
-// CounterVec is a counter with labels.
-func CounterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-}
-
-// Gauge is a gauge with only a name and help.
-func Gauge(name, help string) prometheus.Gauge {
-	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
-}
-
-// GaugeVec is a gauge with labels.
-func GaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
-	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-}
-
-// Register registers cs on reg, stopping at the first refusal. A nil reg
-// registers nothing: the collectors still count, for tests and for
+// With is promauto.With(reg), except that a collector reg refuses (a name
+// registered twice, say) is not a panic: registered reports the first
+// refusal, for the constructor to return. A nil reg registers nothing, as
+// promauto.With(nil): the collectors still count, for tests and for
 // components whose metrics another registers.
-func Register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
+func With(reg prometheus.Registerer) (f promauto.Factory, registered func() error) {
 	if reg == nil {
-		return nil
+		return promauto.With(nil), func() error { return nil }
 	}
+	k := &keeper{Registerer: reg}
+	return promauto.With(k), func() error { return k.err }
+}
+
+// keeper keeps the first error of MustRegister instead of panicking.
+type keeper struct {
+	prometheus.Registerer
+	err error
+}
+
+func (k *keeper) MustRegister(cs ...prometheus.Collector) {
 	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("registering metrics: %w", err)
+		if err := k.Register(c); err != nil && k.err == nil {
+			k.err = fmt.Errorf("registering metrics: %w", err)
 		}
 	}
-	return nil
 }

@@ -30,7 +30,7 @@ func (c *caches) desiredImage(pool *unstructured.Unstructured, rendered string) 
 		return "", "the API server does not serve MachineOSConfigs and MachineOSBuilds"
 	}
 	var mosc *unstructured.Unstructured
-	for _, u := range objects(c.moscs) {
+	for _, u := range Objects(c.moscs) {
 		if field(u, "spec", "machineConfigPool", "name") == pool.GetName() {
 			mosc = u
 			break
@@ -44,7 +44,7 @@ func (c *caches) desiredImage(pool *unstructured.Unstructured, rendered string) 
 		return "", fmt.Sprintf("MachineOSConfig/%s has no image in status.currentImagePullSpec yet", mosc.GetName())
 	}
 	var builds []*unstructured.Unstructured
-	for _, u := range objects(c.mosbs) {
+	for _, u := range Objects(c.mosbs) {
 		if field(u, "spec", "machineOSConfig", "name") == mosc.GetName() && field(u, "spec", "machineConfig", "name") == rendered {
 			builds = append(builds, u)
 		}

@@ -25,7 +25,7 @@ func (s *Source) run(ctx context.Context) {
 	defer wg.Wait()
 	add := func(gvr schema.GroupVersionResource, fieldSelector string, key func(*unstructured.Unstructured) string,
 		onWatchErr func(error)) (cache.Store, cache.InformerSynced) {
-		inf := newInformer(resource(s.client, gvr), gvr, fieldSelector)
+		inf := NewInformer(resource(s.client, gvr), gvr, fieldSelector)
 		// Field managers' bookkeeping is large and never read.
 		_ = inf.SetTransform(stripManagedFields)
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) { onWatchErr(err) })
@@ -126,11 +126,11 @@ func resource(client dynamic.Interface, gvr schema.GroupVersionResource) dynamic
 // once everything it renders from is listed.
 const policySyncWait = 5 * time.Second
 
-// newInformer lists and watches one resource as unstructured objects. It is
+// NewInformer lists and watches one resource as unstructured objects. It is
 // dynamicinformer's informer without its factory, whose package links every
 // typed client-go informer and clientset: about 40 MB of binary and 6 MB of
 // heap at start for nothing this source reads.
-func newInformer(res dynamic.ResourceInterface, gvr schema.GroupVersionResource, fieldSelector string) cache.SharedIndexInformer {
+func NewInformer(res dynamic.ResourceInterface, gvr schema.GroupVersionResource, fieldSelector string) cache.SharedIndexInformer {
 	tweak := func(o *metav1.ListOptions) {
 		if fieldSelector != "" {
 			o.FieldSelector = fieldSelector

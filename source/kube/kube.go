@@ -258,9 +258,10 @@ func (s *Source) Load(ctx context.Context) (*source.Input, error) {
 	return in, nil
 }
 
-// objects returns a store's objects sorted by name, so every replica
-// decodes (and reports) them in the same order.
-func objects(st cache.Store) []*unstructured.Unstructured {
+// Objects returns a store's objects sorted by name, so every replica
+// decodes (and reports) them in the same order; none for a nil store (a
+// resource not served).
+func Objects(st cache.Store) []*unstructured.Unstructured {
 	if st == nil {
 		return nil
 	}
@@ -278,7 +279,7 @@ func objects(st cache.Store) []*unstructured.Unstructured {
 // loader, parse cache and per-pool render loop as the directory source.
 func (s *Source) loadSelf() (*source.Input, error) {
 	l := render.Loader{Cache: &s.cache, FromAPIServer: true}
-	for _, u := range objects(s.mcs) {
+	for _, u := range Objects(s.mcs) {
 		if IsRendered(u) {
 			continue // an output, never an input: see IsRendered
 		}
@@ -286,7 +287,7 @@ func (s *Source) loadSelf() (*source.Input, error) {
 			return nil, err
 		}
 	}
-	for _, u := range objects(s.pools) {
+	for _, u := range Objects(s.pools) {
 		if err := feed(&l, u); err != nil {
 			return nil, err
 		}

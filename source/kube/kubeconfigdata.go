@@ -60,7 +60,7 @@ func kubeconfigDataKeyOf(u *unstructured.Unstructured) string {
 // routeHosts are the hosts of the registry's Routes.
 func (c *caches) routeHosts() []string {
 	var out []string
-	for _, u := range objects(c.routes) {
+	for _, u := range Objects(c.routes) {
 		if h := field(u, "spec", "host"); h != "" {
 			out = append(out, h)
 		}

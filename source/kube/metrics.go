@@ -19,17 +19,17 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	f, registered := prom.With(reg)
 	m := &metrics{
-		up:     prom.Gauge("mcs_kube_api_up", "1 when the last request to the Kubernetes API server succeeded, 0 while it is failing."),
-		errors: prom.Counter("mcs_kube_api_errors_total", "Failed requests and broken watches to the Kubernetes API server."),
-		events: prom.CounterVec("mcs_kube_events_total", "Object changes that can change what is served, by resource.", "resource"),
-		policyErrors: prom.Counter("mcs_kube_skew_policy_errors_total",
-			"Versions of the cluster's MachineConfiguration whose skew policy was invalid; the last good one stays in force."),
+		up:           f.NewGauge(prometheus.GaugeOpts{Name: "mcs_kube_api_up", Help: "1 when the last request to the Kubernetes API server succeeded, 0 while it is failing."}),
+		errors:       f.NewCounter(prometheus.CounterOpts{Name: "mcs_kube_api_errors_total", Help: "Failed requests and broken watches to the Kubernetes API server."}),
+		events:       f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_kube_events_total", Help: "Object changes that can change what is served, by resource."}, []string{"resource"}),
+		policyErrors: f.NewCounter(prometheus.CounterOpts{Name: "mcs_kube_skew_policy_errors_total", Help: "Versions of the cluster's MachineConfiguration whose skew policy was invalid; the last good one stays in force."}),
 	}
 	for _, r := range []schema.GroupVersionResource{MachineConfigs, MachineConfigPools, ControllerConfigs, MachineConfigurations} {
 		m.events.WithLabelValues(r.Resource)
 	}
-	if err := prom.Register(reg, m.up, m.errors, m.events, m.policyErrors); err != nil {
+	if err := registered(); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -67,7 +67,7 @@ func (c *caches) PoolNames() []string {
 		return nil
 	}
 	var out []string
-	for _, u := range objects(c.pools) {
+	for _, u := range Objects(c.pools) {
 		out = append(out, u.GetName())
 	}
 	return out
@@ -99,7 +99,7 @@ func (c *caches) MachineConfigs() []*unstructured.Unstructured {
 	if !c.Synced() {
 		return nil
 	}
-	return objects(c.mcs)
+	return Objects(c.mcs)
 }
 
 // ControllerConfigObject returns the cached ControllerConfig the source

@@ -87,7 +87,7 @@ func (s *Source) loadPool() (*source.Input, error) {
 		}
 		in.Failed[pool] = err
 	}
-	for _, p := range objects(s.pools) {
+	for _, p := range Objects(s.pools) {
 		pool := p.GetName()
 		name, sources, err := renderedConfig(p)
 		if err != nil {
