@@ -623,20 +623,12 @@ func (l *Loader) build() (*Set, error) {
 	}
 	slices.SortFunc(s.pools, func(a, b *MachineConfigPool) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
 
-	for i, cc := range l.ccs {
-		if i > 0 {
-			errs.add(dupError(kindControllerConfig, cc.Name, l.ccs[0].Source, cc.Source))
-			continue
-		}
-		s.cc = cc
-	}
-	for i, st := range l.streams {
-		if i > 0 {
-			errs.add(dupError(kindOSImageStream, osImageStreamName, l.streams[0].source, st.source))
-			continue
-		}
-		s.streams = st
-	}
+	s.cc = only(l.ccs, &errs, func(cc *ControllerConfig) *Error {
+		return dupError(kindControllerConfig, cc.Name, l.ccs[0].Source, cc.Source)
+	})
+	s.streams = only(l.streams, &errs, func(st *osImageStream) *Error {
+		return dupError(kindOSImageStream, osImageStreamName, l.streams[0].source, st.source)
+	})
 
 	for _, e := range s.entries {
 		selected := false
@@ -655,6 +647,18 @@ func (l *Loader) build() (*Set, error) {
 		return nil, &errs
 	}
 	return s, nil
+}
+
+// only is the first of a singleton's objects (nil when none); each other
+// one is an error, dup says which.
+func only[T any](list []*T, errs *Errors, dup func(*T) *Error) *T {
+	for _, o := range list[min(1, len(list)):] {
+		errs.add(dup(o))
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return list[0]
 }
 
 func dupError(kind, name, first, second string) *Error {
