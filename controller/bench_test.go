@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,32 +114,60 @@ func BenchmarkEditToPointed(b *testing.B) {
 			cp.Apply(b, mcObject(b, "99-worker-bench", "worker", "start"))
 			proc := startBinary(b, cp, bin)
 			kubetest.Eventually(b, 5*time.Minute, "every pool rendered", func() error { return allPointed(cp, custom+2) })
-			pn := watchPools(b, cp)
-			var all, one []time.Duration
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				for e := range 10 {
-					all = append(all, edit(b, cp, pn, mcObject(b, "99-worker-bench", "worker", fmt.Sprint(i, "-", e)), affected))
-					one = append(one, edit(b, cp, pn, mcObject(b, "60-custom-000", "custom-000", fmt.Sprint(i, "-", e)), affected[1:2]))
-				}
-			}
-			b.StopTimer()
+			r := editLoop(b, cp, proc.Pid, affected)
 			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-			b.ReportMetric(ms(percentile(all, 0.5)), "median-ms")
-			b.ReportMetric(ms(slices.Max(all)), "worst-ms")
-			b.ReportMetric(ms(percentile(one, 0.5)), "one-pool-median-ms")
+			b.ReportMetric(ms(percentile(r.all, 0.5)), "median-ms")
+			b.ReportMetric(ms(slices.Max(r.all)), "worst-ms")
+			b.ReportMetric(ms(percentile(r.one, 0.5)), "one-pool-median-ms")
+			for name, t := range r.cpu {
+				b.ReportMetric(ms(t)/float64(len(r.all)), name+"-cpu-ms/edit")
+			}
 			b.ReportMetric(float64(rss(b, proc.Pid))/(1<<20), "rss-MB")
+			b.ReportMetric(leaseTransitions(b, cp, leaseName(b)), "lease-transitions")
 		})
 	}
+}
+
+type editTimes struct {
+	all, one []time.Duration          // worker edits, one-pool edits
+	cpu      map[string]time.Duration // per process, over the worker edits
+}
+
+// editLoop edits a worker MachineConfig (every pool of affected changes)
+// and then one custom pool's own, ten times per b.N, and returns how long
+// each took until its pools pointed, and the CPU the worker edits cost.
+func editLoop(b *testing.B, cp *kubetest.ControlPlane, pid int, affected []string) editTimes {
+	pn := watchPools(b, cp)
+	r := editTimes{cpu: map[string]time.Duration{}}
+	stopProfiles := profile(b, cp, len(affected)+1)
+	defer stopProfiles()
+	b.ResetTimer()
+	defer b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		for e := range 10 {
+			before := cpuTimes(b, pid)
+			r.all = append(r.all, edit(b, cp, pn, mcObject(b, "99-worker-bench", "worker", fmt.Sprint(i, "-", e)), affected))
+			for name, t := range cpuTimes(b, pid) {
+				r.cpu[name] += t - before[name]
+			}
+			r.one = append(r.one, edit(b, cp, pn, mcObject(b, "60-custom-000", "custom-000", fmt.Sprint(i, "-", e)), affected[1:2]))
+		}
+	}
+	return r
 }
 
 // edit applies obj and returns when the last of pools points at a new config.
 func edit(b *testing.B, cp *kubetest.ControlPlane, pn *poolNames, obj *unstructured.Unstructured, pools []string) time.Duration {
 	start := time.Now()
 	cp.Apply(b, obj)
+	applied := time.Now()
 	var last time.Duration
 	for _, at := range pn.until(b, pools, time.Minute) {
 		last = max(last, at.Sub(start))
+	}
+	if profileDir != "" {
+		b.Logf("edit of %s at %s (applied after %s): the last of %d pools pointed after %s",
+			obj.GetName(), start.UTC().Format(time.RFC3339Nano), applied.Sub(start), len(pools), last)
 	}
 	return last
 }
@@ -163,7 +192,11 @@ func allPointed(cp *kubetest.ControlPlane, n int) error {
 func buildMCS(b *testing.B) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "mcs")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/mcs")
+	args := []string{"build", "-o", bin}
+	if profileDir != "" {
+		args = append(args, "-tags", "pprof")
+	}
+	cmd := exec.Command("go", append(args, "../cmd/mcs")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -175,9 +208,24 @@ func buildMCS(b *testing.B) string {
 func startBinary(b *testing.B, cp *kubetest.ControlPlane, bin string) *os.Process {
 	b.Helper()
 	kubeconfig := cp.Kubeconfig(b, "bench")
-	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--lease-name", leaseName(b), "--log-level", "warn")
+	level := "warn"
 	var stderr syncbuf.Buffer
-	cmd.Stderr = &stderr
+	var out io.Writer = &stderr
+	if profileDir != "" {
+		// Every write logged, with its time, beside the profiles.
+		level = "debug"
+		f, err := os.Create(filepath.Join(profileDir, leaseName(b)+".log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		out = io.MultiWriter(&stderr, f)
+	}
+	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--lease-name", leaseName(b), "--log-level", level)
+	if profileDir != "" {
+		cmd.Env = append(os.Environ(), "MCS_PPROF="+pprofAddr())
+	}
+	cmd.Stderr = out
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}

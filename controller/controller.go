@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
@@ -81,7 +82,7 @@ type Controller struct {
 	cfg    Config
 	log    *slog.Logger
 	src    *kube.Source
-	rest   *rest.Config
+	lease  coordinationv1.CoordinationV1Interface
 	m      *metrics
 	guards *guardCaches
 	w      *writer
@@ -107,7 +108,7 @@ func New(cfg Config) (*Controller, error) {
 	if rc.UserAgent == "" {
 		rc.UserAgent = "mcs-controller/" + cfg.Identity
 	}
-	c := &Controller{cfg: cfg, log: cfg.Logger.With("identity", cfg.Identity), rest: rc}
+	c := &Controller{cfg: cfg, log: cfg.Logger.With("identity", cfg.Identity)}
 	var err error
 	if c.m, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
@@ -119,6 +120,9 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	if c.guards, err = newGuardCaches(rc, cfg.ControllerConfig, c.log); err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	if c.lease, err = leaseClient(rc); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	dyn, err := dynamic.NewForConfig(rc)
@@ -140,7 +144,11 @@ func New(cfg Config) (*Controller, error) {
 		}
 		c.events.record = c.notifier.Record
 	}
-	c.w = &writer{dyn: dyn, src: c.src, m: c.m, book: c.book, log: c.log, dryRun: cfg.DryRun, events: c.events, baseImage: c.guards.baseImage}
+	raw, err := rawClient(rc)
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	c.w = &writer{dyn: dyn, raw: raw, meta: meta, pointed: c.gate.reconc.rendered, src: c.src, m: c.m, book: c.book, log: c.log, dryRun: cfg.DryRun, events: c.events, baseImage: c.guards.baseImage}
 	c.pruner = &pruner{dyn: dyn, meta: meta, m: c.m, book: c.book, log: c.log, keep: cfg.Keep, dryRun: cfg.DryRun,
 		grace: cfg.PruneGrace, started: time.Now(), named: c.w.left.at}
 	return c, nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -33,66 +31,33 @@ func deployObjects(t *testing.T) map[string]*unstructured.Unstructured {
 	return out
 }
 
-func yamlString(v any) string {
-	b, _ := yaml.Marshal(v)
-	return strings.TrimSpace(string(b))
-}
-
-type rule struct{ Groups, Resources, Verbs, Names []string }
-
-func rules(t *testing.T, u *unstructured.Unstructured) []rule {
-	t.Helper()
-	if u == nil {
-		t.Fatal("no such object")
-	}
-	list, _, _ := unstructured.NestedSlice(u.Object, "rules")
-	var out []rule
-	for _, r := range list {
-		m := r.(map[string]any)
-		for k := range m {
-			if k != "apiGroups" && k != "resources" && k != "verbs" && k != "resourceNames" {
-				t.Errorf("%s: a rule has %s", u.GetName(), k)
-			}
-		}
-		get := func(k string) []string {
-			var s []string
-			l, _ := m[k].([]any)
-			for _, v := range l {
-				s = append(s, v.(string))
-			}
-			slices.Sort(s)
-			return s
-		}
-		out = append(out, rule{get("apiGroups"), get("resources"), get("verbs"), get("resourceNames")})
-	}
-	return out
-}
+var yamlString = kubetest.YAML
 
 // The roles grant exactly what the controller does (TestDeployRBACIsEnough
 // runs it under them), so nothing more can creep in.
 func TestDeployRBACIsMinimal(t *testing.T) {
 	objs := deployObjects(t)
 	read := []string{"get", "list", "watch"}
-	want := []rule{
-		{[]string{kube.Group}, []string{kube.MachineConfigs.Resource}, []string{"create", "delete", "get", "list", "watch"}, nil},
-		{[]string{kube.Group}, []string{kube.MachineConfigPools.Resource}, []string{"get", "list", "patch", "watch"}, nil},
-		{[]string{kube.Group}, []string{kube.MachineConfigPools.Resource + "/status"}, []string{"patch"}, nil},
-		{[]string{kube.Group}, []string{kube.ControllerConfigs.Resource}, read, nil},
-		{[]string{kube.Group}, []string{containerRuntimeConfigs.Resource, kubeletConfigs.Resource}, read, nil},
-		{[]string{kube.MachineConfigurations.Group}, []string{kube.MachineConfigurations.Resource}, read, []string{clusterMachineConfiguration}},
-		{[]string{""}, []string{nodesGVR.Resource}, []string{"list"}, nil},
+	want := []kubetest.Rule{
+		{Groups: []string{kube.Group}, Resources: []string{kube.MachineConfigs.Resource}, Verbs: []string{"create", "delete", "get", "list", "watch"}},
+		{Groups: []string{kube.Group}, Resources: []string{kube.MachineConfigPools.Resource}, Verbs: []string{"get", "list", "patch", "watch"}},
+		{Groups: []string{kube.Group}, Resources: []string{kube.MachineConfigPools.Resource + "/status"}, Verbs: []string{"patch"}},
+		{Groups: []string{kube.Group}, Resources: []string{kube.ControllerConfigs.Resource}, Verbs: read},
+		{Groups: []string{kube.Group}, Resources: []string{containerRuntimeConfigs.Resource, kubeletConfigs.Resource}, Verbs: read},
+		{Groups: []string{kube.MachineConfigurations.Group}, Resources: []string{kube.MachineConfigurations.Resource}, Verbs: read, Names: []string{clusterMachineConfiguration}},
+		{Groups: []string{""}, Resources: []string{nodesGVR.Resource}, Verbs: []string{"list"}},
 	}
-	if got := rules(t, objs["ClusterRole/mcs-controller"]); yamlString(got) != yamlString(want) {
+	if got := kubetest.Rules(t, objs["ClusterRole/mcs-controller"]); yamlString(got) != yamlString(want) {
 		t.Errorf("ClusterRole rules\n%s\nwant\n%s", yamlString(got), yamlString(want))
 	}
-	leases := []rule{{[]string{"coordination.k8s.io"}, []string{"leases"}, []string{"create", "get", "update"}, nil}}
+	leases := []kubetest.Rule{{Groups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "get", "update"}}}
 	role := objs["Role/mcs-controller"]
-	if got := rules(t, role); yamlString(got) != yamlString(leases) || role.GetNamespace() != "mcs" {
+	if got := kubetest.Rules(t, role); yamlString(got) != yamlString(leases) || role.GetNamespace() != "mcs" {
 		t.Errorf("Role in %s rules\n%s", role.GetNamespace(), yamlString(got))
 	}
-	events := []rule{{[]string{""}, []string{"events"}, []string{"create", "patch"}, nil}}
-	if er := objs["Role/mcs-controller-events"]; yamlString(rules(t, er)) != yamlString(events) || er.GetNamespace() != "default" {
-		t.Errorf("Role mcs-controller-events in %s rules\n%s", er.GetNamespace(), yamlString(rules(t, er)))
+	events := []kubetest.Rule{{Groups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}}
+	if er := objs["Role/mcs-controller-events"]; yamlString(kubetest.Rules(t, er)) != yamlString(events) || er.GetNamespace() != "default" {
+		t.Errorf("Role mcs-controller-events in %s rules\n%s", er.GetNamespace(), yamlString(kubetest.Rules(t, er)))
 	}
 	for _, b := range []string{"ClusterRoleBinding/mcs-controller", "RoleBinding/mcs-controller", "RoleBinding/mcs-controller-events"} {
 		u := objs[b]

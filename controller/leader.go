@@ -3,10 +3,13 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
@@ -15,13 +18,9 @@ import (
 // returns only once the leading goroutine has stopped: a replica that lost
 // the Lease has nothing in flight when it campaigns again.
 func (c *Controller) campaign(ctx context.Context) error {
-	client, err := coordinationv1.NewForConfig(c.rest)
-	if err != nil {
-		return fmt.Errorf("controller: %w", err)
-	}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: c.cfg.LeaseNamespace, Name: c.cfg.LeaseName},
-		Client:     client,
+		Client:     c.lease,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: c.cfg.Identity},
 	}
 	var g leadGuard
@@ -47,6 +46,22 @@ func (c *Controller) campaign(ctx context.Context) error {
 	g.stop()
 	c.setLeading(false)
 	return nil
+}
+
+// leaseClient is the Lease's own client: its own connection (a dial
+// function of its own keeps client-go from sharing the cached transport)
+// and its own rate limiter, so renewing never queues behind the writes of a
+// hundred pools, nor behind the watch events they cause on the shared
+// connection. (No request timeout of its own: the renew deadline bounds
+// each renewal, and a shorter one lost the Lease to a loaded API server.)
+func leaseClient(rc *rest.Config) (coordinationv1.CoordinationV1Interface, error) {
+	lc := rest.CopyConfig(rc)
+	lc.RateLimiter = nil
+	// Leader election makes about one request per retry period.
+	lc.QPS, lc.Burst = 5, 10
+	lc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	lc.UserAgent = rc.UserAgent + " (leader election)"
+	return coordinationv1.NewForConfig(lc)
 }
 
 // leadGuard lets campaign wait for the leading goroutine, which

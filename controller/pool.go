@@ -25,7 +25,8 @@ func (w *writer) syncPool(ctx context.Context, res *render.Result, selKey string
 	}
 	w.book.setRendered(res)
 	w.osImageURL(res)
-	if err := w.ensureRendered(ctx, res, pool); err != nil {
+	rv, err := w.ensureRendered(ctx, res, pool)
+	if err != nil {
 		var ce *contentError
 		if errors.As(err, &ce) {
 			return w.degrade(ctx, res.Pool, selKey, err)
@@ -37,6 +38,9 @@ func (w *writer) syncPool(ctx context.Context, res *render.Result, selKey string
 	latest, err := w.pointPool(ctx, res.Pool, selKey, res.Name, sourceRefs(res.MachineConfigs))
 	if err != nil || latest == nil {
 		return err
+	}
+	if w.pointed != nil {
+		w.pointed(res.Pool, res, rv)
 	}
 	return w.setConditions(ctx, latest, res.Pool, selKey, map[string]condition{
 		conditionRenderDegraded: {status: "False"}, conditionRenderPending: {status: "False"}})

@@ -211,41 +211,64 @@ func overridesOf(mcfg *unstructured.Unstructured) []string {
 	return s
 }
 
-// reconcileCache keeps the parsed current config of each pool: rendered
-// configs are content-addressed, so a name and resourceVersion parse once.
+// reconcileCache keeps each pool's current config, parsed: the render the
+// controller pointed the pool at (no parse), or the stored config parsed
+// once per name and resourceVersion. One entry per pool.
 type reconcileCache struct {
 	mu     sync.Mutex
-	parsed map[string]parsedConfig // name → parse at a resourceVersion
+	byPool map[string]parsedConfig
 }
 
 type parsedConfig struct {
-	rv   string
-	cfg  *convert.Config
-	fips bool
-	err  error
+	name, rv string
+	cfg      *convert.Config
+	fips     bool
+	err      error
 }
 
-// parse reads a MachineConfig's Ignition config and FIPS flag, upgraded to
-// the newest spec as renders hold it.
-func (rc *reconcileCache) parse(u *unstructured.Unstructured) parsedConfig {
+// parse reads a pool's current MachineConfig's Ignition config and FIPS
+// flag, upgraded to the newest spec as renders hold it.
+func (rc *reconcileCache) parse(pool string, u *unstructured.Unstructured) parsedConfig {
 	rc.mu.Lock()
-	p, ok := rc.parsed[u.GetName()]
+	p, ok := rc.byPool[pool]
 	rc.mu.Unlock()
-	if ok && p.rv == u.GetResourceVersion() {
+	if ok && p.name == u.GetName() && p.rv == u.GetResourceVersion() {
 		return p
 	}
 	p = parseMachineConfig(u)
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if rc.parsed == nil || len(rc.parsed) > maxChecked {
-		rc.parsed = map[string]parsedConfig{}
-	}
-	rc.parsed[u.GetName()] = p
+	rc.store(pool, p)
 	return p
 }
 
+// rendered records the render a pool was pointed at, stored at rv: the
+// config the written one was encoded from, so the next check need not
+// parse it back.
+func (rc *reconcileCache) rendered(pool string, res *render.Result, rv string) {
+	rc.store(pool, parsedConfig{name: res.Name, rv: rv, cfg: &res.Config, fips: res.MachineConfig.Spec.FIPS})
+}
+
+func (rc *reconcileCache) store(pool string, p parsedConfig) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.byPool == nil {
+		rc.byPool = map[string]parsedConfig{}
+	}
+	rc.byPool[pool] = p
+}
+
+// keep forgets the pools not in present.
+func (rc *reconcileCache) keep(present map[string]string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for pool := range rc.byPool {
+		if _, ok := present[pool]; !ok {
+			delete(rc.byPool, pool)
+		}
+	}
+}
+
 func parseMachineConfig(u *unstructured.Unstructured) parsedConfig {
-	p := parsedConfig{rv: u.GetResourceVersion(), cfg: &convert.Config{}}
+	p := parsedConfig{name: u.GetName(), rv: u.GetResourceVersion(), cfg: &convert.Config{}}
 	p.fips, _, _ = unstructured.NestedBool(u.Object, "spec", "fips")
 	raw, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "config")
 	if !ok || raw == nil {
@@ -279,7 +302,7 @@ func (g *gate) reconcilable(p *unstructured.Unstructured, res *render.Result) *i
 	if cu == nil {
 		return nil
 	}
-	cur := g.reconc.parse(cu)
+	cur := g.reconc.parse(p.GetName(), cu)
 	if cur.err != nil {
 		g.log.Warn("cannot read the pool's current config; not checking reconcilability", "pool", p.GetName(), "config", current, "err", cur.err)
 		return nil

@@ -2,12 +2,8 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -15,7 +11,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/source/kube"
 )
 
 // queue holds the names of the pools to write; each is written by one
@@ -41,8 +36,9 @@ func newQueue() queue {
 
 // lead renders and writes until ctx (the Lease) ends: once at once, then
 // after every change the caches see (debounced) and every Resync. Renders
-// happen here, all pools at once (unchanged pools cost nothing); the writes
-// go through the queue, Workers pools at a time.
+// happen here, all pools at once (a pool whose content key is unchanged
+// keeps its render); the writes go through the queue, Workers pools at a
+// time.
 func (c *Controller) lead(ctx context.Context) {
 	c.setLeading(true)
 	q := newQueue()
@@ -66,17 +62,14 @@ func (c *Controller) lead(ctx context.Context) {
 		defer t.Stop()
 		pruneTick = t.C
 	}
-	force := true
 	for {
-		c.plan(ctx, q, force)
-		force = false
+		c.plan(ctx, q)
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
 		case <-c.guards.notify:
 		case <-resync.C:
-			force = true
 		case <-pruneTick:
 			if _, err := c.pruner.prune(ctx); err != nil && ctx.Err() == nil {
 				c.log.Error("pruning", "err", err)
@@ -115,48 +108,56 @@ type target struct {
 	selKey string // the selector it was rendered with
 }
 
+// key is the content key of the target: the render's (what it read, so
+// equal keys are equal renders), or the error's text.
+func (t target) key() string {
+	if t.res != nil {
+		return string(t.res.Key[:])
+	}
+	if t.err != nil {
+		return "error: " + t.err.Error()
+	}
+	return ""
+}
+
 // plans are the last render of every pool and what the workers made of it.
 type plans struct {
 	mu      sync.Mutex
-	inputs  string
 	targets map[string]target
-	done    map[string]string // pool → the inputs it was last written for
+	done    map[string]string // pool → the key of the target it was last written for
 }
 
-func (p *plans) get(pool string) (target, string, bool) {
+func (p *plans) get(pool string) (target, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t, ok := p.targets[pool]
-	return t, p.inputs, ok
+	return t, ok
 }
 
-func (p *plans) finished(pool, inputs string) {
+func (p *plans) finished(pool, key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.done == nil {
 		p.done = map[string]string{}
 	}
-	p.done[pool] = inputs
+	p.done[pool] = key
 }
 
-// plan renders when the inputs changed (or force), and queues every pool
-// not yet written for the inputs, or no longer pointing where it was.
-func (c *Controller) plan(ctx context.Context, q queue, force bool) {
+// plan renders (the renderer renders again only the pools whose content key
+// changed) and queues every pool not yet written for its target's key, or
+// no longer pointing where it was.
+func (c *Controller) plan(ctx context.Context, q queue) {
 	if !c.src.Synced() || !c.guards.hasSynced() {
 		// Nothing to compare the render with yet; each signals once synced.
 		return
 	}
-	inputs := c.inputs()
-	c.plans.mu.Lock()
-	same := inputs == c.plans.inputs && c.plans.targets != nil
-	c.plans.mu.Unlock()
-	if (force || !same) && !c.render(ctx, inputs) {
+	if !c.render(ctx) {
 		return
 	}
 	c.plans.mu.Lock()
 	defer c.plans.mu.Unlock()
 	for pool, t := range c.plans.targets {
-		if c.plans.done[pool] != c.plans.inputs || !c.pointsAt(pool, t) {
+		if c.plans.done[pool] != t.key() || !c.pointsAt(pool, t) {
 			q.Add(pool)
 		}
 	}
@@ -168,7 +169,7 @@ func (c *Controller) pointsAt(pool string, t target) bool {
 	if t.res == nil {
 		return true
 	}
-	p := c.src.Pool(pool)
+	p := c.w.last.ahead(c.src.Pool(pool))
 	return p != nil && configuration(p) == t.res.Name && c.src.MachineConfig(t.res.Name) != nil
 }
 
@@ -176,7 +177,7 @@ func (c *Controller) pointsAt(pool string, t target) bool {
 // nothing could be rendered (the API server, not the objects, at fault).
 // A pool whose selector changed while rendering gets no target: the change
 // has signalled another render.
-func (c *Controller) render(ctx context.Context, inputs string) bool {
+func (c *Controller) render(ctx context.Context) bool {
 	start := time.Now()
 	before := c.selectors()
 	in, err := c.src.Load(ctx)
@@ -212,11 +213,12 @@ func (c *Controller) render(ctx context.Context, inputs string) bool {
 			}
 		}
 		c.book.forgetPools(after)
+		c.gate.reconc.keep(after)
 		c.book.finishSync(start, nil)
 	}
 	c.m.syncSeconds.Observe(time.Since(start).Seconds())
 	c.plans.mu.Lock()
-	c.plans.inputs, c.plans.targets = inputs, targets
+	c.plans.targets = targets
 	c.plans.mu.Unlock()
 	c.log.Debug("rendered", "pools", len(targets), "duration", time.Since(start))
 	return true
@@ -251,8 +253,10 @@ func (c *Controller) processNext(ctx context.Context, q queue) bool {
 // syncOne brings one pool to its target: degraded with the render's error,
 // waiting on a guard, refused as irreconcilable, or written.
 func (c *Controller) syncOne(ctx context.Context, pool string) error {
-	t, inputs, ok := c.plans.get(pool)
-	p := c.src.Pool(pool)
+	t, ok := c.plans.get(pool)
+	// The pool as this replica last wrote it, when the cache lags: a
+	// pool just pointed is not checked against the config it left.
+	p := c.w.last.ahead(c.src.Pool(pool))
 	if !ok || p == nil || selectorKey(p) != t.selKey {
 		return nil // deleted, or changed since: that change renders again
 	}
@@ -268,7 +272,7 @@ func (c *Controller) syncOne(ctx context.Context, pool string) error {
 		err = c.syncRendered(ctx, p, t)
 	}
 	if err == nil {
-		c.plans.finished(pool, inputs)
+		c.plans.finished(pool, t.key())
 	}
 	return err
 }
@@ -304,28 +308,6 @@ func errWaiting(err error) error {
 
 // errPoolWaits is the outcome of a pool that waits: not an error to retry.
 var errPoolWaits = errors.New("waiting")
-
-// inputs keys what renders read: every MachineConfig but the rendered
-// ones (owned by a pool), each pool's selector, the ControllerConfig.
-func (c *Controller) inputs() string {
-	h := sha256.New()
-	for _, u := range c.src.MachineConfigs() {
-		if !kube.IsRendered(u) {
-			fmt.Fprintf(h, "mc %s %s\n", u.GetName(), u.GetResourceVersion())
-		}
-	}
-	sel := c.selectors()
-	for _, pool := range slices.Sorted(maps.Keys(sel)) {
-		fmt.Fprintf(h, "pool %s %s\n", pool, sel[pool])
-	}
-	if cc := c.src.ControllerConfigObject(); cc != nil {
-		fmt.Fprintf(h, "cc %s\n", cc.GetResourceVersion())
-	}
-	if st := c.src.OSImageStreamObject(); st != nil {
-		fmt.Fprintf(h, "streams %s\n", st.GetResourceVersion())
-	}
-	return string(h.Sum(nil))
-}
 
 func configuration(p *unstructured.Unstructured) string {
 	n, _, _ := unstructured.NestedString(p.Object, "spec", "configuration", "name")

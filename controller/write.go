@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -46,6 +49,8 @@ func (e *contentError) Error() string {
 // writer writes pools and rendered configs.
 type writer struct {
 	dyn    dynamic.Interface
+	raw    rest.Interface // rendered configs are created as bytes
+	meta   metadata.Interface
 	src    *kube.Source
 	m      *metrics
 	book   *statusBook
@@ -54,29 +59,39 @@ type writer struct {
 	dryRun bool
 	// baseImage is the release's OS image, for OSImageURLOverridden.
 	baseImage func() string
+	// pointed is told of a pool pointed at its render, stored at a
+	// resourceVersion (the reconcile check's cache).
+	pointed func(pool string, res *render.Result, rv string)
 
-	mu      sync.Mutex
-	checked map[string]string // rendered config → resourceVersion found equal to its render
+	checked verifiedConfigs
+	last    lastWrites
 	left    leftConfigs
 }
 
-// renderedObject is the rendered MachineConfig to store: the renderer's
-// object, owned by the pool as OpenShift's render controller owns it.
-func renderedObject(res *render.Result, pool *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	js, err := json.Marshal(res.MachineConfig)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", res.Name, err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(js); err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", res.Name, err)
-	}
+// renderedBody is the rendered MachineConfig to store, as JSON: the
+// renderer's object, owned by the pool as OpenShift's render controller owns
+// it. It is encoded once and sent as it is: a full-size config costs a
+// few hundred kilobytes each way, and a worker edit writes one per pool.
+func renderedBody(res *render.Result, pool *unstructured.Unstructured) ([]byte, error) {
 	yes := true
-	u.SetOwnerReferences([]metav1.OwnerReference{{
+	owners, err := json.Marshal([]metav1.OwnerReference{{
 		APIVersion: render.APIVersion, Kind: render.KindMachineConfigPool,
 		Name: pool.GetName(), UID: pool.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes,
 	}})
-	return u, nil
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", res.Name, err)
+	}
+	mc := *res.MachineConfig
+	mc.Metadata.Extra = maps.Clone(mc.Metadata.Extra)
+	if mc.Metadata.Extra == nil {
+		mc.Metadata.Extra = map[string]json.RawMessage{}
+	}
+	mc.Metadata.Extra["ownerReferences"] = owners
+	body, err := mc.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", res.Name, err)
+	}
+	return body, nil
 }
 
 // sameContent is nil when cur holds the spec want does.
@@ -90,56 +105,112 @@ func sameContent(pool string, cur, want *unstructured.Unstructured) error {
 // ensureRendered creates the pool's rendered MachineConfig unless it
 // exists; an existing one must hold the same spec. A stored config found
 // equal is not compared again until it changes: a large one costs a
-// decode of both sides.
-func (w *writer) ensureRendered(ctx context.Context, res *render.Result, pool *unstructured.Unstructured) error {
+// decode of both sides. It returns the stored config's resourceVersion.
+func (w *writer) ensureRendered(ctx context.Context, res *render.Result, pool *unstructured.Unstructured) (string, error) {
 	name := res.Name
 	cur := w.src.MachineConfig(name)
-	if cur != nil && w.wasVerified(name, cur.GetResourceVersion()) {
-		return nil
+	if cur != nil && w.checked.was(name, cur.GetResourceVersion()) {
+		return cur.GetResourceVersion(), nil
 	}
-	obj, err := renderedObject(res, pool)
+	body, err := renderedBody(res, pool)
 	if err != nil {
-		return err
+		return "", err
 	}
-	mcs := w.dyn.Resource(kube.MachineConfigs)
 	if cur == nil {
-		_, err = mcs.Create(ctx, obj, metav1.CreateOptions{DryRun: w.dryRunOpt(), FieldManager: fieldManager})
+		rv, err := w.create(ctx, body)
 		if err == nil {
 			w.m.renders.WithLabelValues(w.dryRunLabel()).Inc()
 			w.book.wrote(res.Pool, "created rendered MachineConfig "+name)
 			w.generated(res, w.baseImage())
-			return nil
+			w.checked.found(name, rv)
+			return rv, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating MachineConfig %s: %w", name, err)
+			return "", fmt.Errorf("creating MachineConfig %s: %w", name, err)
 		}
 		// The cache is behind: another write of ours, or someone else's.
-		if cur, err = mcs.Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return fmt.Errorf("reading MachineConfig %s: %w", name, err)
+		// Ours (the resourceVersion it was created at) needs no compare.
+		m, err := w.meta.Resource(kube.MachineConfigs).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("reading MachineConfig %s: %w", name, err)
+		}
+		if w.checked.was(name, m.GetResourceVersion()) {
+			return m.GetResourceVersion(), nil
+		}
+		if cur, err = w.dyn.Resource(kube.MachineConfigs).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return "", fmt.Errorf("reading MachineConfig %s: %w", name, err)
 		}
 	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(body); err != nil {
+		return "", fmt.Errorf("encoding %s: %w", name, err)
+	}
 	if err := sameContent(res.Pool, cur, obj); err != nil {
-		return err
+		return "", err
 	}
-	w.verified(name, cur.GetResourceVersion())
-	return nil
+	w.checked.found(name, cur.GetResourceVersion())
+	return cur.GetResourceVersion(), nil
 }
 
-// wasVerified says whether the stored config was found equal to its render
-// at this resourceVersion.
-func (w *writer) wasVerified(name, rv string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return rv != "" && w.checked[name] == rv
+// create posts a rendered MachineConfig's JSON and returns its
+// resourceVersion. The API server's answer (the object again) is not
+// decoded beyond that. The renderer writes only the CRD's fields, so the
+// API server is spared looking for unknown ones (fieldValidation=Ignore;
+// its default, Warn, decodes the body a second time, strictly).
+func (w *writer) create(ctx context.Context, body []byte) (string, error) {
+	req := w.raw.Post().Resource(kube.MachineConfigs.Resource).Param("fieldManager", fieldManager).
+		Param("fieldValidation", metav1.FieldValidationIgnore).
+		SetHeader("Content-Type", "application/json").Body(body)
+	if w.dryRun {
+		req = req.Param("dryRun", metav1.DryRunAll)
+	}
+	raw, err := req.Do(ctx).Raw()
+	if err != nil {
+		return "", err
+	}
+	var created struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &created); err != nil {
+		return "", fmt.Errorf("reading the created object: %w", err)
+	}
+	return created.Metadata.ResourceVersion, nil
 }
 
-func (w *writer) verified(name, rv string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.checked == nil || len(w.checked) > maxChecked {
-		w.checked = map[string]string{} // forget the old ones, rather than grow
+// rawClient posts JSON bodies to machineconfiguration.openshift.io/v1.
+func rawClient(rc *rest.Config) (rest.Interface, error) {
+	c := rest.CopyConfig(rc)
+	gv := kube.MachineConfigs.GroupVersion()
+	c.GroupVersion = &gv
+	c.APIPath = "/apis"
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return rest.RESTClientFor(c)
+}
+
+// verifiedConfigs are the rendered configs found equal to their render (or
+// created by this replica), by the resourceVersion they were found at.
+type verifiedConfigs struct {
+	mu sync.Mutex
+	rv map[string]string
+}
+
+// was says whether the stored config was found equal to its render at
+// this resourceVersion.
+func (v *verifiedConfigs) was(name, rv string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return rv != "" && v.rv[name] == rv
+}
+
+func (v *verifiedConfigs) found(name, rv string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.rv == nil || len(v.rv) > maxChecked {
+		v.rv = map[string]string{} // forget the old ones, rather than grow
 	}
-	w.checked[name] = rv
+	v.rv[name] = rv
 }
 
 // maxChecked bounds the verified-config memo.
@@ -170,7 +241,7 @@ func (w *writer) patchPool(ctx context.Context, pool *unstructured.Unstructured,
 	build func(*unstructured.Unstructured) map[string]any, what string) (*unstructured.Unstructured, error) {
 	res := w.dyn.Resource(kube.MachineConfigPools)
 	if pool == nil {
-		pool = w.src.Pool(name)
+		pool = w.last.ahead(w.src.Pool(name))
 	}
 	var subs []string
 	if subresource != "" {
@@ -202,6 +273,7 @@ func (w *writer) patchPool(ctx context.Context, pool *unstructured.Unstructured,
 			if w.dryRun {
 				return pool, nil // got is what would have been
 			}
+			w.last.wrote(pool.GetResourceVersion(), got)
 			return got, nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= maxConflictRetries {
@@ -216,6 +288,44 @@ func (w *writer) patchPool(ctx context.Context, pool *unstructured.Unstructured,
 		}
 	}
 	return nil, nil
+}
+
+// wrotePoolAt is a pool as this replica's last write of it returned it, and
+// the resourceVersion that write replaced.
+type wrotePoolAt struct {
+	from string
+	pool *unstructured.Unstructured
+}
+
+// lastWrites are the pools as this replica's writes returned them.
+type lastWrites struct {
+	mu    sync.Mutex
+	pools map[string]wrotePoolAt
+}
+
+func (l *lastWrites) wrote(from string, got *unstructured.Unstructured) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pools == nil {
+		l.pools = map[string]wrotePoolAt{}
+	}
+	l.pools[got.GetName()] = wrotePoolAt{from: from, pool: got}
+}
+
+// ahead returns the pool as this replica last wrote it while the cache
+// still holds the version that write replaced: under load the watch lags
+// the writes, and a patch built from the cached pool would conflict and
+// cost a read and a second write.
+func (l *lastWrites) ahead(cached *unstructured.Unstructured) *unstructured.Unstructured {
+	if cached == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if last, ok := l.pools[cached.GetName()]; ok && last.from == cached.GetResourceVersion() {
+		return last.pool
+	}
+	return cached
 }
 
 type condition struct{ status, reason, message string }

@@ -83,7 +83,7 @@ func TestMinVersionFeatures(t *testing.T) {
 			var at []string
 			for _, r := range reasons {
 				if r.Version == tc.want {
-					at = append(at, r.Path)
+					at = append(at, r.Path.String())
 				}
 				if r.Version.Less(V3_1) || tc.want.Less(r.Version) {
 					t.Errorf("reason %v has a version outside 3.1.0…%s", r, tc.want)
@@ -108,7 +108,7 @@ func TestMinVersionFeatures(t *testing.T) {
 			}
 			var named []string
 			for _, r := range ce.Reasons {
-				named = append(named, r.Path)
+				named = append(named, r.Path.String())
 				if !lower.Less(r.Version) {
 					t.Errorf("reason %v does not need more than %s", r, lower)
 				}
@@ -163,7 +163,7 @@ func TestCannotExpressListsEveryPath(t *testing.T) {
 		V3_4: {"$.storage.luks.1.clevis.tang.0.advertisement", "$.storage.luks.1.discard"},
 		V3_5: {"$.storage.luks.0.cex.enabled"},
 	}
-	if !slices.IsSortedFunc(reasons, func(a, b Reason) int { return compareStrings(a.Path, b.Path) }) {
+	if !slices.IsSortedFunc(reasons, func(a, b Reason) int { return compareStrings(a.Path.String(), b.Path.String()) }) {
 		t.Errorf("reasons are not sorted by path: %v", reasons)
 	}
 	for _, target := range []Version{V2_2, V3_0, V3_1, V3_2, V3_3, V3_4} {
@@ -174,7 +174,7 @@ func TestCannotExpressListsEveryPath(t *testing.T) {
 		}
 		var got, exp []string
 		for _, r := range ce.Reasons {
-			got = append(got, r.Path)
+			got = append(got, r.Path.String())
 		}
 		for v, paths := range want {
 			if featureLevel(target).Less(v) {
@@ -206,9 +206,9 @@ func TestReasonString(t *testing.T) {
 		r    Reason
 		want string
 	}{
-		{Reason{"$.kernelArguments.shouldExist", "kernel arguments", V3_3}, "$.kernelArguments.shouldExist: kernel arguments need spec 3.3.0"},
-		{Reason{"$.storage.luks.0.discard", "LUKS discard", V3_4}, "$.storage.luks.0.discard: LUKS discard needs spec 3.4.0"},
-		{Reason{"$.ignition.proxy", "HTTP proxy settings", V3_1}, "$.ignition.proxy: HTTP proxy settings need spec 3.1.0"},
+		{Reason{NewPath("kernelArguments", "shouldExist"), "kernel arguments", V3_3}, "$.kernelArguments.shouldExist: kernel arguments need spec 3.3.0"},
+		{Reason{NewPath("storage", "luks", 0, "discard"), "LUKS discard", V3_4}, "$.storage.luks.0.discard: LUKS discard needs spec 3.4.0"},
+		{Reason{NewPath("ignition", "proxy"), "HTTP proxy settings", V3_1}, "$.ignition.proxy: HTTP proxy settings need spec 3.1.0"},
 	} {
 		if got := tc.r.String(); got != tc.want {
 			t.Errorf("String() = %q, want %q", got, tc.want)

@@ -46,7 +46,7 @@ func TestSpec2(t *testing.T) {
 			}
 			var got []string
 			for _, r := range ce.Reasons {
-				got = append(got, r.Path)
+				got = append(got, r.Path.String())
 			}
 			if !slices.Equal(got, tc.blocked) {
 				t.Errorf("CannotExpressError names %q, want %q", got, tc.blocked)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/ignclient"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/internal/testpki"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
@@ -174,18 +175,14 @@ var seeded = map[string]bool{"/etc/passwd": true, "/etc/group": true, "/etc/shad
 func TestServerRestarts(t *testing.T) {
 	c := ignclient.Get(t, "v0.35.0")
 	h, pools := handler(t, kargsPool(t), "")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testkit.FreeAddr(t)
 	ca := testpki.NewCA(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	run := ignclient.Start(ctx, c, "https://"+addr+"/config/worker", ignclient.Options{CA: ca.PEM})
 	time.Sleep(1500 * time.Millisecond) // a few refused connections
-	if ln, err = net.Listen("tcp", addr); err != nil {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
 		t.Fatalf("the port was taken meanwhile: %v", err)
 	}
 	srv := &http.Server{Handler: h, TLSConfig: tlsConf(ca.Serving(t).TLS(t))}

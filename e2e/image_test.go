@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -61,7 +60,7 @@ func TestImage(t *testing.T) {
 		t.Errorf("image size = %d bytes, want (0, 64 MiB]", size)
 	}
 
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	fixtures := filepath.Join(root, "fixtures/cluster")
 	args := append(runtimeArgs(), "run", "-d", "--rm", "--read-only", "--network", "host",
 		"--volume", fixtures+":/etc/mcs/machineconfigs:ro")
@@ -172,16 +171,6 @@ func podmanOut(t *testing.T, podman string, args ...string) string {
 		t.Fatalf("podman %s: %v: %s", strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func waitReady(t *testing.T, url string, limit time.Duration) {

@@ -113,7 +113,7 @@ func (c *comparison) pool(ctx context.Context, name string) *Pool {
 // reasons lists what forces the new spec, marking what the old tree lacked,
 // and the old tree's reasons that are gone.
 func (c *comparison) reasons(p *Pool, o, n *render.Result) {
-	key := func(r render.Reason) string { return r.Path + "\x00" + r.What + "\x00" + r.Version.String() }
+	key := func(r render.Reason) string { return r.Path.String() + "\x00" + r.What + "\x00" + r.Version.String() }
 	had, has := map[string]bool{}, map[string]bool{}
 	if o != nil {
 		for _, r := range o.Reasons {
@@ -140,9 +140,9 @@ func (c *comparison) reasons(p *Pool, o, n *render.Result) {
 
 func (c *comparison) reason(s *sideData, r render.Reason) *Reason {
 	return &Reason{
-		Field: r.Path, What: r.What, Spec: r.Version.String(), Message: r.Reason.String(),
-		MachineConfig: r.MachineConfig, ConfigPath: r.ConfigPath,
-		At: c.at(s, r.MachineConfig, jsonPath(r.ConfigPath)),
+		Field: r.Path.String(), What: r.What, Spec: r.Version.String(), Message: r.Reason.String(),
+		MachineConfig: r.MachineConfig, ConfigPath: r.ConfigPath.String(),
+		At: c.at(s, r.MachineConfig, r.ConfigPath.Parts()),
 	}
 }
 

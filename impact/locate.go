@@ -39,15 +39,7 @@ func (l *locator) lineOf(file, kind, name string, path []string) int {
 	if strings.EqualFold(filepath.Ext(file), ".bu") {
 		path = intake.ButanePath(path)
 	}
-	line, n := obj.Line, obj
-	for _, seg := range path {
-		k, v := intake.Child(n, seg)
-		if v == nil {
-			break
-		}
-		line, n = k.Line, v
-	}
-	return line
+	return intake.Line(obj, path)
 }
 
 // object is the object of kind named name in file (a document, an item of
@@ -112,13 +104,4 @@ func findObject(n *yaml.Node, kind, name string) *yaml.Node {
 		}
 	}
 	return nil
-}
-
-// jsonPath splits "$.spec.config.storage.luks.0" into its parts.
-func jsonPath(p string) []string {
-	p = strings.TrimPrefix(strings.TrimPrefix(p, "$"), ".")
-	if p == "" {
-		return nil
-	}
-	return strings.Split(p, ".")
 }

@@ -48,9 +48,15 @@ func newSigner(now time.Time, validity time.Duration, others ...*x509.Certificat
 		stamp++
 	}
 	tmpl := caTemplate(fmt.Sprintf("%s_%s@%d", mcoNamespace, signerName, stamp), key.Public(), now, now.Add(validity))
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	return issue("signing the CA", tmpl, key, &pair{cert: tmpl, key: key})
+}
+
+// issue signs tmpl, a certificate for key, with by's key (what says what
+// for an error), and returns it with key.
+func issue(what string, tmpl *x509.Certificate, key crypto.Signer, by *pair) (*pair, error) {
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, by.cert, key.Public(), by.key)
 	if err != nil {
-		return nil, fmt.Errorf("signing the CA: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
@@ -84,11 +90,11 @@ func crossSign(signer, old *pair) (*x509.Certificate, error) {
 	}
 	tmpl := caTemplate(signer.cert.Subject.CommonName, signer.key.Public(), signer.cert.NotBefore.Add(time.Minute), notAfter)
 	tmpl.Subject = signer.cert.Subject
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, old.cert, signer.key.Public(), old.key)
+	p, err := issue("cross-signing the new CA with the old one", tmpl, signer.key, old)
 	if err != nil {
-		return nil, fmt.Errorf("cross-signing the new CA with the old one: %w", err)
+		return nil, err
 	}
-	return x509.ParseCertificate(der)
+	return p.cert, nil
 }
 
 // newServing issues the serving certificate for hosts (names and IPs),
@@ -120,15 +126,7 @@ func newServing(signer *pair, hosts []string, now time.Time, validity time.Durat
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer.cert, key.Public(), signer.key)
-	if err != nil {
-		return nil, fmt.Errorf("signing the serving certificate: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &pair{cert: cert, key: key}, nil
+	return issue("signing the serving certificate", tmpl, key, signer)
 }
 
 func serial() *big.Int {

@@ -1,9 +1,6 @@
 // Package render loads MachineConfigs and pools, merges each pool's configs as OpenShift's renderer does, and writes the result at the lowest spec that can express it.
 package render
 
-// API CONTRACT (written first so serve/ and render/ can be built in parallel;
-// the render implementation fills these in and may add fields, not remove them).
-
 import (
 	"encoding/json"
 
@@ -117,7 +114,7 @@ type Reason struct {
 	Line          int    `json:"line,omitempty"` // in Source; 0 when unknown
 	// ConfigPath is where the field sits in that MachineConfig, e.g.
 	// "$.spec.config.storage.luks.0" (Path is its place in the merged config).
-	ConfigPath string `json:"configPath,omitempty"`
+	ConfigPath convert.Path `json:"configPath,omitzero"`
 }
 
 // Provenance records which MachineConfig supplied each part of a render.
@@ -155,11 +152,3 @@ type ControllerConfig struct {
 	Name       string
 	RootCAData []byte // decoded spec.rootCAData
 }
-
-// Set is everything loaded from a source, ready to render.
-//
-//	Load(paths ...string) (*Set, error)        // dirs and files; errors name file, object, JSON path
-//	(s *Set) Render(opts Options) ([]*Result, *Errors)   // every pool, sorted by name
-//	(s *Set) RenderPool(pool string, opts Options) (*Result, error)
-//	(s *Set) PoolNames() []string
-//	(s *Set) ControllerConfig() *ControllerConfig        // nil when the tree has none

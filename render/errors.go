@@ -112,7 +112,7 @@ func (e *specCeilingError) lines() []*Error {
 			File:   r.Source,
 			Line:   r.Line,
 			Object: "MachineConfig/" + r.MachineConfig,
-			Path:   r.ConfigPath,
+			Path:   r.ConfigPath.String(),
 			Message: fmt.Sprintf("%s need%s spec %s, above the ceiling %s of pool %s (rendered path %s)",
 				r.What, text.VerbS(r.What), r.Version, e.Ceiling, e.Pool, r.Path),
 			Err: e,

@@ -101,8 +101,8 @@ func (r Reason) describe() string {
 			where += ":" + strconv.Itoa(r.Line)
 		}
 	}
-	if r.ConfigPath != "" {
-		where += " at " + r.ConfigPath
+	if !r.ConfigPath.IsZero() {
+		where += " at " + r.ConfigPath.String()
 	}
 	return s + " (" + where + ")"
 }

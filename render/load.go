@@ -32,6 +32,8 @@ type Set struct {
 	// defaulted: the tree defines no pool, so the pools are the default
 	// ones its MachineConfigs' roles call for.
 	defaulted bool
+	// merges are the worker configs' merge, shared by the pools rendered.
+	merges mergeCache
 }
 
 // entry is one MachineConfig with its Ignition config parsed once, at load,

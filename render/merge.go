@@ -3,8 +3,8 @@ package render
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/coreos/ignition/v2/config/merge"
 	"github.com/coreos/ignition/v2/config/v3_6/types"
@@ -62,22 +62,18 @@ type mergeStep struct {
 // keeping each step's transcript for provenance. The cached configs are
 // never modified: the merge builds new values, and the fixes below copy
 // before they write.
-func mergeIgnition(order []*entry) *merged {
+//
+// The worker configs, which merge first (mergeOrder), are merged once per
+// set (shared): every custom pool starts from them.
+func mergeIgnition(order []*entry, shared *mergeCache) *merged {
 	m := &merged{order: order, base: -1}
-	for i, e := range order {
-		if e.cfg == nil {
-			continue
-		}
-		if m.base < 0 {
-			m.base, m.cfg = i, *e.cfg
-			continue
-		}
-		child := *e.cfg
-		child.Storage.Files = childCompression(child.Storage.Files)
-		res, tr := merge.MergeStructTranscribe(m.cfg, child)
-		m.cfg = res.(convert.Config)
-		m.steps = append(m.steps, mergeStep{member: i, tr: tr})
+	start := 0
+	if n := workerPrefix(order); n > 1 && shared != nil {
+		p := shared.prefix(order[:n])
+		m.base, m.steps, m.cfg = p.base, slices.Clone(p.steps), p.cfg
+		start = n
 	}
+	m.mergeFrom(start)
 	m.cfg.Ignition.Version = convert.Newest.String()
 
 	// Upstream's two fixes to the merged files. Ignition writes no file that
@@ -97,6 +93,78 @@ func mergeIgnition(order []*entry) *merged {
 	}
 	m.cfg.Storage.Files = files
 	return m
+}
+
+// mergeFrom merges m.order[start:] onto what m holds.
+func (m *merged) mergeFrom(start int) {
+	for i := start; i < len(m.order); i++ {
+		e := m.order[i]
+		if e.cfg == nil {
+			continue
+		}
+		if m.base < 0 {
+			m.base, m.cfg = i, *e.cfg
+			continue
+		}
+		child := *e.cfg
+		child.Storage.Files = childCompression(child.Storage.Files)
+		res, tr := merge.MergeStructTranscribe(m.cfg, child)
+		m.cfg = res.(convert.Config)
+		m.steps = append(m.steps, mergeStep{member: i, tr: tr})
+	}
+}
+
+// workerPrefix is how many configs at the head of a merge order have role
+// worker.
+func workerPrefix(order []*entry) int {
+	n := 0
+	for n < len(order) && order[n].mc.Metadata.Labels[roleLabel] == "worker" {
+		n++
+	}
+	return n
+}
+
+// mergeCache shares the merge of the worker configs between the pools of a
+// set, by the content keys of the configs merged: a worker edit in a
+// cluster of a hundred custom pools merges the worker configs once, not a
+// hundred times. The merged values are never modified (see mergeIgnition).
+type mergeCache struct {
+	mu sync.Mutex
+	by map[Key]*mergedPrefix
+}
+
+type mergedPrefix struct {
+	once  sync.Once
+	base  int
+	steps []mergeStep
+	cfg   convert.Config
+}
+
+// prefix returns the merge of order (the head of a pool's merge order),
+// merging it on first use.
+func (c *mergeCache) prefix(order []*entry) *mergedPrefix {
+	k := newKeyer()
+	for _, e := range order {
+		sum := e.key()
+		k.bytes(sum[:])
+	}
+	key := k.sum()
+	c.mu.Lock()
+	p := c.by[key]
+	if p == nil {
+		if c.by == nil {
+			c.by = map[Key]*mergedPrefix{}
+		}
+		p = &mergedPrefix{}
+		c.by[key] = p
+	}
+	c.mu.Unlock()
+	p.once.Do(func() {
+		m := &merged{order: order, base: -1}
+		m.mergeFrom(0)
+		p.base, p.steps, p.cfg = m.base, m.steps, m.cfg
+	})
+	return p
 }
 
 // writtenModes are the special bits of directory modes that the merged
@@ -201,35 +269,6 @@ func pathEqual(a, b []any) bool {
 		}
 	}
 	return true
-}
-
-// parsePath reads "$.storage.files.3.mode" as ["storage" "files" 3 "mode"],
-// the form Ignition's transcripts use.
-func parsePath(s string) []any {
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "$"), ".")
-	if s == "" {
-		return nil
-	}
-	parts := strings.Split(s, ".")
-	out := make([]any, len(parts))
-	for i, x := range parts {
-		if n, err := strconv.Atoi(x); err == nil {
-			out[i] = n
-		} else {
-			out[i] = x
-		}
-	}
-	return out
-}
-
-func pathString(p []any) string {
-	var b strings.Builder
-	b.WriteString("$")
-	for _, x := range p {
-		b.WriteByte('.')
-		fmt.Fprint(&b, x)
-	}
-	return b.String()
 }
 
 // provenance says which MachineConfig supplied each file, directory, link,

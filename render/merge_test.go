@@ -3,7 +3,6 @@ package render
 import (
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -228,7 +227,7 @@ func TestReasonAttribution(t *testing.T) {
 	r := mustRender(t, s, "worker", Options{})
 	got := map[string]string{}
 	for _, rs := range r.Reasons {
-		got[rs.Path] = rs.MachineConfig + " " + rs.ConfigPath + " " + rs.Source
+		got[rs.Path.String()] = rs.MachineConfig + " " + rs.ConfigPath.String() + " " + rs.Source
 	}
 	want := map[string]string{
 		"$.storage.files.1.contents.verification.hash": "20-b $.spec.config.storage.files.1.contents.verification.hash in/01.yaml",
@@ -290,25 +289,6 @@ func snapshot(t *testing.T, s *Set) string {
 		}
 	}
 	return b.String()
-}
-
-func TestParsePath(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []any
-	}{
-		{"$", nil},
-		{"$.storage.files.3.mode", []any{"storage", "files", 3, "mode"}},
-		{"$.kernelArguments.shouldExist", []any{"kernelArguments", "shouldExist"}},
-	} {
-		got := parsePath(tc.in)
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("parsePath(%q) = %v, want %v", tc.in, got, tc.want)
-		}
-		if tc.in != "$" && pathString(got) != tc.in {
-			t.Errorf("pathString(%v) = %q", got, pathString(got))
-		}
-	}
 }
 
 var _ = errors.New

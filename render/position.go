@@ -2,11 +2,11 @@ package render
 
 import (
 	"strconv"
-	"strings"
 	"sync"
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/intake"
 )
 
@@ -29,7 +29,7 @@ func newDocRef(doc []byte, first int, at string, butane bool) *docRef {
 			return nil
 		}
 		root := n.Content[0]
-		for _, seg := range splitPath(at) {
+		for _, seg := range convert.ParsePath(at).Parts() {
 			if _, root = intake.Child(root, seg); root == nil {
 				return nil
 			}
@@ -47,10 +47,13 @@ func shift(n *yaml.Node, d int) {
 	}
 }
 
-// line returns the line of the value at JSON path p ("$.spec.config.storage
-// .files.0.path") in the file: the deepest part of the path the text holds,
+// line is lineAt for a path written as text, as an Error's is.
+func (d *docRef) line(p string) int { return d.lineAt(convert.ParsePath(p)) }
+
+// lineAt returns the line of the value at p ($.spec.config.storage.files.0
+// .path, say) in the file: the deepest part of the path the text holds,
 // else the object's first line; 0 when unknown.
-func (d *docRef) line(p string) int {
+func (d *docRef) lineAt(p convert.Path) int {
 	if d == nil {
 		return 0
 	}
@@ -58,28 +61,11 @@ func (d *docRef) line(p string) int {
 	if n == nil {
 		return 0
 	}
-	segs := splitPath(p)
+	segs := p.Parts()
 	if d.butane {
 		segs = intake.ButanePath(segs)
 	}
-	line := n.Line
-	for _, seg := range segs {
-		k, v := intake.Child(n, seg)
-		if v == nil {
-			break
-		}
-		line, n = k.Line, v
-	}
-	return line
-}
-
-// splitPath splits "$.spec.config.storage.files.0" into its parts.
-func splitPath(p string) []string {
-	p = strings.TrimPrefix(strings.TrimPrefix(p, "$"), ".")
-	if p == "" {
-		return nil
-	}
-	return strings.Split(p, ".")
+	return intake.Line(n, segs)
 }
 
 // locate gives every problem in list about the object at d, without a

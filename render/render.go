@@ -129,7 +129,7 @@ func (r *renderer) run() *Result {
 	if len(r.errs.List) > 0 || order == nil {
 		return nil
 	}
-	m := mergeIgnition(order)
+	m := mergeIgnition(order, &r.set.merges)
 	spec := r.mergeSpec(order)
 	if len(r.errs.List) > 0 {
 		return nil
@@ -314,8 +314,9 @@ func (r *renderer) validateMerged(m *merged) []*Error {
 		x := &Error{Message: fmt.Sprintf("%s (in the merged config of pool %s, at %s)", e.Message, r.pool.Metadata.Name, e.Context.String()), Err: ErrInvalid}
 		if member >= 0 && member < len(m.order) {
 			e := m.order[member]
-			x.File, x.Object, x.Path = e.mc.Source, KindMachineConfig+"/"+e.mc.Metadata.Name, configPath(pathString(q))
-			x.Line = e.doc.line(x.Path)
+			at := inConfig(q)
+			x.File, x.Object, x.Path = e.mc.Source, KindMachineConfig+"/"+e.mc.Metadata.Name, at.String()
+			x.Line = e.doc.lineAt(at)
 		} else {
 			x.File, x.Object, x.Path = r.pool.Source, KindMachineConfigPool+"/"+r.pool.Metadata.Name, "$"
 		}
@@ -330,11 +331,11 @@ func (r *renderer) attribute(m *merged, reasons []convert.Reason) []Reason {
 	out := make([]Reason, len(reasons))
 	for i, rs := range reasons {
 		out[i] = Reason{Reason: rs}
-		member, q := m.origin(parsePath(rs.Path))
+		member, q := m.origin(rs.Path.Path)
 		if member >= 0 && member < len(m.order) {
 			e := m.order[member]
-			out[i].MachineConfig, out[i].Source, out[i].ConfigPath = e.mc.Metadata.Name, e.mc.Source, configPath(pathString(q))
-			out[i].Line = e.doc.line(out[i].ConfigPath)
+			out[i].MachineConfig, out[i].Source, out[i].ConfigPath = e.mc.Metadata.Name, e.mc.Source, inConfig(q)
+			out[i].Line = e.doc.lineAt(out[i].ConfigPath)
 		}
 	}
 	return out

@@ -36,7 +36,7 @@ func FromRendered(pool string, mc *MachineConfig, sources []string, opts Options
 	attribute := func(rs []convert.Reason) []Reason {
 		out := make([]Reason, len(rs))
 		for i, r := range rs {
-			out[i] = Reason{Reason: r, MachineConfig: mc.Metadata.Name, Source: mc.Source, ConfigPath: configPath(r.Path)}
+			out[i] = Reason{Reason: r, MachineConfig: mc.Metadata.Name, Source: mc.Source, ConfigPath: inConfig(r.Path.Path)}
 		}
 		return out
 	}

@@ -153,7 +153,7 @@ func TestDirectorySpecialBitsSpec(t *testing.T) {
 			if r.Spec != tc.spec || r.MinSpec != tc.min || !strings.Contains(string(r.MachineConfig.Spec.Config), tc.mode) {
 				t.Errorf("spec %s (min %s): %s; want %s (min %s) with %s", r.Spec, r.MinSpec, r.MachineConfig.Spec.Config, tc.spec, tc.min, tc.mode)
 			}
-			if (tc.reasonAt == "") != (len(r.Reasons) == 0) || tc.reasonAt != "" && r.Reasons[0].Path != tc.reasonAt {
+			if (tc.reasonAt == "") != (len(r.Reasons) == 0) || tc.reasonAt != "" && r.Reasons[0].Path.String() != tc.reasonAt {
 				t.Errorf("reasons %+v, want one at %q", r.Reasons, tc.reasonAt)
 			}
 		})

@@ -143,8 +143,11 @@ func configErrors(err error) []convert.Problem {
 	return []convert.Problem{{Path: "$.spec.config", Message: err.Error()}}
 }
 
-// configPath turns a path inside an Ignition config into one inside the
-// MachineConfig holding it.
+// inConfig is p, a path in a MachineConfig's Ignition config, as a path in
+// the MachineConfig.
+func inConfig(p []any) convert.Path { return convert.NewPath("spec", "config").Append(p...) }
+
+// configPath is inConfig for a problem's path, which is text.
 func configPath(p string) string {
 	if p == "" || p == "$" {
 		return "$.spec.config"

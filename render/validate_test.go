@@ -126,7 +126,7 @@ func TestSpecChoice(t *testing.T) {
 				t.Fatalf("ceiling error %+v", ce)
 			}
 			r0 := ce.Reasons[0]
-			if r0.MachineConfig != "50-luks" || r0.ConfigPath != "$.spec.config.storage.luks.0" || r0.Version != convert.V3_2 || r0.Source == "" {
+			if r0.MachineConfig != "50-luks" || r0.ConfigPath.String() != "$.spec.config.storage.luks.0" || r0.Version != convert.V3_2 || r0.Source == "" {
 				t.Errorf("reason %+v", r0)
 			}
 			var es *Errors

@@ -64,7 +64,7 @@ func TestPrettyCached(t *testing.T) {
 		t.Errorf("pretty ETag %s, plain %s", a.Header().Get("Etag"), plain.Header().Get("Etag"))
 	}
 	resp := s.Snapshot().pools["worker"].response(convert.V3_4)
-	if kept := resp.prettyBody; kept == nil || resp.pretty().prettyBody != kept {
+	if kept := resp.indented.form; kept == nil || resp.pretty() != kept {
 		t.Error("the indented body is not kept")
 	}
 }

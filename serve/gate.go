@@ -57,8 +57,8 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want,
 	info := infoOf(r)
 	info.spec, info.decision = stubSpec.String(), "stub:"+d.ID
 	w.Header()["X-Mcs-Skew"] = []string{d.Reason + "; id=" + d.ID}
-	writeBody(w, r, []string{ignitionType + ";version=" + stubSpec.String()}, []string{`"` + d.ID + "-" + stubSpec.String() + `"`},
-		[]string{strconv.Itoa(len(body))}, bytesBody(body), nil)
+	writeBody(w, r, []string{ignitionType + ";version=" + stubSpec.String()},
+		&form{body: bytesBody(body), etag: []string{`"` + d.ID + "-" + stubSpec.String() + `"`}, length: []string{strconv.Itoa(len(body))}})
 	return true
 }
 

@@ -194,16 +194,14 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	info.spec = resp.versionLabel
 	if pretty := q.Get("pretty"); pretty != "" && pretty != "0" {
-		pr := resp.pretty()
-		writeBody(w, r, resp.contentType, pr.prettyETag, pr.prettyLength, pr.prettyBody, nil)
+		writeBody(w, r, resp.contentType, resp.pretty())
 		return
 	}
-	body, etag, length, enc := resp.body, resp.etag, resp.contentLength, []string(nil)
+	f := &resp.form
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		gz := resp.gzipped()
-		body, etag, length, enc = gz.gzBody, gz.gzETag, gz.gzLength, gzipEncoding
+		f = resp.gzipped()
 	}
-	if n := writeBody(w, r, resp.contentType, etag, length, body, enc); n > 0 {
+	if n := writeBody(w, r, resp.contentType, f); n > 0 {
 		s.counters.bytes(p.name, resp.versionLabel).Add(float64(n))
 		s.rec.recordFetch(p, client.label, r)
 	}
@@ -275,27 +273,27 @@ var (
 	noCache      = []string{"no-cache"}
 )
 
-// writeBody writes a body with its validators, answering If-None-Match with
-// 304 and HEAD without a body. It returns the body bytes written.
-func writeBody(w http.ResponseWriter, r *http.Request, contentType, etag, length []string, body *body, encoding []string) int {
+// writeBody writes f with its validators, answering If-None-Match with 304
+// and HEAD without a body. It returns the body bytes written.
+func writeBody(w http.ResponseWriter, r *http.Request, contentType []string, f *form) int {
 	h := w.Header()
 	h["Content-Type"] = contentType
-	h["Etag"] = etag
+	h["Etag"] = f.etag
 	h["Vary"] = varyHeader
 	h["Cache-Control"] = noCache
-	if encoding != nil {
-		h["Content-Encoding"] = encoding
+	if f.encoding != nil {
+		h["Content-Encoding"] = f.encoding
 	}
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, etag[0]) {
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, f.etag[0]) {
 		w.WriteHeader(http.StatusNotModified)
 		return 0
 	}
-	h["Content-Length"] = length
+	h["Content-Length"] = f.length
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return 0
 	}
-	return body.writeTo(w)
+	return f.body.writeTo(w)
 }
 
 func etagMatch(header, etag string) bool {

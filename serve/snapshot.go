@@ -80,57 +80,73 @@ type pool struct {
 // response is a served body with every header precomputed, as the header
 // map's value slices, so the request path allocates none of them.
 type response struct {
-	version       convert.Version
-	versionLabel  string
-	contentType   []string
-	body          *body
-	etag          []string
-	contentLength []string
-
-	// The gzip form is made on first use: Ignition asks for identity, so most
-	// snapshots never need it, and compressing every version of every pool
-	// would triple the render time.
-	gzOnce   sync.Once
-	gzBody   *body
-	gzETag   []string
-	gzLength []string
-
-	// The indented form (?pretty=1) likewise, once: indenting on every
-	// request cost 25 times a plain one's CPU, which anyone could multiply.
-	prettyOnce   sync.Once
-	prettyBody   *body
-	prettyETag   []string
-	prettyLength []string
+	version      convert.Version
+	versionLabel string
+	contentType  []string
+	form                  // the body as encoded
+	gz           lazyForm // gzipped, made on first use (see gzipped)
+	indented     lazyForm // indented (?pretty=1), made on first use
 }
 
-func (r *response) gzipped() *response {
-	r.gzOnce.Do(func() {
+// form is one form of a response's body with the header values that go
+// with it.
+type form struct {
+	body     *body
+	etag     []string
+	length   []string // Content-Length
+	encoding []string // Content-Encoding; nil for identity
+}
+
+// lazyForm is a form made once, on first use.
+type lazyForm struct {
+	once sync.Once
+	form *form
+}
+
+// variant is b, another form of r's body, with its length and an ETag of
+// its own: r's with suffix.
+func (r *response) variant(b []byte, suffix string, encoding []string) *form {
+	return &form{body: bytesBody(b), etag: []string{strings.TrimSuffix(r.etag[0], `"`) + suffix + `"`},
+		length: []string{strconv.Itoa(len(b))}, encoding: encoding}
+}
+
+// gzipped is the gzip form, made on first use: Ignition asks for identity,
+// so most snapshots never need it, and compressing every version of every
+// pool would triple the render time. Should compression fail, the body is
+// served as encoded: what the client asked for is the content, not gzip.
+func (r *response) gzipped() *form {
+	r.gz.once.Do(func() {
 		var gz bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+		zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression)
 		for _, p := range r.body.pieces { // the compressor buffers them
-			zw.Write(p)
+			if err == nil {
+				_, err = zw.Write(p)
+			}
 		}
-		zw.Close()
-		r.gzBody = bytesBody(gz.Bytes())
-		r.gzETag = []string{strings.TrimSuffix(r.etag[0], `"`) + `-gz"`}
-		r.gzLength = []string{strconv.Itoa(gz.Len())}
+		if err == nil {
+			err = zw.Close()
+		}
+		r.gz.form = &r.form
+		if err == nil {
+			r.gz.form = r.variant(gz.Bytes(), "-gz", gzipEncoding)
+		}
 	})
-	return r
+	return r.gz.form
 }
 
-func (r *response) pretty() *response {
-	r.prettyOnce.Do(func() {
+// pretty is the indented form (?pretty=1), made once: indenting on every
+// request cost 25 times a plain one's CPU, which anyone could multiply.
+func (r *response) pretty() *form {
+	r.indented.once.Do(func() {
 		var buf bytes.Buffer
 		if err := json.Indent(&buf, r.body.bytes(), "", "  "); err != nil {
 			buf.Reset() // not JSON (no encoder writes that): served as it is
 			r.body.writeTo(&buf)
 		}
 		buf.WriteByte('\n')
-		r.prettyBody = bytesBody(buf.Bytes())
-		r.prettyETag = []string{strings.TrimSuffix(r.etag[0], `"`) + `-pretty"`}
-		r.prettyLength = []string{strconv.Itoa(buf.Len())}
+		r.indented.form = r.variant(buf.Bytes(), "-pretty", nil)
 	})
-	return r
+	return r.indented.form
 }
 
 // pathEncapsulated is where OpenShift's server puts the encapsulated
@@ -207,12 +223,10 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf render.NodeFi
 func newResponse(v convert.Version, b *body, sum [sha256.Size]byte) *response {
 	tag := hex.EncodeToString(sum[:16])
 	return &response{
-		version:       v,
-		versionLabel:  v.String(),
-		contentType:   []string{ignitionType + ";version=" + v.String()},
-		body:          b,
-		etag:          []string{`"` + tag + `"`},
-		contentLength: []string{strconv.Itoa(b.size)},
+		version:      v,
+		versionLabel: v.String(),
+		contentType:  []string{ignitionType + ";version=" + v.String()},
+		form:         form{body: b, etag: []string{`"` + tag + `"`}, length: []string{strconv.Itoa(b.size)}},
 	}
 }
 

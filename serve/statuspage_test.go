@@ -162,7 +162,7 @@ func checkStatusDOM(t *testing.T, s *Server, doc *html.Node) {
 	}
 	worker := byID(t, doc, "pool-worker")
 	for _, r := range poolStatus(t, st, "worker").Reasons {
-		want := []string{r.Path, r.What, r.Version.String(), r.MachineConfig, r.ConfigPath}
+		want := []string{r.Path.String(), r.What, r.Version.String(), r.MachineConfig, r.ConfigPath.String()}
 		if !hasRow(worker, want) {
 			t.Errorf("pool worker has no row %q", want)
 		}

@@ -39,16 +39,23 @@ func issue(t *testing.T, cn string, notAfter time.Time, ca bool, pub *ecdsa.Priv
 	return &testCert{cert: c, key: key}
 }
 
+// crossChain is a rotation's serving chain: leaf "mcs" (2 h from now),
+// issued by CA b (3 h), served with b cross-signed by the older CA a (1 h).
+func crossChain(t *testing.T, now time.Time, aName, bName string) (a, leaf *testCert, c *tls.Certificate) {
+	t.Helper()
+	a = issue(t, aName, now.Add(time.Hour), true, nil, nil)
+	b := issue(t, bName, now.Add(3*time.Hour), true, nil, nil)
+	bByA := issue(t, bName, a.cert.NotAfter, true, b.key, a)
+	leaf = issue(t, "mcs", now.Add(2*time.Hour), false, nil, b)
+	return a, leaf, &tls.Certificate{Certificate: [][]byte{leaf.cert.Raw, bByA.cert.Raw}}
+}
+
 // /status's tls section: the issuer until the certificate expires, an
 // older CA through its cross-signature until that expires, and an expired
 // one marked.
 func TestTLSStatus(t *testing.T) {
 	now := time.Now()
-	a := issue(t, "A", now.Add(time.Hour), true, nil, nil)
-	b := issue(t, "B", now.Add(3*time.Hour), true, nil, nil)
-	bByA := issue(t, "B", a.cert.NotAfter, true, b.key, a)
-	leaf := issue(t, "mcs", now.Add(2*time.Hour), false, nil, b)
-	c := &tls.Certificate{Certificate: [][]byte{leaf.cert.Raw, bByA.cert.Raw}}
+	a, leaf, c := crossChain(t, now, "A", "B")
 	st := tlsStatus(now, c, nil)
 	if st.Subject != "mcs" || len(st.Trust) != 2 {
 		t.Fatalf("%+v", st)
@@ -67,12 +74,7 @@ func TestTLSStatus(t *testing.T) {
 // The status page shows the served certificate and until when each CA's
 // pointer configs boot nodes.
 func TestStatusPageTLS(t *testing.T) {
-	now := time.Now()
-	a := issue(t, "CA-A", now.Add(time.Hour), true, nil, nil)
-	b := issue(t, "CA-B", now.Add(3*time.Hour), true, nil, nil)
-	bByA := issue(t, "CA-B", a.cert.NotAfter, true, b.key, a)
-	leaf := issue(t, "mcs", now.Add(2*time.Hour), false, nil, b)
-	c := &tls.Certificate{Certificate: [][]byte{leaf.cert.Raw, bByA.cert.Raw}}
+	_, _, c := crossChain(t, time.Now(), "CA-A", "CA-B")
 	s := newTestServer(t, Config{ServingCert: func() (*tls.Certificate, error) { return c, nil }}, result(t, "worker", plainIgn))
 	w := get(t, s, "GET", "/status?format=html")
 	for _, want := range []string{"Serving certificate", "CA-A", "cross-signature of CA-B", "(in 59m"} {

@@ -77,7 +77,7 @@ func mustPolicy(t *testing.T, doc string) *Policy {
 func TestDecide(t *testing.T) {
 	servable := Request{Pool: "worker", UserAgent: "Ignition/v2.27.0", ClientSpec: convert.V3_6, Servable: true}
 	unreadable := Request{Pool: "worker", UserAgent: "Ignition/v2.9.0", ClientSpec: convert.V3_2, NeededSpec: convert.V3_4,
-		Fields: []convert.Reason{{Path: "$.storage.luks.0.discard", What: "LUKS discard", Version: convert.V3_4}}}
+		Fields: []convert.Reason{{Path: convert.NewPath("storage", "luks", 0, "discard"), What: "LUKS discard", Version: convert.V3_4}}}
 	oldClient := servable
 	oldClient.UserAgent, oldClient.ClientSpec = "Ignition/v2.14.0", convert.V3_3
 	cases := []struct {

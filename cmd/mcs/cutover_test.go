@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +26,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/internal/testpki"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -43,7 +41,7 @@ type cluster struct {
 	apiCA     []byte                    // kubeconfig-data's ca-bundle.crt
 	token     string                    // the node-bootstrapper token
 	image     string                    // the worker pool's layered image
-	port      int                       // 22623's stand-in, named in the pointer configs
+	addr      string                    // 22623's stand-in, named in the pointer configs
 	certDir   string                    // machine-config-server-tls as the DaemonSet mounts it
 	tokenDir  string                    // node-bootstrapper-token as the DaemonSet mounts it
 	mcsConfig string                    // kubeconfig of mcs's ServiceAccount (deploy/openshift)
@@ -68,7 +66,7 @@ func TestCutoverRehearsal(t *testing.T) {
 	c := newCluster(t)
 	args := append(daemonSetArgs(t, "--apiserver-url="+c.cp.Admin.Host),
 		"--kubeconfig", c.mcsConfig, "--cert", filepath.Join(c.certDir, "tls.crt"), "--key", filepath.Join(c.certDir, "tls.key"),
-		"--bootstrap-token-dir", c.tokenDir, "--listen-tls", "127.0.0.1:"+strconv.Itoa(c.port), "--listen-plain", "127.0.0.1:0",
+		"--bootstrap-token-dir", c.tokenDir, "--listen-tls", c.addr, "--listen-plain", "127.0.0.1:0",
 		"--debounce", "20ms", "--poll", "100ms")
 	in := startSubcommand(t, true, args...)
 	waitFor(t, "both pools served", func() bool {
@@ -149,7 +147,7 @@ const (
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	cp := kubetest.New(t, true)
-	c := &cluster{cp: cp, rootCA: testpki.NewCA(t), apiCA: testpki.NewCA(t).PEM, image: layeredImage, port: freePort(t)}
+	c := &cluster{cp: cp, rootCA: testpki.NewCA(t), apiCA: testpki.NewCA(t).PEM, image: layeredImage, addr: testkit.FreeAddr(t)}
 	for _, ns := range []string{mcoNS, machineAPI, "openshift-image-registry"} {
 		cp.Apply(t, object(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
 	}
@@ -229,7 +227,7 @@ func (c *cluster) applySecrets(t *testing.T) {
 	c.cp.Apply(t, kubeconfigData(c.apiCA))
 	pointer, _ := json.Marshal(map[string]any{"ignition": map[string]any{
 		"version": "3.2.0",
-		"config":  map[string]any{"merge": []any{map[string]any{"source": fmt.Sprintf("https://127.0.0.1:%d/config/worker", c.port)}}},
+		"config":  map[string]any{"merge": []any{map[string]any{"source": "https://" + c.addr + "/config/worker"}}},
 		"security": map[string]any{"tls": map[string]any{"certificateAuthorities": []any{
 			map[string]any{"source": "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString(c.rootCA.PEM)}}}},
 	}})
@@ -447,17 +445,6 @@ func writeKubeconfig(t *testing.T, rc *rest.Config) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// freePort is a loopback port free now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // dump writes, for a comparison with OpenShift's own server code (see

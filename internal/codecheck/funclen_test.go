@@ -41,12 +41,22 @@ func TestFunctionLengthFinds(t *testing.T) {
 }
 
 // longFunctions lists "file:line: name is N lines" for every function
-// declared in a Go file under root (testdata and hidden folders aside)
-// longer than maxLines.
+// declared in a Go file under root longer than maxLines.
 func longFunctions(root string) ([]string, error) {
 	fset := token.NewFileSet()
 	var out []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := goFiles(root, func(p string) error {
+		long, err := longIn(fset, p, nil)
+		out = append(out, long...)
+		return err
+	})
+	return out, err
+}
+
+// goFiles calls f with every Go file under root, tests included, testdata
+// and hidden folders aside, until f fails.
+func goFiles(root string, f func(path string) error) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -56,11 +66,8 @@ func longFunctions(root string) ([]string, error) {
 		if d.IsDir() || !strings.HasSuffix(p, ".go") {
 			return nil
 		}
-		long, err := longIn(fset, p, nil)
-		out = append(out, long...)
-		return err
+		return f(p)
 	})
-	return out, err
 }
 
 func longIn(fset *token.FileSet, name string, src any) ([]string, error) {

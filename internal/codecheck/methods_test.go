@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -53,19 +52,12 @@ func TestMethodsPerTypeFinds(t *testing.T) {
 }
 
 // methodCounts counts the methods declared in non-test Go files under
-// root (testdata and hidden folders aside) by "dir.Type", dir relative to
-// root.
+// root (see goFiles) by "dir.Type", dir relative to root.
 func methodCounts(root string) (map[string]int, error) {
 	fset := token.NewFileSet()
 	counts := map[string]int{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && p != root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+	err := goFiles(root, func(p string) error {
+		if strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
 		dir, err := filepath.Rel(root, filepath.Dir(p))

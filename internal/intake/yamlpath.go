@@ -27,6 +27,20 @@ func ButanePath(path []string) []string {
 	return nil
 }
 
+// Line is the line of the value at path under n, each segment as Child
+// reads it: of the deepest part of path present, else n's own line.
+func Line(n *yaml.Node, path []string) int {
+	line := n.Line
+	for _, seg := range path {
+		k, v := Child(n, seg)
+		if v == nil {
+			break
+		}
+		line, n = k.Line, v
+	}
+	return line
+}
+
 // Child is the key and value seg names in a mapping, or the item it names
 // in a list (returned as both): an index, "?field=value" for the item whose
 // field is value, or "~value" for the item value. Nil when absent.

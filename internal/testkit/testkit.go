@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,6 +40,18 @@ func check[In, Out comparable](name string, f func(In) Out, in In, want Out) str
 		return fmt.Sprintf("%s(%#v) = %#v, want %#v", name, in, got, want)
 	}
 	return ""
+}
+
+// FreeAddr is a loopback address ("127.0.0.1:PORT") whose port is free
+// now, for a server a test starts (or a client points at) later.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // Every calls f(1), f(2), … in a goroutine, one call each interval, until

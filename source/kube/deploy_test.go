@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ignition-mcs/mcs/internal/kubetest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 )
 
 var deployDir = filepath.Join("..", "..", "deploy")
@@ -56,38 +56,7 @@ func str(t *testing.T, u *unstructured.Unstructured, path ...string) string {
 	return yamlString(v)
 }
 
-func yamlString(v any) string {
-	b, _ := yaml.Marshal(v)
-	return strings.TrimSpace(string(b))
-}
-
-type rbacRule struct{ Groups, Resources, Names, Verbs []string }
-
-// rbacRules reads a role's rules, each list sorted.
-func rbacRules(t *testing.T, role *unstructured.Unstructured) []rbacRule {
-	t.Helper()
-	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-	var got []rbacRule
-	for _, r := range rules {
-		m := r.(map[string]any)
-		list := func(k string) []string {
-			var out []string
-			l, _ := m[k].([]any)
-			for _, v := range l {
-				out = append(out, v.(string))
-			}
-			slices.Sort(out)
-			return out
-		}
-		for k := range m {
-			if k != "apiGroups" && k != "resources" && k != "resourceNames" && k != "verbs" {
-				t.Errorf("rule has %s", k)
-			}
-		}
-		got = append(got, rbacRule{list("apiGroups"), list("resources"), list("resourceNames"), list("verbs")})
-	}
-	return got
-}
+var yamlString = kubetest.YAML
 
 // The ClusterRole grants get, list and watch on exactly what the source
 // reads, and the Role in the default namespace create and patch on Events,
@@ -100,13 +69,13 @@ func TestDeployRBACIsMinimal(t *testing.T) {
 	if role == nil {
 		t.Fatal("no ClusterRole mcs-reader")
 	}
-	got := rbacRules(t, role)
+	got := kubetest.Rules(t, role)
 	resources := []string{MachineConfigs.Resource, MachineConfigPools.Resource, ControllerConfigs.Resource}
 	slices.Sort(resources)
 	read := []string{"get", "list", "watch"}
-	want := []rbacRule{
-		{[]string{Group}, resources, nil, read},
-		{[]string{MachineConfigurations.Group}, []string{MachineConfigurations.Resource}, []string{clusterMachineConfiguration}, read},
+	want := []kubetest.Rule{
+		{Groups: []string{Group}, Resources: resources, Verbs: read},
+		{Groups: []string{MachineConfigurations.Group}, Resources: []string{MachineConfigurations.Resource}, Verbs: read, Names: []string{clusterMachineConfiguration}},
 	}
 	if yamlString(got) != yamlString(want) {
 		t.Errorf("rules\n%s\nwant\n%s", yamlString(got), yamlString(want))
@@ -118,8 +87,8 @@ func TestDeployRBACIsMinimal(t *testing.T) {
 	if events.GetNamespace() != metav1.NamespaceDefault {
 		t.Errorf("Role mcs-events in namespace %q: a MachineConfigPool's Events are in %q", events.GetNamespace(), metav1.NamespaceDefault)
 	}
-	wantEvents := []rbacRule{{[]string{Events.Group}, []string{Events.Resource}, nil, []string{"create", "patch"}}}
-	if got := rbacRules(t, events); yamlString(got) != yamlString(wantEvents) {
+	wantEvents := []kubetest.Rule{{Groups: []string{Events.Group}, Resources: []string{Events.Resource}, Verbs: []string{"create", "patch"}}}
+	if got := kubetest.Rules(t, events); yamlString(got) != yamlString(wantEvents) {
 		t.Errorf("Role mcs-events rules\n%s\nwant\n%s", yamlString(got), yamlString(wantEvents))
 	}
 	checkBinding(t, objs, "RoleBinding/mcs-events", events)

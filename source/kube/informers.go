@@ -90,7 +90,7 @@ type read struct {
 
 // reads are the resources the configuration and the API server call for.
 func (s *Source) reads(served served) []read {
-	r := []read{{MachineConfigs, "", resourceVersion, &s.mcs}, {MachineConfigPools, "", s.poolKey, &s.pools}}
+	r := []read{{MachineConfigs, "", machineConfigKey(s.cfg.Mode), &s.mcs}, {MachineConfigPools, "", s.poolKey, &s.pools}}
 	if served.controllerConfigs {
 		r = append(r, read{ControllerConfigs, "", controllerConfigKey, &s.ccs})
 	}

@@ -282,6 +282,13 @@ func TestPoolMode(t *testing.T) {
 	next := mcObject(t, "rendered-worker-cluster2", "", "next")
 	next.SetLabels(nil)
 	cp.apply(t, next)
+	// The machines' count first, then the target: an apply writes the spec,
+	// then the status subresource, so the other order gives the source a
+	// moment with the new target and the old count of updated machines, in
+	// which it rightly serves the new target (upstream's rule); a render of
+	// that moment, served late, then satisfied "the new target served"
+	// below before the render it was waiting for (TestPoolMode's flake).
+	cp.apply(t, withConfiguration(t, cp, "worker", names["worker"], names["worker"], 0))
 	cp.apply(t, withConfiguration(t, cp, "worker", "rendered-worker-cluster2", names["worker"], 0))
 	// Once the source's caches hold both changes, what it renders is what
 	// the next render serves: still the old config.

@@ -19,7 +19,12 @@ func (s *Source) handler(gvr schema.GroupVersionResource, key func(*unstructured
 		s.signal()
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { changed() },
+		AddFunc: func(obj any) {
+			if u, ok := obj.(*unstructured.Unstructured); ok && key(u) == unread {
+				return
+			}
+			changed()
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*unstructured.Unstructured)
 			n, ok2 := newObj.(*unstructured.Unstructured)
@@ -32,7 +37,22 @@ func (s *Source) handler(gvr schema.GroupVersionResource, key func(*unstructured
 	}
 }
 
-func resourceVersion(u *unstructured.Unstructured) string { return u.GetResourceVersion() }
+// unread is the key of an object nothing served is read from: its
+// creation and changes signal nothing (its deletion still does).
+const unread = "\x00unread"
+
+// machineConfigKey: in self mode a rendered config is an output, never
+// read by a render (isRendered), and a worker edit creates one per pool;
+// only its deletion signals, for the controller, which writes it again if
+// a pool names it.
+func machineConfigKey(mode Mode) func(*unstructured.Unstructured) string {
+	return func(u *unstructured.Unstructured) string {
+		if mode == ModeSelf && isRendered(u) {
+			return unread
+		}
+		return u.GetResourceVersion()
+	}
+}
 
 // poolKey is what of a pool the mode serves from: its selector (self) or
 // the rendered config it names (pool).

@@ -280,8 +280,8 @@ func Objects(st cache.Store) []*unstructured.Unstructured {
 func (s *Source) loadSelf() (*source.Input, error) {
 	l := render.Loader{Cache: &s.cache, FromAPIServer: true}
 	for _, u := range Objects(s.mcs) {
-		if IsRendered(u) {
-			continue // an output, never an input: see IsRendered
+		if isRendered(u) {
+			continue // an output, never an input: see isRendered
 		}
 		if err := feed(&l, u); err != nil {
 			return nil, err

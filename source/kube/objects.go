@@ -7,13 +7,13 @@ import (
 	"github.com/ignition-mcs/mcs/render"
 )
 
-// IsRendered says whether a MachineConfig is a rendered config: one a pool
+// isRendered says whether a MachineConfig is a rendered config: one a pool
 // owns as its controller, without labels. Self mode renders from the others
 // only. Upstream would merge one into a pool whose selector matched no
 // labels (a DoesNotExist expression), and render from its own output on
 // every change; and a cluster keeps hundreds of them, each the size of a
 // whole pool, which every render would otherwise decode.
-func IsRendered(u *unstructured.Unstructured) bool {
+func isRendered(u *unstructured.Unstructured) bool {
 	if len(u.GetLabels()) > 0 {
 		return false
 	}

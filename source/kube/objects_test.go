@@ -30,8 +30,8 @@ func TestIsRendered(t *testing.T) {
 			if tc.owner != "" {
 				u.SetOwnerReferences([]metav1.OwnerReference{{Kind: tc.owner, Name: "worker", Controller: tc.ctrl}})
 			}
-			if got := IsRendered(u); got != tc.want {
-				t.Errorf("IsRendered %v, want %v", got, tc.want)
+			if got := isRendered(u); got != tc.want {
+				t.Errorf("isRendered %v, want %v", got, tc.want)
 			}
 		})
 	}
