@@ -75,7 +75,10 @@ func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 	if len(missing) > 0 {
 		return served{}, fmt.Errorf("the API server does not serve %s.%s: install the MachineConfig CRDs", strings.Join(missing, ", "), gv)
 	}
-	out := served{controllerConfigs: have[ControllerConfigs.Resource], osImageStreams: have[OSImageStreams.Resource]}
+	out := served{controllerConfigs: have[ControllerConfigs.Resource]}
+	if have[OSImageStreams.Resource] && s.cfg.Mode != ModePool {
+		out.osImageStreams = s.mayList(ctx, OSImageStreams, "metadata.name="+osImageStreamName)
+	}
 	if s.cfg.ImageMode && s.cfg.Mode == ModePool {
 		out.machineOS = have[MachineOSConfigs.Resource] && have[MachineOSBuilds.Resource]
 		out.routes = serves(ctx, s.disco, Routes)
@@ -100,6 +103,19 @@ func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 		out.machineConfigurations = out.machineConfigurations || r.Name == MachineConfigurations.Resource
 	}
 	return out, nil
+}
+
+// mayList says whether this identity may list gvr: false, with a warning,
+// when the API server refuses it (a ClusterRole from before the rule was
+// added, say), so the source serves without it rather than never syncing.
+// Other errors read as yes: the informer retries them.
+func (s *Source) mayList(ctx context.Context, gvr schema.GroupVersionResource, fieldSelector string) bool {
+	_, err := resource(s.client, gvr).List(ctx, metav1.ListOptions{Limit: 1, FieldSelector: fieldSelector})
+	if !apierrors.IsForbidden(err) {
+		return true
+	}
+	s.log.Warn("rendering without "+gvr.Resource+": this identity may not list them (grant get, list, watch on "+gvr.Resource+" as deploy/rbac.yaml does); a pool that names an OS image stream fails to render, the others get the ControllerConfig's images", "err", err)
+	return false
 }
 
 // serves says whether the API server serves gvr; an error reads as no.
