@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/skewgate"
 )
 
 // generations builds n snapshots of one pool, generation g serving
@@ -139,27 +141,105 @@ func BenchmarkRequestsDuringSwaps(b *testing.B) {
 	})
 }
 
-type discardWriter struct{ h http.Header }
+// discardWriter is a ResponseWriter with what net/http's has on the
+// request path (ReadFrom, Flush), writing nowhere.
+type discardWriter struct {
+	h http.Header
+	n int64 // body bytes written
+}
 
-func (d *discardWriter) Header() http.Header         { return d.h }
-func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (d *discardWriter) WriteHeader(int)             {}
+func (d *discardWriter) Header() http.Header { return d.h }
+func (d *discardWriter) WriteHeader(int)     {}
+func (d *discardWriter) Flush()              {}
+
+func (d *discardWriter) Write(b []byte) (int, error) {
+	d.n += int64(len(b))
+	return len(b), nil
+}
+
+// ReadFrom takes a body of pieces as a socket would (one writev), without
+// copying it: the benchmark measures the handler, not memcpy.
+func (d *discardWriter) ReadFrom(r io.Reader) (int64, error) {
+	pr, ok := r.(*pieceReader)
+	if !ok {
+		return io.Copy(io.Discard, r)
+	}
+	var n int64
+	for _, p := range pr.bufs {
+		n += int64(len(p))
+	}
+	pr.bufs = nil
+	d.n += n
+	return n, nil
+}
+
+// requestPath returns, for a node's Accept and User-Agent, a function that
+// serves its config request through the whole handler as cmd/mcs
+// configures it (skew gate on, logging off), to a writer that discards
+// the body, and returns the body bytes written.
+func requestPath(tb testing.TB) func(accept, ua string) (serve func() int64) {
+	s := newTestServer(tb, Config{Gate: skewgate.New(nil, nil)}, result(tb, "worker", sharedIgn, "a=b"))
+	if n := len(s.Snapshot().pools["worker"].response(convert.V3_4).body.pieces); n < 3 {
+		tb.Fatalf("%d pieces: the contents were not held out", n)
+	}
+	return func(accept, ua string) func() int64 {
+		req := httptest.NewRequest("GET", "/config/worker", nil)
+		req.Header.Set("Accept", accept)
+		req.Header.Set("User-Agent", ua)
+		w := &discardWriter{h: http.Header{}}
+		return func() int64 {
+			clear(w.h)
+			w.n = 0
+			s.ServeHTTP(w, req)
+			return w.n
+		}
+	}
+}
 
 // BenchmarkRequestPath measures the handler alone: routing, negotiation,
-// selection, metrics, logging to a discarding handler, and the write.
+// the skew gate, selection, metrics, the log middleware, and the write.
 func BenchmarkRequestPath(b *testing.B) {
-	s := newTestServer(b, Config{}, result(b, "worker", plainIgn))
-	for _, accept := range []string{hdr36, hdr34, hdrSpec2} {
-		b.Run(accept[:45], func(b *testing.B) {
-			req := httptest.NewRequest("GET", "/config/worker", nil)
-			req.Header.Set("Accept", accept)
-			req.Header.Set("User-Agent", "Ignition/v2.27.0")
-			w := &discardWriter{h: http.Header{}}
+	path := requestPath(b)
+	for _, c := range requestPathCases {
+		b.Run(c.name, func(b *testing.B) {
+			serve := path(c.accept, c.ua)
 			b.ReportAllocs()
 			for b.Loop() {
-				clear(w.h)
-				s.ServeHTTP(w, req)
+				serve()
 			}
 		})
 	}
 }
+
+var requestPathCases = []struct{ name, accept, ua string }{
+	{"3.6", hdr36, "Ignition/v2.27.0"},
+	{"3.4", hdr34, "Ignition/v2.15.0"},
+	{"spec2", hdrSpec2, "Ignition/v0.35.0"},
+}
+
+// TestRequestPathAllocs holds the request path to what it allocates now:
+// the request's one context copy (withState) and chi's path value. Each
+// allocation is garbage the collector works through at every request.
+func TestRequestPathAllocs(t *testing.T) {
+	path := requestPath(t)
+	for _, c := range requestPathCases {
+		t.Run(c.name, func(t *testing.T) {
+			serve := path(c.accept, c.ua)
+			if serve() < 4096 { // caches filled, the spec encoded
+				t.Fatal("no body written")
+			}
+			limit := requestPathAllocs
+			if raceEnabled {
+				// The race detector drops a quarter of what is put in a
+				// sync.Pool: the request's state, chi's parameters and the
+				// body's reader are then made anew (4–5 on average).
+				limit += 4
+			}
+			if n := testing.AllocsPerRun(2000, func() { serve() }); n > float64(limit) {
+				t.Errorf("a config request allocates %v times, want at most %d", n, limit)
+			}
+		})
+	}
+}
+
+const requestPathAllocs = 3

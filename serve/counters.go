@@ -11,14 +11,18 @@ import (
 // already-bounded label values, so they are bounded too.
 type counters struct {
 	m *metrics
-	c sync.Map // requestKey, bytesKey or Cause → prometheus.Counter
+	c sync.Map // requestKey, bytesKey, skewKey or Cause → prometheus.Counter
 }
 
-func (c *counters) get(key any, make func() prometheus.Counter) prometheus.Counter {
-	if v, ok := c.c.Load(key); ok {
+// memo is the counter cached under k, made on first use. Generic so that
+// a hit allocates nothing: the key is boxed for sync.Map on the caller's
+// stack, where a key passed as an interface would escape to the heap
+// (LoadOrStore keeps it) on every request.
+func memo[K comparable](c *sync.Map, k K, make func() prometheus.Counter) prometheus.Counter {
+	if v, ok := c.Load(k); ok {
 		return v.(prometheus.Counter)
 	}
-	v, _ := c.c.LoadOrStore(key, make())
+	v, _ := c.LoadOrStore(k, make())
 	return v.(prometheus.Counter)
 }
 
@@ -29,21 +33,31 @@ type requestKey struct {
 
 type bytesKey struct{ pool, spec string }
 
+type skewKey struct{ pool, decision, reason string }
+
 func (c *counters) request(pool, spec string, code int) {
-	c.get(requestKey{pool, spec, code}, func() prometheus.Counter {
+	memo(&c.c, requestKey{pool, spec, code}, func() prometheus.Counter {
 		return c.m.requests.WithLabelValues(pool, specLabel(spec), codeLabel(code))
 	}).Inc()
 }
 
 func (c *counters) bytes(pool, spec string) prometheus.Counter {
-	return c.get(bytesKey{pool, spec}, func() prometheus.Counter {
+	return memo(&c.c, bytesKey{pool, spec}, func() prometheus.Counter {
 		return c.m.servedBytes.WithLabelValues(pool, spec)
 	})
 }
 
+// skewed counts a skew gate decision: pools, decisions and the gate's
+// reasons are bounded.
+func (c *counters) skewed(pool, decision, reason string) {
+	memo(&c.c, skewKey{pool, decision, reason}, func() prometheus.Counter {
+		return c.m.skew.WithLabelValues(pool, decision, reason)
+	}).Inc()
+}
+
 // refusal needs no cache bound: causes are the contract's constants.
 func (c *counters) refusal(cause Cause) prometheus.Counter {
-	return c.get(cause, func() prometheus.Counter { return c.m.refusals.WithLabelValues(string(cause)) })
+	return memo(&c.c, cause, func() prometheus.Counter { return c.m.refusals.WithLabelValues(string(cause)) })
 }
 
 // clientEntry is what the request path needs of a User-Agent: its counter

@@ -42,7 +42,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want,
 	if !d.Admit {
 		decision = "stub"
 	}
-	s.m.skew.WithLabelValues(p.name, decision, d.Reason).Inc()
+	s.counters.skewed(p.name, decision, d.Reason)
 	if d.Admit {
 		return false
 	}

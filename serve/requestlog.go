@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,17 +15,6 @@ type requestInfo struct {
 	pool, spec, decision string
 	cause                Cause // why no config was served; "" when one was
 	status, bytes        int
-}
-
-type infoKey struct{}
-
-// infoOf is the request's info, carried in its context by requestLog; a
-// request that did not pass through it gets a throwaway one.
-func infoOf(r *http.Request) *requestInfo {
-	if info, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
-		return info
-	}
-	return &requestInfo{}
 }
 
 // loggedWriter captures the status and size a handler wrote.
@@ -75,14 +63,20 @@ func (r *loggedWriter) ReadFrom(src io.Reader) (int64, error) {
 // client, what was served; count is told each request's pool, spec and
 // code. Never the body, never the Authorization header. The handlers below
 // fill in the request's info, found in its context (infoOf), so a writer
-// wrapped in between loses nothing.
+// wrapped in between loses nothing. Its writer and info are the request's
+// state's (withState): nothing is allocated per request.
 func requestLog(log *slog.Logger, count func(pool, spec string, code int)) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
-			info := &requestInfo{}
-			r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
-			next.ServeHTTP(&loggedWriter{ResponseWriter: w, info: info}, r)
+			st := stateOf(r)
+			if st == nil { // not routed by a Server (tests)
+				st = &requestState{parent: r.Context()}
+				r = r.WithContext(st)
+			}
+			info := &st.info
+			st.writer = loggedWriter{ResponseWriter: w, info: info}
+			next.ServeHTTP(&st.writer, r)
 			if info.status == 0 {
 				info.status = http.StatusOK
 			}

@@ -54,7 +54,7 @@ type Config struct {
 // beside the snapshot is its status recorder's.
 type Server struct {
 	cfg      Config
-	router   http.Handler
+	router   *chi.Mux
 	snap     atomic.Pointer[Snapshot]
 	draining atomic.Bool // shutting down: not ready, still serving
 	rec      *recorder
@@ -95,7 +95,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // routes registers every route, in one place.
-func (s *Server) routes() http.Handler {
+func (s *Server) routes() *chi.Mux {
 	r := chi.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusNotFound, "not found: "+r.URL.Path) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +123,7 @@ func (s *Server) routes() http.Handler {
 	return r
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { withState(s.router, w, r) }
 
 // AdminHandler serves /status, /metrics and the probes without a token,
 // for a listener of its own (loopback, or a port only Prometheus reaches)
@@ -292,6 +292,13 @@ func writeBody(w http.ResponseWriter, r *http.Request, contentType []string, f *
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return 0
+	}
+	if len(f.body.pieces) > 1 {
+		// net/http's ReadFrom copies a body's first 512 bytes through its
+		// buffers (to sniff a type this response names) before it hands
+		// the rest to the connection; with the header written, it hands
+		// over all of it: the same two writes, without the copy (pprof).
+		http.NewResponseController(w).Flush()
 	}
 	return f.body.writeTo(w)
 }

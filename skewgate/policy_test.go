@@ -2,6 +2,8 @@ package skewgate
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -248,5 +250,36 @@ func TestParsePolicyObjectStatus(t *testing.T) {
 	p = mustPolicy(t, "kind: MachineConfiguration\nspec:\n  bootImageSkewEnforcement: {mode: None}\nstatus:\n  bootImageSkewEnforcementStatus: {mode: Automatic}\n")
 	if p.Mode != "None" {
 		t.Errorf("spec and status: mode %q, want the spec's None", p.Mode)
+	}
+}
+
+// userAgentRE is ParseUserAgent's definition, as a regular expression: the
+// reference its hand-written scan is fuzzed against.
+var userAgentRE = regexp.MustCompile(`^Ignition/v(\d{1,9})\.(\d{1,9})\.(\d{1,9})(?:$|[-+ ])`)
+
+func FuzzParseUserAgent(f *testing.F) {
+	for _, ua := range []string{"Ignition/v2.27.0", "Ignition/v2.14.0-3-gabc1234", "Ignition/v0.35.0", "Ignition/v2.27.0+dirty",
+		"Ignition/v2.27.0 (x)", "Ignition/v2.27", "Ignition/v2.27.0x", "Ignition/v99999999999.0.0", "Ignition/v123456789.1.1",
+		"Ignition/v1234567890.1.1", "Ignition/v2..0", "Ignition/v.1.2", "ignition/v2.27.0", "Ignition/v2.27.0\n", "", "curl/8.0"} {
+		f.Add(ua)
+	}
+	f.Fuzz(func(t *testing.T, ua string) {
+		var want IgnitionVersion
+		m := userAgentRE.FindStringSubmatch(ua)
+		if m != nil {
+			want.Major, _ = strconv.Atoi(m[1])
+			want.Minor, _ = strconv.Atoi(m[2])
+			want.Patch, _ = strconv.Atoi(m[3])
+		}
+		got, ok := ParseUserAgent(ua)
+		if ok != (m != nil) || got != want {
+			t.Errorf("ParseUserAgent(%q) = %v, %v; the definition reads %v, %v", ua, got, ok, want, m != nil)
+		}
+	})
+}
+
+func TestParseUserAgentAllocs(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { ParseUserAgent("Ignition/v2.27.0") }); n != 0 {
+		t.Errorf("ParseUserAgent allocates %v times", n)
 	}
 }

@@ -1,9 +1,9 @@
 package skewgate
 
 import (
-	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/ignition-mcs/mcs/convert"
 )
@@ -72,20 +72,38 @@ func firstReader(s convert.Version) (IgnitionVersion, bool) {
 	return IgnitionVersion{}, false
 }
 
-// userAgent is what Ignition sends: "Ignition/v" and its git version
-// ("v2.27.0", "v2.14.0-3-gabc1234"). It is the one reading of User-Agents:
-// the server's metrics label them with it too.
-var userAgent = regexp.MustCompile(`^Ignition/v(\d{1,9})\.(\d{1,9})\.(\d{1,9})(?:$|[-+ ])`)
-
-// ParseUserAgent reads "Ignition/vX.Y.Z", optionally followed by a "-",
-// "+" or " " and more; ok is false for anything else.
+// ParseUserAgent reads what Ignition sends: "Ignition/v" and its git
+// version ("v2.27.0", "v2.14.0-3-gabc1234"), numbers of 1–9 digits,
+// optionally followed by a "-", "+" or " " and more; ok is false for
+// anything else. It is the one reading of User-Agents (the server's metrics
+// label them with it too), and every config request asks it, so it scans
+// by hand: a regular expression here cost the request path more than its
+// routing (pprof).
 func ParseUserAgent(ua string) (IgnitionVersion, bool) {
-	m := userAgent.FindStringSubmatch(ua)
-	if m == nil {
+	rest, ok := strings.CutPrefix(ua, "Ignition/v")
+	if !ok {
 		return IgnitionVersion{}, false
 	}
-	a, _ := strconv.Atoi(m[1])
-	b, _ := strconv.Atoi(m[2])
-	c, _ := strconv.Atoi(m[3])
-	return IgnitionVersion{a, b, c}, true
+	var v [3]int
+	for i := range v {
+		n := 0
+		for n < len(rest) && n < 10 && '0' <= rest[n] && rest[n] <= '9' {
+			v[i] = v[i]*10 + int(rest[n]-'0')
+			n++
+		}
+		if n == 0 || n > 9 {
+			return IgnitionVersion{}, false
+		}
+		rest = rest[n:]
+		if i < 2 {
+			if rest == "" || rest[0] != '.' {
+				return IgnitionVersion{}, false
+			}
+			rest = rest[1:]
+		}
+	}
+	if rest != "" && rest[0] != '-' && rest[0] != '+' && rest[0] != ' ' {
+		return IgnitionVersion{}, false
+	}
+	return IgnitionVersion{v[0], v[1], v[2]}, true
 }

@@ -171,9 +171,13 @@ func TestServeDirectory(t *testing.T) {
 	}
 }
 
+// waitFor polls ok until it holds. Its deadline is a minute, not seconds:
+// under -race on a loaded two-core CI machine mcs start took over 10 s to
+// serve its first render (TestCutoverRehearsal, load 27), and a passing
+// wait returns as soon as it holds.
 func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if ok() {
 			return
