@@ -149,6 +149,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	c.w = &writer{dyn: dyn, raw: raw, meta: meta, pointed: c.gate.reconc.rendered, src: c.src, m: c.m, book: c.book, log: c.log, dryRun: cfg.DryRun, events: c.events, baseImage: c.guards.baseImage}
+	c.gate.reconc.fetch = c.w.fetch
 	c.pruner = &pruner{dyn: dyn, meta: meta, m: c.m, book: c.book, log: c.log, keep: cfg.Keep, dryRun: cfg.DryRun,
 		grace: cfg.PruneGrace, started: time.Now(), named: c.w.left.at}
 	return c, nil

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -217,6 +218,9 @@ func overridesOf(mcfg *unstructured.Unstructured) []string {
 type reconcileCache struct {
 	mu     sync.Mutex
 	byPool map[string]parsedConfig
+	// fetch reads a MachineConfig whole from the API server: the cache
+	// keeps no rendered config's spec.
+	fetch func(ctx context.Context, name string) (*unstructured.Unstructured, error)
 }
 
 type parsedConfig struct {
@@ -228,16 +232,23 @@ type parsedConfig struct {
 
 // parse reads a pool's current MachineConfig's Ignition config and FIPS
 // flag, upgraded to the newest spec as renders hold it.
-func (rc *reconcileCache) parse(pool string, u *unstructured.Unstructured) parsedConfig {
+func (rc *reconcileCache) parse(ctx context.Context, pool string, u *unstructured.Unstructured) (parsedConfig, error) {
 	rc.mu.Lock()
 	p, ok := rc.byPool[pool]
 	rc.mu.Unlock()
 	if ok && p.name == u.GetName() && p.rv == u.GetResourceVersion() {
-		return p
+		return p, nil
+	}
+	if _, whole := u.Object["spec"]; !whole && rc.fetch != nil {
+		name := u.GetName()
+		var err error
+		if u, err = rc.fetch(ctx, name); err != nil {
+			return parsedConfig{}, fmt.Errorf("reading MachineConfig %s: %w", name, err)
+		}
 	}
 	p = parseMachineConfig(u)
 	rc.store(pool, p)
-	return p
+	return p, nil
 }
 
 // rendered records the render a pool was pointed at, stored at rv: the
@@ -293,19 +304,25 @@ func parseMachineConfig(u *unstructured.Unstructured) parsedConfig {
 
 // reconcilable checks the pool's render against the rendered config it
 // names now; nil when it has none (or it is gone), as upstream.
-func (g *gate) reconcilable(p *unstructured.Unstructured, res *render.Result) *irreconcilable {
+//
+// The error is the API server's, reading a current config whose spec the
+// cache does not keep (see kube.Source.MachineConfig): the pool is retried.
+func (g *gate) reconcilable(ctx context.Context, p *unstructured.Unstructured, res *render.Result) (*irreconcilable, error) {
 	current := configuration(p)
 	if current == "" || current == res.Name {
-		return nil
+		return nil, nil
 	}
 	cu := g.src.MachineConfig(current)
 	if cu == nil {
-		return nil
+		return nil, nil
 	}
-	cur := g.reconc.parse(p.GetName(), cu)
+	cur, err := g.reconc.parse(ctx, p.GetName(), cu)
+	if err != nil {
+		return nil, err
+	}
 	if cur.err != nil {
 		g.log.Warn("cannot read the pool's current config; not checking reconcilability", "pool", p.GetName(), "config", current, "err", cur.err)
-		return nil
+		return nil, nil
 	}
 	return checkReconcilable(reconcileInput{
 		current: current, cur: cur.cfg, next: &res.Config, curFIPS: cur.fips, nextFIPS: res.MachineConfig.Spec.FIPS,
@@ -320,5 +337,5 @@ func (g *gate) reconcilable(p *unstructured.Unstructured, res *render.Result) *i
 			}
 			return out
 		},
-	})
+	}), nil
 }

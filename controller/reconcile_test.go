@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ignition-mcs/mcs/convert"
 )
@@ -72,6 +73,38 @@ func TestCheckReconcilable(t *testing.T) {
 				t.Fatalf("not refused, want %q", tc.want)
 			case !strings.Contains(e.Error(), tc.want) || !strings.Contains(e.Error(), `current config "rendered-worker-1" and base config "99-change"`):
 				t.Fatalf("got %q, want %q naming 99-change", e.Error(), tc.want)
+			}
+		})
+	}
+}
+
+// A pool's patch starts from this replica's last write of it only while
+// the cache still holds the version that write replaced.
+func TestLastWritesAhead(t *testing.T) {
+	pool := func(rv, config string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"configuration": map[string]any{"name": config}}}}
+		u.SetName("worker")
+		u.SetResourceVersion(rv)
+		return u
+	}
+	var l lastWrites
+	if got := l.ahead(nil); got != nil {
+		t.Errorf("nil cached: %v", got)
+	}
+	if got := l.ahead(pool("1", "a")); configuration(got) != "a" {
+		t.Errorf("nothing written: %s", configuration(got))
+	}
+	l.wrote("1", pool("2", "b"))
+	for _, tc := range []struct {
+		name, cachedRV, want string
+	}{
+		{"the cache behind the write", "1", "b"},
+		{"the cache caught up", "2", "a-from-cache"},
+		{"someone wrote since", "3", "a-from-cache"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := configuration(l.ahead(pool(tc.cachedRV, "a-from-cache"))); got != tc.want {
+				t.Errorf("%s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -291,7 +291,11 @@ func (c *Controller) wait(ctx context.Context, p *unstructured.Unstructured, sel
 
 // syncRendered writes a pool's render unless the change is irreconcilable.
 func (c *Controller) syncRendered(ctx context.Context, p *unstructured.Unstructured, t target) error {
-	if e := c.gate.reconcilable(p, t.res); e != nil {
+	e, err := c.gate.reconcilable(ctx, p, t.res)
+	if err != nil {
+		return err
+	}
+	if e != nil {
 		return c.w.refuse(ctx, p.GetName(), t.selKey, e)
 	}
 	return c.w.syncPool(ctx, t.res, t.selKey)

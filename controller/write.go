@@ -137,7 +137,13 @@ func (w *writer) ensureRendered(ctx context.Context, res *render.Result, pool *u
 		if w.checked.was(name, m.GetResourceVersion()) {
 			return m.GetResourceVersion(), nil
 		}
-		if cur, err = w.dyn.Resource(kube.MachineConfigs).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		if cur, err = w.fetch(ctx, name); err != nil {
+			return "", fmt.Errorf("reading MachineConfig %s: %w", name, err)
+		}
+	}
+	if _, whole := cur.Object["spec"]; !whole {
+		// The cache keeps no rendered config's spec.
+		if cur, err = w.fetch(ctx, name); err != nil {
 			return "", fmt.Errorf("reading MachineConfig %s: %w", name, err)
 		}
 	}
@@ -150,6 +156,11 @@ func (w *writer) ensureRendered(ctx context.Context, res *render.Result, pool *u
 	}
 	w.checked.found(name, cur.GetResourceVersion())
 	return cur.GetResourceVersion(), nil
+}
+
+// fetch reads a MachineConfig whole from the API server.
+func (w *writer) fetch(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	return w.dyn.Resource(kube.MachineConfigs).Get(ctx, name, metav1.GetOptions{})
 }
 
 // create posts a rendered MachineConfig's JSON and returns its

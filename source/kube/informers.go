@@ -27,7 +27,11 @@ func (s *Source) run(ctx context.Context) {
 		onWatchErr func(error)) (cache.Store, cache.InformerSynced) {
 		inf := NewInformer(resource(s.client, gvr), gvr, fieldSelector)
 		// Field managers' bookkeeping is large and never read.
-		_ = inf.SetTransform(stripManagedFields)
+		transform := stripManagedFields
+		if gvr == MachineConfigs && s.cfg.Mode == ModeSelf {
+			transform = stripRenderedSpec
+		}
+		_ = inf.SetTransform(transform)
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) { onWatchErr(err) })
 		_, _ = inf.AddEventHandler(s.handler(gvr, key))
 		wg.Add(1)
@@ -154,6 +158,17 @@ func NewInformer(res dynamic.ResourceInterface, gvr schema.GroupVersionResource,
 
 // stripManagedFields drops the field managers' bookkeeping, which is large
 // and never read, from objects before they are cached.
+// stripRenderedSpec also drops a rendered config's spec (self mode): an
+// output no render reads (isRendered), each the size of a whole pool, of
+// which a cluster keeps hundreds. A reader that wants one asks the API
+// server (the controller comparing content, once per config).
+func stripRenderedSpec(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && isRendered(u) {
+		delete(u.Object, "spec")
+	}
+	return stripManagedFields(obj)
+}
+
 func stripManagedFields(obj any) (any, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		u.SetManagedFields(nil)

@@ -58,7 +58,8 @@ func (c *caches) Synced() bool {
 // must not modify it (DeepCopy first).
 func (c *caches) Pool(name string) *unstructured.Unstructured { return c.cached(c.pools, name) }
 
-// MachineConfig returns the cached MachineConfig named, or nil, as Pool does.
+// MachineConfig returns the cached MachineConfig named, or nil, as Pool
+// does. In self mode a rendered config is kept without its spec.
 func (c *caches) MachineConfig(name string) *unstructured.Unstructured { return c.cached(c.mcs, name) }
 
 // PoolNames lists the cached pools, sorted; none before the caches have synced.

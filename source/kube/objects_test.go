@@ -36,3 +36,57 @@ func TestIsRendered(t *testing.T) {
 		})
 	}
 }
+
+// In self mode a rendered config is an output: its creation and changes
+// signal no render, and the cache keeps its metadata only; in pool mode,
+// and for every other MachineConfig, nothing changes.
+func TestRenderedConfigsUnread(t *testing.T) {
+	yes := true
+	mc := func(rendered bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"config": map[string]any{}}}}
+		u.SetName("x")
+		u.SetResourceVersion("7")
+		if rendered {
+			u.SetOwnerReferences([]metav1.OwnerReference{{Kind: "MachineConfigPool", Name: "worker", Controller: &yes}})
+		} else {
+			u.SetLabels(map[string]string{"machineconfiguration.openshift.io/role": "worker"})
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		name     string
+		mode     Mode
+		rendered bool
+		wantKey  string
+	}{
+		{"self mode, rendered", ModeSelf, true, unread},
+		{"self mode, a user's", ModeSelf, false, "7"},
+		{"pool mode, rendered", ModePool, true, "7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := machineConfigKey(tc.mode)(mc(tc.rendered)); got != tc.wantKey {
+				t.Errorf("key %q, want %q", got, tc.wantKey)
+			}
+			s := &Source{notify: make(chan struct{}, 10)}
+			s.m, _ = newMetrics(nil)
+			h := s.handler(MachineConfigs, machineConfigKey(tc.mode))
+			h.OnAdd(mc(tc.rendered), false)
+			h.OnDelete(mc(tc.rendered))
+			want := 2 // an add and a delete
+			if tc.wantKey == unread {
+				want = 1 // the delete only
+			}
+			if got := len(s.notify); got != want {
+				t.Errorf("%d signals for an add and a delete, want %d", got, want)
+			}
+			if tc.mode != ModeSelf {
+				return
+			}
+			out, _ := stripRenderedSpec(mc(tc.rendered))
+			_, kept := out.(*unstructured.Unstructured).Object["spec"]
+			if kept != !tc.rendered {
+				t.Errorf("spec kept %v, want %v", kept, !tc.rendered)
+			}
+		})
+	}
+}
