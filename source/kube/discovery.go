@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
 
@@ -77,7 +79,7 @@ func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 	}
 	out := served{controllerConfigs: have[ControllerConfigs.Resource]}
 	if have[OSImageStreams.Resource] && s.cfg.Mode != ModePool {
-		out.osImageStreams = s.mayList(ctx, OSImageStreams, "metadata.name="+osImageStreamName)
+		out.osImageStreams = mayList(ctx, s.client, s.log, OSImageStreams, "metadata.name="+osImageStreamName)
 	}
 	if s.cfg.ImageMode && s.cfg.Mode == ModePool {
 		out.machineOS = have[MachineOSConfigs.Resource] && have[MachineOSBuilds.Resource]
@@ -109,12 +111,12 @@ func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 // when the API server refuses it (a ClusterRole from before the rule was
 // added, say), so the source serves without it rather than never syncing.
 // Other errors read as yes: the informer retries them.
-func (s *Source) mayList(ctx context.Context, gvr schema.GroupVersionResource, fieldSelector string) bool {
-	_, err := resource(s.client, gvr).List(ctx, metav1.ListOptions{Limit: 1, FieldSelector: fieldSelector})
+func mayList(ctx context.Context, client dynamic.Interface, log *slog.Logger, gvr schema.GroupVersionResource, fieldSelector string) bool {
+	_, err := resource(client, gvr).List(ctx, metav1.ListOptions{Limit: 1, FieldSelector: fieldSelector})
 	if !apierrors.IsForbidden(err) {
 		return true
 	}
-	s.log.Warn("rendering without "+gvr.Resource+": this identity may not list them (grant get, list, watch on "+gvr.Resource+" as deploy/rbac.yaml does); a pool that names an OS image stream fails to render, the others get the ControllerConfig's images", "err", err)
+	log.Warn("rendering without "+gvr.Resource+": this identity may not list them (grant get, list, watch on "+gvr.Resource+" as deploy/rbac.yaml does); a pool that names an OS image stream fails to render, the others get the ControllerConfig's images", "err", err)
 	return false
 }
 
