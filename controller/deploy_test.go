@@ -42,7 +42,7 @@ func TestDeployRBACIsMinimal(t *testing.T) {
 		{Groups: []string{kube.Group}, Resources: []string{kube.MachineConfigs.Resource}, Verbs: []string{"create", "delete", "get", "list", "watch"}},
 		{Groups: []string{kube.Group}, Resources: []string{kube.MachineConfigPools.Resource}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{Groups: []string{kube.Group}, Resources: []string{kube.MachineConfigPools.Resource + "/status"}, Verbs: []string{"patch"}},
-		{Groups: []string{kube.Group}, Resources: []string{kube.ControllerConfigs.Resource}, Verbs: read},
+		{Groups: []string{kube.Group}, Resources: []string{kube.ControllerConfigs.Resource, kube.OSImageStreams.Resource}, Verbs: read},
 		{Groups: []string{kube.Group}, Resources: []string{containerRuntimeConfigs.Resource, kubeletConfigs.Resource}, Verbs: read},
 		{Groups: []string{kube.MachineConfigurations.Group}, Resources: []string{kube.MachineConfigurations.Resource}, Verbs: read, Names: []string{clusterMachineConfiguration}},
 		{Groups: []string{""}, Resources: []string{nodesGVR.Resource}, Verbs: []string{"list"}},

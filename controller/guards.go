@@ -44,6 +44,7 @@ const (
 	waitKubeletConfig        = "KubeletConfigNotCompleted"
 	waitContainerRuntime     = "ContainerRuntimeConfigNotCompleted"
 	waitControllerVersions   = "ControllerVersionSkew"
+	waitOSImageStream        = "OSImageStreamVersionSkew"
 	conditionRenderPending   = "RenderPending"
 	annotationControllerHash = render.AnnotationGeneratedByController
 )
@@ -60,7 +61,48 @@ func (g *gate) guard(pool *unstructured.Unstructured, res *render.Result) *wait 
 	if w := subControllersCompleted(kube.Objects(g.caches.runtime), kube.Objects(g.caches.kubelet), pool.GetLabels()); w != nil {
 		return w
 	}
-	return g.sameControllerVersion(res)
+	if w := g.sameControllerVersion(res); w != nil {
+		return w
+	}
+	return osImageStreamCurrent(g.src.OSImageStreamObject(), g.controllerVersion(res))
+}
+
+// osImageStreamCurrent is upstream's guard on the OSImageStream
+// (getOSImageStreamForPool): it supplies the pool's OS image apart from the
+// ControllerConfig, so one written by another release's operator, mid
+// upgrade, would pair a new OS image with old configuration. Upstream
+// compares its release-image-version annotation with its own version, the
+// one it stamps generated MachineConfigs with; mcs compares it with the
+// version the pool's generated MachineConfigs carry (mine, "" when none
+// does: then the annotation must only be there).
+func osImageStreamCurrent(st *unstructured.Unstructured, mine string) *wait {
+	if st == nil {
+		return nil
+	}
+	v, ok := st.GetAnnotations()[render.AnnotationReleaseImageVersion]
+	switch {
+	case !ok:
+		return &wait{waitOSImageStream, fmt.Sprintf("ignoring OSImageStream without %s annotation (my version: %s)", render.AnnotationReleaseImageVersion, mine)}
+	case mine != "" && v != mine:
+		return &wait{waitOSImageStream, fmt.Sprintf("ignoring OSImageStream with version %s (my version: %s)", v, mine)}
+	}
+	return nil
+}
+
+// controllerVersion is the generated-by-controller-version the pool's
+// generated MachineConfigs carry ("" when none does, or not rendered).
+func (g *gate) controllerVersion(res *render.Result) string {
+	if res == nil {
+		return ""
+	}
+	for _, name := range res.MachineConfigs {
+		if mc := g.src.MachineConfig(name); mc != nil {
+			if v := mc.GetAnnotations()[annotationControllerHash]; v != "" {
+				return v
+			}
+		}
+	}
+	return ""
 }
 
 // controllerConfigCompleted is upstream's IsControllerConfigCompleted: the

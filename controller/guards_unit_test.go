@@ -81,3 +81,37 @@ func TestSubControllersCompleted(t *testing.T) {
 		})
 	}
 }
+
+// Upstream's TestGetOSImageStreamVersionGuard: an OSImageStream written for
+// another controller version, or without the annotation, is waited for.
+func TestOSImageStreamCurrent(t *testing.T) {
+	stream := func(annotations map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetName("cluster")
+		u.SetAnnotations(annotations)
+		return u
+	}
+	const key = "machineconfiguration.openshift.io/release-image-version"
+	for _, tc := range []struct {
+		name   string
+		stream *unstructured.Unstructured
+		mine   string
+		want   string // "" renders
+	}{
+		{"matching version returns stream set", stream(map[string]string{key: "abc"}), "abc", ""},
+		{"mismatched version returns error", stream(map[string]string{key: "abc-other"}), "abc", "ignoring OSImageStream with version abc-other (my version: abc)"},
+		{"missing annotation returns error", stream(nil), "abc", "ignoring OSImageStream without " + key + " annotation (my version: abc)"},
+		{"no generated MachineConfig to compare with", stream(map[string]string{key: "abc"}), "", ""},
+		{"no OSImageStream", nil, "abc", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := osImageStreamCurrent(tc.stream, tc.mine)
+			switch {
+			case tc.want == "" && w != nil:
+				t.Fatalf("waits: %v", w)
+			case tc.want != "" && (w == nil || w.Message != tc.want || w.Reason != waitOSImageStream):
+				t.Fatalf("got %v, want %s: %q", w, waitOSImageStream, tc.want)
+			}
+		})
+	}
+}

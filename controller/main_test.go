@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { shared.Main(m, "controller", true, nil) }
 func needControlPlane(t testing.TB) *kubetest.ControlPlane {
 	t.Helper()
 	cp := shared.Need(t)
-	cp.DeleteAll(t, kube.MachineConfigs, kube.MachineConfigPools, kube.ControllerConfigs, nodesGVR)
+	cp.DeleteAll(t, kube.MachineConfigs, kube.MachineConfigPools, kube.ControllerConfigs, kube.OSImageStreams, nodesGVR)
 	// The Lease's namespace; each test has a Lease of its own.
 	cp.ApplyFiles(t, filepath.Join("..", "deploy", "namespace.yaml"))
 	return cp

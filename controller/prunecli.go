@@ -64,6 +64,6 @@ func Prune(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, 
 	if o.List {
 		return rep, nil
 	}
-	rep.Deleted, err = deleteConfigs(ctx, dyn, meta, plan, !o.Confirm)
+	rep.Deleted, _, err = deleteConfigs(ctx, dyn, meta, plan, !o.Confirm)
 	return rep, err
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -193,14 +194,21 @@ func (inv *inventory) Plan(keep int, pool string, count int) []*RenderedConfig {
 // deleteConfigs deletes each config, with preconditions on its uid and
 // resourceVersion so a config changed since the inventory is left alone;
 // dryRun sends the deletes with dryRun=All (validated and authorised,
-// nothing deleted). It returns the names deleted.
+// nothing deleted). It returns the names deleted, and the objects deleted
+// (for restoreInUse) with those it already created again taken out.
 //
-// A node can be pointed at a config between the inventory and the delete
-// (by a writer that read its pool before the pool moved on). So the pools
-// and nodes are listed again after the deletes, and a deleted config found
-// in use is created again at once, with the content it had: names are
-// content-addressed, so it is the same config.
-func deleteConfigs(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, configs []*RenderedConfig, dryRun bool) ([]string, error) {
+// A node can be pointed at a config after the inventory (by a writer that
+// read its pool before the pool moved on; the grace is there for that). So
+// who uses what is listed again after the decision, right before the
+// deletes, and a config found in use then is kept; and listed once more
+// after them, and a deleted config found in use is created again at once,
+// with the content it had: names are content-addressed, so it is the same
+// config.
+func deleteConfigs(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, configs []*RenderedConfig, dryRun bool) ([]string, map[string]*unstructured.Unstructured, error) {
+	uses, _, err := inUse(ctx, dyn, meta)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checking the configs to prune are unused: %w", err)
+	}
 	opts := metav1.DeleteOptions{}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
@@ -209,6 +217,9 @@ func deleteConfigs(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 	var errs []error
 	saved := map[string]*unstructured.Unstructured{}
 	for _, r := range configs {
+		if len(uses[r.Name]) > 0 {
+			continue // pointed at since the inventory
+		}
 		obj, err := dyn.Resource(kube.MachineConfigs).Get(ctx, r.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
@@ -230,31 +241,52 @@ func deleteConfigs(ctx context.Context, dyn dynamic.Interface, meta metadata.Int
 		}
 	}
 	if !dryRun && len(done) > 0 {
-		errs = append(errs, restoreInUse(ctx, dyn, meta, saved))
+		_, err := restoreInUse(ctx, dyn, meta, saved)
+		errs = append(errs, err)
 	}
-	return done, errors.Join(errs...)
+	return done, saved, errors.Join(errs...)
 }
 
-// restoreInUse creates again each deleted config some pool or node names.
-func restoreInUse(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, deleted map[string]*unstructured.Unstructured) error {
+// restoreInUse creates again each deleted config some pool or node names,
+// and takes it out of deleted; it returns the names created again. A
+// config it fails to create stays in deleted, to be tried again; the
+// error says which (and which were created again).
+func restoreInUse(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, deleted map[string]*unstructured.Unstructured) ([]string, error) {
 	uses, _, err := inUse(ctx, dyn, meta)
 	if err != nil {
-		return fmt.Errorf("checking the deleted configs are unused: %w", err)
+		return nil, &restoreError{fmt.Errorf("checking the deleted configs are unused: %w", err), slices.Collect(maps.Keys(deleted))}
 	}
+	var restored, failed []string
 	var errs []error
-	for name, obj := range deleted {
+	for _, name := range slices.Sorted(maps.Keys(deleted)) {
 		if len(uses[name]) == 0 {
 			continue
 		}
-		o := obj.DeepCopy()
+		o := deleted[name].DeepCopy()
 		for _, f := range []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"} {
 			unstructured.RemoveNestedField(o.Object, "metadata", f)
 		}
 		if _, err := dyn.Resource(kube.MachineConfigs).Create(ctx, o, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
 			errs = append(errs, fmt.Errorf("MachineConfig %s was pruned as %s started using it, and cannot be created again: %w", name, strings.Join(uses[name], ", "), err))
+			failed = append(failed, name)
 			continue
 		}
+		delete(deleted, name)
+		restored = append(restored, name)
 		errs = append(errs, fmt.Errorf("MachineConfig %s was pruned as %s started using it; created again", name, strings.Join(uses[name], ", ")))
 	}
-	return errors.Join(errs...)
+	if len(failed) > 0 {
+		return restored, &restoreError{errors.Join(errs...), failed}
+	}
+	return restored, errors.Join(errs...)
 }
+
+// restoreError is a restore that left configs a pool or node may name
+// missing: Pending names them.
+type restoreError struct {
+	err     error
+	pending []string
+}
+
+func (e *restoreError) Error() string { return e.err.Error() }
+func (e *restoreError) Unwrap() error { return e.err }

@@ -329,8 +329,12 @@ func (c *Controller) selectors() map[string]string {
 	return out
 }
 
+// selectorKey keys what a render reads of the pool: its selector and its
+// OS image stream (a pool whose stream changed since its render is not
+// written from it).
 func selectorKey(pool *unstructured.Unstructured) string {
 	sel, _, _ := unstructured.NestedFieldNoCopy(pool.Object, "spec", "machineConfigSelector")
-	b, _ := json.Marshal(sel)
+	stream, _, _ := unstructured.NestedFieldNoCopy(pool.Object, "spec", "osImageStream")
+	b, _ := json.Marshal([]any{sel, stream})
 	return string(b)
 }

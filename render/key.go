@@ -58,14 +58,16 @@ func keyOf(fields ...[]byte) Key {
 // (normalized) under cc: what a render reads of the pool (not its status,
 // resourceVersion or labels, which a cluster changes all the time), of each
 // MachineConfig (entry.key) and of the ControllerConfig, and the options.
-func renderKey(p *MachineConfigPool, order []*entry, cc *ControllerConfig, opts Options) Key {
+func renderKey(p *MachineConfigPool, order []*entry, cc *ControllerConfig, stream streamInput, opts Options) Key {
 	k := newKeyer()
 	k.string("render")
 	k.json(opts)
 	controllerConfigKey(k, cc)
+	k.json(stream)
 	k.string(p.Metadata.Name)
 	k.string(p.Source)
 	k.json(p.Spec.MachineConfigSelector)
+	k.json(p.Spec.OSImageStream)
 	for _, e := range order {
 		sum := e.key()
 		k.bytes(sum[:])

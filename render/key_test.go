@@ -152,7 +152,7 @@ func TestKeyCoversEveryField(t *testing.T) {
 		return mc, pool, &ControllerConfig{}, &Options{}
 	}
 	key := func(mc *MachineConfig, pool *MachineConfigPool, cc *ControllerConfig, opts *Options) Key {
-		return renderKey(pool, []*entry{newEntry(mc, nil)}, cc, *opts)
+		return renderKey(pool, []*entry{newEntry(mc, nil)}, cc, streamInput{}, *opts)
 	}
 	want := key(base())
 	seen := 0

@@ -27,6 +27,7 @@ type Set struct {
 	byName  map[string]*entry
 	pools   []*MachineConfigPool // sorted by name
 	cc      *ControllerConfig
+	streams *osImageStream // nil: the cluster publishes none
 	notices []*Error
 	// defaulted: the tree defines no pool, so the pools are the default
 	// ones its MachineConfigs' roles call for.
@@ -84,6 +85,7 @@ type Loader struct {
 	docs    map[*MachineConfig]*docRef // where each was written
 	pools   []*MachineConfigPool
 	ccs     []*ControllerConfig
+	streams []*osImageStream
 	notices []*Error
 	errs    Errors
 
@@ -458,6 +460,9 @@ func (l *Loader) object(o rawObject) {
 	case o.Kind == kindControllerConfig && ours:
 		cc, err := decodeControllerConfig(o)
 		keepObject(l, o, cc, err, &l.ccs)
+	case o.Kind == kindOSImageStream && ours && o.Name == osImageStreamName:
+		st, err := decodeOSImageStream(o)
+		keepObject(l, o, st, err, &l.streams)
 	case o.Kind == "":
 		l.notices = append(l.notices, &Error{File: o.File, Path: "$.kind", Message: "notice: object has no kind; skipped"})
 	default:
@@ -620,13 +625,12 @@ func (l *Loader) build() (*Set, error) {
 	}
 	slices.SortFunc(s.pools, func(a, b *MachineConfigPool) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
 
-	for i, cc := range l.ccs {
-		if i > 0 {
-			errs.add(dupError(kindControllerConfig, cc.Name, l.ccs[0].Source, cc.Source))
-			continue
-		}
-		s.cc = cc
-	}
+	s.cc = only(l.ccs, &errs, func(cc *ControllerConfig) *Error {
+		return dupError(kindControllerConfig, cc.Name, l.ccs[0].Source, cc.Source)
+	})
+	s.streams = only(l.streams, &errs, func(st *osImageStream) *Error {
+		return dupError(kindOSImageStream, osImageStreamName, l.streams[0].source, st.source)
+	})
 
 	for _, e := range s.entries {
 		selected := false
@@ -645,6 +649,18 @@ func (l *Loader) build() (*Set, error) {
 		return nil, &errs
 	}
 	return s, nil
+}
+
+// only is the first of a singleton's objects (nil when none); each other
+// one is an error, dup says which.
+func only[T any](list []*T, errs *Errors, dup func(*T) *Error) *T {
+	for _, o := range list[min(1, len(list)):] {
+		errs.add(dup(o))
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return list[0]
 }
 
 func dupError(kind, name, first, second string) *Error {

@@ -160,10 +160,12 @@ type MachineConfigPool struct {
 	Source string `json:"-"`
 }
 
-// MachineConfigPoolSpec selects the pool's MachineConfigs.
+// MachineConfigPoolSpec selects the pool's MachineConfigs and its OS
+// image stream.
 type MachineConfigPoolSpec struct {
-	MachineConfigSelector *LabelSelector `json:"machineConfigSelector,omitempty"`
-	NodeSelector          *LabelSelector `json:"nodeSelector,omitempty"`
+	MachineConfigSelector *LabelSelector          `json:"machineConfigSelector,omitempty"`
+	NodeSelector          *LabelSelector          `json:"nodeSelector,omitempty"`
+	OSImageStream         *OSImageStreamReference `json:"osImageStream,omitempty"`
 }
 
 // fieldError is a decoding problem at a JSON path inside one object.

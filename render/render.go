@@ -66,7 +66,14 @@ func (s *Set) Job(pool string, opts Options) (*Job, error) {
 	}
 	j := &Job{r: renderer{set: s, pool: p, opts: opts}}
 	j.r.order = j.r.members()
-	j.r.key = renderKey(p, j.r.order, s.cc, opts)
+	stream, serr := s.poolStream(p)
+	streamIn := streamInput{Set: stream}
+	if serr != nil {
+		j.r.errs.add(serr)
+		streamIn.Err = serr.Error()
+	}
+	j.r.stream = stream
+	j.r.key = renderKey(p, j.r.order, s.cc, streamIn, opts)
 	return j, nil
 }
 
@@ -106,8 +113,11 @@ type renderer struct {
 	pool  *MachineConfigPool
 	opts  Options
 	order []*entry // the pool's MachineConfigs in merge order
-	key   Key
-	errs  Errors
+	// stream is the OS image stream the pool runs; nil: the
+	// ControllerConfig's images.
+	stream *osImageStreamSet
+	key    Key
+	errs   Errors
 }
 
 func (r *renderer) poolErr(path, msg string, err error) {
@@ -126,6 +136,10 @@ func (r *renderer) run() *Result {
 	}
 	res, out := r.encode(m, order)
 	if out == nil {
+		return nil
+	}
+	r.checkStream(&m.cfg, res.Provenance, &spec, spec.OSImageURL != r.baseImages()[0])
+	if len(r.errs.List) > 0 {
 		return nil
 	}
 	spec.Config = out.JSON
@@ -240,9 +254,8 @@ func names(order []*entry) []string {
 // overrides them, the last one winning.
 func (r *renderer) mergeSpec(order []*entry) MachineConfigSpec {
 	spec := MachineConfigSpec{KernelArguments: []string{}, Extensions: []string{}, KernelType: kernelTypeDefault}
-	if cc := r.set.cc; cc != nil {
-		spec.OSImageURL, spec.BaseOSExtensionsContainerImage = cc.BaseOSContainerImage, cc.BaseOSExtensionsContainerImage
-	}
+	base := r.baseImages()
+	spec.OSImageURL, spec.BaseOSExtensionsContainerImage = base[0], base[1]
 	var kernelFrom *entry
 	for _, e := range order {
 		s := &e.mc.Spec
@@ -270,6 +283,19 @@ func (r *renderer) mergeSpec(order []*entry) MachineConfigSpec {
 		}
 	}
 	return spec
+}
+
+// baseImages are the OS and extensions images the release gives the pool
+// (upstream's GetBaseImageContainer, GetBaseExtensionsImageContainer): its
+// stream's, else the ControllerConfig's.
+func (r *renderer) baseImages() [2]string {
+	if r.stream != nil {
+		return [2]string{r.stream.OSImage, r.stream.OSExtensionsImage}
+	}
+	if cc := r.set.cc; cc != nil {
+		return [2]string{cc.BaseOSContainerImage, cc.BaseOSExtensionsContainerImage}
+	}
+	return [2]string{}
 }
 
 // validateMerged runs Ignition's validation on the merged config: configs
@@ -346,12 +372,10 @@ func (r *renderer) annotations(order []*entry, osImageURL string, res *Result) m
 		version = "mcs"
 	}
 	a[AnnotationGeneratedByController] = version
-	def := ""
 	if cc := r.set.cc; cc != nil {
 		a[AnnotationReleaseImageVersion] = cc.ReleaseImageVersion
-		def = cc.BaseOSContainerImage
 	}
-	if osImageURL != def {
+	if osImageURL != r.baseImages()[0] {
 		a[annotationOSImageURLOverridden] = "true"
 	}
 	return a

@@ -9,17 +9,24 @@
 #
 # PROFILE=DIR builds mcs with -tags pprof and saves, per pool count and
 # era, a CPU profile and a runtime trace of mcs taken during one extra run.
+# PIN="S W" runs the servers on CPU list S and wrk on W (taskset): on a
+# machine other work shares, the servers then compete with it, not with
+# wrk. Each row ends with the load average when it was measured.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR=${DIR:-../shared/realdata/aws}
 POOLS=${POOLS:-2 102}
 DURATION=${DURATION:-4s}
 CONNS=${CONNS:-32}
-REPS=${REPS:-5}
+REPS=${REPS:-7}
 THREADS=${THREADS:-2}
 ERAS=${ERAS:-3.6.0 3.4.0 3.0.0 2.2.0}
 MCS=${MCS:-}
 PROFILE=${PROFILE:-}
+PIN=${PIN:-}
+read -r PIN_SERVER PIN_WRK <<<"$PIN"
+on_server=() on_wrk=() # taskset execs the command: $! stays its pid
+if [ -n "$PIN" ]; then on_server=(taskset -c "$PIN_SERVER") on_wrk=(taskset -c "$PIN_WRK"); fi
 OUT=${OUT:-}
 command -v wrk >/dev/null || { echo "wrk missing: make bench installs it" >&2; exit 1; }
 tmp=$(mktemp -d)
@@ -59,7 +66,7 @@ cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' /proc/"$1"/stat; }
 # holds on a machine other work shares.
 measure() { # url accept ua pid -> "rps p50_ms p99_ms cpu_us_per_request"
   local c0 out c1; c0=$(cpu_ticks "$4")
-  out=$(PATHS_FILE="$tmp/paths" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s "$tmp/cycle.lua" -H "Accept: $2" -H "User-Agent: $3" "$1")
+  out=$(PATHS_FILE="$tmp/paths" "${on_wrk[@]}" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s "$tmp/cycle.lua" -H "Accept: $2" -H "User-Agent: $3" "$1")
   c1=$(cpu_ticks "$4")
   awk -v ticks=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" '
     function ms(v) { if (v ~ /us$/) { sub(/us/,"",v); return v/1000 } if (v ~ /ms$/) { sub(/ms/,"",v); return v } if (v ~ /s$/) { sub(/s/,"",v); return v*1000 } return v }
@@ -99,7 +106,7 @@ run_pools() { # pools
   fi
   local start; start=$(date +%s%N)
   pprof=127.0.0.1:$(( 20000 + RANDOM % 20000 ))
-  MCS_PPROF=$pprof "$MCS" --dir "$tree" --listen-plain 127.0.0.1:0 --listen-tls '' --log-level error >"$tmp/mcs.out" 2>"$tmp/mcs.err" &
+  MCS_PPROF=$pprof "${on_server[@]}" "$MCS" --dir "$tree" --listen-plain 127.0.0.1:0 --listen-tls '' --log-level error >"$tmp/mcs.out" 2>"$tmp/mcs.err" &
   mcs_pid=$!; pids+=("$mcs_pid")
   local url; url=http://$(wait_listening "$tmp/mcs.out")
   until curl -sf "$url/readyz" >/dev/null; do sleep 0.005; done
@@ -116,7 +123,7 @@ run_pools() { # pools
     while read -r path; do
       curl -sf -H "Accept: $accept" -A "$ua" -D "$bodies/${path#/config/}.headers" "$url$path" -o "$bodies/${path#/config/}"
     done <"$tmp/paths"
-    "$tmp/baseline" --dir "$bodies" >"$tmp/base.out" 2>&1 &
+    "${on_server[@]}" "$tmp/baseline" --dir "$bodies" >"$tmp/base.out" 2>&1 &
     local bpid=$!; pids+=("$bpid")
     local burl; burl=http://$(wait_listening "$tmp/base.out")
     local served; served=$(awk -F'[=;\r]' 'tolower($1) ~ /^content-type/ {print $3; exit}' "$bodies/worker.headers")
@@ -133,7 +140,8 @@ run_pools() { # pools
     read -r b_rps b_p50 b_p99 b_cpu < <(median "$tmp/b")
     awk -v n="$n" -v s="${ua#Ignition/} asks $spec" -v sv="$served" -v bytes="$(wc -c <"$bodies/worker")" \
       -v mr="$m_rps" -v br="$b_rps" -v m50="$m_p50" -v b50="$b_p50" -v m99="$m_p99" -v b99="$b_p99" -v mc="$m_cpu" -v bc="$b_cpu" \
-      'BEGIN { printf "| %d | %s | %s | %d | %.0f / %.0f | **%.2f** | %.2f / %.2f | %.2f / %.2f | **%.2f** | %.0f / %.0f | %.2f |\n", n, s, sv, bytes, mr, br, mr/br, m50, b50, m99, b99, m99/b99, mc, bc, mc/bc }'
+      -v load="$(cut -d' ' -f1 /proc/loadavg)" \
+      'BEGIN { printf "| %d | %s | %s | %d | %.0f / %.0f | **%.2f** | %.2f / %.2f | %.2f / %.2f | **%.2f** | %.0f / %.0f | %.2f | %s |\n", n, s, sv, bytes, mr, br, mr/br, m50, b50, m99, b99, m99/b99, mc, bc, mc/bc, load }'
   done
   kill $spid 2>/dev/null || true
   local rss_kb; rss_kb=$(cat "$tmp/rss" 2>/dev/null || echo 0)
@@ -144,9 +152,9 @@ run_pools() { # pools
 
 {
 trap cleanup EXIT # the block is a subshell: what it starts is stopped when it fails, too
-echo "| pools | client | spec served | worker bytes | req/s mcs / bare | ratio | p50 ms mcs / bare | p99 ms mcs / bare | p99 ratio | CPU µs/request mcs / bare | ratio |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| pools | client | spec served | worker bytes | req/s mcs / bare | ratio | p50 ms mcs / bare | p99 ms mcs / bare | p99 ratio | CPU µs/request mcs / bare | ratio | load |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for n in $POOLS; do run_pools "$n"; done
 echo
-echo "wrk: $THREADS threads, $CONNS connections, $DURATION per run, median of $REPS alternating runs; load average at the end $(cut -d' ' -f1-3 /proc/loadavg); machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(go version | awk '{print $3}')"
+echo "wrk: $THREADS threads, $CONNS connections, $DURATION per run, median of $REPS alternating runs${PIN:+, servers on CPUs $PIN_SERVER and wrk on $PIN_WRK}; load average at the end $(cut -d' ' -f1-3 /proc/loadavg); machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(go version | awk '{print $3}')"
 } | if [ -n "$OUT" ]; then tee "$OUT"; else cat; fi

@@ -33,13 +33,13 @@ func Assets() (string, error) {
 }
 
 // CRDFiles are the real CRDs from github.com/openshift/api: MachineConfigs
-// and MachineConfigPools, and with all the ControllerConfig and the
-// Infrastructure (the Default feature set's), KubeletConfigs and
-// ContainerRuntimeConfigs (the controller's guards read them) and the
-// MachineConfiguration of a feature set with the
-// BootImageSkewEnforcement gate on (CustomNoUpgrade: in this release
-// neither Default nor TechPreviewNoUpgrade has the field, and the API
-// server would prune spec.bootImageSkewEnforcement).
+// and MachineConfigPools (a self-managed cluster's, with
+// spec.osImageStream: the OSStreams gate is on in every feature set there),
+// and with all the ControllerConfig and the Infrastructure (the Default
+// feature set's), KubeletConfigs and ContainerRuntimeConfigs (the
+// controller's guards read them), the OSImageStream and the
+// MachineConfiguration (one CRD for every feature set since the
+// BootImageSkewEnforcement gate went GA).
 func CRDFiles(all bool) ([]string, error) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
 	if err != nil {
@@ -49,16 +49,17 @@ func CRDFiles(all bool) ([]string, error) {
 	mc := filepath.Join(api, "machineconfiguration", "v1", "zz_generated.crd-manifests")
 	files := []string{
 		filepath.Join(mc, "0000_80_machine-config_01_machineconfigs.crd.yaml"),
-		filepath.Join(mc, "0000_80_machine-config_01_machineconfigpools.crd.yaml"),
+		filepath.Join(mc, "0000_80_machine-config_01_machineconfigpools-SelfManagedHA.crd.yaml"),
 	}
 	if all {
 		files = append(files,
 			filepath.Join(mc, "0000_80_machine-config_01_controllerconfigs-Default.crd.yaml"),
 			filepath.Join(mc, "0000_80_machine-config_01_machineosconfigs.crd.yaml"),
 			filepath.Join(mc, "0000_80_machine-config_01_machineosbuilds.crd.yaml"),
-			filepath.Join(mc, "0000_80_machine-config_01_kubeletconfigs.crd.yaml"),
+			filepath.Join(mc, "0000_80_machine-config_01_kubeletconfigs-Default.crd.yaml"),
 			filepath.Join(mc, "0000_80_machine-config_01_containerruntimeconfigs.crd.yaml"),
-			filepath.Join(api, "operator", "v1", "zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigurations-CustomNoUpgrade.crd.yaml"),
+			filepath.Join(mc, "0000_80_machine-config_01_osimagestreams-SelfManagedHA.crd.yaml"),
+			filepath.Join(api, "operator", "v1", "zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigurations.crd.yaml"),
 			filepath.Join(api, "config", "v1", "zz_generated.crd-manifests", "0000_10_config-operator_01_infrastructures-Default.crd.yaml"))
 	}
 	return files, nil

@@ -70,7 +70,7 @@ func TestDeployRBACIsMinimal(t *testing.T) {
 		t.Fatal("no ClusterRole mcs-reader")
 	}
 	got := kubetest.Rules(t, role)
-	resources := []string{MachineConfigs.Resource, MachineConfigPools.Resource, ControllerConfigs.Resource}
+	resources := []string{MachineConfigs.Resource, MachineConfigPools.Resource, ControllerConfigs.Resource, OSImageStreams.Resource}
 	slices.Sort(resources)
 	read := []string{"get", "list", "watch"}
 	want := []kubetest.Rule{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
 
@@ -24,6 +26,7 @@ type discoverer interface {
 // served is what of the optional resources the API server serves.
 type served struct {
 	controllerConfigs     bool
+	osImageStreams        bool
 	machineConfigurations bool // looked for only with Config.SkewPolicy
 	machineOS             bool // MachineOSConfigs and MachineOSBuilds, with Config.ImageMode
 	routes                bool // with Config.ImageMode
@@ -75,6 +78,9 @@ func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 		return served{}, fmt.Errorf("the API server does not serve %s.%s: install the MachineConfig CRDs", strings.Join(missing, ", "), gv)
 	}
 	out := served{controllerConfigs: have[ControllerConfigs.Resource]}
+	if have[OSImageStreams.Resource] && s.cfg.Mode != ModePool {
+		out.osImageStreams = mayList(ctx, s.client, s.log, OSImageStreams, "metadata.name="+osImageStreamName)
+	}
 	if s.cfg.ImageMode && s.cfg.Mode == ModePool {
 		out.machineOS = have[MachineOSConfigs.Resource] && have[MachineOSBuilds.Resource]
 		out.routes = serves(ctx, s.disco, Routes)
@@ -99,6 +105,19 @@ func (s *Source) discoverOnce(ctx context.Context) (served, error) {
 		out.machineConfigurations = out.machineConfigurations || r.Name == MachineConfigurations.Resource
 	}
 	return out, nil
+}
+
+// mayList says whether this identity may list gvr: false, with a warning,
+// when the API server refuses it (a ClusterRole from before the rule was
+// added, say), so the source serves without it rather than never syncing.
+// Other errors read as yes: the informer retries them.
+func mayList(ctx context.Context, client dynamic.Interface, log *slog.Logger, gvr schema.GroupVersionResource, fieldSelector string) bool {
+	_, err := resource(client, gvr).List(ctx, metav1.ListOptions{Limit: 1, FieldSelector: fieldSelector})
+	if !apierrors.IsForbidden(err) {
+		return true
+	}
+	log.Warn("rendering without "+gvr.Resource+": this identity may not list them (grant get, list, watch on "+gvr.Resource+" as deploy/rbac.yaml does); a pool that names an OS image stream fails to render, the others get the ControllerConfig's images", "err", err)
+	return false
 }
 
 // serves says whether the API server serves gvr; an error reads as no.

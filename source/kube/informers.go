@@ -98,6 +98,9 @@ func (s *Source) reads(served served) []read {
 	if served.controllerConfigs {
 		r = append(r, read{ControllerConfigs, "", controllerConfigKey, &s.ccs})
 	}
+	if served.osImageStreams {
+		r = append(r, read{OSImageStreams, "metadata.name=" + osImageStreamName, osImageStreamKey, &s.streams})
+	}
 	if s.cfg.KubeconfigData {
 		// Only kubeconfig-data is read, so a Role can name it.
 		r = append(r, read{ConfigMaps, "metadata.name=" + KubeconfigDataName, kubeconfigDataKeyOf, &s.configMaps})

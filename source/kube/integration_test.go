@@ -696,6 +696,8 @@ func TestSkewPolicyFromCluster(t *testing.T) {
 // A replica whose ClusterRole predates the skew policy rule (deploy/ of an
 // older mcs) is refused the MachineConfiguration: it serves every pool all
 // the same and says in /status why the cluster's policy is not in force.
+// (That ClusterRole predates the OSImageStream rule too: refused those, it
+// renders without them rather than never syncing.)
 func TestSkewPolicyRefusedStillServes(t *testing.T) {
 	cp := needControlPlane(t)
 	cp.applyFiles(t, yamlFiles(t, clusterDir(t, "aws"))...)

@@ -67,7 +67,8 @@ func (s *Source) poolKey(u *unstructured.Unstructured) string {
 		return jsonKey([]any{name, updated > 0})
 	}
 	sel, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "machineConfigSelector")
-	return jsonKey(sel)
+	stream, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "osImageStream")
+	return jsonKey([]any{sel, stream})
 }
 
 // skewPolicyKey is what of a MachineConfiguration the policy comes from.
@@ -84,6 +85,13 @@ func controllerConfigKey(u *unstructured.Unstructured) string {
 	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec")
 	a := u.GetAnnotations()
 	return jsonKey([]any{spec, a[render.AnnotationReleaseImageVersion], a[render.AnnotationControllerConfigVersion]})
+}
+
+// osImageStreamKey is what of the OSImageStream a render or the
+// controller's guard reads: its streams and the release it was written for.
+func osImageStreamKey(u *unstructured.Unstructured) string {
+	status, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status")
+	return jsonKey([]any{status, u.GetAnnotations()[render.AnnotationReleaseImageVersion]})
 }
 
 // jsonKey encodes v deterministically (encoding/json sorts map keys).

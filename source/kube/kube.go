@@ -33,6 +33,9 @@ var (
 	MachineConfigs     = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "machineconfigs"}
 	MachineConfigPools = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "machineconfigpools"}
 	ControllerConfigs  = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "controllerconfigs"}
+	// OSImageStreams list the OS image streams pools run, in the one
+	// named "cluster" (osImageStreamName).
+	OSImageStreams = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "osimagestreams"}
 	// MachineConfigurations hold the cluster's boot-image skew policy, in
 	// the one named "cluster" (clusterMachineConfiguration).
 	MachineConfigurations = schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1", Resource: "machineconfigurations"}
@@ -40,6 +43,9 @@ var (
 
 // clusterMachineConfiguration is the MachineConfiguration the MCO reads.
 const clusterMachineConfiguration = "cluster"
+
+// osImageStreamName is the OSImageStream upstream's render controller reads.
+const osImageStreamName = "cluster"
 
 // DefaultControllerConfig is the ControllerConfig upstream's controller
 // writes and its server reads.
@@ -286,8 +292,11 @@ func (s *Source) loadSelf() (*source.Input, error) {
 			return nil, err
 		}
 	}
-	if cc := s.controllerConfig(); cc != nil {
-		if err := feed(&l, cc); err != nil {
+	for _, u := range []*unstructured.Unstructured{s.controllerConfig(), get(s.streams, osImageStreamName)} {
+		if u == nil {
+			continue
+		}
+		if err := feed(&l, u); err != nil {
 			return nil, err
 		}
 	}

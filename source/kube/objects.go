@@ -35,6 +35,8 @@ type caches struct {
 
 	// Set before synced is closed, read only after.
 	mcs, pools, ccs, mcfgs cache.Store
+	// streams holds the OSImageStream, when the API server serves them.
+	streams cache.Store
 	// configMaps holds kubeconfig-data (Config.KubeconfigData); moscs,
 	// mosbs and the registry's routes are for image mode (Config.ImageMode).
 	configMaps, moscs, mosbs, routes cache.Store
@@ -105,6 +107,12 @@ func (c *caches) MachineConfigs() []*unstructured.Unstructured {
 // renders with, or nil.
 func (c *caches) ControllerConfigObject() *unstructured.Unstructured {
 	return c.cached(c.ccs, c.controllerConfigName)
+}
+
+// OSImageStreamObject returns the cached OSImageStream pools pick their
+// OS images from, or nil.
+func (c *caches) OSImageStreamObject() *unstructured.Unstructured {
+	return c.cached(c.streams, osImageStreamName)
 }
 
 // controllerConfig is the ControllerConfig read, or nil; for the loads,

@@ -86,7 +86,7 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 // resourceOf is the resource a request path is for, or "" when it is not
 // one the source reads.
 func resourceOf(path string) string {
-	for _, gvr := range []schema.GroupVersionResource{MachineConfigs, MachineConfigPools, ControllerConfigs, MachineConfigurations,
+	for _, gvr := range []schema.GroupVersionResource{MachineConfigs, MachineConfigPools, ControllerConfigs, OSImageStreams, MachineConfigurations,
 		ConfigMaps, MachineOSConfigs, MachineOSBuilds, Routes} {
 		prefix := "/apis/" + gvr.GroupVersion().String() + "/"
 		if gvr.Group == "" {
