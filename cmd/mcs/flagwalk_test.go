@@ -61,6 +61,8 @@ func helpCommands(t *testing.T) [][]string {
 	return cmds
 }
 
+var update = flag.Bool("update", false, "rewrite the golden files")
+
 // TestFlagsWalk walks every flag of mcs and of every command its --help
 // lists (controller, prune, pki status, pki rotate, start, bootstrap,
 // preflight, and any added later), through --help and a wrong value on
@@ -69,8 +71,9 @@ func helpCommands(t *testing.T) [][]string {
 func TestFlagsWalk(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // nothing a mistaken flag lets through may run for long
+	var transcript strings.Builder
 	for _, words := range append([][]string{nil}, helpCommands(t)...) {
-		testkit.WalkFlags(t, testkit.FlagWalk{
+		transcript.WriteString(testkit.WalkFlags(t, testkit.FlagWalk{
 			Command: append([]string{"mcs"}, words...),
 			Help:    mcsHelp(t, words...),
 			Env:     flagEnv,
@@ -82,8 +85,9 @@ func TestFlagsWalk(t *testing.T) {
 				err := dispatch(ctx, append(append([]string{}, words...), args...), strings.NewReader(""), &out, &errb)
 				return errb.String(), cmdline.Code(err) == cmdline.ExitUsage
 			},
-		})
+		}))
 	}
+	testkit.Golden(t, "testdata/flag-errors.txt", transcript.String(), *update)
 }
 
 // --version works for every command, on stdout, and names the build.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ignition-mcs/mcs/internal/testkit"
@@ -10,15 +11,17 @@ import (
 // --help lists them (a flag added later is walked too), through a wrong
 // value: see testkit.WalkFlags for which and what the error must say.
 func TestFlagsWalk(t *testing.T) {
+	var transcript strings.Builder
 	for _, words := range [][]string{nil, {"diff"}} {
 		help, _, _ := cli(t, "", append(words, "--help")...)
-		testkit.WalkFlags(t, testkit.FlagWalk{
+		transcript.WriteString(testkit.WalkFlags(t, testkit.FlagWalk{
 			Command: append([]string{"render"}, words...),
 			Help:    help,
 			Run: func(t *testing.T, args []string, _ map[string]string) (string, bool) {
 				_, stderr, code := cli(t, "", append(append([]string{}, words...), args...)...)
 				return stderr, code == exitUsage
 			},
-		})
+		}))
 	}
+	testkit.Golden(t, "testdata/flag-errors.txt", transcript.String(), *update)
 }

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -36,8 +37,14 @@ var helpFlag = regexp.MustCompile(`^  -(\S+)(?: (\S+))?$`)
 //	string, or NAME     free text: not given a wrong value (give a closed
 //	                    set of values a cmdline.Choice, and a parsed
 //	                    value its own flag.Value, so that it is walked)
-func WalkFlags(t *testing.T, w FlagWalk) {
+//
+// It returns every refusal as a transcript (the command, then what it
+// printed) for the caller's golden file, so that a changed message shows
+// in review.
+func WalkFlags(t *testing.T, w FlagWalk) string {
 	t.Helper()
+	var transcript strings.Builder
+	cmd := strings.Join(w.Command, " ")
 	flags := helpFlags(w.Help)
 	if len(flags) == 0 {
 		t.Fatalf("%s --help lists no flags:\n%s", strings.Join(w.Command, " "), w.Help)
@@ -67,15 +74,18 @@ func WalkFlags(t *testing.T, w FlagWalk) {
 			}
 			stderr, usage := w.Run(t, []string{"--" + f.name + "=" + bad}, nil)
 			check("--"+f.name+"="+bad, stderr, usage)
+			fmt.Fprintf(&transcript, "$ %s --%s=%s\n%s\n", cmd, f.name, bad, stderr)
 			if env := envOf(w, f.name); env != "" {
 				stderr, usage = w.Run(t, nil, map[string]string{env: bad})
 				check(env+"="+bad, stderr, usage)
+				fmt.Fprintf(&transcript, "$ %s=%s %s\n%s\n", env, bad, cmd, stderr)
 				if !strings.Contains(stderr, env) {
 					t.Errorf("%s=%s: the error does not name the variable:\n%s", env, bad, stderr)
 				}
 			}
 		})
 	}
+	return transcript.String()
 }
 
 func envOf(w FlagWalk, flag string) string {
