@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/ignition-mcs/mcs/internal/kubetest"
@@ -138,10 +137,7 @@ func procCPU(b *testing.B, pid int) time.Duration {
 // leaseTransitions is how often the Lease changed hands: a leader that
 // lost it while writing shows here.
 func leaseTransitions(b *testing.B, cp *kubetest.ControlPlane, name string) float64 {
-	l, err := cp.Kube.CoordinationV1().Leases("mcs").Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := kubetest.Get(b, cp.Kube.CoordinationV1().Leases("mcs"), name)
 	if l.Spec.LeaseTransitions == nil {
 		return 0
 	}

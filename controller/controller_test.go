@@ -89,7 +89,7 @@ func pointedAt(t *testing.T, cp *kubetest.ControlPlane, server *kube.Source, poo
 			return "", fmt.Errorf("%s lacks %q", name, c)
 		}
 	}
-	if c := renderDegraded(p); c == nil || c["status"] != "False" {
+	if c := poolCondition(p, conditionRenderDegraded); c == nil || c["status"] != "False" {
 		return "", fmt.Errorf("pool %s RenderDegraded %v", poolName, c)
 	}
 	return name, nil
@@ -199,7 +199,7 @@ func TestBadInputDegradesThePool(t *testing.T) {
 
 	cp.Apply(t, object(t, badMC("etc/relative")))
 	kubetest.Eventually(t, 20*time.Second, "RenderDegraded", func() error {
-		c := renderDegraded(pool(t, cp, "worker"))
+		c := poolCondition(pool(t, cp, "worker"), conditionRenderDegraded)
 		if c == nil || c["status"] != "True" {
 			return fmt.Errorf("condition %v", c)
 		}
@@ -247,7 +247,7 @@ func TestMaxSpecRefuses(t *testing.T) {
 	cp.Apply(t, poolObject(t, "worker"), mcObject(t, "50-worker", "worker", "one"), object(t, kargsMC))
 	startController(t, cp, Config{Options: render.Options{MaxSpec: convert.V3_2}})
 	kubetest.Eventually(t, 20*time.Second, "RenderDegraded", func() error {
-		c := renderDegraded(pool(t, cp, "worker"))
+		c := poolCondition(pool(t, cp, "worker"), conditionRenderDegraded)
 		if c == nil || c["status"] != "True" || c["reason"] != "SpecCeilingExceeded" {
 			return fmt.Errorf("condition %v", c)
 		}
@@ -285,7 +285,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 		t.Errorf("%d rendered configs stored", n)
 	}
 	p := pool(t, cp, "worker")
-	if configuration(p) != "" || renderDegraded(p) != nil {
+	if configuration(p) != "" || poolCondition(p, conditionRenderDegraded) != nil {
 		t.Errorf("pool written: %v", p.Object["spec"])
 	}
 	if n := testutil.ToFloat64(c.m.renders.WithLabelValues("true")); n < 1 {
@@ -347,7 +347,7 @@ func TestRenderedConfigDeletedOrTampered(t *testing.T) {
 	}
 	startController(t, cp, Config{})
 	kubetest.Eventually(t, 20*time.Second, "RenderDegraded", func() error {
-		c := renderDegraded(pool(t, cp, "worker"))
+		c := poolCondition(pool(t, cp, "worker"), conditionRenderDegraded)
 		if c == nil || c["status"] != "True" || !strings.Contains(c["message"].(string), "MachineConfig/"+name+": $.spec: a rendered MachineConfig of that name exists with other content") {
 			return fmt.Errorf("condition %v", c)
 		}

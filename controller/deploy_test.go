@@ -114,7 +114,7 @@ func TestDeployRBACIsEnough(t *testing.T) {
 	})
 	cp.Apply(t, mcObject(t, "50-worker", "worker", "two"))
 	kubetest.Eventually(t, 20*time.Second, "the old config pruned", func() error {
-		if c := renderDegraded(pool(t, cp, "worker")); c == nil || c["status"] != "False" {
+		if c := poolCondition(pool(t, cp, "worker"), conditionRenderDegraded); c == nil || c["status"] != "False" {
 			return fmt.Errorf("condition %v", c)
 		}
 		if _, ok := renderedConfigs(t, cp, "worker")[first]; ok {

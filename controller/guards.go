@@ -131,12 +131,18 @@ func controllerConfigCompleted(cc *unstructured.Unstructured) *wait {
 // conditionTrue is whether the first condition of the type is True, as
 // upstream's IsControllerConfigStatusConditionPresentAndEqual reads it.
 func conditionTrue(conds []any, typ string) bool {
+	c := findCondition(conds, typ)
+	return c != nil && c["status"] == "True"
+}
+
+// findCondition is the first condition of the type in conds, or nil.
+func findCondition(conds []any, typ string) map[string]any {
 	for _, c := range conds {
 		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			return m["status"] == "True"
+			return m
 		}
 	}
-	return false
+	return nil
 }
 
 // subControllersCompleted is upstream's

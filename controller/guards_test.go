@@ -40,23 +40,12 @@ func completedStatus(generation int64) map[string]any {
 	}}
 }
 
-// pending returns the pool's RenderPending condition, or nil.
-func pending(p *unstructured.Unstructured) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == conditionRenderPending {
-			return m
-		}
-	}
-	return nil
-}
-
 // waits checks for a while that the pool is not written, and says why.
 func waits(t *testing.T, cp *kubetest.ControlPlane, c *running, poolName, reason, msg string) {
 	t.Helper()
 	kubetest.Eventually(t, 10*time.Second, poolName+" waits on "+reason, func() error {
 		p := pool(t, cp, poolName)
-		cond := pending(p)
+		cond := poolCondition(p, conditionRenderPending)
 		if cond == nil || cond["status"] != "True" || cond["reason"] != reason || !strings.Contains(fmt.Sprint(cond["message"]), msg) {
 			return fmt.Errorf("RenderPending %v", cond)
 		}
@@ -84,9 +73,9 @@ func writtenWithin(t *testing.T, cp *kubetest.ControlPlane, poolName string, wit
 	kubetest.Eventually(t, within, poolName+" written once the wait ends", func() error {
 		p := pool(t, cp, poolName)
 		if name = configuration(p); name == "" {
-			return fmt.Errorf("not pointed; RenderPending %v", pending(p))
+			return fmt.Errorf("not pointed; RenderPending %v", poolCondition(p, conditionRenderPending))
 		}
-		if c := pending(p); c != nil && c["status"] != "False" {
+		if c := poolCondition(p, conditionRenderPending); c != nil && c["status"] != "False" {
 			return fmt.Errorf("RenderPending %v", c)
 		}
 		return nil
@@ -239,7 +228,7 @@ func TestReconcilability(t *testing.T) {
 			cp.Apply(t, kubetest.Object(t, tc.mc.YAML()))
 			kubetest.Eventually(t, 10*time.Second, "refused", func() error {
 				p := pool(t, cp, "worker")
-				cond := renderDegraded(p)
+				cond := poolCondition(p, conditionRenderDegraded)
 				msg := fmt.Sprint(cond["message"])
 				if cond == nil || cond["status"] != "True" || cond["reason"] != "IrreconcilableChange" ||
 					!strings.Contains(msg, `base config "60-change"`) || !strings.Contains(msg, tc.path) || !strings.Contains(msg, base) {
@@ -255,7 +244,7 @@ func TestReconcilability(t *testing.T) {
 				moved := ""
 				kubetest.Eventually(t, 10*time.Second, "written with the override", func() error {
 					if moved = configuration(pool(t, cp, "worker")); moved == base {
-						return fmt.Errorf("still %s; RenderDegraded %v", moved, renderDegraded(pool(t, cp, "worker")))
+						return fmt.Errorf("still %s; RenderDegraded %v", moved, poolCondition(pool(t, cp, "worker"), conditionRenderDegraded))
 					}
 					return nil
 				})
@@ -273,7 +262,7 @@ func TestReconcilability(t *testing.T) {
 			}
 			deleteMC(t, cp, "60-change")
 			kubetest.Eventually(t, 10*time.Second, "cleared once the change is gone", func() error {
-				if cond := renderDegraded(pool(t, cp, "worker")); cond["status"] != "False" {
+				if cond := poolCondition(pool(t, cp, "worker"), conditionRenderDegraded); cond["status"] != "False" {
 					return fmt.Errorf("RenderDegraded %v", cond)
 				}
 				return nil
@@ -285,7 +274,7 @@ func TestReconcilability(t *testing.T) {
 			"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA"}}}}}}.YAML()))
 		kubetest.Eventually(t, 10*time.Second, "written", func() error {
 			if n := configuration(pool(t, cp, "worker")); n == base {
-				return fmt.Errorf("still %s; RenderDegraded %v", n, renderDegraded(pool(t, cp, "worker")))
+				return fmt.Errorf("still %s; RenderDegraded %v", n, poolCondition(pool(t, cp, "worker"), conditionRenderDegraded))
 			}
 			return nil
 		})

@@ -166,15 +166,10 @@ func pool(t testing.TB, cp *kubetest.ControlPlane, name string) *unstructured.Un
 	return p
 }
 
-// renderDegraded returns the pool's RenderDegraded condition, or nil.
-func renderDegraded(p *unstructured.Unstructured) map[string]any {
+// poolCondition returns the pool's condition of the type, or nil.
+func poolCondition(p *unstructured.Unstructured, typ string) map[string]any {
 	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == conditionRenderDegraded {
-			return m
-		}
-	}
-	return nil
+	return findCondition(conds, typ)
 }
 
 // renderedConfigs lists the rendered MachineConfigs of a pool, by name.

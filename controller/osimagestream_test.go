@@ -60,7 +60,7 @@ func poolOnImage(t *testing.T, cp *kubetest.ControlPlane, poolName, want, ext st
 		name := configuration(p)
 		mc := renderedConfigs(t, cp, poolName)[name]
 		if mc == nil {
-			return fmt.Errorf("names %q; RenderDegraded %v, RenderPending %v", name, renderDegraded(p), pending(p))
+			return fmt.Errorf("names %q; RenderDegraded %v, RenderPending %v", name, poolCondition(p, conditionRenderDegraded), poolCondition(p, conditionRenderPending))
 		}
 		os, _, _ := unstructured.NestedString(mc.Object, "spec", "osImageURL")
 		e, _, _ := unstructured.NestedString(mc.Object, "spec", "baseOSExtensionsContainerImage")
@@ -76,7 +76,7 @@ func poolOnImage(t *testing.T, cp *kubetest.ControlPlane, poolName, want, ext st
 func degradedSaying(t *testing.T, cp *kubetest.ControlPlane, poolName, before, msg string) {
 	t.Helper()
 	kubetest.Eventually(t, 20*time.Second, poolName+" refused", func() error {
-		cond := renderDegraded(pool(t, cp, poolName))
+		cond := poolCondition(pool(t, cp, poolName), conditionRenderDegraded)
 		if cond == nil || cond["status"] != "True" || !strings.Contains(fmt.Sprint(cond["message"]), msg) {
 			return fmt.Errorf("RenderDegraded %v", cond)
 		}
@@ -170,7 +170,7 @@ func waitsOn(t *testing.T, cp *kubetest.ControlPlane, c *running, poolName, reas
 	t.Helper()
 	before := configuration(pool(t, cp, poolName))
 	kubetest.Eventually(t, 20*time.Second, poolName+" waits on "+reason, func() error {
-		cond := pending(pool(t, cp, poolName))
+		cond := poolCondition(pool(t, cp, poolName), conditionRenderPending)
 		if cond == nil || cond["status"] != "True" || cond["reason"] != reason || !strings.Contains(fmt.Sprint(cond["message"]), msg) {
 			return fmt.Errorf("RenderPending %v", cond)
 		}

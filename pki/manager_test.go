@@ -71,15 +71,6 @@ func userData(name string, labels map[string]string, data string) *corev1.Secret
 		Data: map[string][]byte{userDataKey: []byte(data)}}
 }
 
-func getSecret0(t *testing.T, c Clients, ns, name string) *corev1.Secret {
-	t.Helper()
-	s, err := c.Kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // A cluster's existing CA is adopted (kept, not replaced), the installer's
 // pointer config is rewritten with the bundle, the Secrets upstream's
 // rules leave alone keep their resourceVersion, and each pool gets a
@@ -117,18 +108,18 @@ func TestManagerAdoptsAndRewrites(t *testing.T) {
 	if r.Serving == nil || !strings.Contains(strings.Join(r.Serving.Hosts, ","), "api-int.test.example") || !strings.Contains(strings.Join(r.Serving.Hosts, ","), "127.0.0.1") {
 		t.Errorf("serving certificate hosts: %+v", r.Serving)
 	}
-	bundle := getConfigMap(t, c).Data[bundleKey]
-	w := getSecret0(t, c, mapiNamespace, "worker-user-data")
+	bundle := kubetest.Get(t, c.Kube.CoreV1().ConfigMaps(mcoNamespace), bundleName).Data[bundleKey]
+	w := kubetest.Get(t, c.Kube.CoreV1().Secrets(mapiNamespace), "worker-user-data")
 	if p, _ := readPointer(w.Data[userDataKey]); len(p.CAs) != 1 || !p.CAs[0].Equal(installer.cert) || !strings.Contains(bundle, string(encodeCerts(installer.cert))) {
 		t.Errorf("worker-user-data not rewritten with the bundle: %s", w.Data[userDataKey])
 	}
 	for name, old := range kept {
-		if s := getSecret0(t, c, mapiNamespace, name); s.ResourceVersion != old.ResourceVersion {
+		if s := kubetest.Get(t, c.Kube.CoreV1().Secrets(mapiNamespace), name); s.ResourceVersion != old.ResourceVersion {
 			t.Errorf("%s was rewritten", name)
 		}
 	}
-	managed := getSecret0(t, c, mapiNamespace, "worker-user-data-managed")
-	tok := getSecret0(t, c, mcoNamespace, tokenSecretName("worker"))
+	managed := kubetest.Get(t, c.Kube.CoreV1().Secrets(mapiNamespace), "worker-user-data-managed")
+	tok := kubetest.Get(t, c.Kube.CoreV1().Secrets(mcoNamespace), tokenSecretName("worker"))
 	p, err := readPointer(managed.Data[userDataKey])
 	if err != nil || p.Version != "3.1.0" || p.Pool != "worker" || !strings.Contains(string(managed.Data[userDataKey]), "Bearer "+string(tok.Data[tokenKey])) {
 		t.Errorf("generated pointer %s: %+v %v", managed.Data[userDataKey], p, err)
@@ -139,15 +130,6 @@ func TestManagerAdoptsAndRewrites(t *testing.T) {
 	if r2, err := m.Sync(ctx, false, false); err != nil || len(r2.Changes) != 0 {
 		t.Errorf("a second pass changed %v (%v)", r2.Changes, err)
 	}
-}
-
-func getConfigMap(t *testing.T, c Clients) *corev1.ConfigMap {
-	t.Helper()
-	cm, err := c.Kube.CoreV1().ConfigMaps(mcoNamespace).Get(context.Background(), bundleName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cm
 }
 
 // Forced rotation: a new CA cross-signed by the old, both in the bundle and
@@ -173,7 +155,7 @@ func TestManagerRotateAndRevoke(t *testing.T) {
 	if r1.CA.SHA256 == r0.CA.SHA256 || len(r1.Bundle) != 2 || len(r1.Chain) != 1 || r1.Chain[0].Issuer != r0.CA.Subject {
 		t.Fatalf("rotation: CA %v → %v, bundle %d, chain %+v", r0.CA.Subject, r1.CA.Subject, len(r1.Bundle), r1.Chain)
 	}
-	serving := getSecret0(t, c, mcoNamespace, servingName)
+	serving := kubetest.Get(t, c.Kube.CoreV1().Secrets(mcoNamespace), servingName)
 	if certs, _ := parseCerts(serving.Data["tls.crt"]); len(certs) != 2 || !certs[1].IsCA {
 		t.Errorf("served chain: %d certificates", len(certs))
 	}

@@ -394,23 +394,23 @@ func holdUntilClosed(ctx context.Context, c net.Conn) {
 	if err != nil {
 		return
 	}
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	for established(rc) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
-		}
-		open := true
-		rc.Control(func(fd uintptr) {
-			info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-			open = err == nil && info.State == unix.BPF_TCP_ESTABLISHED
-		})
-		if !open {
-			return
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// established says whether the socket's TCP state is still ESTABLISHED.
+func established(rc syscall.RawConn) bool {
+	open := false
+	rc.Control(func(fd uintptr) {
+		info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+		open = err == nil && info.State == unix.BPF_TCP_ESTABLISHED
+	})
+	return open
 }
 
 // metric is the value of the first sample of /metrics starting with name.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,18 +22,11 @@ type bootstrapOptions struct {
 	certs   []string // registry=file, file relative to baseDir
 }
 
-// runBootstrap is mcs bootstrap: OpenShift's bootstrap server as the
-// installer's bootstrap node runs it (machine-config-server bootstrap
-// --server-basedir DIR --bootstrap-kubeconfig FILE), serving the control
-// plane's rendered configs from the installer's manifests.
-func runBootstrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	o, err := parseBootstrapFlags(args, stderr)
-	if err != nil || o == nil {
-		return err
-	}
-	return serveOptions(ctx, o, stdout, stderr)
-}
-
+// parseBootstrapFlags is mcs bootstrap's command line: OpenShift's
+// bootstrap server as the installer's bootstrap node runs it
+// (machine-config-server bootstrap --server-basedir DIR
+// --bootstrap-kubeconfig FILE), serving the control plane's rendered
+// configs from the installer's manifests.
 func parseBootstrapFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{bootstrap: &bootstrapOptions{}}
 	o, err := o.parse("mcs bootstrap", "Usage: mcs bootstrap [--server-basedir DIR] [--bootstrap-kubeconfig FILE] [flags]\n\nOpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it: serves the\nmaster and arbiter pools' rendered MachineConfigs from DIR/machine-pools and DIR/machine-configs.\n",

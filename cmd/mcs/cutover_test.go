@@ -259,10 +259,7 @@ func (c *cluster) applyImageMode(t *testing.T) {
 // mount writes a Secret's keys as files in a directory, as a volume does.
 func (c *cluster) mount(t *testing.T, ns, name string) string {
 	t.Helper()
-	s, err := c.cp.Kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := kubetest.Get(t, c.cp.Kube.CoreV1().Secrets(ns), name)
 	dir := t.TempDir()
 	for k, v := range s.Data {
 		if err := os.WriteFile(filepath.Join(dir, k), v, 0o600); err != nil {
@@ -275,11 +272,7 @@ func (c *cluster) mount(t *testing.T, ns, name string) string {
 // userData is a user-data Secret's pointer config, as the cluster holds it.
 func (c *cluster) userData(t *testing.T, name string) []byte {
 	t.Helper()
-	s, err := c.cp.Kube.CoreV1().Secrets(machineAPI).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.Data["userData"]
+	return kubetest.Get(t, c.cp.Kube.CoreV1().Secrets(machineAPI), name).Data["userData"]
 }
 
 // checkNode checks what a node of pool found on its disk: the pool's

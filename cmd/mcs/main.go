@@ -45,8 +45,8 @@ func commands() []command {
 		{"controller", "render every pool into the cluster's rendered MachineConfigs, leader-elected", noStdin(runController)},
 		{"prune", "list or delete rendered MachineConfigs no pool or node uses", noStdin(runPrune)},
 		{"pki", "status|rotate: the machine-config-server CA, certificate, pointer configs and tokens", noStdin(runPKI)},
-		{"start", "OpenShift's machine-config-server start, as its DaemonSet runs it", runStart},
-		{"bootstrap", "OpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it", runBootstrap},
+		{"start", "OpenShift's machine-config-server start, as its DaemonSet runs it", serving(parseStartFlags)},
+		{"bootstrap", "OpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it", serving(parseBootstrapFlags)},
 		{"preflight", "read a cluster, changing nothing, and report what mcs start needs and would serve", noStdin(runPreflight)},
 	}
 }

@@ -11,12 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/ignition-mcs/mcs/pki"
-	"github.com/ignition-mcs/mcs/source/kube"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -41,17 +38,7 @@ func pkiFlags(fs *flag.FlagSet, o *pkiOptions) {
 	fs.DurationVar(&o.resync, "pki-resync", time.Minute, "how often the PKI is checked without a change seen")
 }
 
-func pkiClients(rc *rest.Config) (pki.Clients, error) {
-	k, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return pki.Clients{}, err
-	}
-	d, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return pki.Clients{}, err
-	}
-	return pki.Clients{Kube: k, Dynamic: d}, nil
-}
+func (c *apiClients) pki() pki.Clients { return pki.Clients{Kube: c.kube, Dynamic: c.dynamic} }
 
 // startPKI is `mcs controller --manage-pki`: the PKI manager beside the
 // render controller, until ctx ends or stop is called (which waits for it).
@@ -59,11 +46,11 @@ func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logg
 	if !o.manage {
 		return func() {}, nil
 	}
-	cl, err := pkiClients(rc)
+	api, err := newAPIClients(rc)
 	if err != nil {
 		return nil, err
 	}
-	m, err := pki.New(pki.Config{Clients: cl, Lifetimes: o.lifetimes, Tokens: o.tokens, Resync: o.resync, Logger: log})
+	m, err := pki.New(pki.Config{Clients: api.pki(), Lifetimes: o.lifetimes, Tokens: o.tokens, Resync: o.resync, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +75,7 @@ func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	verb := args[0]
 	fs := cmdline.NewFlagSet("mcs pki "+verb, "Usage: mcs pki status|rotate [flags]\n\nstatus: the machine-config-server CA, bundle, serving certificate, every user-data pointer config\n(which CAs it trusts and until when it boots a node) and the pool tokens, and what the\ncontroller's next pass would change.\nrotate: a new CA now, cross-signed by the current one, and a serving certificate from it;\na dry run unless --confirm. Give the same lifetimes as the controller.\n", stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+	connect := kubeconfigFlag(fs)
 	var format string
 	cmdline.Choice(fs, &format, "o", "text", "output", "text", "json")
 	confirm := fs.Bool("confirm", false, "rotate: replace the CA now; without it, a dry run says what would change")
@@ -97,15 +84,11 @@ func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := cmdline.Parse(fs, args[1:]); err != nil {
 		return err
 	}
-	rc, err := kube.RESTConfig(*kubeconfig)
+	api, err := connect()
 	if err != nil {
 		return err
 	}
-	cl, err := pkiClients(rc)
-	if err != nil {
-		return err
-	}
-	m, err := pki.New(pki.Config{Clients: cl, Lifetimes: o.lifetimes, Tokens: o.tokens})
+	m, err := pki.New(pki.Config{Clients: api.pki(), Lifetimes: o.lifetimes, Tokens: o.tokens})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/ignclient"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/syncbuf"
@@ -97,23 +98,12 @@ func mountSecret(t *testing.T, kc kubernetes.Interface, name, certFile, keyFile 
 // trusts.
 func pointerCA(t *testing.T, kc kubernetes.Interface, name string) []byte {
 	t.Helper()
-	s, err := kc.CoreV1().Secrets(mapiNS).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Ignition struct {
-			Security struct {
-				TLS struct {
-					CertificateAuthorities []struct{ Source string } `json:"certificateAuthorities"`
-				} `json:"tls"`
-			} `json:"security"`
-		} `json:"ignition"`
-	}
-	if err := json.Unmarshal(s.Data["userData"], &doc); err != nil || len(doc.Ignition.Security.TLS.CertificateAuthorities) != 1 {
+	s := kubetest.Get(t, kc.CoreV1().Secrets(mapiNS), name)
+	p, err := convert.Parse(s.Data["userData"])
+	if err != nil || len(p.Config.Ignition.Security.TLS.CertificateAuthorities) != 1 {
 		t.Fatalf("%s: %s %v", name, s.Data["userData"], err)
 	}
-	du, err := dataurl.DecodeString(doc.Ignition.Security.TLS.CertificateAuthorities[0].Source)
+	du, err := dataurl.DecodeString(*p.Config.Ignition.Security.TLS.CertificateAuthorities[0].Source)
 	if err != nil {
 		t.Fatal(err)
 	}

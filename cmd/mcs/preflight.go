@@ -85,21 +85,18 @@ func (p *preflight) line(state, what, detail string) {
 // and permissions missing; it fails (exit 1) when a blocker is found.
 func runPreflight(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("mcs preflight", "Usage: mcs preflight [--kubeconfig FILE] [--service-account NS/NAME]\n\nReads a cluster, changing nothing, and reports what mcs start needs and would serve.\nExits 1 when a blocker is found.\n", stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+	connect := kubeconfigFlag(fs)
 	sa := fs.String("service-account", "", "check the permissions of this ServiceAccount (NAMESPACE/NAME, e.g. openshift-machine-config-operator/mcs-server) instead of the kubeconfig's own identity; needs the right to create SubjectAccessReviews")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the cluster's objects")
 	if err := cmdline.Parse(fs, args); err != nil {
 		return err
 	}
-	rc, err := kube.RESTConfig(*kubeconfig)
+	api, err := connect()
 	if err != nil {
 		return err
 	}
-	kc, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	p := &preflight{out: tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0), kube: kc}
+	rc := api.rest
+	p := &preflight{out: tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0), kube: api.kube}
 	if *sa != "" {
 		ns, name, ok := strings.Cut(*sa, "/")
 		if !ok || ns == "" || name == "" {

@@ -9,11 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
-
 	"github.com/ignition-mcs/mcs/controller"
-	"github.com/ignition-mcs/mcs/source/kube"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -26,7 +22,7 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		o.List, args = true, args[1:]
 	}
 	fs := cmdline.NewFlagSet("mcs prune", "Usage: mcs prune [list] [flags]\n\nLists (list) or prunes rendered MachineConfigs. Never deletes one in use: named by a pool's\nspec or status configuration, or by a Node's currentConfig or desiredConfig annotation.\n", stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+	connect := kubeconfigFlag(fs)
 	fs.StringVar(&o.Pool, "pool-name", "", "only this pool's rendered configs (in use is judged over every pool and node)")
 	fs.IntVar(&o.Keep, "keep", controller.DefaultKeep, "beyond those in use, keep the newest N per pool (0: oc's default, delete all not in use)")
 	fs.IntVar(&o.Count, "count", 0, "delete at most the N oldest prunable configs (0: all)")
@@ -37,22 +33,14 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if o.Keep < 0 || o.Count < 0 {
 		return cmdline.Mistake(fs, fmt.Errorf("--keep and --count: want 0 or more (got %d and %d)", o.Keep, o.Count))
 	}
-	rc, err := kube.RESTConfig(*kubeconfig)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	meta, err := metadata.NewForConfig(rc)
+	api, err := connect()
 	if err != nil {
 		return err
 	}
 	if !o.List && !o.Confirm {
 		fmt.Fprintln(stdout, "Dry run: nothing is deleted. Add --confirm to delete the rendered MachineConfigs below.")
 	}
-	rep, err := controller.Prune(ctx, dyn, meta, o)
+	rep, err := controller.Prune(ctx, api.dynamic, api.metadata, o)
 	if rep == nil {
 		return err
 	}

@@ -14,11 +14,20 @@ import (
 
 // run is mcs: flags, then serveOptions.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	o, err := parseFlags(args, stderr)
-	if err != nil || o == nil {
-		return err
+	return serving(parseFlags)(ctx, args, stdin, stdout, stderr)
+}
+
+// serving is a server command (mcs, mcs start, mcs bootstrap): its command
+// line read by parse (nil options: nothing to serve, as for --help), then
+// serveOptions.
+func serving(parse func(args []string, stderr io.Writer) (*options, error)) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
+	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		o, err := parse(args, stderr)
+		if err != nil || o == nil {
+			return err
+		}
+		return serveOptions(ctx, o, stdout, stderr)
 	}
-	return serveOptions(ctx, o, stdout, stderr)
 }
 
 // serveOptions wires source, reloader and server as o asks (mcs or mcs

@@ -34,19 +34,11 @@ const (
 	defaultTokenDir = "/etc/mcs/bootstrap-token"
 )
 
-// runStart is mcs start: the server as OpenShift's DaemonSet runs its own
-// (machine-config-server start --apiserver-url=… --payload-version=…
-// --tls-cipher-suites=… --tls-min-version=… --v=N), so that only the image
-// changes. It serves each pool's rendered MachineConfig as the cluster
+// parseStartFlags is mcs start's command line: the server as OpenShift's
+// DaemonSet runs its own (machine-config-server start --apiserver-url=…
+// --payload-version=… --tls-cipher-suites=… --tls-min-version=… --v=N), so
+// that only the image changes. It serves each pool's rendered MachineConfig as the cluster
 // names it, with the node kubeconfig built from the token and the URL.
-func runStart(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	o, err := parseStartFlags(args, stderr)
-	if err != nil || o == nil {
-		return err
-	}
-	return serveOptions(ctx, o, stdout, stderr)
-}
-
 func parseStartFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{start: &startOptions{}}
 	usage := fmt.Sprintf("Usage: mcs start --apiserver-url URL [flags]\n\nOpenShift's machine-config-server start, as its DaemonSet runs it: serves each pool's rendered\nMachineConfig on :22623 (TLS, %s) and :22624, with the node kubeconfig built from\n%s and --apiserver-url, its CA from ConfigMap %s/%s.\n",

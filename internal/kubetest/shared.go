@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -179,4 +180,17 @@ func Run(t testing.TB, s interface{ Start(context.Context) }) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	s.Start(ctx)
+}
+
+// Get is the object named, read through from (a typed client's resource,
+// such as Secrets(ns)), or the end of the test where it cannot be read.
+func Get[T any](t testing.TB, from interface {
+	Get(context.Context, string, metav1.GetOptions) (T, error)
+}, name string) T {
+	t.Helper()
+	v, err := from.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
