@@ -164,14 +164,17 @@ func (w *writer) fetch(ctx context.Context, name string) (*unstructured.Unstruct
 }
 
 // create posts a rendered MachineConfig's JSON and returns its
-// resourceVersion. The API server's answer (the object again) is not
-// decoded beyond that. The renderer writes only the CRD's fields, so the
-// API server is spared looking for unknown ones (fieldValidation=Ignore;
-// its default, Warn, decodes the body a second time, strictly).
+// resourceVersion. The API server answers with the object's metadata only
+// (as=PartialObjectMetadata): the whole object again would cost it an
+// encode and a gzip of a few hundred kilobytes per pool, and this process
+// their reading, for one field. The renderer writes only the CRD's fields,
+// so the API server is spared looking for unknown ones
+// (fieldValidation=Ignore; its default, Warn, decodes the body a second
+// time, strictly).
 func (w *writer) create(ctx context.Context, body []byte) (string, error) {
 	req := w.raw.Post().Resource(kube.MachineConfigs.Resource).Param("fieldManager", fieldManager).
 		Param("fieldValidation", metav1.FieldValidationIgnore).
-		SetHeader("Content-Type", "application/json").Body(body)
+		SetHeader("Content-Type", "application/json").SetHeader("Accept", metadataOnly).Body(body)
 	if w.dryRun {
 		req = req.Param("dryRun", metav1.DryRunAll)
 	}
@@ -189,6 +192,10 @@ func (w *writer) create(ctx context.Context, body []byte) (string, error) {
 	}
 	return created.Metadata.ResourceVersion, nil
 }
+
+// metadataOnly asks for an object's metadata only, or the whole object from
+// an API server that cannot (the metadata client's Accept).
+const metadataOnly = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 // rawClient posts JSON bodies to machineconfiguration.openshift.io/v1.
 func rawClient(rc *rest.Config) (rest.Interface, error) {

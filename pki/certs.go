@@ -238,7 +238,8 @@ func samePublicKey(a, b crypto.PublicKey) bool {
 }
 
 // mergeCAs is cas without duplicates or certificates expired at now,
-// newest first (ties by bytes, so the same set always encodes the same).
+// newest first, then the longest-lived (ties by bytes, so the same set
+// always encodes the same).
 func mergeCAs(now time.Time, cas ...*x509.Certificate) []*x509.Certificate {
 	seen := map[string]bool{}
 	var out []*x509.Certificate
@@ -252,6 +253,9 @@ func mergeCAs(now time.Time, cas ...*x509.Certificate) []*x509.Certificate {
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].NotBefore.Equal(out[j].NotBefore) {
 			return out[i].NotBefore.After(out[j].NotBefore)
+		}
+		if !out[i].NotAfter.Equal(out[j].NotAfter) {
+			return out[i].NotAfter.After(out[j].NotAfter)
 		}
 		return bytes.Compare(out[i].Raw, out[j].Raw) < 0
 	})

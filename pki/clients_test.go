@@ -15,6 +15,44 @@ import (
 	"github.com/ignition-mcs/mcs/internal/ignclient"
 )
 
+// serveChain serves d's certificate and chain with a config writing
+// /etc/hello, at spec 2.2 to a spec-2 client, until the test ends.
+func serveChain(t *testing.T, d desired) string {
+	t.Helper()
+	key, _ := encodeKey(d.serving.key)
+	pair, err := tls.X509KeyPair(encodeCerts(append([]*x509.Certificate{d.serving.cert}, d.chain...)...), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := "3.0.0"
+		if strings.Contains(r.Header.Get("Accept"), "version=2.2.0") && !strings.Contains(r.Header.Get("Accept"), "version=3") {
+			v = "2.2.0"
+		}
+		w.Write([]byte(`{"ignition":{"version":"` + v + `"},"storage":{"files":[{"path":"/etc/hello","contents":{"source":"data:,crossed"},"mode":420` + map[bool]string{true: `,"filesystem":"root"`}[v == "2.2.0"] + `}]}}`))
+	}))
+	srv.Listener, _ = net.Listen("tcp", "127.0.0.1:0")
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv.URL + "/config/worker"
+}
+
+// bootsWith runs client c against url trusting the PEM bundle ca.
+func bootsWith(t *testing.T, ctx context.Context, c ignclient.Client, url string, ca []byte) {
+	t.Helper()
+	res, err := ignclient.Run(ctx, c, url, ignclient.Options{CA: ca, HTTPTotal: 20 * time.Second})
+	if res != nil {
+		defer os.RemoveAll(res.Dir)
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res.Log)
+	}
+	if b, err := res.ReadFile("/etc/hello"); err != nil || string(b) != "crossed" {
+		t.Errorf("/etc/hello: %q %v", b, err)
+	}
+}
+
 // Real clients of three eras (spec 3.6, 3.2 and 2.2 readers, each built
 // with its own release's Go TLS stack) verify a serving certificate of the
 // new CA through the cross-signature when their pointer config trusts only
@@ -31,38 +69,38 @@ func TestCrossSignedChainRealClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _ := encodeKey(d1.serving.key)
-	pair, err := tls.X509KeyPair(encodeCerts(append([]*x509.Certificate{d1.serving.cert}, d1.chain...)...), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := "3.0.0"
-		if strings.Contains(r.Header.Get("Accept"), "version=2.2.0") && !strings.Contains(r.Header.Get("Accept"), "version=3") {
-			v = "2.2.0"
-		}
-		w.Write([]byte(`{"ignition":{"version":"` + v + `"},"storage":{"files":[{"path":"/etc/hello","contents":{"source":"data:,crossed"},"mode":420` + map[bool]string{true: `,"filesystem":"root"`}[v == "2.2.0"] + `}]}}`))
-	}))
-	srv.Listener, _ = net.Listen("tcp", "127.0.0.1:0")
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
-	srv.StartTLS()
-	defer srv.Close()
+	url := serveChain(t, d1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for name, ca := range map[string][]byte{"old CA only": encodeCerts(d0.signer.cert), "bundle": encodeCerts(d1.bundle...)} {
 		for _, c := range clients {
-			t.Run(name+"/"+c.Version, func(t *testing.T) {
-				res, err := ignclient.Run(ctx, c, srv.URL+"/config/worker", ignclient.Options{CA: ca, HTTPTotal: 20 * time.Second})
-				if res != nil {
-					defer os.RemoveAll(res.Dir)
-				}
-				if err != nil {
-					t.Fatalf("%v\n%s", err, res.Log)
-				}
-				if b, err := res.ReadFile("/etc/hello"); err != nil || string(b) != "crossed" {
-					t.Errorf("/etc/hello: %q %v", b, err)
-				}
-			})
+			t.Run(name+"/"+c.Version, func(t *testing.T) { bootsWith(t, ctx, c, url, ca) })
 		}
+	}
+}
+
+// The bundle of a CA replaced in its first second (so both have one
+// NotBefore) still boots, once the old CA has expired, a client that
+// reads only its first certificate (v0.35.0, a spec-2.2 boot image) as
+// well as one that reads them all.
+func TestBundleAfterOldCAExpiredRealClients(t *testing.T) {
+	clients := []ignclient.Client{ignclient.Get(t, "v0.35.0"), ignclient.Get(t, "v2.27.0")}
+	now := time.Now()
+	hosts := []string{"localhost", "127.0.0.1"}
+	d0, err := plan(now, current{}, hosts, Lifetimes{CAValidity: 2 * time.Second, CARefresh: time.Second, CertValidity: time.Hour, CertRefresh: time.Hour / 2}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt := Lifetimes{CAValidity: time.Hour, CARefresh: 50 * time.Minute, CertValidity: time.Hour, CertRefresh: 50 * time.Minute}
+	d1, err := plan(now, applied(d0), hosts, lt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serveChain(t, d1)
+	time.Sleep(time.Until(d0.signer.cert.NotAfter) + time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, c := range clients {
+		t.Run(c.Version, func(t *testing.T) { bootsWith(t, ctx, c, url, encodeCerts(d1.bundle...)) })
 	}
 }

@@ -113,7 +113,7 @@ func plan(now time.Time, cur current, hosts []string, lt Lifetimes, force bool) 
 	if cur.signer != nil {
 		prev = append(prev, cur.signer.cert)
 	}
-	d.bundle = mergeCAs(now, slices.Concat(prev, cur.bundle, onlyCAs(cur.carried))...)
+	d.bundle = signerFirst(mergeCAs(now, slices.Concat(prev, cur.bundle, onlyCAs(cur.carried))...), d.signer.cert)
 	if why := servingDue(now, d, hosts, lt); why != "" {
 		s, err := newServing(d.signer, hosts, now, lt.CertValidity)
 		if err != nil {
@@ -124,6 +124,22 @@ func plan(now time.Time, cur current, hosts []string, lt Lifetimes, force bool) 
 	}
 	d.chain = chainFor(d.serving.cert, d.cross)
 	return d, nil
+}
+
+// signerFirst moves the signer to the front of bundle. Ignition before
+// 2.4.0 (every spec-2 boot image, and spec 3.0 and 3.1 ones) reads only
+// the first certificate of a certificateAuthorities entry: that must be
+// the CA that signs the served certificate and outlives the others, not
+// whichever sorted first (a CA replaced within its first second has the
+// same NotBefore as its successor).
+func signerFirst(bundle []*x509.Certificate, signer *x509.Certificate) []*x509.Certificate {
+	out := []*x509.Certificate{signer}
+	for _, c := range bundle {
+		if !c.Equal(signer) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // due says why c must be replaced: missing, expired, past refresh after

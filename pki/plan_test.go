@@ -277,3 +277,65 @@ func TestSignerNamesDistinct(t *testing.T) {
 		names[d.signer.cert.Subject.CommonName] = true
 	}
 }
+
+// firstOnly is what Ignition before 2.4.0 (spec-2 boot images, and spec
+// 3.0 and 3.1 ones) trusts of a bundle: its first certificate.
+func firstOnly(bundle []*x509.Certificate) *x509.Certificate { return bundle[0] }
+
+// A CA replaced within its first second (mcs pki rotate right after
+// install) has its successor's NotBefore: the bundle still leads with the
+// new signer, so a boot image reading only the first certificate keeps
+// booting after the old CA expires. Repeated: the tie used to be broken
+// by the certificates' bytes, a coin toss.
+func TestBundleLeadsWithSigner(t *testing.T) {
+	t0 := time.Now().Truncate(time.Second)
+	short := Lifetimes{CAValidity: 2 * time.Minute, CARefresh: time.Minute, CertValidity: time.Hour, CertRefresh: 50 * time.Minute}
+	for i := range 16 {
+		d0, err := plan(t0, current{}, hosts, short, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur := applied(d0)
+		cur.carried = d0.bundle // the installer's pointer config
+		d1 := mustPlan(t, t0.Add(time.Duration(i)*time.Millisecond), cur, true)
+		if !d1.signer.cert.NotBefore.Equal(d0.signer.cert.NotBefore) {
+			t.Fatalf("not the tie: %v and %v", d1.signer.cert.NotBefore, d0.signer.cert.NotBefore)
+		}
+		if len(d1.bundle) != 2 || !firstOnly(d1.bundle).Equal(d1.signer.cert) {
+			t.Fatalf("try %d: the bundle leads with %q, not the new signer %q", i, firstOnly(d1.bundle).Subject.CommonName, d1.signer.cert.Subject.CommonName)
+		}
+		after := d0.signer.cert.NotAfter.Add(time.Second)
+		if err := verifies(after, d1, firstOnly(d1.bundle)); err != nil {
+			t.Fatalf("try %d: a first-certificate reader after the old CA expired: %v", i, err)
+		}
+	}
+}
+
+// mcs pki status judges a pointer config below spec 3.2 by the first CA of
+// each entry, which is all its oldest boot images read.
+func TestPointerTrustedBySpec(t *testing.T) {
+	t0 := time.Now()
+	d0 := mustPlan(t, t0, current{}, false)
+	d1 := mustPlan(t, t0.Add(time.Minute), applied(d0), true)
+	oldFirst := encodeCerts(d0.signer.cert, d1.signer.cert)
+	for _, tc := range []struct {
+		version string
+		want    time.Time
+	}{
+		{"2.2.0", d0.signer.cert.NotAfter},
+		{"3.1.0", d0.signer.cert.NotAfter},
+		{"3.2.0", d1.signer.cert.NotAfter},
+		{"3.4.0", d1.signer.cert.NotAfter},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			raw := `{"ignition":{"version":"` + tc.version + `","security":{"tls":{"certificateAuthorities":[{"source":"` + dataurl.EncodeBytes(oldFirst) + `"}]}}}}`
+			p, err := readPointer([]byte(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := worksUntil(t0.Add(time.Minute), p.trusted(), d1, testLifetimes); !got.Equal(tc.want) {
+				t.Errorf("works until %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -48,6 +48,8 @@ type PointerReport struct {
 	// WorksUntil is when a node booting with this pointer config stops
 	// reaching the server (its CAs expire, or the certificate they verify
 	// is replaced by one they cannot); zero when it does not work now.
+	// Below spec 3.2 only the first CA of each entry counts: the oldest
+	// boot images reading it read no more.
 	WorksUntil time.Time `json:"worksUntil,omitzero"`
 	LeftAlone  string    `json:"leftAlone,omitempty"`
 }
@@ -109,7 +111,7 @@ func report(now time.Time, cl *cluster, d desired, toks map[string]poolToken, le
 			for _, ca := range p.CAs {
 				pr.Trusts = append(pr.Trusts, ca.Subject.CommonName)
 			}
-			pr.WorksUntil = worksUntil(now, p.CAs, d, lt)
+			pr.WorksUntil = worksUntil(now, p.trusted(), d, lt)
 		}
 		r.Pointers = append(r.Pointers, pr)
 	}

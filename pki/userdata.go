@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/coreos/go-semver/semver"
 	"github.com/vincent-petithory/dataurl"
 )
 
@@ -100,7 +101,20 @@ func caEntry(doc map[string]any) (map[string]any, error) {
 type pointerOf struct {
 	Version string
 	CAs     []*x509.Certificate
-	Pool    string
+	// Firsts are the first certificate of each certificateAuthorities
+	// entry: all that a boot image older than Ignition 2.4.0 reads.
+	Firsts []*x509.Certificate
+	Pool   string
+}
+
+// trusted is what the oldest boot image reading p's spec trusts: every CA
+// for spec 3.2 and later, the first of each entry below (Ignition 2.4.0
+// was the first to read a bundle; it reads up to 3.1, as 2.3.0 does).
+func (p pointerOf) trusted() []*x509.Certificate {
+	if v, err := semver.NewVersion(p.Version); err == nil && v.Major == 3 && v.Minor >= 2 {
+		return p.CAs
+	}
+	return p.Firsts
 }
 
 // readPointer reads a user-data pointer config; CA sources that are not
@@ -143,6 +157,9 @@ func readPointer(raw []byte) (pointerOf, error) {
 			return p, fmt.Errorf("ignition.security.tls.certificateAuthorities: %w", err)
 		}
 		p.CAs = append(p.CAs, certs...)
+		if len(certs) > 0 {
+			p.Firsts = append(p.Firsts, certs[0])
+		}
 	}
 	return p, nil
 }

@@ -242,6 +242,7 @@ func TestEntryKeyCoversEntry(t *testing.T) {
 	derived := []string{
 		"cfg", "written", // parsed from mc.Spec.Config
 		"keyOnce", "sum", // the key itself
+		"itemsOnce", "items", // overrides' view of cfg
 	}
 	var fields []string
 	for f := range reflect.TypeFor[entry]().Fields() {

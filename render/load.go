@@ -49,6 +49,9 @@ type entry struct {
 
 	keyOnce sync.Once // computes sum, on first use (see key)
 	sum     Key
+
+	itemsOnce sync.Once // computes items, on first use (see keyedItems)
+	items     []keyedItem
 }
 
 // Load reads MachineConfigs (.yaml, .yml, .json: one object, several

@@ -299,12 +299,31 @@ func (w *objWriter) value(k string, v any) {
 	if w.err != nil {
 		return
 	}
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	ours := false
+	switch v := v.(type) {
+	case ObjectMeta:
+		b, err = v.MarshalJSON()
+		ours = true
+	case MachineConfigSpec:
+		b, err = v.MarshalJSON()
+		ours = true
+	default:
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		w.err = fmt.Errorf("encoding %s: %w", k, err)
 		return
 	}
 	w.key(k)
+	if ours {
+		// objWriter's own JSON is compact: json.Marshal would check it and
+		// compact it again, two passes over a config that can be
+		// megabytes; only its HTML escaping is left to do.
+		json.HTMLEscape(&w.buf, b)
+		return
+	}
 	w.buf.Write(b)
 }
 

@@ -129,6 +129,13 @@ type keyedItem struct {
 }
 
 func keyedItems(e *entry) []keyedItem {
+	// Every pool selecting the entry reads the same: the worker configs'
+	// items are computed once per set, not once per custom pool.
+	e.itemsOnce.Do(func() { e.items = entryItems(e) })
+	return e.items
+}
+
+func entryItems(e *entry) []keyedItem {
 	c := e.cfg
 	var out []keyedItem
 	add := func(kind, name, key string, at []any, v any, skip ...string) {

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -211,11 +213,18 @@ func TestRotationRehearsal(t *testing.T) {
 	waitFor(t, "the rewritten pointer config", func() bool { return !bytes.Equal(pointerCA(t, r.kc, "worker-user-data"), r.old) })
 	bundle := pointerCA(t, r.kc, "worker-user-data")
 	waitFor(t, "the new serving certificate served", func() bool { return len(tlsStatusOf(t, ti).Trust) == 2 })
+	// Spec-2 (and 3.0, 3.1) boot images read only the first certificate of
+	// the bundle: it must be the CA that signs what is served.
+	if first, issuer := firstCN(t, bundle), tlsStatusOf(t, ti).Issuer; first != issuer {
+		t.Errorf("the rewritten pointer config leads with %q, not the serving certificate's issuer %q", first, issuer)
+	}
 	bootedWith(t, bootWith(ti, clients, r.old, 0))
 	bootedWith(t, bootWith(ti, clients, bundle, 0))
 
 	first := saysUntil(t, r, ctx)
-	t.Logf("after the first CA expires (%s)", first.Format(time.RFC3339))
+	// The margin says how close a slow machine came to the first CA's
+	// expiry before the steps that need it were done.
+	t.Logf("after the first CA expires (%s, %s from now)", first.Format(time.RFC3339), time.Until(first).Round(time.Second))
 	time.Sleep(time.Until(first) + 2*time.Second)
 	if st := tlsStatusOf(t, ti); !st.Trust[1].Expired {
 		t.Errorf("/status after expiry: %+v", st.Trust)
@@ -250,6 +259,20 @@ func saysUntil(t *testing.T, r *rehearsal, ctx context.Context) time.Time {
 		t.Errorf("mcs pki status does not say until when the ISO's pointer config works (%s):\n%s", first.Until.UTC().Format(time.RFC3339), status.String())
 	}
 	return first.Until
+}
+
+// firstCN is the common name of the first certificate of a PEM bundle.
+func firstCN(t *testing.T, bundle []byte) string {
+	t.Helper()
+	b, _ := pem.Decode(bundle)
+	if b == nil {
+		t.Fatalf("no PEM in %q", bundle)
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Subject.CommonName
 }
 
 func tlsStatusOf(t *testing.T, ti *tlsInstance) *serve.TLSStatus {

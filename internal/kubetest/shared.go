@@ -116,19 +116,6 @@ func notWanted(benchmarks bool) string {
 	return ""
 }
 
-// poolTemplate is a pool named POOL selecting role worker and POOL.
-const poolTemplate = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata:
-  name: POOL
-spec:
-  machineConfigSelector:
-    matchExpressions:
-    - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, POOL]}
-  nodeSelector:
-    matchLabels: {node-role.kubernetes.io/POOL: ""}
-`
-
 // Object is the one object of tmpl with each old string of kv replaced by
 // the new one after it.
 func Object(t testing.TB, tmpl string, kv ...string) *unstructured.Unstructured {
@@ -145,9 +132,9 @@ func MachineConfig(t testing.TB, name, role, content string) *unstructured.Unstr
 	return Object(t, mctest.MachineConfig(name, role, content))
 }
 
-// Pool is poolTemplate filled in.
+// Pool is mctest's custom pool as an object.
 func Pool(t testing.TB, name string) *unstructured.Unstructured {
-	return Object(t, poolTemplate, "POOL", name)
+	return Object(t, mctest.Pool(name))
 }
 
 // Logger writes to the test's log, so a failure shows what the code under

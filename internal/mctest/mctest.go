@@ -1,7 +1,11 @@
 // Package mctest writes the MachineConfigs the tests render, so that every test tree holds objects of one shape.
 package mctest
 
-import "sigs.k8s.io/yaml"
+import (
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
 
 // Config is a MachineConfig: the fields tests vary, and the one Ignition
 // config version most of them use.
@@ -69,4 +73,21 @@ func (c Config) YAML() string {
 // one file, /etc/<name>, holds content (a data URL's, so URL-escaped).
 func MachineConfig(name, role, content string) string {
 	return Config{Name: name, Role: role, Files: []File{{Path: "/etc/" + name, Source: "data:," + content}}}.YAML()
+}
+
+// Pool is the YAML of a custom pool named name, selecting the worker
+// MachineConfigs and those of its own role, as OpenShift's documentation
+// has one made.
+func Pool(name string) string {
+	return strings.ReplaceAll(`apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata:
+  name: POOL
+spec:
+  machineConfigSelector:
+    matchExpressions:
+    - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, POOL]}
+  nodeSelector:
+    matchLabels: {node-role.kubernetes.io/POOL: ""}
+`, "POOL", name)
 }

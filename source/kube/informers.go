@@ -30,6 +30,7 @@ func (s *Source) run(ctx context.Context) {
 		transform := stripManagedFields
 		if gvr == MachineConfigs && s.cfg.Mode == ModeSelf {
 			transform = stripRenderedSpec
+			inf = newInformer((&selfMachineConfigs{full: s.client.Resource(gvr), meta: s.meta.Resource(gvr)}).listWatch(), gvr)
 		}
 		_ = inf.SetTransform(transform)
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) { onWatchErr(err) })
@@ -140,20 +141,21 @@ func NewInformer(res dynamic.ResourceInterface, gvr schema.GroupVersionResource,
 			o.FieldSelector = fieldSelector
 		}
 	}
-	return cache.NewSharedIndexInformerWithOptions(
-		&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				tweak(&o)
-				return res.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				tweak(&o)
-				return res.Watch(ctx, o)
-			},
+	return newInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			return res.List(ctx, o)
 		},
-		&unstructured.Unstructured{},
-		cache.SharedIndexInformerOptions{ObjectDescription: gvr.String()},
-	)
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			return res.Watch(ctx, o)
+		},
+	}, gvr)
+}
+
+func newInformer(lw cache.ListerWatcher, gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{ObjectDescription: gvr.String()})
 }
 
 // stripManagedFields drops the field managers' bookkeeping, which is large

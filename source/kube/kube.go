@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -122,7 +123,9 @@ type Config struct {
 type Source struct {
 	cfg    Config
 	client dynamic.Interface
-	disco  discoverer
+	// meta watches rendered configs' metadata only (self mode).
+	meta  metadata.Interface
+	disco discoverer
 
 	startOnce sync.Once
 	notify    chan struct{}     // capacity 1: a pending change
@@ -175,6 +178,10 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes source: %w", err)
 	}
+	meta, err := metadata.NewForConfig(observed)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes source: %w", err)
+	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes source: %w", err)
@@ -183,6 +190,7 @@ func New(cfg Config) (*Source, error) {
 	*s = Source{
 		cfg:    cfg,
 		client: client,
+		meta:   meta,
 		disco:  disco,
 		notify: make(chan struct{}, 1),
 		caches: caches{synced: make(chan struct{}), controllerConfigName: cfg.ControllerConfig},
