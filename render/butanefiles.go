@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ignition-mcs/mcs/convert"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ignition-mcs/mcs/convert"
 )
 
 // butaneLocals checks the files a Butane config embeds from beside it

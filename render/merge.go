@@ -8,6 +8,7 @@ import (
 
 	"github.com/coreos/ignition/v2/config/merge"
 	"github.com/coreos/ignition/v2/config/v3_6/types"
+
 	"github.com/ignition-mcs/mcs/convert"
 )
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/coreos/ignition/v2/config/validate"
+
 	"github.com/ignition-mcs/mcs/convert"
 )
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
+
 	"github.com/ignition-mcs/mcs/convert"
 )
 

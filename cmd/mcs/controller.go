@@ -13,13 +13,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ignition-mcs/mcs/controller"
+	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
 type controllerOptions struct {
-	common                     options // kubeAPIConfig, controllerConfig, spec bounds, logging
+	kubeconfig                 string
+	controllerConfig           string
+	render                     render.Options // spec bounds
+	log                        logOptions
 	listen                     string
 	identity                   string
 	leaseNamespace, leaseName  string
@@ -38,12 +42,12 @@ type controllerOptions struct {
 func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, error) {
 	o := &controllerOptions{}
 	fs := cmdline.NewFlagSet("mcs controller", "Usage: mcs controller [flags]\n\nRenders every MachineConfigPool and writes its rendered MachineConfig at the lowest spec,\nleader-elected on a Lease; replaces OpenShift's render controller (which must not run beside it).\nEvery flag can also be set as MCS_<FLAG>.\n", stderr)
-	fs.StringVar(&o.common.kubeAPIConfig, "kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&o.common.controllerConfig, "controller-config", kube.DefaultControllerConfig, "the ControllerConfig to render with")
-	cmdline.SpecFlags(fs, &o.common.render, "lowest spec `VERSION` to render at (the servers' must be the same)",
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&o.controllerConfig, "controller-config", kube.DefaultControllerConfig, "the ControllerConfig to render with")
+	cmdline.SpecFlags(fs, &o.render, "lowest spec `VERSION` to render at (the servers' must be the same)",
 		"highest spec `VERSION` to write: the newest spec the release rolled back to reads; a pool needing more is RenderDegraded",
 		"write exactly this spec `VERSION` (3.5.0 is OpenShift's behaviour)")
-	logFlags(fs, &o.common.logFormat, &o.common.logLevel)
+	o.log.define(fs)
 	fs.StringVar(&o.listen, "listen", ":22625", "address of /status, /metrics, /healthz and /readyz")
 	// Defaults read from the environment are filled in after parsing, so
 	// the help states each once, the same wherever it runs.
@@ -98,12 +102,11 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil || o == nil {
 		return err
 	}
-	log, err := newLogger(&o.common, stderr)
+	log, err := o.log.logger(stderr)
 	if err != nil {
 		return err
 	}
-	ro := o.common.render
-	rc, err := kube.RESTConfig(o.common.kubeAPIConfig)
+	rc, err := kube.RESTConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -111,7 +114,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c, err := controller.New(controller.Config{
-		REST: rc, Options: ro, ControllerConfig: o.common.controllerConfig,
+		REST: rc, Options: o.render, ControllerConfig: o.controllerConfig,
 		Identity: o.identity, LeaseNamespace: o.leaseNamespace, LeaseName: o.leaseName,
 		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewWithin, RetryPeriod: o.retryPeriod,
 		ReleaseOnCancel: true, DryRun: o.dryRun, Prune: o.prune, Keep: o.keep,

@@ -30,7 +30,7 @@ type options struct {
 	authTokenFile          string
 	poolTokenSecrets       bool
 	skewPolicy             string
-	logFormat, logLevel    string
+	log                    logOptions
 	defaultSpec            convert.Version
 	render                 render.Options // --min-spec, --max-spec, --spec
 	http2                  bool
@@ -111,10 +111,13 @@ func portAlias(dst *string, s string) error {
 	return nil
 }
 
-// logFlags defines --log-format and --log-level.
-func logFlags(fs *flag.FlagSet, format, level *string) {
-	cmdline.Choice(fs, format, "log-format", "text", "log format", "text", "json")
-	cmdline.Choice(fs, level, "log-level", "info", "log level", "debug", "info", "warn", "error")
+// logOptions are --log-format and --log-level, which the server and the
+// controller share.
+type logOptions struct{ format, level string }
+
+func (l *logOptions) define(fs *flag.FlagSet) {
+	cmdline.Choice(fs, &l.format, "log-format", "text", "log format", "text", "json")
+	cmdline.Choice(fs, &l.level, "log-level", "info", "log level", "debug", "info", "warn", "error")
 }
 
 // define defines every flag on fs, writing into o.
@@ -136,7 +139,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.listenAdmin, "listen-admin", "", "also serve /status, /metrics and the probes here without a token, e.g. 127.0.0.1:22626 (with tokens on, the other listeners need an all-pools token for them)")
 	fs.BoolVar(&o.poolTokenSecrets, "pool-token-secrets", false, "also accept the pool token Secrets of mcs controller --manage-pki --pool-token-rotation, each for its pool (read with --kubeconfig; docs/pki.md)")
 	fs.StringVar(&o.skewPolicy, "skew-policy", "", "boot-image skew policy file (YAML or JSON); reloaded on SIGHUP")
-	logFlags(fs, &o.logFormat, &o.logLevel)
+	o.log.define(fs)
 	fs.Var(cmdline.Version(&o.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
 	cmdline.SpecFlags(fs, &o.render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads", "render at exactly this spec `VERSION`")
 	o.tls.define(fs.Func)

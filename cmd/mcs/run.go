@@ -33,7 +33,7 @@ func serving(parse func(args []string, stderr io.Writer) (*options, error)) func
 // serveOptions wires source, reloader and server as o asks (mcs or mcs
 // start), then runs their lifecycle (see lifecycle).
 func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) error {
-	log, err := newLogger(o, stderr)
+	log, err := o.log.logger(stderr)
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ func (o *options) checkStart() error {
 		return errors.New("--apiserver-url cannot be empty")
 	}
 	if o.start.verbosity >= 4 && !o.set["log-level"] {
-		o.logLevel = "debug"
+		o.log.level = "debug"
 	}
 	return o.check()
 }

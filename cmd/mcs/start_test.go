@@ -25,9 +25,9 @@ func TestStartFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := options{cert: defaultCert, key: defaultKey, source: "kube", renderMode: "pool", listenTLS: ":22623", listenPlain: ":22624", logLevel: "debug"}
+	want := options{cert: defaultCert, key: defaultKey, source: "kube", renderMode: "pool", listenTLS: ":22623", listenPlain: ":22624", log: logOptions{level: "debug"}}
 	if o.cert != want.cert || o.key != want.key || o.source != want.source || o.renderMode != want.renderMode ||
-		o.listenTLS != want.listenTLS || o.listenPlain != want.listenPlain || o.logLevel != want.logLevel {
+		o.listenTLS != want.listenTLS || o.listenPlain != want.listenPlain || o.log.level != want.log.level {
 		t.Errorf("got %+v", o)
 	}
 	if o.start.tokenDir != defaultTokenDir || o.start.apiserverURL != "https://api-int.c.example.com:6443" || o.start.payloadVersion != "4.21.0" {

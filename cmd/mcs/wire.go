@@ -25,21 +25,21 @@ import (
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
-// newLogger is the logger --log-format and --log-level ask for, lines an
+// logger is the logger --log-format and --log-level ask for, lines an
 // outsider can repeat at will throttled (see throttle).
-func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
+func (l logOptions) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+	if err := level.UnmarshalText([]byte(l.level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	ho := &slog.HandlerOptions{Level: level}
-	switch o.logFormat {
+	switch l.format {
 	case "text":
 		return slog.New(newThrottle(slog.NewTextHandler(w, ho))), nil
 	case "json":
 		return slog.New(newThrottle(slog.NewJSONHandler(w, ho))), nil
 	}
-	return nil, fmt.Errorf("--log-format: %q is not text or json", o.logFormat)
+	return nil, fmt.Errorf("--log-format: %q is not text or json", l.format)
 }
 
 // newGate is the skew gate: the --skew-policy file's policy, or none (a
