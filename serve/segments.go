@@ -74,8 +74,8 @@ func (b *body) writeTo(w io.Writer) int {
 		return n
 	}
 	r := pieceReaders.Get().(*pieceReader)
-	r.all = append(r.all[:0], b.pieces...)
-	r.bufs = r.all
+	r.all = append(append(r.all[:0], nil), b.pieces...)
+	r.bufs = r.all[1:]
 	var n int64
 	if rf, ok := w.(io.ReaderFrom); ok {
 		n, _ = rf.ReadFrom(r)
@@ -99,12 +99,26 @@ func (b *body) writeTo(w io.Writer) int {
 // write buffer.
 type pieceReader struct {
 	bufs net.Buffers // what is left to write: WriteTo and Read consume it
-	all  net.Buffers // the body's pieces, bufs's backing array
+	all  net.Buffers // bufs's backing array: a slot for Prefix, then the body's pieces
 }
 
 var pieceReaders = sync.Pool{New: func() any { return new(pieceReader) }}
 
 func (r *pieceReader) Read(p []byte) (int, error) { return r.bufs.Read(p) }
+
+// Prefix puts p before what is left to write and reports whether it could:
+// a connection that kept the response's header back (see holdHeader) sends
+// it in the body's writev. p was written before anything left here, so the
+// order holds whatever Read took first; only a Read that consumed whole
+// pieces leaves no slot.
+func (r *pieceReader) Prefix(p []byte) bool {
+	if len(r.bufs) != len(r.all)-1 || len(r.all) == 0 {
+		return false
+	}
+	r.all[0] = p
+	r.bufs = r.all
+	return true
+}
 
 func (r *pieceReader) WriteTo(w io.Writer) (int64, error) {
 	if _, ok := w.(syscall.Conn); ok { // one of package net's own sockets

@@ -6,14 +6,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
@@ -171,5 +175,92 @@ func TestPiecesOverConnections(t *testing.T) {
 				t.Errorf("%d of 2 log lines count the body's %d bytes:\n%s", n, want.size, logs.String())
 			}
 		})
+	}
+}
+
+// recordingConn records what the handler asks of a connection that can
+// hold a header back, and writes everything through at once.
+type recordingConn struct {
+	net.Conn
+	mu     *sync.Mutex
+	events *[]string
+}
+
+func (c recordingConn) add(e string) {
+	c.mu.Lock()
+	*c.events = append(*c.events, e)
+	c.mu.Unlock()
+}
+
+func (c recordingConn) HoldHeader()     { c.add("hold") }
+func (c recordingConn) SendHeld() error { c.add("send-held"); return nil }
+
+func (c recordingConn) Write(b []byte) (int, error) {
+	c.add("write")
+	return c.Conn.Write(b)
+}
+
+func (c recordingConn) ReadFrom(r io.Reader) (int64, error) {
+	_, ok := r.(interface{ Prefix([]byte) bool })
+	c.add(fmt.Sprintf("read-from prefix=%v", ok))
+	return c.Conn.(io.ReaderFrom).ReadFrom(r)
+}
+
+type recordingListener struct {
+	net.Listener
+	conn func(net.Conn) net.Conn
+}
+
+func (l recordingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return l.conn(c), nil
+}
+
+// A body of pieces asks a connection found through ConnContext to hold
+// its header back, hands the body to it with room for the header, and has
+// it send what is still held after; a body of one piece asks nothing.
+func TestHeaderHeldForBody(t *testing.T) {
+	s := newTestServer(t, Config{}, result(t, "worker", sharedIgn, "a=b"))
+	var mu sync.Mutex
+	var events []string
+	srv := httptest.NewUnstartedServer(s)
+	srv.Listener = recordingListener{srv.Listener, func(c net.Conn) net.Conn { return recordingConn{c, &mu, &events} }}
+	srv.Config.ConnContext = ConnContext
+	srv.Start()
+	defer srv.Close()
+	for _, tc := range []struct {
+		target string
+		want   string
+	}{
+		{"/config/worker", "hold write read-from prefix=true send-held"},
+		{"/config/worker?pretty=1", ""}, // "": nothing held (a hold comes before the writes the client read)
+	} {
+		mu.Lock()
+		events = nil
+		mu.Unlock()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+tc.target, nil)
+		req.Header.Set("Accept", "application/vnd.coreos.ignition+json;version=3.4.0")
+		req.Header.Set("Accept-Encoding", "identity") // as Ignition asks
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		var got string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			mu.Lock()
+			got = strings.Join(events, " ")
+			mu.Unlock()
+			if got == tc.want || tc.want == "" {
+				break
+			}
+		}
+		if tc.want == "" && strings.Contains(got, "hold") || tc.want != "" && got != tc.want {
+			t.Errorf("%s: the connection was asked %q, want %q", tc.target, got, tc.want)
+		}
 	}
 }

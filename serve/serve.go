@@ -308,14 +308,24 @@ func writeBody(w http.ResponseWriter, r *http.Request, contentType []string, f *
 		w.WriteHeader(http.StatusOK)
 		return 0
 	}
-	if len(f.body.pieces) > 1 {
-		// net/http's ReadFrom copies a body's first 512 bytes through its
-		// buffers (to sniff a type this response names) before it hands
-		// the rest to the connection; with the header written, it hands
-		// over all of it: the same two writes, without the copy (pprof).
-		http.NewResponseController(w).Flush()
+	if len(f.body.pieces) == 1 {
+		return f.body.writeTo(w)
 	}
-	return f.body.writeTo(w)
+	// net/http's ReadFrom copies a body's first 512 bytes through its
+	// buffers (to sniff a type this response names) before it hands the
+	// rest to the connection; with the header written, it hands over all
+	// of it, without the copy (pprof). A connection that holds the header
+	// back sends it in the body's writev.
+	hold := holderOf(r)
+	if hold != nil {
+		hold.HoldHeader()
+	}
+	http.NewResponseController(w).Flush()
+	n := f.body.writeTo(w)
+	if hold != nil {
+		hold.SendHeld()
+	}
+	return n
 }
 
 func etagMatch(header, etag string) bool {

@@ -233,6 +233,32 @@ type limitConn struct {
 	idleSince atomic.Int64 // unix nanoseconds; 0 while a request is served
 	released  atomic.Bool
 	deadline  atomic.Int64 // the server's own write deadline, unix nanoseconds; 0 for none
+
+	// A response's header kept back for its body's writev (HoldHeader);
+	// only the connection's serving goroutine writes.
+	hold bool
+	held []byte
+}
+
+// heldMax bounds a write HoldHeader keeps: net/http writes a header
+// through its 4 KiB buffer; anything larger is written as it comes.
+const heldMax = 4 << 10
+
+// HoldHeader keeps the next write back (serve's headerHolder): net/http
+// writes a response's header on its own before it hands the body to
+// ReadFrom, which sends the two in one writev.
+func (c *limitConn) HoldHeader() { c.hold = true }
+
+// SendHeld writes what HoldHeader kept and the body did not take.
+func (c *limitConn) SendHeld() error {
+	c.hold = false
+	if len(c.held) == 0 {
+		return nil
+	}
+	b := c.held
+	c.held = c.held[:0]
+	_, err := c.write(b)
+	return err
 }
 
 func (c *limitConn) Close() error {
@@ -267,6 +293,20 @@ func (c *limitConn) CloseWrite() error {
 }
 
 func (c *limitConn) Write(b []byte) (int, error) {
+	if c.hold {
+		c.hold = false
+		if len(b) <= heldMax && len(c.held) == 0 {
+			c.held = append(c.held, b...)
+			return len(b), nil
+		}
+	}
+	if err := c.SendHeld(); err != nil {
+		return 0, err
+	}
+	return c.write(b)
+}
+
+func (c *limitConn) write(b []byte) (int, error) {
 	if c.l.lim.stall <= 0 {
 		return c.Conn.Write(b)
 	}
@@ -306,11 +346,27 @@ func (c *limitConn) stalled(err error) error {
 // goes on only if writeChunk bytes or more went out since the one before.
 // That needs a reader that loses nothing to a failed write (WriteTo
 // consumes exactly what was written); any other is written through Write.
+//
+// A header HoldHeader kept goes first, in the same writev when r takes it
+// as a prefix (serve's body of pieces); the count returned is r's bytes.
 func (c *limitConn) ReadFrom(r io.Reader) (int64, error) {
+	c.hold = false
 	rf, direct := c.Conn.(io.ReaderFrom)
 	if _, exact := r.(io.WriterTo); !direct || !exact {
 		return io.Copy(struct{ io.Writer }{c}, r)
 	}
+	prefix := 0
+	if p, ok := r.(interface{ Prefix([]byte) bool }); ok && len(c.held) > 0 && p.Prefix(c.held) {
+		prefix = len(c.held)
+	} else if err := c.SendHeld(); err != nil {
+		return 0, err
+	}
+	n, err := c.readFrom(rf, r)
+	c.held = c.held[:0]
+	return max(n-int64(prefix), 0), err
+}
+
+func (c *limitConn) readFrom(rf io.ReaderFrom, r io.Reader) (int64, error) {
 	if c.l.lim.stall <= 0 {
 		return rf.ReadFrom(r)
 	}

@@ -122,3 +122,75 @@ func TestLimitConnReadFrom(t *testing.T) {
 		})
 	}
 }
+
+// prefixable is a body that takes a prefix, as serve's bodies of pieces
+// do, and counts its WriteTo calls.
+type prefixable struct {
+	bufs  net.Buffers
+	calls int
+}
+
+func (p *prefixable) Read(b []byte) (int, error) { return p.bufs.Read(b) }
+func (p *prefixable) Prefix(h []byte) bool       { p.bufs = append(net.Buffers{h}, p.bufs...); return true }
+func (p *prefixable) WriteTo(w io.Writer) (int64, error) {
+	p.calls++
+	return p.bufs.WriteTo(w)
+}
+
+// A header HoldHeader kept back reaches the client only with what follows
+// it: in the body's own WriteTo when the body takes a prefix, before it
+// otherwise, or by SendHeld when no body comes; ReadFrom counts the body's
+// bytes only. A write too large to be a header is not kept.
+func TestLimitConnHoldHeader(t *testing.T) {
+	header, body := []byte("HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n"), []byte("hello world")
+	for _, tc := range []struct {
+		name  string
+		stall time.Duration
+		write []byte
+		body  io.Reader // nil: SendHeld, no body
+		kept  bool      // the write must not reach the client before the body
+	}{
+		{"prefix", 10 * time.Second, header, &prefixable{bufs: net.Buffers{body[:5], body[5:]}}, true},
+		{"prefix, no stall timeout", 0, header, &prefixable{bufs: net.Buffers{body}}, true},
+		{"no prefix", 10 * time.Second, header, &socketWrites{Reader: bytes.NewReader(body)}, true},
+		{"no body", 10 * time.Second, header, nil, true},
+		{"too large to keep", 10 * time.Second, bytes.Repeat([]byte("h"), heldMax+1), &prefixable{bufs: net.Buffers{body}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, client, _ := connPair(t, tc.stall)
+			c.HoldHeader()
+			if n, err := c.Write(tc.write); n != len(tc.write) || err != nil {
+				t.Fatalf("Write: %d, %v", n, err)
+			}
+			client.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			early, _ := client.Read(make([]byte, 1))
+			if tc.kept != (early == 0) {
+				t.Fatalf("%d bytes arrived before the body; kept back: %v", early, tc.kept)
+			}
+			want := append(append([]byte{}, tc.write[early:]...), body...)
+			if tc.body == nil {
+				want = tc.write[early:]
+				if err := c.SendHeld(); err != nil {
+					t.Fatal(err)
+				}
+			} else if n, err := c.ReadFrom(tc.body); n != int64(len(body)) || err != nil {
+				t.Fatalf("ReadFrom: %d, %v; want the body's %d bytes", n, err, len(body))
+			}
+			if p, ok := tc.body.(*prefixable); ok && p.calls != 1 {
+				t.Errorf("%d WriteTo calls, want the header and the body in one", p.calls)
+			}
+			if err := c.SendHeld(); err != nil { // nothing left: writes nothing
+				t.Fatal(err)
+			}
+			client.SetReadDeadline(time.Now().Add(10 * time.Second))
+			got := make([]byte, len(want))
+			if _, err := io.ReadFull(client, got); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("client read %q, %v; want %q", got, err, want)
+			}
+			client.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			if n, _ := client.Read(make([]byte, 1)); n != 0 {
+				t.Fatal("bytes after the response: something was written twice")
+			}
+		})
+	}
+}

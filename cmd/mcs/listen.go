@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/ignition-mcs/mcs/serve"
 )
 
 // server is one listener and the HTTP server on it.
@@ -39,6 +41,9 @@ func newHTTPServer(o *options, h http.Handler, log *slog.Logger) *http.Server {
 		// cause: the throttle of newLogger keys them by their text.
 		ErrorLog:  slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ConnState: connState,
+		// A body of pieces finds its connection there, to send the
+		// header in its writev (serve.ConnContext).
+		ConnContext: serve.ConnContext,
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -17,17 +16,9 @@ import (
 	"github.com/ignition-mcs/mcs/internal/buildinfo"
 )
 
-// gcPercent is the GC target unless GOGC is set: mcs's live heap is mostly
-// the served snapshot, long-lived, and requests make little garbage, so
-// Go's default (100: collect when the heap has doubled) mostly lets RSS
-// reach twice what is served. Measured at 102 pools under load: RSS 189 MB
-// with 100, 151 MB with 50, and no fewer requests per second
-// (docs/performance.md).
-const gcPercent = 50
-
 func main() {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
+		tuneGC()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

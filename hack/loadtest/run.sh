@@ -12,7 +12,12 @@
 # PIN="S W" runs the servers on CPU list S and wrk on W (taskset): on a
 # machine other work shares, the servers then compete with it, not with
 # wrk. Each row ends with the load average when it was measured.
-set -euo pipefail
+#
+# A step that fails stops the run and says which (line and command), and
+# whether mcs was still running (then this script stopped it) or had
+# exited (its status and the end of its stderr): a run once ended with mcs
+# gone and nothing to tell why.
+set -Eeuo pipefail
 cd "$(dirname "$0")/../.."
 DIR=${DIR:-../shared/realdata/aws}
 POOLS=${POOLS:-2 102}
@@ -31,7 +36,21 @@ OUT=${OUT:-}
 command -v wrk >/dev/null || { echo "wrk missing: make bench installs it" >&2; exit 1; }
 tmp=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
+mcs_pid=
+trap 'echo "loadtest: line $LINENO: $BASH_COMMAND: exit $?" >&2' ERR
+cleanup() {
+  local rc=$?
+  if (( rc != 0 )) && [ -n "$mcs_pid" ]; then
+    if kill -0 "$mcs_pid" 2>/dev/null; then
+      echo "loadtest: mcs (pid $mcs_pid) was running when the run stopped; stopping it" >&2
+    else
+      local st=0; wait "$mcs_pid" 2>/dev/null || st=$?
+      echo "loadtest: mcs (pid $mcs_pid) had exited, status $st (128+N: signal N); the end of its stderr:" >&2
+      tail -n 20 "$tmp/mcs.err" >&2 || true
+    fi
+  fi
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"
+}
 trap cleanup EXIT
 
 if [ -z "$MCS" ]; then
@@ -67,7 +86,7 @@ cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' /proc/"$1"/stat; }
 measure() { # url accept ua pid -> "rps p50_ms p99_ms cpu_us_per_request"
   local c0 out c1; c0=$(cpu_ticks "$4")
   out=$(PATHS_FILE="$tmp/paths" "${on_wrk[@]}" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s "$tmp/cycle.lua" -H "Accept: $2" -H "User-Agent: $3" "$1")
-  c1=$(cpu_ticks "$4")
+  c1=$(cpu_ticks "$4") # fails (and stops the run) when the server is gone
   awk -v ticks=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" '
     function ms(v) { if (v ~ /us$/) { sub(/us/,"",v); return v/1000 } if (v ~ /ms$/) { sub(/ms/,"",v); return v } if (v ~ /s$/) { sub(/s/,"",v); return v*1000 } return v }
     /Requests\/sec/ { rps = $2 } $1=="50%" { p50 = ms($2) } $1=="99%" { p99 = ms($2) } / requests in / { n = $1 }
@@ -81,9 +100,9 @@ median() {
   for c in 1 2 3 4; do cut -d' ' -f$c "$1" | sort -g | sed -n "$(( (n+1)/2 ))p"; done | paste -sd' '
 }
 
-wait_listening() { # file -> address
-  for _ in $(seq 500); do grep -q listening "$1" 2>/dev/null && break; sleep 0.01; done
-  grep -o '127\.0\.0\.1:[0-9]*' "$1" | head -n1
+wait_listening() { # file -> address; 30 s at most (a loaded machine starts slowly)
+  for _ in $(seq 3000); do grep -q listening "$1" 2>/dev/null && break; sleep 0.01; done
+  grep -o '127\.0\.0\.1:[0-9]*' "$1" | head -n1 | grep . || { echo "loadtest: nothing listening after 30 s: $1: $(head -c 500 "$1")" >&2; return 1; }
 }
 
 rss_peak=0
@@ -109,19 +128,19 @@ run_pools() { # pools
   MCS_PPROF=$pprof "${on_server[@]}" "$MCS" --dir "$tree" --listen-plain 127.0.0.1:0 --listen-tls '' --log-level error >"$tmp/mcs.out" 2>"$tmp/mcs.err" &
   mcs_pid=$!; pids+=("$mcs_pid")
   local url; url=http://$(wait_listening "$tmp/mcs.out")
-  until curl -sf "$url/readyz" >/dev/null; do sleep 0.005; done
+  until curl -sf "$url/readyz" >/dev/null; do sleep 0.005; kill -0 "$mcs_pid"; done
   local ready_ms=$(( ($(date +%s%N) - start) / 1000000 ))
   # Every pool but master serves the worker's configs and more.
-  curl -sf "$url/status?format=json" |
+  curl -sSf "$url/status?format=json" |
     sed -n 's|^      "name": "\([^"]*\)",$|/config/\1|p' | grep -vx /config/master >"$tmp/paths"
   local npaths; npaths=$(wc -l <"$tmp/paths")
   rss_peak=0
-  ( while sleep 0.5; do sample_rss; echo $rss_peak >"$tmp/rss"; done ) & local spid=$!
+  ( while sleep 0.5 && kill -0 "$mcs_pid" 2>/dev/null; do sample_rss; echo $rss_peak >"$tmp/rss"; done ) & local spid=$!; pids+=("$spid")
   for spec in $ERAS; do
     IFS='|' read -r accept ua <<<"${headers[$spec]}"
     local bodies=$tmp/bodies-$n-$spec; mkdir -p "$bodies"
     while read -r path; do
-      curl -sf -H "Accept: $accept" -A "$ua" -D "$bodies/${path#/config/}.headers" "$url$path" -o "$bodies/${path#/config/}"
+      curl -sSf -H "Accept: $accept" -A "$ua" -D "$bodies/${path#/config/}.headers" "$url$path" -o "$bodies/${path#/config/}"
     done <"$tmp/paths"
     "${on_server[@]}" "$tmp/baseline" --dir "$bodies" >"$tmp/base.out" 2>&1 &
     local bpid=$!; pids+=("$bpid")

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/vincent-petithory/dataurl"
+
+	"github.com/ignition-mcs/mcs/internal/syncbuf"
 )
 
 // Client is one built Ignition binary.
@@ -130,6 +132,12 @@ const (
 // On a failed stage Run returns the partial Result with a *stageError; when
 // ctx ends first the error wraps ctx.Err().
 func Run(ctx context.Context, c Client, url string, opts Options) (*Result, error) {
+	return run(ctx, c, url, opts, nil)
+}
+
+// run is Run; live, when not nil, also receives the stages' output as it
+// is printed (Running.Log).
+func run(ctx context.Context, c Client, url string, opts Options, live io.Writer) (*Result, error) {
 	if c.Bin == "" || c.Version == "" {
 		return nil, fmt.Errorf("ignclient: client %+v needs Bin and Version", c)
 	}
@@ -178,8 +186,12 @@ func Run(ctx context.Context, c Client, url string, opts Options) (*Result, erro
 			}
 			argv = append([]string{unshare, "--map-root-user"}, argv...)
 		}
-		fmt.Fprintf(&log, "== %s stage %s\n", c, stage)
-		st, err := runStage(ctx, c, stage, argv, env(dir), &log)
+		out := io.Writer(&log)
+		if live != nil {
+			out = io.MultiWriter(&log, live)
+		}
+		fmt.Fprintf(out, "== %s stage %s\n", c, stage)
+		st, err := runStage(ctx, c, stage, argv, env(dir), out)
 		res.Stages = append(res.Stages, st)
 		logger.Debug("ignition stage", "client", c.Version, "stage", stage, "exit", st.ExitCode, "duration", st.Duration)
 		if err != nil {
@@ -340,12 +352,18 @@ func env(dir string) []string {
 	}
 }
 
-func runStage(ctx context.Context, c Client, stage string, argv, env []string, log *strings.Builder) (Stage, error) {
+func runStage(ctx context.Context, c Client, stage string, argv, env []string, log io.Writer) (Stage, error) {
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	// One writer for both streams: exec then copies them through one pipe,
+	// in the order printed.
+	w := io.Writer(&out)
+	if log != nil {
+		w = io.MultiWriter(&out, log)
+	}
+	cmd.Stdout = w
+	cmd.Stderr = w
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
 	err := cmd.Run()
@@ -353,7 +371,6 @@ func runStage(ctx context.Context, c Client, stage string, argv, env []string, l
 	if cmd.ProcessState != nil {
 		st.ExitCode = cmd.ProcessState.ExitCode()
 	}
-	log.Write(out.Bytes())
 	if err == nil {
 		return st, nil
 	}
@@ -418,6 +435,7 @@ type Running struct {
 	done chan struct{}
 	res  *Result
 	err  error
+	live syncbuf.Buffer
 }
 
 // Start runs Run in a goroutine; Wait collects it.
@@ -425,10 +443,13 @@ func Start(ctx context.Context, c Client, url string, opts Options) *Running {
 	r := &Running{done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
-		r.res, r.err = Run(ctx, c, url, opts)
+		r.res, r.err = run(ctx, c, url, opts, &r.live)
 	}()
 	return r
 }
+
+// Log is what the node has printed so far.
+func (r *Running) Log() string { return r.live.String() }
 
 // Done is closed once the run has finished.
 func (r *Running) Done() <-chan struct{} { return r.done }

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -810,4 +811,47 @@ func ownerUID(fi fs.FileInfo) int {
 		return int(st.Uid)
 	}
 	return -1
+}
+
+// Running.Log shows a node's retries while it still runs, and ends as the
+// Result's log: a test can wait for each node to have met a failure.
+func TestStartLogWhileRunning(t *testing.T) {
+	clients := Find(t)
+	c := clients[len(clients)-1]
+	var ready atomic.Bool
+	var body string // set before ready
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		if r.URL.Path == blobPath {
+			w.Write([]byte(remoteData))
+			return
+		}
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	body = harnessConfig(t, c.Spec2, srv.URL)
+	run := Start(testContext(t, 60*time.Second), c, srv.URL+configPath, Options{Dir: scratch(t)})
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Count(run.Log(), "attempt #") < 2 {
+		select {
+		case <-run.Done():
+			_, err := run.Wait()
+			t.Fatalf("stopped before retrying: %v\n%s", err, run.Log())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no two attempts in the live log:\n%s", run.Log())
+		}
+	}
+	ready.Store(true)
+	res, err := run.Wait()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logOf(res))
+	}
+	if run.Log() != res.Log {
+		t.Errorf("the live log ends as\n%s\nthe Result's is\n%s", run.Log(), res.Log)
+	}
 }

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+func TestGCPercentFor(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		live uint64
+		want int
+	}{
+		{"nothing measured yet", 0, gcPercent},
+		{"tiny heap: capped", 100 << 10, 1000},
+		{"2 pools", 6 << 20, 133},
+		{"at the crossover", 2 * gcHeadroom, gcPercent},
+		{"102 pools", 80 << 20, gcPercent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := gcPercentFor(tc.live); got != tc.want {
+				t.Errorf("gcPercentFor(%d) = %d, want %d", tc.live, got, tc.want)
+			}
+		})
+	}
+}
+
+// After a collection the GC target is the one gcPercentFor gives for the
+// heap it left live.
+func TestTuneGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	tuneGC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/gogc:percent"}}
+	var want int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		runtime.GC()
+		runtime.GC() // the first one's finalizer has run by the second's end or soon after
+		time.Sleep(10 * time.Millisecond)
+		metrics.Read(s)
+		want = gcPercentFor(s[0].Value.Uint64())
+		if int(s[1].Value.Uint64()) == want {
+			return
+		}
+	}
+	t.Fatalf("GC target %d%%, want %d%% for %d bytes live", s[1].Value.Uint64(), want, s[0].Value.Uint64())
+}
