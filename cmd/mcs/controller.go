@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,13 +17,6 @@ import (
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
-
-// controllerGCPercent is the controller's GC target unless GOGC is set, in
-// place of the server's gcPercent: the controller's heap is mostly garbage
-// (every render, and the JSON of every rendered config it writes, is
-// dropped once written), which the server's target collected twice as
-// often for no less RSS at rest (docs/performance.md).
-const controllerGCPercent = 100
 
 type controllerOptions struct {
 	common                     options // kubeAPIConfig, controllerConfig, spec bounds, logging
@@ -109,9 +101,6 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	log, err := newLogger(&o.common, stderr)
 	if err != nil {
 		return err
-	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(controllerGCPercent)
 	}
 	ro := o.common.render
 	rc, err := kube.RESTConfig(o.common.kubeAPIConfig)
