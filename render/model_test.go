@@ -70,7 +70,7 @@ func TestMachineConfigDecodeErrors(t *testing.T) {
 			var mc MachineConfig
 			err := json.Unmarshal([]byte(tc.in), &mc)
 			var fe *fieldError
-			if !errors.As(err, &fe) || !strings.HasPrefix(fe.Path, tc.path) {
+			if !errors.As(err, &fe) || !strings.HasPrefix(fe.Path.String(), tc.path) {
 				t.Fatalf("error %v, want one at %s", err, tc.path)
 			}
 		})

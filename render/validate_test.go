@@ -36,7 +36,7 @@ func TestValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := renderErrs(t, setOf(t, tc.docs...), "worker", Options{})
 			e := errs[0]
-			if e.Path != tc.path || !strings.Contains(e.Message, tc.msg) || !errors.Is(e, ErrInvalid) || !strings.HasPrefix(e.Object, "MachineConfig/") || e.File == "" {
+			if e.Path.String() != tc.path || !strings.Contains(e.Message, tc.msg) || !errors.Is(e, ErrInvalid) || !strings.HasPrefix(e.Object, "MachineConfig/") || e.File == "" {
 				t.Fatalf("first error %q (path %s), want %q at %s", e, e.Path, tc.msg, tc.path)
 			}
 		})
@@ -56,7 +56,7 @@ func TestSizeLimit(t *testing.T) {
 	// at its line, not on the pool, and states the limit.
 	big := strings.Repeat("a", maxRenderedSize)
 	errs := renderErrs(t, setOf(t, doc("05-small", "worker", file("/etc/small", "data:,x")), doc("10-a", "worker", file("/etc/big", "data:,"+big))), "worker", Options{})
-	if len(errs) != 1 || errs[0].Object != "MachineConfig/10-a" || errs[0].Path != "$.spec.config" || errs[0].Line == 0 ||
+	if len(errs) != 1 || errs[0].Object != "MachineConfig/10-a" || errs[0].Path.String() != "$.spec.config" || errs[0].Line == 0 ||
 		!strings.Contains(errs[0].Message, "above the limit of 1572864 (1.5 MiB") || !strings.Contains(errs[0].Message, "Largest Ignition configs, in bytes of JSON: 10-a ") {
 		t.Fatalf("errors %v", errs)
 	}
@@ -70,7 +70,7 @@ func TestSizeLimit(t *testing.T) {
 }
 
 func TestErrorFormat(t *testing.T) {
-	e := &Error{File: "dir/a.yaml", Object: "MachineConfig/a", Path: "$.spec.kernelType", Message: "bad"}
+	e := &Error{File: "dir/a.yaml", Object: "MachineConfig/a", Path: convert.NewPath("spec", "kernelType"), Message: "bad"}
 	if e.Error() != "dir/a.yaml: MachineConfig/a: $.spec.kernelType: bad" {
 		t.Errorf("%q", e.Error())
 	}
