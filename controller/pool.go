@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ignition-mcs/mcs/internal/text"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -128,20 +129,13 @@ func (w *writer) setDegraded(ctx context.Context, pool, selKey, reason string, r
 	w.book.setDegraded(pool, msg)
 	w.log.Warn("pool not rendered; it keeps its rendered config", "pool", pool, "reason", reason, "err", rerr)
 	return w.setConditions(ctx, nil, pool, selKey, map[string]condition{
-		conditionRenderDegraded: {status: "True", reason: reason, message: truncate(msg, maxConditionMessage)},
+		conditionRenderDegraded: {status: "True", reason: reason, message: text.Truncate(msg, maxConditionMessage, "… (truncated; see the controller's /status)")},
 		conditionRenderPending:  {status: "False"}})
 }
 
 // maxConditionMessage bounds a condition's message: a render can fail on
 // hundreds of fields, and the pool object must stay small.
 const maxConditionMessage = 16 << 10
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "… (truncated; see the controller's /status)"
-}
 
 func sameJSON(a, b any) bool {
 	x, err1 := json.Marshal(a)

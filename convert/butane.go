@@ -22,13 +22,13 @@ func parseYAML(raw []byte) (*Parsed, error) {
 	}
 	var head intake.Head
 	if err := json.Unmarshal(js, &head); err != nil {
-		return nil, &InvalidError{Problems: []Problem{{Path: "$", Message: "not an Ignition or Butane config: " + err.Error()}}}
+		return nil, &InvalidError{Problems: []Problem{{Path: NewPath(), Message: "not an Ignition or Butane config: " + err.Error()}}}
 	}
 	if head.Variant == nil {
 		if bytes.HasPrefix(bytes.TrimSpace(js), []byte("{")) {
 			return Parse(js)
 		}
-		return nil, &InvalidError{Problems: []Problem{{Path: "$", Message: "not an Ignition or Butane config"}}}
+		return nil, &InvalidError{Problems: []Problem{{Path: NewPath(), Message: "not an Ignition or Butane config"}}}
 	}
 	// In raw mode the openshift variant drops what only a MachineConfig
 	// holds (kernel arguments, extensions, FIPS, kernel type): intake
@@ -54,7 +54,7 @@ func parseYAML(raw []byte) (*Parsed, error) {
 func butaneProblems(name string, in []intake.Problem) []Problem {
 	out := make([]Problem, len(in))
 	for i, p := range in {
-		out[i] = Problem{Path: p.Path, Message: "butane " + name + ": " + p.Message}
+		out[i] = Problem{Path: Path{p.Path}, Message: "butane " + name + ": " + p.Message}
 		if w := p.Where(); w != "" {
 			out[i].Message += " (" + w + ")"
 		}

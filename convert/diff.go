@@ -3,6 +3,7 @@ package convert
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -16,60 +17,77 @@ const maxDiffs = 50
 // no translation step has a reason to reorder anything.
 func diff(a, b any) []Problem {
 	d := differ{}
-	d.walk(reflect.ValueOf(a), reflect.ValueOf(b), "$")
+	d.walk(reflect.ValueOf(a), reflect.ValueOf(b))
 	return d.out
 }
 
-type differ struct{ out []Problem }
+// differ walks two values side by side; at is the path walked to, made a
+// Path only where a difference is noted.
+type differ struct {
+	out []Problem
+	at  []any
+}
 
-func (d *differ) note(path, msg string) {
+func (d *differ) note(msg string) {
 	if len(d.out) < maxDiffs {
-		d.out = append(d.out, Problem{Path: path, Message: msg})
+		d.out = append(d.out, Problem{Path: NewPath(slices.Clone(d.at)...), Message: msg})
 	}
 }
 
-func (d *differ) walk(a, b reflect.Value, path string) {
+// noteAt notes msg at part (a key or an index) below the path walked to.
+func (d *differ) noteAt(part any, msg string) {
+	d.at = append(d.at, part)
+	d.note(msg)
+	d.at = d.at[:len(d.at)-1]
+}
+
+// walkAt walks a and b, found at part below the path walked to.
+func (d *differ) walkAt(part any, a, b reflect.Value) {
+	d.at = append(d.at, part)
+	d.walk(a, b)
+	d.at = d.at[:len(d.at)-1]
+}
+
+func (d *differ) walk(a, b reflect.Value) {
 	switch a.Kind() {
 	case reflect.Ptr:
 		switch {
 		case a.IsNil() && b.IsNil():
 		case b.IsNil():
-			d.note(path, "lost "+show(a.Elem()))
+			d.note("lost " + show(a.Elem()))
 		case a.IsNil():
-			d.note(path, "added "+show(b.Elem()))
+			d.note("added " + show(b.Elem()))
 		default:
-			d.walk(a.Elem(), b.Elem(), path)
+			d.walk(a.Elem(), b.Elem())
 		}
 	case reflect.Slice:
 		if a.Type().Elem().Implements(keyedType) && !sameKeys(a, b) {
-			d.keyed(a, b, path)
+			d.keyed(a, b)
 			return
 		}
 		n := max(a.Len(), b.Len())
 		for i := 0; i < n; i++ {
-			p := fmt.Sprintf("%s.%d", path, i)
 			switch {
 			case i >= b.Len():
-				d.note(p, "lost")
+				d.noteAt(i, "lost")
 			case i >= a.Len():
-				d.note(p, "added")
+				d.noteAt(i, "added")
 			default:
-				d.walk(a.Index(i), b.Index(i), p)
+				d.walkAt(i, a.Index(i), b.Index(i))
 			}
 		}
 	case reflect.Struct:
 		t := a.Type()
 		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			p := path
-			if !f.Anonymous {
-				p = path + "." + jsonName(f)
+			if f := t.Field(i); f.Anonymous {
+				d.walk(a.Field(i), b.Field(i))
+			} else {
+				d.walkAt(jsonName(f), a.Field(i), b.Field(i))
 			}
-			d.walk(a.Field(i), b.Field(i), p)
 		}
 	default:
 		if a.Interface() != b.Interface() {
-			d.note(path, fmt.Sprintf("changed from %s to %s", show(a), show(b)))
+			d.note(fmt.Sprintf("changed from %s to %s", show(a), show(b)))
 		}
 	}
 }
@@ -98,7 +116,7 @@ func sameKeys(a, b reflect.Value) bool {
 // are matched by key and, as keys may repeat (file appends, unlabelled
 // partitions), by how often the key occurred before, so that a lost entry
 // is reported once rather than shifting every later one.
-func (d *differ) keyed(a, b reflect.Value, path string) {
+func (d *differ) keyed(a, b reflect.Value) {
 	type occurrence struct {
 		key string
 		n   int
@@ -117,10 +135,9 @@ func (d *differ) keyed(a, b reflect.Value, path string) {
 		k := keyOf(a.Index(i))
 		o := occurrence{k, seen[k]}
 		seen[k]++
-		p := fmt.Sprintf("%s.%d", path, i)
 		j, ok := inB[o]
 		if !ok {
-			d.note(p, "lost "+showKey(k))
+			d.noteAt(i, "lost "+showKey(k))
 			continue
 		}
 		matched[j] = true
@@ -128,15 +145,15 @@ func (d *differ) keyed(a, b reflect.Value, path string) {
 			inOrder = false
 		}
 		last = j
-		d.walk(a.Index(i), b.Index(j), p)
+		d.walkAt(i, a.Index(i), b.Index(j))
 	}
 	for j := 0; j < b.Len(); j++ {
 		if !matched[j] {
-			d.note(fmt.Sprintf("%s.%d", path, j), "added "+showKey(keyOf(b.Index(j))))
+			d.noteAt(j, "added "+showKey(keyOf(b.Index(j))))
 		}
 	}
 	if !inOrder {
-		d.note(path, "entries reordered")
+		d.note("entries reordered")
 	}
 }
 

@@ -50,7 +50,7 @@ func TestDiff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			for _, p := range diff(tc.a, tc.b) {
-				got = append(got, p.Path)
+				got = append(got, p.Path.String())
 			}
 			if !slices.Equal(got, tc.paths) {
 				t.Errorf("diff at %q, want %q", got, tc.paths)

@@ -116,7 +116,7 @@ func TestTranslateValidatesOutput(t *testing.T) {
 	for _, v := range []Version{V3_0, V3_4, V3_6} {
 		_, err := translateTo(&cfg, v)
 		var ie *InvalidError
-		if !errors.As(err, &ie) || ie.Version != v || len(ie.Problems) == 0 || ie.Problems[0].Path != "$.storage.files.0.path" {
+		if !errors.As(err, &ie) || ie.Version != v || len(ie.Problems) == 0 || ie.Problems[0].Path.String() != "$.storage.files.0.path" {
 			t.Errorf("translateTo %s = %v, want an InvalidError for %s at $.storage.files.0.path", v, err, v)
 		}
 	}

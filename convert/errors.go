@@ -51,9 +51,10 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid %s at %s: %s", e.Format, strings.Join(where, ", "), e.Msg)
 }
 
-// Problem is one finding at a JSON path, e.g. "$.storage.files.0.path".
+// Problem is one finding at a JSON path, e.g. $.storage.files.0.path (the
+// zero Path: the whole config, not named).
 type Problem struct {
-	Path    string
+	Path    Path
 	Message string
 	// Line and Column place it in the JSON given to Parse (1-based; 0 when
 	// unknown). A config embedded in a MachineConfig is JSON the loader
@@ -66,10 +67,10 @@ func (p Problem) String() string {
 	if p.Line > 0 {
 		s += fmt.Sprintf(" (line %d col %d)", p.Line, p.Column)
 	}
-	if p.Path == "" {
+	if p.Path.IsZero() {
 		return s
 	}
-	return p.Path + ": " + s
+	return p.Path.String() + ": " + s
 }
 
 // InvalidError is a config that parses but fails Ignition's validation.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 )
 
 // jsonSyntax turns a JSON syntax error into one with a line and column, and
@@ -41,24 +40,23 @@ func typeError(raw []byte, t reflect.Type) *Problem {
 
 // pathAt returns the JSON path of the innermost value that ends at or
 // contains the byte offset off.
-func pathAt(raw []byte, off int64) string {
+func pathAt(raw []byte, off int64) Path {
 	type frame struct {
 		obj, wantKey bool
 		key          string
 		idx          int
 	}
 	var stack []frame
-	path := func() string {
-		var b strings.Builder
-		b.WriteString("$")
-		for _, f := range stack {
+	path := func() Path {
+		parts := make([]any, len(stack))
+		for i, f := range stack {
 			if f.obj {
-				b.WriteString("." + f.key)
+				parts[i] = f.key
 			} else {
-				fmt.Fprintf(&b, ".%d", f.idx)
+				parts[i] = f.idx
 			}
 		}
-		return b.String()
+		return NewPath(parts...)
 	}
 	next := func() {
 		if n := len(stack); n > 0 {
@@ -74,7 +72,7 @@ func pathAt(raw []byte, off int64) string {
 		start := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
-			return "$"
+			return NewPath()
 		}
 		hit := start < off && off <= dec.InputOffset()
 		if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].wantKey {

@@ -58,10 +58,10 @@ func Parse(raw []byte) (*Parsed, error) {
 			return nil, se
 		}
 		// The body is valid JSON, so this is a type mismatch at the top.
-		p := Problem{Path: "$.ignition", Message: err.Error()}
+		p := Problem{Path: NewPath("ignition"), Message: err.Error()}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			p.Path = "$." + te.Field
+			p.Path = ParsePath(te.Field)
 			p.Message = fmt.Sprintf("want a %s, not a JSON %s", te.Type, te.Value)
 			if te.Field == "ignition.version" {
 				// YAML reads version: 3.2 as a number.
@@ -152,7 +152,7 @@ var spec3Parsers = map[Version]func([]byte) (any, report.Report, error){
 func (p *Parsed) takeWarnings(rpt report.Report) error {
 	var unknown []Problem
 	for _, e := range rpt.Entries {
-		pr := Problem{Path: e.Context.String(), Message: e.Message}
+		pr := Problem{Path: NewPath(e.Context.Path...), Message: e.Message}
 		if intake.IsUnusedKey(e.Message) {
 			pr.Message = fmt.Sprintf("unknown key in spec %s (a newer spec's field, or a typo): %s", p.Version, e.Message)
 			unknown = append(unknown, pr)
@@ -176,10 +176,7 @@ func problems(rpt report.Report, err error) []Problem {
 		if !e.Kind.IsFatal() {
 			continue
 		}
-		pr := Problem{Path: e.Context.String(), Message: e.Message}
-		if pr.Path == "$" {
-			pr.Path = ""
-		}
+		pr := Problem{Path: wholeUnnamed(NewPath(e.Context.Path...)), Message: e.Message}
 		if e.Marker.StartP != nil {
 			pr.Line, pr.Column = int(e.Marker.StartP.Line), int(e.Marker.StartP.Column)
 		}

@@ -207,7 +207,7 @@ func invalidPaths(t *testing.T, raw string) ([]string, error) {
 	}
 	var got []string
 	for _, p := range ie.Problems {
-		got = append(got, p.Path)
+		got = append(got, p.Path.String())
 	}
 	return got, err
 }
@@ -305,7 +305,7 @@ func TestParseSpec2PartitionSizes(t *testing.T) {
 	sized := `{"ignition":{"version":"2.2.0"},"storage":{"disks":[{"device":"/dev/vdb","partitions":[{"label":"a","number":1,"size":2048}]}]}}`
 	_, err = Parse([]byte(sized))
 	var ie *InvalidError
-	if !errors.As(err, &ie) || len(ie.Problems) != 1 || ie.Problems[0].Path != "$.storage.disks.0.partitions.0.size" {
+	if !errors.As(err, &ie) || len(ie.Problems) != 1 || ie.Problems[0].Path.String() != "$.storage.disks.0.partitions.0.size" {
 		t.Errorf("Parse = %v, want an InvalidError at the size", err)
 	}
 }

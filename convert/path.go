@@ -56,6 +56,15 @@ func (p Path) Parts() []string {
 	return out
 }
 
+// wholeUnnamed is p, except that the root ("$", the whole config) is no
+// path: a problem with the whole config is not prefixed "$: ".
+func wholeUnnamed(p Path) Path {
+	if len(p.Path) == 0 {
+		return Path{}
+	}
+	return p
+}
+
 // IsZero reports whether p is no path: the zero Path, not the root "$".
 func (p Path) IsZero() bool { return p.Tag == "" && p.Path == nil }
 

@@ -27,7 +27,7 @@ func TestProblemPositions(t *testing.T) {
 				t.Fatalf("got %v, want one problem", err)
 			}
 			p := inv.Problems[0]
-			if p.Path != tc.path || !strings.HasPrefix(p.Message, tc.msg) || p.Line != tc.line || strings.ContainsAny(p.Message, "\n^") || strings.Contains(p.Message, "line ") {
+			if p.Path.String() != tc.path || !strings.HasPrefix(p.Message, tc.msg) || p.Line != tc.line || strings.ContainsAny(p.Message, "\n^") || strings.Contains(p.Message, "line ") {
 				t.Errorf("got %+v, want path %s, message %q, line %d, no position in the message", p, tc.path, tc.msg, tc.line)
 			}
 			if tc.line > 0 && !strings.Contains(p.String(), "(line 1 col ") {

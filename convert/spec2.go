@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"regexp"
 	"slices"
@@ -41,7 +40,7 @@ func parseSpec2(raw []byte, v Version) (*Parsed, error) {
 		return nil, &InvalidError{Version: v, Problems: []Problem{{Message: err.Error()}}}
 	}
 	var unknown []Problem
-	unknownKeys(tree, spec2Types[v], "$", &unknown)
+	unknownKeys(tree, spec2Types[v], NewPath(), &unknown)
 	if len(unknown) > 0 {
 		return nil, &InvalidError{Version: v, Problems: unknown}
 	}
@@ -90,10 +89,7 @@ func parseSpec2(raw []byte, v Version) (*Parsed, error) {
 func spec2Problem(raw []byte, e ign2report.Entry) Problem {
 	p := Problem{Message: e.Message, Line: e.Line, Column: e.Column}
 	if e.Line > 0 {
-		p.Path = pathAt(raw, offsetOf(raw, e.Line, e.Column))
-	}
-	if p.Path == "$" {
-		p.Path = ""
+		p.Path = wholeUnnamed(pathAt(raw, offsetOf(raw, e.Line, e.Column)))
 	}
 	return p
 }
@@ -118,7 +114,7 @@ var reportLine = regexp.MustCompile(`(?m)\b(?:error|warning) at (\$\S*?): (.*)$`
 func reportProblems(err error) []Problem {
 	var ps []Problem
 	for _, m := range reportLine.FindAllStringSubmatch(err.Error(), -1) {
-		ps = append(ps, Problem{Path: m[1], Message: m[2]})
+		ps = append(ps, Problem{Path: ParsePath(m[1]), Message: m[2]})
 	}
 	if len(ps) == 0 {
 		ps = []Problem{{Message: err.Error()}}
@@ -162,7 +158,7 @@ func parseSpec2Typed(raw []byte, v Version) (ign2types.Config, ign2report.Report
 
 // unknownKeys walks decoded JSON along a config type and lists every object
 // key no field is tagged with.
-func unknownKeys(v any, t reflect.Type, at string, out *[]Problem) {
+func unknownKeys(v any, t reflect.Type, at Path, out *[]Problem) {
 	for t.Kind() == reflect.Ptr {
 		t = t.Elem()
 	}
@@ -182,10 +178,10 @@ func unknownKeys(v any, t reflect.Type, at string, out *[]Problem) {
 		for _, k := range keys {
 			ft, ok := fields[k]
 			if !ok {
-				*out = append(*out, Problem{Path: at + "." + k, Message: "unknown key " + strconv.Quote(k)})
+				*out = append(*out, Problem{Path: at.Append(k), Message: "unknown key " + strconv.Quote(k)})
 				continue
 			}
-			unknownKeys(obj[k], ft, at+"."+k, out)
+			unknownKeys(obj[k], ft, at.Append(k), out)
 		}
 	case reflect.Slice:
 		arr, ok := v.([]any)
@@ -193,7 +189,7 @@ func unknownKeys(v any, t reflect.Type, at string, out *[]Problem) {
 			return
 		}
 		for i, e := range arr {
-			unknownKeys(e, t.Elem(), fmt.Sprintf("%s.%d", at, i), out)
+			unknownKeys(e, t.Elem(), at.Append(i), out)
 		}
 	}
 }

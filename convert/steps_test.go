@@ -135,7 +135,7 @@ func TestUpStepsMatchIgnition(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, d := range diff(ours, ignitionUp(v, c)) {
-			if v.Less(V3_5) && strings.HasSuffix(d.Path, adv) {
+			if v.Less(V3_5) && strings.HasSuffix(d.Path.String(), adv) {
 				continue
 			}
 			t.Errorf("from %s: differs from Ignition's steps at %s", v, d)
@@ -237,7 +237,7 @@ func TestIgnConverterV35toV34Defect(t *testing.T) {
 			if !errors.As(err, &le) {
 				t.Fatalf("proveLossless(v35tov34's output) = %v, want a lossError", err)
 			}
-			if len(le.Diffs) != 1 || le.Diffs[0].Path != tc.lost {
+			if len(le.Diffs) != 1 || le.Diffs[0].Path.String() != tc.lost {
 				t.Errorf("lossError names %v, want exactly %s", le.Diffs, tc.lost)
 			}
 			tc.ours(t, p)
@@ -262,7 +262,7 @@ func TestTranslateCatchesLossyStep(t *testing.T) {
 		if le.Step != "3.5.0→3.4.0 by ign-converter" || le.Target != target {
 			t.Errorf("lossError step %q target %s, want 3.5.0→3.4.0 by ign-converter, %s", le.Step, le.Target, target)
 		}
-		if len(le.Diffs) != 1 || le.Diffs[0].Path != "$.storage.luks.0.clevis.tang.0.advertisement" {
+		if len(le.Diffs) != 1 || le.Diffs[0].Path.String() != "$.storage.luks.0.clevis.tang.0.advertisement" {
 			t.Errorf("lossError diffs %v", le.Diffs)
 		}
 	}

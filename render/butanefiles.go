@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ignition-mcs/mcs/convert"
 	"sigs.k8s.io/yaml"
 )
 
@@ -22,7 +23,7 @@ func (b *budget) butaneLocals(file string, data []byte) []*Error {
 	}
 	dir := filepath.Dir(file)
 	var errs []*Error
-	eachLocal(doc, "$", func(at, local string, tree bool) {
+	eachLocal(doc, convert.NewPath(), func(at convert.Path, local string, tree bool) {
 		p := filepath.Join(dir, filepath.FromSlash(local))
 		if rel, err := filepath.Rel(dir, p); err != nil || strings.HasPrefix(rel, "..") {
 			return
@@ -72,23 +73,35 @@ func (b *budget) checkLocalFile(p string, info fs.FileInfo) error {
 
 // eachLocal calls f for every local file reference in a Butane document:
 // "local" (a directory under storage.trees) and "contents_local" strings.
-func eachLocal(v any, at string, f func(at, local string, tree bool)) {
+func eachLocal(v any, at convert.Path, f func(at convert.Path, local string, tree bool)) {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, c := range v {
 			s, ok := c.(string)
 			switch {
 			case ok && k == "local":
-				f(at+"."+k, s, strings.Contains(at, ".storage.trees."))
+				f(at.Append(k), s, inTrees(at))
 			case ok && k == "contents_local":
-				f(at+"."+k, s, false)
+				f(at.Append(k), s, false)
 			default:
-				eachLocal(c, at+"."+k, f)
+				eachLocal(c, at.Append(k), f)
 			}
 		}
 	case []any:
 		for i, c := range v {
-			eachLocal(c, fmt.Sprintf("%s.%d", at, i), f)
+			eachLocal(c, at.Append(i), f)
 		}
 	}
+}
+
+// inTrees says whether at is inside storage.trees, whose local is a
+// directory.
+func inTrees(at convert.Path) bool {
+	parts := at.Parts()
+	for i := range len(parts) - 1 {
+		if parts[i] == "storage" && parts[i+1] == "trees" {
+			return true
+		}
+	}
+	return false
 }

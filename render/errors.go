@@ -23,10 +23,10 @@ var (
 // want it: "file: object: $.path: message", or "file:line: ..." where the
 // line is known.
 type Error struct {
-	File    string // where the object was read from; may be empty
-	Line    int    // 1-based line in File; 0 when unknown
-	Object  string // "MachineConfig/99-worker-ssh", "MachineConfigPool/worker"
-	Path    string // JSON path inside the object, "$" for the whole object
+	File    string       // where the object was read from; may be empty
+	Line    int          // 1-based line in File; 0 when unknown
+	Object  string       // "MachineConfig/99-worker-ssh", "MachineConfigPool/worker"
+	Path    convert.Path // inside the object: $ for the whole object; none where unknown
 	Message string
 	Err     error // the cause, for errors.Is and errors.As; may be nil
 }
@@ -38,7 +38,7 @@ func (e *Error) Error() string {
 	} else if e.File != "" {
 		b.WriteString(e.File + ": ")
 	}
-	for _, s := range []string{e.Object, e.Path} {
+	for _, s := range []string{e.Object, e.Path.String()} {
 		if s != "" {
 			b.WriteString(s)
 			b.WriteString(": ")
@@ -112,7 +112,7 @@ func (e *specCeilingError) lines() []*Error {
 			File:   r.Source,
 			Line:   r.Line,
 			Object: "MachineConfig/" + r.MachineConfig,
-			Path:   r.ConfigPath.String(),
+			Path:   r.ConfigPath,
 			Message: fmt.Sprintf("%s need%s spec %s, above the ceiling %s of pool %s (rendered path %s)",
 				r.What, text.VerbS(r.What), r.Version, e.Ceiling, e.Pool, r.Path),
 			Err: e,

@@ -241,7 +241,7 @@ metadata:
 			case <-time.After(20 * time.Second):
 				t.Fatal("the load hung")
 			}
-			if len(errs) != 1 || errs[0].File != filepath.Join(dir, "99-worker-x.bu") || errs[0].Path != c.path ||
+			if len(errs) != 1 || errs[0].File != filepath.Join(dir, "99-worker-x.bu") || errs[0].Path.String() != c.path ||
 				!strings.Contains(errs[0].Message, filepath.Join(dir, "tree", "local")) || !strings.Contains(errs[0].Message, c.want) {
 				t.Fatalf("errors %v", errs)
 			}

@@ -259,7 +259,7 @@ type rawObject struct {
 // problem is an *Error about the whole object, named "Kind/name" (the kind
 // alone for an object without a name).
 func (o rawObject) problem(msg string, err error) *Error {
-	x := &Error{File: o.File, Object: o.Kind, Path: "$", Message: msg, Err: err}
+	x := &Error{File: o.File, Object: o.Kind, Path: convert.NewPath(), Message: msg, Err: err}
 	if o.Name != "" {
 		x.Object += "/" + o.Name
 	}
@@ -312,7 +312,7 @@ func decodeDocuments(file string, data []byte, lines bool) ([]rawObject, []*Erro
 	var errs []*Error
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed) {
-		errs = appendObjects(&out, file, trimmed, "$", errs, docsIn(data, 1, lines))
+		errs = appendObjects(&out, file, trimmed, convert.NewPath(), errs, docsIn(data, 1, lines))
 		return out, errs
 	}
 	docs, starts := splitDocuments(data)
@@ -333,31 +333,31 @@ func decodeDocuments(file string, data []byte, lines bool) ([]rawObject, []*Erro
 		if bytes.Equal(js, []byte("null")) {
 			continue // a document of comments only
 		}
-		errs = appendObjects(&out, file, js, "$", errs, docsIn(doc, starts[i], lines))
+		errs = appendObjects(&out, file, js, convert.NewPath(), errs, docsIn(doc, starts[i], lines))
 	}
 	return out, errs
 }
 
 // docsIn locates objects inside doc, a document starting on line first of
 // its file; nil without lines.
-func docsIn(doc []byte, first int, lines bool) func(at string) *docRef {
+func docsIn(doc []byte, first int, lines bool) func(at convert.Path) *docRef {
 	if !lines {
-		return func(string) *docRef { return nil }
+		return func(convert.Path) *docRef { return nil }
 	}
-	return func(at string) *docRef { return newDocRef(doc, first, at, false) }
+	return func(at convert.Path) *docRef { return newDocRef(doc, first, at, false) }
 }
 
 // appendObjects reads one JSON value: an object (a List's items are read in
 // turn) or an array of objects.
-func appendObjects(out *[]rawObject, file string, js []byte, at string, errs []*Error, doc func(at string) *docRef) []*Error {
+func appendObjects(out *[]rawObject, file string, js []byte, at convert.Path, errs []*Error, doc func(at convert.Path) *docRef) []*Error {
 	js = bytes.TrimSpace(js)
 	if len(js) > 0 && js[0] == '[' {
 		var items []json.RawMessage
 		if err := json.Unmarshal(js, &items); err != nil {
-			return append(errs, &Error{File: file, Line: doc(at).line("$"), Path: at, Message: err.Error(), Err: ErrInvalid})
+			return append(errs, &Error{File: file, Line: doc(at).line(convert.NewPath()), Path: at, Message: err.Error(), Err: ErrInvalid})
 		}
 		for i, it := range items {
-			errs = appendObjects(out, file, it, fmt.Sprintf("%s.%d", at, i), errs, doc)
+			errs = appendObjects(out, file, it, at.Append(i), errs, doc)
 		}
 		return errs
 	}
@@ -370,14 +370,14 @@ func appendObjects(out *[]rawObject, file string, js []byte, at string, errs []*
 		Items json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(js, &head); err != nil {
-		return append(errs, &Error{File: file, Line: doc(at).line("$"), Path: at, Message: "not a Kubernetes object: " + describeJSON(js), Err: ErrInvalid})
+		return append(errs, &Error{File: file, Line: doc(at).line(convert.NewPath()), Path: at, Message: "not a Kubernetes object: " + describeJSON(js), Err: ErrInvalid})
 	}
 	o := rawObject{File: file, JSON: js, doc: doc(at)}
 	o.Kind, _ = head.Kind.(string)
 	o.APIVersion, _ = head.APIVersion.(string)
 	o.Name, _ = head.Metadata.Name.(string)
 	if strings.HasSuffix(o.Kind, "List") && len(head.Items) > 0 && !bytes.Equal(head.Items, []byte("null")) {
-		return appendObjects(out, file, head.Items, at+".items", errs, doc)
+		return appendObjects(out, file, head.Items, at.Append("items"), errs, doc)
 	}
 	*out = append(*out, o)
 	return errs
@@ -417,7 +417,7 @@ func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
 		if head.Variant != nil {
 			variant = *head.Variant
 		}
-		return nil, []*Error{{File: file, Path: "$.variant", Message: fmt.Sprintf("Butane variant %q does not produce a MachineConfig: use variant openshift", variant), Err: ErrInvalid}}
+		return nil, []*Error{{File: file, Path: convert.NewPath("variant"), Message: fmt.Sprintf("Butane variant %q does not produce a MachineConfig: use variant openshift", variant), Err: ErrInvalid}}
 	}
 	if errs := l.budget().butaneLocals(file, data); len(errs) > 0 {
 		return nil, errs
@@ -442,13 +442,13 @@ func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
 	}
 	objs, errs := decodeDocuments(file, out, false)
 	for i := range objs {
-		objs[i].doc = newDocRef(data, 1, "$", true)
+		objs[i].doc = newDocRef(data, 1, convert.NewPath(), true)
 	}
 	return objs, errs
 }
 
 func butaneError(file, name string, p intake.Problem, prefix string, err error) *Error {
-	return &Error{File: file, Line: p.Line, Path: p.Path, Message: prefix + "butane " + name + ": " + p.Message, Err: err}
+	return &Error{File: file, Line: p.Line, Path: convert.Path{ContextPath: p.Path}, Message: prefix + "butane " + name + ": " + p.Message, Err: err}
 }
 
 func (l *Loader) object(o rawObject) {
@@ -467,7 +467,7 @@ func (l *Loader) object(o rawObject) {
 		st, err := decodeOSImageStream(o)
 		keepObject(l, o, st, err, &l.streams)
 	case o.Kind == "":
-		l.notices = append(l.notices, &Error{File: o.File, Path: "$.kind", Message: "notice: object has no kind; skipped"})
+		l.notices = append(l.notices, &Error{File: o.File, Path: convert.NewPath("kind"), Message: "notice: object has no kind; skipped"})
 	default:
 		l.notices = append(l.notices, o.problem(fmt.Sprintf("notice: %s %s is not used for rendering; skipped", o.APIVersion, o.Kind), nil))
 	}
@@ -532,7 +532,7 @@ func decodePool(o rawObject) (*MachineConfigPool, error) {
 	}
 	p.Source = o.File
 	if fe := p.Spec.MachineConfigSelector.validate(); fe != nil {
-		return nil, &fieldError{"$.spec.machineConfigSelector" + fe.Path[1:], fe.Msg}
+		return nil, &fieldError{convert.NewPath("spec", "machineConfigSelector").Append(fe.Path.Path...), fe.Msg}
 	}
 	return &p, nil
 }
@@ -541,7 +541,7 @@ func decodePool(o rawObject) (*MachineConfigPool, error) {
 func typeError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return &fieldError{"$." + te.Field, fmt.Sprintf("want %s, got a JSON %s", goKind(te.Type.String()), te.Value)}
+		return &fieldError{convert.ParsePath(te.Field), fmt.Sprintf("want %s, got a JSON %s", goKind(te.Type.String()), te.Value)}
 	}
 	return err
 }
@@ -560,7 +560,7 @@ func decodeControllerConfig(o rawObject) (*ControllerConfig, error) {
 	if err := json.Unmarshal(o.JSON, &c); err != nil {
 		var ce base64.CorruptInputError
 		if errors.As(err, &ce) {
-			return nil, &fieldError{"$.spec", "CA data is not valid base64: " + err.Error()}
+			return nil, &fieldError{convert.NewPath("spec"), "CA data is not valid base64: " + err.Error()}
 		}
 		return nil, typeError(err)
 	}
@@ -584,7 +584,7 @@ func (l *Loader) build() (*Set, error) {
 
 	for _, mc := range l.configs {
 		if mc.Metadata.Name == "" {
-			errs.add(&Error{File: mc.Source, Line: l.docs[mc].line("$.metadata.name"), Object: KindMachineConfig, Path: "$.metadata.name", Message: "MachineConfig has no name", Err: ErrInvalid})
+			errs.add(&Error{File: mc.Source, Line: l.docs[mc].line(convert.NewPath("metadata", "name")), Object: KindMachineConfig, Path: convert.NewPath("metadata", "name"), Message: "MachineConfig has no name", Err: ErrInvalid})
 			continue
 		}
 		if prev, dup := s.byName[mc.Metadata.Name]; dup {
@@ -605,7 +605,7 @@ func (l *Loader) build() (*Set, error) {
 	seenPool := map[string]*MachineConfigPool{}
 	for _, p := range l.pools {
 		if p.Metadata.Name == "" {
-			errs.add(&Error{File: p.Source, Object: KindMachineConfigPool, Path: "$.metadata.name", Message: "MachineConfigPool has no name", Err: ErrInvalid})
+			errs.add(&Error{File: p.Source, Object: KindMachineConfigPool, Path: convert.NewPath("metadata", "name"), Message: "MachineConfigPool has no name", Err: ErrInvalid})
 			continue
 		}
 		if prev, dup := seenPool[p.Metadata.Name]; dup {
@@ -644,7 +644,7 @@ func (l *Loader) build() (*Set, error) {
 			}
 		}
 		if !selected {
-			s.notices = append(s.notices, &Error{File: e.mc.Source, Line: e.doc.line("$.metadata.labels"), Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: "$.metadata.labels",
+			s.notices = append(s.notices, &Error{File: e.mc.Source, Line: e.doc.line(convert.NewPath("metadata", "labels")), Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: convert.NewPath("metadata", "labels"),
 				Message: "notice: no pool selects this MachineConfig; it is not rendered"})
 		}
 	}
@@ -667,7 +667,7 @@ func only[T any](list []*T, errs *Errors, dup func(*T) *Error) *T {
 }
 
 func dupError(kind, name, first, second string) *Error {
-	return &Error{File: second, Object: kind + "/" + name, Path: "$.metadata.name",
+	return &Error{File: second, Object: kind + "/" + name, Path: convert.NewPath("metadata", "name"),
 		Message: fmt.Sprintf("duplicate name: %s %q is also defined in %s", kind, name, orUnknown(first)), Err: errDuplicateName}
 }
 

@@ -113,7 +113,7 @@ func TestLoadErrorsAreLocated(t *testing.T) {
 	})
 	got := map[string]string{}
 	for _, e := range loadErrs(t, dir) {
-		got[filepath.Base(e.File)] = e.Path + " " + e.Message
+		got[filepath.Base(e.File)] = e.Path.String() + " " + e.Message
 	}
 	want := map[string]string{
 		"bad-yaml.yaml": "line 11", // in the second document, which starts on line 8
@@ -181,14 +181,14 @@ openshift:
 		"fcos.bu": "variant: fcos\nversion: 1.5.0\n",
 	})
 	errs := loadErrs(t, dir)
-	if len(errs) != 1 || !strings.HasSuffix(errs[0].File, "fcos.bu") || errs[0].Path != "$.variant" {
+	if len(errs) != 1 || !strings.HasSuffix(errs[0].File, "fcos.bu") || errs[0].Path.String() != "$.variant" {
 		t.Fatalf("errors %v, want one for the fcos variant", errs)
 	}
 	os.Remove(filepath.Join(dir, "fcos.bu"))
 	// A key Butane would drop (a typo here) fails the load at its line.
 	os.WriteFile(filepath.Join(dir, "typo.bu"), []byte("variant: openshift\nversion: 4.14.0\nmetadata:\n  name: 99-worker-typo\n  labels: {machineconfiguration.openshift.io/role: worker}\nsystemd:\n  unitz: []\n"), 0o644)
 	errs = loadErrs(t, dir)
-	if len(errs) != 1 || errs[0].Line != 7 || errs[0].Path != "$.systemd.unitz" || !errors.Is(errs[0], ErrInvalid) ||
+	if len(errs) != 1 || errs[0].Line != 7 || errs[0].Path.String() != "$.systemd.unitz" || !errors.Is(errs[0], ErrInvalid) ||
 		!strings.Contains(errs[0].Error(), "typo.bu:7: $.systemd.unitz: butane openshift 4.14.0: unused key unitz") {
 		t.Fatalf("errors %v, want one at typo.bu line 7", errs)
 	}
@@ -210,7 +210,7 @@ func TestLoadPoolsAndSelection(t *testing.T) {
 	t.Run("explicit pool selecting nothing fails to render", func(t *testing.T) {
 		s := setOf(t, doc("10-a", "worker", ""), "kind: MachineConfigPool\nmetadata: {name: gpu}\nspec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: gpu}}}\n")
 		errs := renderErrs(t, s, "gpu", Options{})
-		if !errors.Is(errs[0], ErrNoConfigs) || errs[0].Path != "$.spec.machineConfigSelector" {
+		if !errors.Is(errs[0], ErrNoConfigs) || errs[0].Path.String() != "$.spec.machineConfigSelector" {
 			t.Fatalf("errors %v", errs)
 		}
 		var notices []string

@@ -38,7 +38,7 @@ func unlabelled(e *entry) *Error {
 	if e.mc.Metadata.Labels != nil {
 		return nil
 	}
-	return &Error{File: e.mc.Source, Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: "$.metadata.labels",
+	return &Error{File: e.mc.Source, Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: convert.NewPath("metadata", "labels"),
 		Message: fmt.Sprintf("a pool selects MachineConfig %s, which has no labels (upstream: cannot find label in MachineConfig %s); give it the role label of its pool", e.mc.Metadata.Name, e.mc.Metadata.Name),
 		Err:     ErrInvalid}
 }

@@ -187,7 +187,7 @@ func TestKernelDevelWithRealtimeRefused(t *testing.T) {
 				doc("10-devel", "worker", "", "extensions: [usbguard, kernel-devel]"),
 				doc("20-rt", "worker", "", "kernelType: "+kt))
 			errs := renderErrs(t, s, "worker", Options{})
-			if len(errs) != 1 || errs[0].Object != "MachineConfig/10-devel" || errs[0].Path != "$.spec.extensions.1" ||
+			if len(errs) != 1 || errs[0].Object != "MachineConfig/10-devel" || errs[0].Path.String() != "$.spec.extensions.1" ||
 				!strings.Contains(errs[0].Message, "kernelType "+kt) || !strings.Contains(errs[0].Message, "20-rt") {
 				t.Fatalf("errors %v", errs)
 			}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/ignition-mcs/mcs/convert"
 )
 
 // API group and kinds of the objects this package reads and writes.
@@ -45,10 +47,30 @@ func (m MachineConfig) MarshalJSON() ([]byte, error) {
 	return w.done()
 }
 
+// MarshalRendered is MarshalJSON's bytes for a rendered MachineConfig (a
+// Result's, with metadata added): its spec.config, the renderer's own JSON
+// (convert.Encoded, compact and HTML-escaped), is written as it is, where
+// MarshalJSON checks, compacts and escapes it again, passes over a config
+// that can be megabytes; the controller writes one per pool.
+func (m MachineConfig) MarshalRendered() ([]byte, error) {
+	spec, err := m.Spec.marshal(true)
+	if err != nil {
+		return nil, fmt.Errorf("encoding spec: %w", err)
+	}
+	var w objWriter
+	w.str("apiVersion", m.APIVersion)
+	w.str("kind", m.Kind)
+	w.value("metadata", m.Metadata)
+	w.key("spec")
+	w.buf.Write(spec)
+	w.extra(m.Extra)
+	return w.done()
+}
+
 // UnmarshalJSON reads known fields and keeps the rest in Extra.
 func (m *MachineConfig) UnmarshalJSON(b []byte) error {
 	*m = MachineConfig{Source: m.Source}
-	return decodeObject(b, "$", &m.Extra, map[string]fieldDecoder{
+	return decodeObject(b, convert.NewPath(), &m.Extra, map[string]fieldDecoder{
 		"apiVersion": into(&m.APIVersion),
 		"kind":       into(&m.Kind),
 		"metadata":   m.Metadata.decode,
@@ -71,9 +93,9 @@ func (o ObjectMeta) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads known fields and keeps the rest in Extra.
-func (o *ObjectMeta) UnmarshalJSON(b []byte) error { return o.decode(b, "$") }
+func (o *ObjectMeta) UnmarshalJSON(b []byte) error { return o.decode(b, convert.NewPath()) }
 
-func (o *ObjectMeta) decode(b []byte, at string) error {
+func (o *ObjectMeta) decode(b []byte, at convert.Path) error {
 	*o = ObjectMeta{}
 	return decodeObject(b, at, &o.Extra, map[string]fieldDecoder{
 		"name":        into(&o.Name),
@@ -84,13 +106,22 @@ func (o *ObjectMeta) decode(b []byte, at string) error {
 
 // MarshalJSON writes every field upstream's API writes (none is omitted
 // there either), then Extra. An absent config is null.
-func (s MachineConfigSpec) MarshalJSON() ([]byte, error) {
-	var w objWriter
+func (s MachineConfigSpec) MarshalJSON() ([]byte, error) { return s.marshal(false) }
+
+// marshal writes the spec; escaped, it writes the config as it is (see
+// MarshalRendered) and escapes the rest as json.Marshal would: the bytes
+// MarshalJSON's caller would end with.
+func (s MachineConfigSpec) marshal(escaped bool) ([]byte, error) {
+	w := objWriter{escaped: escaped}
 	w.str("osImageURL", s.OSImageURL)
 	w.str("baseOSExtensionsContainerImage", s.BaseOSExtensionsContainerImage)
-	if len(s.Config) == 0 {
+	switch {
+	case len(s.Config) == 0:
 		w.raw("config", []byte("null"))
-	} else {
+	case escaped:
+		w.key("config")
+		w.buf.Write(s.Config)
+	default:
 		w.raw("config", s.Config)
 	}
 	w.value("kernelArguments", s.KernelArguments)
@@ -102,14 +133,14 @@ func (s MachineConfigSpec) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads known fields and keeps the rest in Extra.
-func (s *MachineConfigSpec) UnmarshalJSON(b []byte) error { return s.decode(b, "$") }
+func (s *MachineConfigSpec) UnmarshalJSON(b []byte) error { return s.decode(b, convert.NewPath()) }
 
-func (s *MachineConfigSpec) decode(b []byte, at string) error {
+func (s *MachineConfigSpec) decode(b []byte, at convert.Path) error {
 	*s = MachineConfigSpec{}
 	return decodeObject(b, at, &s.Extra, map[string]fieldDecoder{
 		"osImageURL":                     into(&s.OSImageURL),
 		"baseOSExtensionsContainerImage": into(&s.BaseOSExtensionsContainerImage),
-		"config": func(v []byte, _ string) error {
+		"config": func(v []byte, _ convert.Path) error {
 			if t := bytes.TrimSpace(v); !bytes.Equal(t, []byte("null")) {
 				s.Config = slices.Clone(t)
 			}
@@ -123,15 +154,15 @@ func (s *MachineConfigSpec) decode(b []byte, at string) error {
 }
 
 // fieldDecoder decodes the value v of the field at path at.
-type fieldDecoder func(v []byte, at string) error
+type fieldDecoder func(v []byte, at convert.Path) error
 
 func into[T any](p *T) fieldDecoder {
-	return func(v []byte, at string) error { return decodeField(v, p, at) }
+	return func(v []byte, at convert.Path) error { return decodeField(v, p, at) }
 }
 
 // decodeObject reads the object b at path at: each known field with its
 // decoder, every other into extra.
-func decodeObject(b []byte, at string, extra *map[string]json.RawMessage, known map[string]fieldDecoder) error {
+func decodeObject(b []byte, at convert.Path, extra *map[string]json.RawMessage, known map[string]fieldDecoder) error {
 	fields, err := objectFields(b, at)
 	if err != nil {
 		return err
@@ -142,7 +173,7 @@ func decodeObject(b []byte, at string, extra *map[string]json.RawMessage, known 
 			*extra = setExtra(*extra, k, v)
 			continue
 		}
-		if err := dec(v, at+"."+k); err != nil {
+		if err := dec(v, at.Append(k)); err != nil {
 			return err
 		}
 	}
@@ -170,15 +201,15 @@ type MachineConfigPoolSpec struct {
 
 // fieldError is a decoding problem at a JSON path inside one object.
 type fieldError struct {
-	Path string
+	Path convert.Path
 	Msg  string
 }
 
-func (e *fieldError) Error() string { return e.Path + ": " + e.Msg }
+func (e *fieldError) Error() string { return e.Path.String() + ": " + e.Msg }
 
 // objectFields splits a JSON object into its members. Duplicate keys are
 // refused: which one a reader keeps differs between tools.
-func objectFields(b []byte, at string) (map[string]json.RawMessage, error) {
+func objectFields(b []byte, at convert.Path) (map[string]json.RawMessage, error) {
 	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
 		return nil, nil // Kubernetes reads null as the zero value
 	}
@@ -199,10 +230,10 @@ func objectFields(b []byte, at string) (map[string]json.RawMessage, error) {
 		k := kt.(string)
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, &fieldError{at + "." + k, "invalid JSON: " + err.Error()}
+			return nil, &fieldError{at.Append(k), "invalid JSON: " + err.Error()}
 		}
 		if _, dup := out[k]; dup {
-			return nil, &fieldError{at + "." + k, "duplicate key"}
+			return nil, &fieldError{at.Append(k), "duplicate key"}
 		}
 		out[k] = v
 	}
@@ -229,13 +260,13 @@ func describeToken(t json.Token) string {
 
 // decodeField decodes one member, naming its path on a type mismatch.
 // A null leaves the zero value, as Kubernetes reads it.
-func decodeField(v json.RawMessage, into any, at string) error {
+func decodeField(v json.RawMessage, into any, at convert.Path) error {
 	if err := json.Unmarshal(v, into); err != nil {
 		var te *json.UnmarshalTypeError
 		if ok := asType(err, &te); ok {
 			p := at
 			if te.Field != "" {
-				p += "." + te.Field
+				p = at.Append(convert.ParsePath(te.Field).Path...)
 			}
 			return &fieldError{p, fmt.Sprintf("want %s, got a JSON %s", goKind(te.Type.String()), te.Value)}
 		}
@@ -278,6 +309,9 @@ func setExtra(m map[string]json.RawMessage, k string, v json.RawMessage) map[str
 type objWriter struct {
 	buf bytes.Buffer
 	err error
+	// escaped: raw values are HTML-escaped too, as json.Marshal escapes
+	// what a Marshaler returns.
+	escaped bool
 }
 
 func (w *objWriter) key(k string) {
@@ -332,9 +366,18 @@ func (w *objWriter) raw(k string, b []byte) {
 		return
 	}
 	w.key(k)
-	if err := json.Compact(&w.buf, b); err != nil {
-		w.err = fmt.Errorf("encoding %s: %w", k, err)
+	if !w.escaped {
+		if err := json.Compact(&w.buf, b); err != nil {
+			w.err = fmt.Errorf("encoding %s: %w", k, err)
+		}
+		return
 	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		w.err = fmt.Errorf("encoding %s: %w", k, err)
+		return
+	}
+	json.HTMLEscape(&w.buf, c.Bytes())
 }
 
 func (w *objWriter) extra(m map[string]json.RawMessage) {
@@ -372,33 +415,38 @@ var (
 
 // unknownFields are the JSON paths of the fields m holds that
 // MachineConfig has not (a typo such as spec.kernelArgs), sorted.
-func (m *MachineConfig) unknownFields() []string {
-	var out []string
+func (m *MachineConfig) unknownFields() []convert.Path {
+	var out []convert.Path
 	for _, f := range []struct {
-		at    string
+		at    string // "": the top
 		extra map[string]json.RawMessage
 		known []string
-	}{{"$", m.Extra, knownTop}, {"$.metadata", m.Metadata.Extra, knownMeta}, {"$.spec", m.Spec.Extra, knownSpec}} {
+	}{{"", m.Extra, knownTop}, {"metadata", m.Metadata.Extra, knownMeta}, {"spec", m.Spec.Extra, knownSpec}} {
 		for k := range f.extra {
-			if !slices.Contains(f.known, k) {
-				out = append(out, f.at+"."+k)
+			if slices.Contains(f.known, k) {
+				continue
+			}
+			if f.at == "" {
+				out = append(out, convert.NewPath(k))
+			} else {
+				out = append(out, convert.NewPath(f.at, k))
 			}
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b convert.Path) int { return strings.Compare(a.String(), b.String()) })
 	return out
 }
 
 // unknownFieldMessage says what an unknown field at path is, what its
 // object holds, and the field it was likely meant to be.
-func unknownFieldMessage(path string) string {
-	cut := strings.LastIndexByte(path, '.')
-	name := path[cut+1:]
+func unknownFieldMessage(path convert.Path) string {
+	parts := path.Parts()
+	name := parts[len(parts)-1]
 	list, holds := knownTop, "a MachineConfig holds only apiVersion, kind, metadata, spec and status"
 	switch {
-	case strings.HasPrefix(path, "$.metadata."):
+	case len(parts) > 1 && parts[0] == "metadata":
 		list, holds = knownMeta, "a MachineConfig's metadata holds name, labels, annotations and Kubernetes' other ObjectMeta fields"
-	case strings.HasPrefix(path, "$.spec."):
+	case len(parts) > 1 && parts[0] == "spec":
 		list, holds = knownSpec, "a MachineConfig's spec holds only "+strings.Join(knownSpec[:len(knownSpec)-1], ", ")+" and "+knownSpec[len(knownSpec)-1]
 	}
 	msg := "unknown field " + name

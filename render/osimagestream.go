@@ -100,7 +100,7 @@ func (s *Set) poolStream(p *MachineConfigPool) (*osImageStreamSet, *Error) {
 	}
 	msg := fmt.Sprintf("could not get OSImageStreamSet for pool %s: %s %q not found", p.Metadata.Name, osImageStreamResource, want)
 	if name == "" {
-		return nil, &Error{File: st.source, Object: kindOSImageStream + "/" + osImageStreamName, Path: "$.status.defaultStream", Message: msg + " (the default stream)", Err: ErrInvalid}
+		return nil, &Error{File: st.source, Object: kindOSImageStream + "/" + osImageStreamName, Path: convert.NewPath("status", "defaultStream"), Message: msg + " (the default stream)", Err: ErrInvalid}
 	}
 	return nil, streamError(p, from, msg)
 }
@@ -118,7 +118,7 @@ func streamError(p, from *MachineConfigPool, msg string) *Error {
 	if from != p {
 		msg += fmt.Sprintf(" (pool %s inherits pool %s's spec.osImageStream.name)", p.Metadata.Name, from.Metadata.Name)
 	}
-	return &Error{File: from.Source, Object: KindMachineConfigPool + "/" + from.Metadata.Name, Path: "$.spec.osImageStream.name", Message: msg, Err: ErrInvalid}
+	return &Error{File: from.Source, Object: KindMachineConfigPool + "/" + from.Metadata.Name, Path: convert.NewPath("spec", "osImageStream", "name"), Message: msg, Err: ErrInvalid}
 }
 
 // isRHEL10Stream is upstream's IsRHEL10Stream: streams without runc.
@@ -200,7 +200,7 @@ func dataContents(src string, compression *string) ([]byte, error) {
 func (r *renderer) checkStream(cfg *convert.Config, prov Provenance, spec *MachineConfigSpec, overridden bool) {
 	pool := r.pool.Metadata.Name
 	if overridden && r.pool.Spec.OSImageStream != nil && r.pool.Spec.OSImageStream.Name != "" {
-		r.poolErr("$.spec.osImageStream.name", fmt.Sprintf("cannot override MachineConfig osImageURL and set MachineConfigPool spec.osImageStream.name simultaneously (MachineConfig %s sets osImageURL %s; stream %s)",
+		r.poolErr(convert.NewPath("spec", "osImageStream", "name"), fmt.Sprintf("cannot override MachineConfig osImageURL and set MachineConfigPool spec.osImageStream.name simultaneously (MachineConfig %s sets osImageURL %s; stream %s)",
 			r.osImageURLFrom(), spec.OSImageURL, r.pool.Spec.OSImageStream.Name), ErrInvalid)
 		return
 	}
@@ -209,14 +209,14 @@ func (r *renderer) checkStream(cfg *convert.Config, prov Provenance, spec *Machi
 	}
 	path, err := runcDropIn(cfg)
 	if err != nil {
-		r.poolErr("$", fmt.Sprintf("failed to check runc in generated MachineConfig for pool %s: %v", pool, err), err)
+		r.poolErr(convert.NewPath(), fmt.Sprintf("failed to check runc in generated MachineConfig for pool %s: %v", pool, err), err)
 		return
 	}
 	if path == "" {
 		return
 	}
 	mc := prov.Files[path]
-	r.errs.add(&Error{File: r.set.sourceOf(mc), Object: KindMachineConfig + "/" + mc, Path: "$.spec.config.storage.files",
+	r.errs.add(&Error{File: r.set.sourceOf(mc), Object: KindMachineConfig + "/" + mc, Path: convert.NewPath("spec", "config", "storage", "files"),
 		Message: fmt.Sprintf(errRuncOnRHEL10, pool) + fmt.Sprintf(" (stream %s; %s sets default_runtime = \"runc\")", r.stream.Name, path), Err: ErrInvalid})
 }
 

@@ -121,7 +121,7 @@ func TestPoolStreamErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := renderErrs(t, setOf(t, append(tc.docs, ccDoc, mc)...), "infra", Options{})
-			if len(errs) != 1 || errs[0].Object != tc.wantObject || errs[0].Path != tc.wantPath || !strings.Contains(errs[0].Message, tc.wantMsg) {
+			if len(errs) != 1 || errs[0].Object != tc.wantObject || errs[0].Path.String() != tc.wantPath || !strings.Contains(errs[0].Message, tc.wantMsg) {
 				t.Fatalf("errors %v; want one at %s %s saying %q", errs, tc.wantObject, tc.wantPath, tc.wantMsg)
 			}
 		})
@@ -231,7 +231,7 @@ func TestOSImageURLOverrideAndStream(t *testing.T) {
 
 	errs := renderErrs(t, setOf(t, poolDoc("worker", "rhel-10"), streamDoc("rhel-10"), ccDoc, base, override), "worker", Options{})
 	want := "cannot override MachineConfig osImageURL and set MachineConfigPool spec.osImageStream.name simultaneously (MachineConfig 50-worker-os sets osImageURL " + overrideImage
-	if len(errs) != 1 || errs[0].Object != "MachineConfigPool/worker" || errs[0].Path != "$.spec.osImageStream.name" || !strings.HasPrefix(errs[0].Message, want) {
+	if len(errs) != 1 || errs[0].Object != "MachineConfigPool/worker" || errs[0].Path.String() != "$.spec.osImageStream.name" || !strings.HasPrefix(errs[0].Message, want) {
 		t.Fatalf("errors %v; want one at MachineConfigPool/worker $.spec.osImageStream.name starting %q", errs, want)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ignition-mcs/mcs/convert"
 )
 
 // overrides finds what a later MachineConfig in merge order replaces of an
@@ -18,7 +20,7 @@ func overrides(order []*entry) []Override {
 	type setter struct {
 		value string // the leaf's JSON
 		by    *entry
-		path  string // of the item in by's MachineConfig
+		path  convert.Path // of the item in by's MachineConfig
 	}
 	type item struct {
 		kind   string
@@ -92,7 +94,7 @@ func specOverrides(order []*entry) []Override {
 				continue
 			}
 			if last != nil && f.get(last) != v {
-				path := "$.spec." + f.name
+				path := convert.NewPath("spec", f.name)
 				out = append(out, Override{Kind: "spec", Name: f.name, Fields: []string{"value"},
 					By: e.mc.Metadata.Name, BySource: where(e, path), Over: last.mc.Metadata.Name, OverSource: where(last, path)})
 			}
@@ -112,7 +114,7 @@ func userSet(e *entry, v string) string {
 }
 
 // where is "file:line" of a path in e's MachineConfig, or the file alone.
-func where(e *entry, path string) string {
+func where(e *entry, path convert.Path) string {
 	if l := e.doc.line(path); l > 0 {
 		return e.mc.Source + ":" + strconv.Itoa(l)
 	}
@@ -121,8 +123,9 @@ func where(e *entry, path string) string {
 
 // keyedItem is one entry of a config's keyed lists, flattened to its leaves.
 type keyedItem struct {
-	kind, name, key, path string
-	leaves                map[string]string // "contents.source" → its JSON; lists left out (Ignition merges them)
+	kind, name, key string
+	path            convert.Path
+	leaves          map[string]string // "contents.source" → its JSON; lists left out (Ignition merges them)
 }
 
 func keyedItems(e *entry) []keyedItem {
@@ -135,30 +138,30 @@ func keyedItems(e *entry) []keyedItem {
 func entryItems(e *entry) []keyedItem {
 	c := e.cfg
 	var out []keyedItem
-	add := func(kind, name, key, path string, v any, skip ...string) {
-		out = append(out, keyedItem{kind: kind, name: name, key: key, path: "$.spec.config." + path, leaves: leaves(v, skip)})
+	add := func(kind, name, key string, at []any, v any, skip ...string) {
+		out = append(out, keyedItem{kind: kind, name: name, key: key, path: inConfig(at), leaves: leaves(v, skip)})
 	}
 	for i, f := range c.Storage.Files {
-		add("file", f.Path, "node "+f.Path, fmt.Sprintf("storage.files.%d", i), f, "path")
+		add("file", f.Path, "node "+f.Path, []any{"storage", "files", i}, f, "path")
 	}
 	for i, d := range c.Storage.Directories {
-		add("directory", d.Path, "node "+d.Path, fmt.Sprintf("storage.directories.%d", i), d, "path")
+		add("directory", d.Path, "node "+d.Path, []any{"storage", "directories", i}, d, "path")
 	}
 	for i, l := range c.Storage.Links {
-		add("link", l.Path, "node "+l.Path, fmt.Sprintf("storage.links.%d", i), l, "path")
+		add("link", l.Path, "node "+l.Path, []any{"storage", "links", i}, l, "path")
 	}
 	for i, u := range c.Systemd.Units {
-		add("unit", u.Name, "unit "+u.Name, fmt.Sprintf("systemd.units.%d", i), u, "name", "dropins")
+		add("unit", u.Name, "unit "+u.Name, []any{"systemd", "units", i}, u, "name", "dropins")
 		for j, d := range u.Dropins {
 			n := u.Name + "/" + d.Name
-			add("dropin", n, "dropin "+n, fmt.Sprintf("systemd.units.%d.dropins.%d", i, j), d, "name")
+			add("dropin", n, "dropin "+n, []any{"systemd", "units", i, "dropins", j}, d, "name")
 		}
 	}
 	for i, u := range c.Passwd.Users {
-		add("user", u.Name, "user "+u.Name, fmt.Sprintf("passwd.users.%d", i), u, "name")
+		add("user", u.Name, "user "+u.Name, []any{"passwd", "users", i}, u, "name")
 	}
 	for i, g := range c.Passwd.Groups {
-		add("group", g.Name, "group "+g.Name, fmt.Sprintf("passwd.groups.%d", i), g, "name")
+		add("group", g.Name, "group "+g.Name, []any{"passwd", "groups", i}, g, "name")
 	}
 	return out
 }

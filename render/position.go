@@ -20,16 +20,16 @@ type docRef struct {
 	key    Key               // of everything lines are found from: an edit that moves lines changes it
 }
 
-// newDocRef locates an object at path at (e.g. "$.items.3") inside doc, a
+// newDocRef locates an object at path at (e.g. $.items.3) inside doc, a
 // YAML (or JSON) document starting on line first of its file.
-func newDocRef(doc []byte, first int, at string, butane bool) *docRef {
-	return &docRef{butane: butane, key: keyOf(doc, []byte(strconv.Itoa(first)), []byte(at), []byte(strconv.FormatBool(butane))), root: sync.OnceValue(func() *yaml.Node {
+func newDocRef(doc []byte, first int, at convert.Path, butane bool) *docRef {
+	return &docRef{butane: butane, key: keyOf(doc, []byte(strconv.Itoa(first)), []byte(at.String()), []byte(strconv.FormatBool(butane))), root: sync.OnceValue(func() *yaml.Node {
 		var n yaml.Node
 		if yaml.Unmarshal(doc, &n) != nil || len(n.Content) == 0 {
 			return nil
 		}
 		root := n.Content[0]
-		for _, seg := range convert.ParsePath(at).Parts() {
+		for _, seg := range at.Parts() {
 			if _, root = intake.Child(root, seg); root == nil {
 				return nil
 			}
@@ -47,13 +47,10 @@ func shift(n *yaml.Node, d int) {
 	}
 }
 
-// line is lineAt for a path written as text, as an Error's is.
-func (d *docRef) line(p string) int { return d.lineAt(convert.ParsePath(p)) }
-
-// lineAt returns the line of the value at p ($.spec.config.storage.files.0
+// line returns the line of the value at p ($.spec.config.storage.files.0
 // .path, say) in the file: the deepest part of the path the text holds,
 // else the object's first line; 0 when unknown.
-func (d *docRef) lineAt(p convert.Path) int {
+func (d *docRef) line(p convert.Path) int {
 	if d == nil {
 		return 0
 	}
@@ -72,7 +69,7 @@ func (d *docRef) lineAt(p convert.Path) int {
 // line yet, the line of its path.
 func locate(d *docRef, list []*Error) {
 	for _, x := range list {
-		if x.Line == 0 && x.Path != "" {
+		if x.Line == 0 && !x.Path.IsZero() {
 			x.Line = d.line(x.Path)
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/ignition-mcs/mcs/convert"
 )
@@ -120,7 +122,7 @@ type renderer struct {
 	errs   Errors
 }
 
-func (r *renderer) poolErr(path, msg string, err error) {
+func (r *renderer) poolErr(path convert.Path, msg string, err error) {
 	r.errs.add(&Error{File: r.pool.Source, Object: KindMachineConfigPool + "/" + r.pool.Metadata.Name, Path: path, Message: msg, Err: err})
 }
 
@@ -145,7 +147,7 @@ func (r *renderer) run() *Result {
 	spec.Config = out.JSON
 	name, err := hashedName(res.Pool, spec, out)
 	if err != nil {
-		r.poolErr("$", err.Error(), err)
+		r.poolErr(convert.NewPath(), err.Error(), err)
 		return nil
 	}
 	res.Name = name
@@ -177,7 +179,7 @@ func (r *renderer) members() []*entry {
 		if sel.empty() {
 			msg = "the selector is empty, and an empty selector selects nothing"
 		}
-		r.poolErr("$.spec.machineConfigSelector", msg, ErrNoConfigs)
+		r.poolErr(convert.NewPath("spec", "machineConfigSelector"), msg, ErrNoConfigs)
 		return nil
 	}
 	order := mergeOrder(members)
@@ -231,7 +233,7 @@ func (r *renderer) encode(m *merged, order []*entry) (res *Result, out *convert.
 		if errors.As(err, &ce) {
 			r.ceiling(target, need, r.attribute(m, ce.Reasons))
 		} else {
-			r.poolErr("$", fmt.Sprintf("cannot write the merged config at spec %s: %v", target, err), err)
+			r.poolErr(convert.NewPath(), fmt.Sprintf("cannot write the merged config at spec %s: %v", target, err), err)
 		}
 		return nil, nil
 	}
@@ -275,7 +277,7 @@ func (r *renderer) mergeSpec(order []*entry) MachineConfigSpec {
 	if spec.KernelType != kernelTypeDefault {
 		for _, e := range order {
 			if i := slices.Index(e.mc.Spec.Extensions, "kernel-devel"); i >= 0 {
-				path := fmt.Sprintf("$.spec.extensions.%d", i)
+				path := convert.NewPath("spec", "extensions", i)
 				r.errs.add(&Error{File: e.mc.Source, Line: e.doc.line(path), Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: path,
 					Message: fmt.Sprintf("extension kernel-devel cannot be installed with kernelType %s (set by MachineConfig %s in pool %s)", spec.KernelType, kernelFrom.mc.Metadata.Name, r.pool.Metadata.Name),
 					Err:     ErrInvalid})
@@ -305,7 +307,7 @@ func (r *renderer) validateMerged(m *merged) []*Error {
 		return nil // a single config was validated when it was loaded
 	}
 	var out []*Error
-	rpt := validate.ValidateWithContext(m.cfg, nil)
+	rpt := validate.ValidateWithContext(sourcesValidated(m.cfg), nil)
 	for _, e := range rpt.Entries {
 		if !e.Kind.IsFatal() {
 			continue
@@ -315,15 +317,53 @@ func (r *renderer) validateMerged(m *merged) []*Error {
 		if member >= 0 && member < len(m.order) {
 			e := m.order[member]
 			at := inConfig(q)
-			x.File, x.Object, x.Path = e.mc.Source, KindMachineConfig+"/"+e.mc.Metadata.Name, at.String()
-			x.Line = e.doc.lineAt(at)
+			x.File, x.Object, x.Path = e.mc.Source, KindMachineConfig+"/"+e.mc.Metadata.Name, at
+			x.Line = e.doc.line(at)
 		} else {
-			x.File, x.Object, x.Path = r.pool.Source, KindMachineConfigPool+"/"+r.pool.Metadata.Name, "$"
+			x.File, x.Object, x.Path = r.pool.Source, KindMachineConfigPool+"/"+r.pool.Metadata.Name, convert.NewPath()
 		}
 		out = append(out, x)
 	}
 	return out
 }
+
+// sourcesValidated returns cfg with each large data URL among its files'
+// contents swapped for a short one, the same for the same URL. Every
+// source in a merge is a member's, and each member was validated whole when
+// it was loaded: a data URL's validity is its own, and decoding each again
+// for every pool's merge was the largest part of validating it. Distinct
+// URLs stay distinct, so checks between entries see what they saw. cfg is
+// not changed.
+func sourcesValidated(cfg convert.Config) convert.Config {
+	tokens := map[string]*string{}
+	swap := func(r *types.Resource) {
+		if r.Source == nil || len(*r.Source) < minSwappedSource || !strings.HasPrefix(*r.Source, "data:") {
+			return
+		}
+		t, ok := tokens[*r.Source]
+		if !ok {
+			s := "data:,mcs-validated-" + strconv.Itoa(len(tokens))
+			t = &s
+			tokens[*r.Source] = t
+		}
+		r.Source = t
+	}
+	files := slices.Clone(cfg.Storage.Files)
+	for i := range files {
+		swap(&files[i].Contents)
+		if len(files[i].Append) > 0 {
+			files[i].Append = slices.Clone(files[i].Append)
+			for j := range files[i].Append {
+				swap(&files[i].Append[j])
+			}
+		}
+	}
+	cfg.Storage.Files = files
+	return cfg
+}
+
+// minSwappedSource: shorter data URLs cost less to decode than to swap.
+const minSwappedSource = 512
 
 // attribute names the MachineConfig, and the path inside it, behind each
 // reason (a path in the merged config).
@@ -335,7 +375,7 @@ func (r *renderer) attribute(m *merged, reasons []convert.Reason) []Reason {
 		if member >= 0 && member < len(m.order) {
 			e := m.order[member]
 			out[i].MachineConfig, out[i].Source, out[i].ConfigPath = e.mc.Metadata.Name, e.mc.Source, inConfig(q)
-			out[i].Line = e.doc.lineAt(out[i].ConfigPath)
+			out[i].Line = e.doc.line(out[i].ConfigPath)
 		}
 	}
 	return out
@@ -362,7 +402,7 @@ func (r *renderer) annotations(order []*entry, osImageURL string, res *Result) m
 		}
 	}
 	if len(seen) > 1 {
-		res.Warnings = append(res.Warnings, &Error{File: r.pool.Source, Object: KindMachineConfigPool + "/" + r.pool.Metadata.Name, Path: "$",
+		res.Warnings = append(res.Warnings, &Error{File: r.pool.Source, Object: KindMachineConfigPool + "/" + r.pool.Metadata.Name, Path: convert.NewPath(),
 			Message: fmt.Sprintf("warning: the pool's MachineConfigs were generated by different controller versions (%s); upstream waits until they agree", strings.Join(seen, ", "))})
 	}
 	if version == "" {

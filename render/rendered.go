@@ -22,12 +22,12 @@ func FromRendered(pool string, mc *MachineConfig, sources []string, opts Options
 		return nil, err
 	}
 	object := KindMachineConfig + "/" + mc.Metadata.Name
-	bad := func(path, msg string, err error) error {
+	bad := func(path convert.Path, msg string, err error) error {
 		return &Errors{List: []*Error{{File: mc.Source, Object: object, Path: path, Message: msg, Err: err}}}
 	}
 	cfg, warnings, err := renderedConfig(mc)
 	if err != nil {
-		return nil, bad("$.spec.config", err.Error(), errors.Join(ErrInvalid, err))
+		return nil, bad(convert.NewPath("spec", "config"), err.Error(), errors.Join(ErrInvalid, err))
 	}
 	// Parse validated the config, so the encoder may hold its large
 	// contents out of translation.
@@ -50,7 +50,7 @@ func FromRendered(pool string, mc *MachineConfig, sources []string, opts Options
 		if errors.As(err, &ce) {
 			return nil, &specCeilingError{Pool: pool, Ceiling: target, Needs: need, Reasons: attribute(ce.Reasons)}
 		}
-		return nil, bad("$.spec.config", fmt.Sprintf("cannot write the config at spec %s: %v", target, err), err)
+		return nil, bad(convert.NewPath("spec", "config"), fmt.Sprintf("cannot write the config at spec %s: %v", target, err), err)
 	}
 	out := *mc
 	out.Spec.Config = js.JSON

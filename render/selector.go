@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 	"slices"
+
+	"github.com/ignition-mcs/mcs/convert"
 )
 
 // LabelSelector is Kubernetes' metav1.LabelSelector: every matchLabels pair
@@ -40,21 +42,21 @@ func (s *LabelSelector) validate() *fieldError {
 		return nil
 	}
 	for i, r := range s.MatchExpressions {
-		at := fmt.Sprintf("$.matchExpressions.%d", i)
+		at := convert.NewPath("matchExpressions", i)
 		if r.Key == "" {
-			return &fieldError{at + ".key", "key must not be empty"}
+			return &fieldError{at.Append("key"), "key must not be empty"}
 		}
 		switch r.Operator {
 		case opIn, opNotIn:
 			if len(r.Values) == 0 {
-				return &fieldError{at + ".values", fmt.Sprintf("operator %s needs at least one value", r.Operator)}
+				return &fieldError{at.Append("values"), fmt.Sprintf("operator %s needs at least one value", r.Operator)}
 			}
 		case opExists, opDoesNotExist:
 			if len(r.Values) > 0 {
-				return &fieldError{at + ".values", fmt.Sprintf("operator %s takes no values", r.Operator)}
+				return &fieldError{at.Append("values"), fmt.Sprintf("operator %s takes no values", r.Operator)}
 			}
 		default:
-			return &fieldError{at + ".operator", fmt.Sprintf("unknown operator %q: want In, NotIn, Exists or DoesNotExist", r.Operator)}
+			return &fieldError{at.Append("operator"), fmt.Sprintf("unknown operator %q: want In, NotIn, Exists or DoesNotExist", r.Operator)}
 		}
 	}
 	return nil

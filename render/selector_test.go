@@ -59,7 +59,7 @@ func TestSelectorValidate(t *testing.T) {
 			switch {
 			case tc.path == "" && fe != nil:
 				t.Errorf("unexpected error %v", fe)
-			case tc.path != "" && (fe == nil || fe.Path != tc.path):
+			case tc.path != "" && (fe == nil || fe.Path.String() != tc.path):
 				t.Errorf("error %v, want one at %s", fe, tc.path)
 			}
 		})

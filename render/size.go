@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/ignition-mcs/mcs/convert"
 )
 
 // maxRenderedSize is upstream's limit on a rendered MachineConfig, in bytes
@@ -17,7 +19,7 @@ const maxRenderedSize = 1572864
 func sizeProblem(mc *MachineConfig, order []*entry, pool string) *Error {
 	n, err := encodedSize(mc)
 	if err != nil {
-		return &Error{Object: KindMachineConfigPool + "/" + pool, Path: "$", Message: "encoding the rendered MachineConfig: " + err.Error(), Err: err}
+		return &Error{Object: KindMachineConfigPool + "/" + pool, Path: convert.NewPath(), Message: "encoding the rendered MachineConfig: " + err.Error(), Err: err}
 	}
 	if n <= maxRenderedSize {
 		return nil
@@ -29,7 +31,7 @@ func sizeProblem(mc *MachineConfig, order []*entry, pool string) *Error {
 		sizes = append(sizes, fmt.Sprintf("%s %d", e.mc.Metadata.Name, len(e.mc.Spec.Config)))
 	}
 	top := big[0]
-	return &Error{File: top.mc.Source, Line: top.doc.line("$.spec.config"), Object: KindMachineConfig + "/" + top.mc.Metadata.Name, Path: "$.spec.config",
+	return &Error{File: top.mc.Source, Line: top.doc.line(convert.NewPath("spec", "config")), Object: KindMachineConfig + "/" + top.mc.Metadata.Name, Path: convert.NewPath("spec", "config"),
 		Message: fmt.Sprintf("pool %s's rendered MachineConfig %s would be %d bytes of JSON, above the limit of %d (1.5 MiB: what etcd stores in one object; OpenShift's limit too). "+
 			"Largest Ignition configs, in bytes of JSON: %s. Shrink them: compress large files (contents.compression: gzip) or ship them another way (a container image)",
 			pool, mc.Metadata.Name, n, maxRenderedSize, strings.Join(sizes, ", ")),

@@ -22,7 +22,7 @@ func (w *writtenConfig) spec2UserProblems(v convert.Version) []convert.Problem {
 	var out []convert.Problem
 	for i, u := range w.Passwd.Users {
 		if u.Name != "core" {
-			out = append(out, convert.Problem{Path: fmt.Sprintf("$.spec.config.passwd.users.%d.name", i),
+			out = append(out, convert.Problem{Path: inConfig([]any{"passwd", "users", i, "name"}),
 				Message: fmt.Sprintf("user %q in a spec %s config: only the core user is supported in spec 2 configs (upstream: Only core user is supported); declare other users in a spec 3 config", u.Name, v)})
 		}
 	}

@@ -28,7 +28,7 @@ func checkUpstream(t *testing.T, tc upstreamCase) *Result {
 	if tc.want == "" {
 		errs := renderErrs(t, s, "worker", Options{Spec: convert.V3_5})
 		for _, e := range errs {
-			if e.Path == tc.path && strings.Contains(e.Message, tc.msg) && strings.HasPrefix(e.Object, "MachineConfig/") && e.File != "" {
+			if e.Path.String() == tc.path && strings.Contains(e.Message, tc.msg) && strings.HasPrefix(e.Object, "MachineConfig/") && e.File != "" {
 				return nil
 			}
 		}

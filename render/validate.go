@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,18 +26,18 @@ var supportedExtensions = []string{"two-node-ha", "ipsec", "usbguard", "kerberos
 func newEntry(mc *MachineConfig, cache *ParseCache) *entry {
 	e := &entry{mc: mc, generated: mc.Metadata.Annotations[AnnotationGeneratedByController] != ""}
 	obj := KindMachineConfig + "/" + mc.Metadata.Name
-	bad := func(path, msg string, err error) {
+	bad := func(path convert.Path, msg string, err error) {
 		e.problems = append(e.problems, &Error{File: mc.Source, Object: obj, Path: path, Message: msg, Err: errors.Join(ErrInvalid, err)})
 	}
 
 	switch kt := mc.Spec.KernelType; kt {
 	case "", kernelTypeDefault, kernelTypeRealtime, kernelType64kPages:
 	default:
-		bad("$.spec.kernelType", fmt.Sprintf("kernelType %q is invalid: want %s, %s or %s", kt, kernelTypeDefault, kernelTypeRealtime, kernelType64kPages), nil)
+		bad(convert.NewPath("spec", "kernelType"), fmt.Sprintf("kernelType %q is invalid: want %s, %s or %s", kt, kernelTypeDefault, kernelTypeRealtime, kernelType64kPages), nil)
 	}
 	for i, x := range mc.Spec.Extensions {
 		if !slices.Contains(supportedExtensions, x) {
-			bad(fmt.Sprintf("$.spec.extensions.%d", i), fmt.Sprintf("extension %q is not supported: want one of %s", x, strings.Join(supportedExtensions, ", ")), nil)
+			bad(convert.NewPath("spec", "extensions", i), fmt.Sprintf("extension %q is not supported: want one of %s", x, strings.Join(supportedExtensions, ", ")), nil)
 		}
 	}
 
@@ -49,20 +48,23 @@ func newEntry(mc *MachineConfig, cache *ParseCache) *entry {
 	if isEmptyObject(raw) {
 		// Upstream keeps only a null or absent config for "no Ignition config":
 		// ValidateMachineConfig parses {} and refuses it as having no version.
-		bad("$.spec.config", "config is an empty object without ignition.version (upstream: parsing Ignition config failed: invalid version); leave spec.config out for a MachineConfig without an Ignition config", nil)
+		bad(convert.NewPath("spec", "config"), "config is an empty object without ignition.version (upstream: parsing Ignition config failed: invalid version); leave spec.config out for a MachineConfig without an Ignition config", nil)
 		return e
 	}
 	if raw[0] != '{' {
-		bad("$.spec.config", "config must be an Ignition config object", nil)
+		bad(convert.NewPath("spec", "config"), "config must be an Ignition config object", nil)
 		return e
 	}
-	var written writtenConfig
-	if json.Unmarshal(raw, &written) == nil {
+	parsed := cache.parse(raw)
+	written := parsed.written
+	if written != nil {
 		for _, x := range written.fileModeProblems() {
 			bad(x.Path, x.Message, nil)
 		}
+	} else {
+		written = &writtenConfig{}
 	}
-	p, err := cache.parse(raw)
+	p, err := parsed.p, parsed.err
 	if err != nil {
 		for _, x := range configErrors(err) {
 			bad(x.Path, x.Message, err)
@@ -109,7 +111,7 @@ func (w *writtenConfig) fileModeProblems() []convert.Problem {
 	var out []convert.Problem
 	for i, f := range w.Storage.Files {
 		if f.Mode != nil && (*f.Mode > 0o777 || *f.Mode < 0) {
-			out = append(out, convert.Problem{Path: fmt.Sprintf("$.spec.config.storage.files.%d.mode", i),
+			out = append(out, convert.Problem{Path: inConfig([]any{"storage", "files", i, "mode"}),
 				Message: fmt.Sprintf("mode %#o of %s has bits above 0777 (setuid, setgid or sticky): MachineConfigs may not set them on files", *f.Mode, f.Path)})
 		}
 	}
@@ -132,25 +134,20 @@ func configErrors(err error) []convert.Problem {
 			out[i] = convert.Problem{Path: configPath(p.Path), Message: p.Message}
 		}
 		if len(out) == 0 {
-			out = []convert.Problem{{Path: "$.spec.config", Message: err.Error()}}
+			out = []convert.Problem{{Path: convert.NewPath("spec", "config"), Message: err.Error()}}
 		}
 		return out
 	case errors.As(err, &uv):
-		return []convert.Problem{{Path: "$.spec.config.ignition.version", Message: uv.Error()}}
+		return []convert.Problem{{Path: convert.NewPath("spec", "config", "ignition", "version"), Message: uv.Error()}}
 	case errors.As(err, &se):
-		return []convert.Problem{{Path: "$.spec.config", Message: se.Error()}}
+		return []convert.Problem{{Path: convert.NewPath("spec", "config"), Message: se.Error()}}
 	}
-	return []convert.Problem{{Path: "$.spec.config", Message: err.Error()}}
+	return []convert.Problem{{Path: convert.NewPath("spec", "config"), Message: err.Error()}}
 }
 
 // inConfig is p, a path in a MachineConfig's Ignition config, as a path in
 // the MachineConfig.
 func inConfig(p []any) convert.Path { return convert.NewPath("spec", "config").Append(p...) }
 
-// configPath is inConfig for a problem's path, which is text.
-func configPath(p string) string {
-	if p == "" || p == "$" {
-		return "$.spec.config"
-	}
-	return "$.spec.config" + strings.TrimPrefix(p, "$")
-}
+// configPath is inConfig for a problem's path (none: the whole config).
+func configPath(p convert.Path) convert.Path { return inConfig(p.Path) }

@@ -3,8 +3,12 @@ package render
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+	"github.com/coreos/ignition/v2/config/validate"
 
 	"github.com/ignition-mcs/mcs/convert"
 )
@@ -32,7 +36,7 @@ func TestValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := renderErrs(t, setOf(t, tc.docs...), "worker", Options{})
 			e := errs[0]
-			if e.Path != tc.path || !strings.Contains(e.Message, tc.msg) || !errors.Is(e, ErrInvalid) || !strings.HasPrefix(e.Object, "MachineConfig/") || e.File == "" {
+			if e.Path.String() != tc.path || !strings.Contains(e.Message, tc.msg) || !errors.Is(e, ErrInvalid) || !strings.HasPrefix(e.Object, "MachineConfig/") || e.File == "" {
 				t.Fatalf("first error %q (path %s), want %q at %s", e, e.Path, tc.msg, tc.path)
 			}
 		})
@@ -52,7 +56,7 @@ func TestSizeLimit(t *testing.T) {
 	// at its line, not on the pool, and states the limit.
 	big := strings.Repeat("a", maxRenderedSize)
 	errs := renderErrs(t, setOf(t, doc("05-small", "worker", file("/etc/small", "data:,x")), doc("10-a", "worker", file("/etc/big", "data:,"+big))), "worker", Options{})
-	if len(errs) != 1 || errs[0].Object != "MachineConfig/10-a" || errs[0].Path != "$.spec.config" || errs[0].Line == 0 ||
+	if len(errs) != 1 || errs[0].Object != "MachineConfig/10-a" || errs[0].Path.String() != "$.spec.config" || errs[0].Line == 0 ||
 		!strings.Contains(errs[0].Message, "above the limit of 1572864 (1.5 MiB") || !strings.Contains(errs[0].Message, "Largest Ignition configs, in bytes of JSON: 10-a ") {
 		t.Fatalf("errors %v", errs)
 	}
@@ -66,7 +70,7 @@ func TestSizeLimit(t *testing.T) {
 }
 
 func TestErrorFormat(t *testing.T) {
-	e := &Error{File: "dir/a.yaml", Object: "MachineConfig/a", Path: "$.spec.kernelType", Message: "bad"}
+	e := &Error{File: "dir/a.yaml", Object: "MachineConfig/a", Path: convert.NewPath("spec", "kernelType"), Message: "bad"}
 	if e.Error() != "dir/a.yaml: MachineConfig/a: $.spec.kernelType: bad" {
 		t.Errorf("%q", e.Error())
 	}
@@ -148,5 +152,34 @@ func TestOptionsChecked(t *testing.T) {
 		if _, err := s.RenderPool("worker", o); !errors.Is(err, errOptions) {
 			t.Errorf("%+v: error %v, want errOptions", o, err)
 		}
+	}
+}
+
+// sourcesValidated swaps large data URLs one for one (the same for the
+// same), leaves short ones and other schemes, and never changes its input.
+func TestSourcesValidated(t *testing.T) {
+	big := func(c string) *string { s := "data:," + strings.Repeat(c, minSwappedSource); return &s }
+	short, remote := "data:,x", "https://example.com/"+strings.Repeat("y", minSwappedSource)
+	var cfg convert.Config
+	cfg.Ignition.Version = convert.Newest.String()
+	for i, src := range []*string{big("a"), big("b"), big("a"), &short, &remote} {
+		f := types.File{Node: types.Node{Path: fmt.Sprintf("/etc/%d", i)}}
+		f.Contents.Source = src
+		f.Append = []types.Resource{{Source: big("b")}}
+		cfg.Storage.Files = append(cfg.Storage.Files, f)
+	}
+	got := sourcesValidated(cfg)
+	src := func(i int) string { return *got.Storage.Files[i].Contents.Source }
+	if src(0) == *big("a") || src(0) != src(2) || src(0) == src(1) || src(1) != *got.Storage.Files[0].Append[0].Source {
+		t.Errorf("swapped %q %q %q, append %q: want one token per distinct URL", src(0), src(1), src(2), *got.Storage.Files[0].Append[0].Source)
+	}
+	if src(3) != short || src(4) != remote {
+		t.Errorf("swapped %q, %q: short and non-data URLs stay", src(3), src(4))
+	}
+	if *cfg.Storage.Files[0].Contents.Source != *big("a") || *cfg.Storage.Files[1].Append[0].Source != *big("b") {
+		t.Error("the input changed")
+	}
+	if r := validate.ValidateWithContext(got, nil); r.IsFatal() {
+		t.Errorf("tokens do not validate: %v", r)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -87,7 +88,7 @@ func (b *Bootstrap) pool(pool, poolFile string) (*render.Result, error) {
 	}
 	name := p.Status.Configuration.Name
 	if name == "" || strings.ContainsAny(name, `/\`) {
-		return nil, &render.Error{File: poolFile, Object: render.KindMachineConfigPool + "/" + pool, Path: "$.status.configuration.name",
+		return nil, &render.Error{File: poolFile, Object: render.KindMachineConfigPool + "/" + pool, Path: convert.NewPath("status", "configuration", "name"),
 			Message: fmt.Sprintf("want the name of a rendered MachineConfig in machine-configs/, got %q", name), Err: render.ErrNoConfigs}
 	}
 	var l render.Loader

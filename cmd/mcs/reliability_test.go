@@ -471,14 +471,17 @@ func TestSourceHazards(t *testing.T) {
 			if c.Error {
 				os.Remove(p)
 			}
-			writeFile(t, dir, "a-part.yaml", mc("a-part", "gen-3"))
-			edited := time.Now()
-			waitFor(t, "the edit after the hazard", served("gen-3"))
-			took := time.Since(edited)
-			peak := hazards.PeakRSS(t)
-			if took > hazardPolls*hazardPoll {
+			took := editServed(t, dir, "gen-3", served)
+			if took > hazardPolls*hazardPoll && !c.Error {
+				// A scheduling stall on a loaded machine delays one edit; a
+				// hazard still in the tree that slows the poller delays the next too.
+				if again := editServed(t, dir, "gen-4", served); again > hazardPolls*hazardPoll {
+					t.Errorf("two edits were served after %v and %v, over %d polls of %v", took, again, hazardPolls, hazardPoll)
+				}
+			} else if took > hazardPolls*hazardPoll {
 				t.Errorf("the edit was served after %v, over %d polls of %v", took, hazardPolls, hazardPoll)
 			}
+			peak := hazards.PeakRSS(t)
 			if peak > 2*normal {
 				t.Errorf("peak RSS %s, over twice the %s of a normal reload", hazards.MiB(peak), hazards.MiB(normal))
 			}
@@ -488,6 +491,16 @@ func TestSourceHazards(t *testing.T) {
 			t.Logf("shown: %s\npeak RSS %s (a normal reload: %s); the edit after it served in %v", shown, hazards.MiB(peak), hazards.MiB(normal), took.Round(time.Millisecond))
 		})
 	}
+}
+
+// editServed writes a-part.yaml with marker and returns how long it took
+// until /config/worker served it.
+func editServed(t *testing.T, dir, marker string, served func(string) func() bool) time.Duration {
+	t.Helper()
+	writeFile(t, dir, "a-part.yaml", mc("a-part", marker))
+	edited := time.Now()
+	waitFor(t, "the edit after the hazard", served(marker))
+	return time.Since(edited)
 }
 
 // hazardShown is the /status warning or error about the hazard at p, or "".

@@ -10,6 +10,7 @@ import (
 
 	butane "github.com/coreos/ignition/v2/butane/config"
 	butanecommon "github.com/coreos/ignition/v2/butane/config/common"
+	"github.com/coreos/vcontext/path"
 	"github.com/coreos/vcontext/report"
 	"sigs.k8s.io/yaml"
 )
@@ -46,8 +47,8 @@ func YAMLToJSON(doc []byte, firstLine int) ([]byte, error) {
 
 // Problem is one finding in a Butane config.
 type Problem struct {
-	Path         string // JSON path, e.g. "$.storage.files.0.contnts"; "" for the whole config
-	Line, Column int    // 1-based; 0 when unknown
+	Path         path.ContextPath // e.g. $.storage.files.0.contnts; the zero path for the whole config
+	Line, Column int              // 1-based; 0 when unknown
 	Message      string
 }
 
@@ -71,8 +72,8 @@ func (e *ButaneError) Error() string {
 	s := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
 		s[i] = p.Message
-		if p.Path != "" {
-			s[i] = p.Path + ": " + s[i]
+		if p.Path.Len() > 0 {
+			s[i] = p.Path.String() + ": " + s[i]
 		}
 		if w := p.Where(); w != "" {
 			s[i] += " (" + w + ")"
@@ -138,9 +139,9 @@ func Butane(name string, data []byte, opts butanecommon.TranslateBytesOptions) (
 }
 
 func problem(e report.Entry) Problem {
-	p := Problem{Path: e.Context.String(), Message: e.Message}
-	if p.Path == "$" {
-		p.Path = ""
+	p := Problem{Message: e.Message}
+	if e.Context.Len() > 0 {
+		p.Path = e.Context.Copy()
 	}
 	if e.Marker.StartP != nil {
 		p.Line, p.Column = int(e.Marker.StartP.Line), int(e.Marker.StartP.Column)

@@ -61,14 +61,14 @@ func TestButane(t *testing.T) {
 		name  string
 		src   string
 		raw   bool
-		want  []Problem // nil: translates
+		want  []wantProblem // nil: translates
 		unsup bool
 	}{
 		{"clean", head + "storage:\n  files:\n    - path: /etc/x\n", false, nil, false},
 		{"typo", head + "storage:\n  files:\n    - path: /etc/x\n      contnts: {inline: x}\n", false,
-			[]Problem{{Path: "$.storage.files.0.contnts", Line: 10, Column: 7}}, false},
-		{"typo, raw", head + "systemd:\n  unitz: []\n", true, []Problem{{Path: "$.systemd.unitz", Line: 8, Column: 3}}, false},
-		{"MachineConfig field in raw mode", head + "openshift:\n  fips: true\n", true, []Problem{{Path: "$.openshift.fips", Line: 8, Column: 9}}, false},
+			[]wantProblem{{"$.storage.files.0.contnts", 10, 7}}, false},
+		{"typo, raw", head + "systemd:\n  unitz: []\n", true, []wantProblem{{"$.systemd.unitz", 8, 3}}, false},
+		{"MachineConfig field in raw mode", head + "openshift:\n  fips: true\n", true, []wantProblem{{"$.openshift.fips", 8, 9}}, false},
 		{"MachineConfig field", head + "openshift:\n  fips: true\n", false, nil, false},
 		{"unknown version", "variant: openshift\nversion: 9.0.0\n", false, nil, true},
 	} {
@@ -92,8 +92,8 @@ func TestButane(t *testing.T) {
 			}
 			for i, w := range tc.want {
 				g := be.Problems[i]
-				if g.Path != w.Path || g.Line != w.Line || g.Column != w.Column {
-					t.Errorf("problem %d at %s %s, want %s line %d col %d", i, g.Path, g.Where(), w.Path, w.Line, w.Column)
+				if g.Path.String() != w.path || g.Line != w.line || g.Column != w.col {
+					t.Errorf("problem %d at %s %s, want %s line %d col %d", i, g.Path, g.Where(), w.path, w.line, w.col)
 				}
 			}
 			if !strings.Contains(err.Error(), "butane openshift: ") {
@@ -101,4 +101,10 @@ func TestButane(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wantProblem is a problem a test expects: its path as text, line, column.
+type wantProblem struct {
+	path      string
+	line, col int
 }

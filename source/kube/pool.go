@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -34,7 +35,7 @@ func renderedConfig(u *unstructured.Unstructured) (name string, sources []string
 		name, _, _ = unstructured.NestedString(u.Object, from, "configuration", "name")
 	}
 	if name == "" {
-		return "", nil, &render.Error{File: origin, Object: render.KindMachineConfigPool + "/" + u.GetName(), Path: "$.status.configuration.name",
+		return "", nil, &render.Error{File: origin, Object: render.KindMachineConfigPool + "/" + u.GetName(), Path: convert.NewPath("status", "configuration", "name"),
 			Message: "the pool names no rendered MachineConfig yet (neither status.configuration nor spec.configuration)", Err: render.ErrNoConfigs}
 	}
 	srcs, _, _ := unstructured.NestedSlice(u.Object, from, "configuration", "source")
@@ -97,7 +98,7 @@ func (s *Source) loadPool() (*source.Input, error) {
 		obj, ok, _ := s.mcs.GetByKey(name)
 		u, _ := obj.(*unstructured.Unstructured)
 		if !ok || u == nil {
-			fail(pool, &render.Error{File: origin, Object: render.KindMachineConfigPool + "/" + pool, Path: "$.status.configuration.name",
+			fail(pool, &render.Error{File: origin, Object: render.KindMachineConfigPool + "/" + pool, Path: convert.NewPath("status", "configuration", "name"),
 				Message: fmt.Sprintf("the pool names MachineConfig %s, which does not exist", name), Err: render.ErrNoConfigs})
 			continue
 		}
@@ -127,7 +128,7 @@ func decodeMachineConfig(u *unstructured.Unstructured) (*render.MachineConfig, e
 	obj := render.KindMachineConfig + "/" + u.GetName()
 	js, err := json.Marshal(u.Object)
 	if err != nil {
-		return nil, &render.Error{File: origin, Object: obj, Path: "$", Message: "encoding: " + err.Error(), Err: err}
+		return nil, &render.Error{File: origin, Object: obj, Path: convert.NewPath(), Message: "encoding: " + err.Error(), Err: err}
 	}
 	mc := &render.MachineConfig{Source: origin}
 	if err := json.Unmarshal(js, mc); err != nil {
