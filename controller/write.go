@@ -87,7 +87,7 @@ func renderedBody(res *render.Result, pool *unstructured.Unstructured) ([]byte, 
 		mc.Metadata.Extra = map[string]json.RawMessage{}
 	}
 	mc.Metadata.Extra["ownerReferences"] = owners
-	body, err := mc.MarshalJSON()
+	body, err := mc.MarshalRendered()
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", res.Name, err)
 	}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"sync"
 
 	"github.com/ignition-mcs/mcs/convert"
@@ -22,11 +23,24 @@ type ParseCache struct {
 type parsedConfig struct {
 	p   *convert.Parsed
 	err error
+	// written is the config as written (nil when it does not decode as
+	// one), for the checks that read it: decoded once per content too.
+	written *writtenConfig
 }
 
-func (c *ParseCache) parse(raw []byte) (*convert.Parsed, error) {
+func parseConfig(raw []byte) parsedConfig {
+	p, err := convert.Parse(raw)
+	pc := parsedConfig{p: p, err: err}
+	var w writtenConfig
+	if json.Unmarshal(raw, &w) == nil {
+		pc.written = &w
+	}
+	return pc
+}
+
+func (c *ParseCache) parse(raw []byte) parsedConfig {
 	if c == nil {
-		return convert.Parse(raw)
+		return parseConfig(raw)
 	}
 	key := sha256.Sum256(raw)
 	c.mu.Lock()
@@ -37,16 +51,16 @@ func (c *ParseCache) parse(raw []byte) (*convert.Parsed, error) {
 	c.used[key] = true
 	c.mu.Unlock()
 	if ok {
-		return hit.p, hit.err
+		return hit
 	}
-	p, err := convert.Parse(raw)
+	pc := parseConfig(raw)
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[[32]byte]parsedConfig{}
 	}
-	c.m[key] = parsedConfig{p, err}
+	c.m[key] = pc
 	c.mu.Unlock()
-	return p, err
+	return pc
 }
 
 // sweep drops what the load that just ended did not use.

@@ -47,6 +47,26 @@ func (m MachineConfig) MarshalJSON() ([]byte, error) {
 	return w.done()
 }
 
+// MarshalRendered is MarshalJSON's bytes for a rendered MachineConfig (a
+// Result's, with metadata added): its spec.config, the renderer's own JSON
+// (convert.Encoded, compact and HTML-escaped), is written as it is, where
+// MarshalJSON checks, compacts and escapes it again, passes over a config
+// that can be megabytes; the controller writes one per pool.
+func (m MachineConfig) MarshalRendered() ([]byte, error) {
+	spec, err := m.Spec.marshal(true)
+	if err != nil {
+		return nil, fmt.Errorf("encoding spec: %w", err)
+	}
+	var w objWriter
+	w.str("apiVersion", m.APIVersion)
+	w.str("kind", m.Kind)
+	w.value("metadata", m.Metadata)
+	w.key("spec")
+	w.buf.Write(spec)
+	w.extra(m.Extra)
+	return w.done()
+}
+
 // UnmarshalJSON reads known fields and keeps the rest in Extra.
 func (m *MachineConfig) UnmarshalJSON(b []byte) error {
 	*m = MachineConfig{Source: m.Source}
@@ -86,13 +106,22 @@ func (o *ObjectMeta) decode(b []byte, at convert.Path) error {
 
 // MarshalJSON writes every field upstream's API writes (none is omitted
 // there either), then Extra. An absent config is null.
-func (s MachineConfigSpec) MarshalJSON() ([]byte, error) {
-	var w objWriter
+func (s MachineConfigSpec) MarshalJSON() ([]byte, error) { return s.marshal(false) }
+
+// marshal writes the spec; escaped, it writes the config as it is (see
+// MarshalRendered) and escapes the rest as json.Marshal would: the bytes
+// MarshalJSON's caller would end with.
+func (s MachineConfigSpec) marshal(escaped bool) ([]byte, error) {
+	w := objWriter{escaped: escaped}
 	w.str("osImageURL", s.OSImageURL)
 	w.str("baseOSExtensionsContainerImage", s.BaseOSExtensionsContainerImage)
-	if len(s.Config) == 0 {
+	switch {
+	case len(s.Config) == 0:
 		w.raw("config", []byte("null"))
-	} else {
+	case escaped:
+		w.key("config")
+		w.buf.Write(s.Config)
+	default:
 		w.raw("config", s.Config)
 	}
 	w.value("kernelArguments", s.KernelArguments)
@@ -280,6 +309,9 @@ func setExtra(m map[string]json.RawMessage, k string, v json.RawMessage) map[str
 type objWriter struct {
 	buf bytes.Buffer
 	err error
+	// escaped: raw values are HTML-escaped too, as json.Marshal escapes
+	// what a Marshaler returns.
+	escaped bool
 }
 
 func (w *objWriter) key(k string) {
@@ -334,9 +366,18 @@ func (w *objWriter) raw(k string, b []byte) {
 		return
 	}
 	w.key(k)
-	if err := json.Compact(&w.buf, b); err != nil {
-		w.err = fmt.Errorf("encoding %s: %w", k, err)
+	if !w.escaped {
+		if err := json.Compact(&w.buf, b); err != nil {
+			w.err = fmt.Errorf("encoding %s: %w", k, err)
+		}
+		return
 	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		w.err = fmt.Errorf("encoding %s: %w", k, err)
+		return
+	}
+	json.HTMLEscape(&w.buf, c.Bytes())
 }
 
 func (w *objWriter) extra(m map[string]json.RawMessage) {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -116,4 +117,37 @@ func FuzzMachineConfigJSON(f *testing.F) {
 			t.Fatalf("not stable (%v):\n%s\n%s", err, out, out2)
 		}
 	})
+}
+
+// MarshalRendered writes a render's MachineConfig as MarshalJSON does, byte
+// for byte: the renderer's config is compact and HTML-escaped already.
+func TestMarshalRenderedIsMarshalJSON(t *testing.T) {
+	html := setOf(t, doc("50-html", "worker", file("/etc/<html>&\u2028", "data:,a&b"), `kernelArguments: ["a<b"]`))
+	for _, tc := range []struct {
+		name string
+		set  *Set
+		pool string
+	}{{"aws worker", loadRealdata(t, "aws"), "worker"}, {"aws master", loadRealdata(t, "aws"), "master"}, {"HTML characters", html, "worker"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mustRender(t, tc.set, tc.pool, Options{})
+			mc := *res.MachineConfig
+			mc.Metadata.Extra = map[string]json.RawMessage{"ownerReferences": json.RawMessage(`[{"name":"<pool>"}]`)}
+			mc.Extra = map[string]json.RawMessage{"status": json.RawMessage(`{ "a": "<&>" }`)}
+			mc.Spec.Extra = map[string]json.RawMessage{"newField": json.RawMessage(`{"x": "<&>"}`)}
+			want, err := mc.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := mc.MarshalRendered()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("MarshalRendered differs from MarshalJSON:\n got  %.300s\n want %.300s", got, want)
+			}
+			if !bytes.Contains(want, []byte(`\u003c`)) && tc.name == "HTML characters" {
+				t.Errorf("no escaped HTML in %s", want)
+			}
+		})
+	}
 }

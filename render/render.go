@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/ignition-mcs/mcs/convert"
 )
@@ -305,7 +307,7 @@ func (r *renderer) validateMerged(m *merged) []*Error {
 		return nil // a single config was validated when it was loaded
 	}
 	var out []*Error
-	rpt := validate.ValidateWithContext(m.cfg, nil)
+	rpt := validate.ValidateWithContext(sourcesValidated(m.cfg), nil)
 	for _, e := range rpt.Entries {
 		if !e.Kind.IsFatal() {
 			continue
@@ -324,6 +326,44 @@ func (r *renderer) validateMerged(m *merged) []*Error {
 	}
 	return out
 }
+
+// sourcesValidated returns cfg with each large data URL among its files'
+// contents swapped for a short one, the same for the same URL. Every
+// source in a merge is a member's, and each member was validated whole when
+// it was loaded: a data URL's validity is its own, and decoding each again
+// for every pool's merge was the largest part of validating it. Distinct
+// URLs stay distinct, so checks between entries see what they saw. cfg is
+// not changed.
+func sourcesValidated(cfg convert.Config) convert.Config {
+	tokens := map[string]*string{}
+	swap := func(r *types.Resource) {
+		if r.Source == nil || len(*r.Source) < minSwappedSource || !strings.HasPrefix(*r.Source, "data:") {
+			return
+		}
+		t, ok := tokens[*r.Source]
+		if !ok {
+			s := "data:,mcs-validated-" + strconv.Itoa(len(tokens))
+			t = &s
+			tokens[*r.Source] = t
+		}
+		r.Source = t
+	}
+	files := slices.Clone(cfg.Storage.Files)
+	for i := range files {
+		swap(&files[i].Contents)
+		if len(files[i].Append) > 0 {
+			files[i].Append = slices.Clone(files[i].Append)
+			for j := range files[i].Append {
+				swap(&files[i].Append[j])
+			}
+		}
+	}
+	cfg.Storage.Files = files
+	return cfg
+}
+
+// minSwappedSource: shorter data URLs cost less to decode than to swap.
+const minSwappedSource = 512
 
 // attribute names the MachineConfig, and the path inside it, behind each
 // reason (a path in the merged config).

@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -56,13 +55,16 @@ func newEntry(mc *MachineConfig, cache *ParseCache) *entry {
 		bad(convert.NewPath("spec", "config"), "config must be an Ignition config object", nil)
 		return e
 	}
-	var written writtenConfig
-	if json.Unmarshal(raw, &written) == nil {
+	parsed := cache.parse(raw)
+	written := parsed.written
+	if written != nil {
 		for _, x := range written.fileModeProblems() {
 			bad(x.Path, x.Message, nil)
 		}
+	} else {
+		written = &writtenConfig{}
 	}
-	p, err := cache.parse(raw)
+	p, err := parsed.p, parsed.err
 	if err != nil {
 		for _, x := range configErrors(err) {
 			bad(x.Path, x.Message, err)

@@ -3,8 +3,12 @@ package render
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+	"github.com/coreos/ignition/v2/config/validate"
 
 	"github.com/ignition-mcs/mcs/convert"
 )
@@ -148,5 +152,34 @@ func TestOptionsChecked(t *testing.T) {
 		if _, err := s.RenderPool("worker", o); !errors.Is(err, errOptions) {
 			t.Errorf("%+v: error %v, want errOptions", o, err)
 		}
+	}
+}
+
+// sourcesValidated swaps large data URLs one for one (the same for the
+// same), leaves short ones and other schemes, and never changes its input.
+func TestSourcesValidated(t *testing.T) {
+	big := func(c string) *string { s := "data:," + strings.Repeat(c, minSwappedSource); return &s }
+	short, remote := "data:,x", "https://example.com/"+strings.Repeat("y", minSwappedSource)
+	var cfg convert.Config
+	cfg.Ignition.Version = convert.Newest.String()
+	for i, src := range []*string{big("a"), big("b"), big("a"), &short, &remote} {
+		f := types.File{Node: types.Node{Path: fmt.Sprintf("/etc/%d", i)}}
+		f.Contents.Source = src
+		f.Append = []types.Resource{{Source: big("b")}}
+		cfg.Storage.Files = append(cfg.Storage.Files, f)
+	}
+	got := sourcesValidated(cfg)
+	src := func(i int) string { return *got.Storage.Files[i].Contents.Source }
+	if src(0) == *big("a") || src(0) != src(2) || src(0) == src(1) || src(1) != *got.Storage.Files[0].Append[0].Source {
+		t.Errorf("swapped %q %q %q, append %q: want one token per distinct URL", src(0), src(1), src(2), *got.Storage.Files[0].Append[0].Source)
+	}
+	if src(3) != short || src(4) != remote {
+		t.Errorf("swapped %q, %q: short and non-data URLs stay", src(3), src(4))
+	}
+	if *cfg.Storage.Files[0].Contents.Source != *big("a") || *cfg.Storage.Files[1].Append[0].Source != *big("b") {
+		t.Error("the input changed")
+	}
+	if r := validate.ValidateWithContext(got, nil); r.IsFatal() {
+		t.Errorf("tokens do not validate: %v", r)
 	}
 }

@@ -21,27 +21,43 @@ const gcPercent = 50
 // ~0.4 (perf, docs/performance.md). Above 16 MiB live, half is more.
 const gcHeadroom = 8 << 20
 
-// gcPercentFor is the GC target for a live heap of live bytes: it may grow
-// by gcPercent of it, or by gcHeadroom, whichever is more.
-func gcPercentFor(live uint64) int {
-	if live == 0 {
-		return gcPercent
+// controllerGCPercent is mcs controller's target in place of gcPercent: its
+// heap is mostly garbage (every render, and the JSON of every rendered
+// config it writes, is dropped once written), which gcPercent collected
+// twice as often: a third more CPU for its renders (render
+// BenchmarkWorkerEdit, docs/performance.md).
+const controllerGCPercent = 100
+
+// gcBaseFor is the GC target of the command args run: controllerGCPercent
+// for mcs controller, gcPercent for the rest.
+func gcBaseFor(args []string) int {
+	if len(args) > 0 && args[0] == "controller" {
+		return controllerGCPercent
 	}
-	return max(gcPercent, int(min(gcHeadroom*100/live, 1000)))
+	return gcPercent
+}
+
+// gcPercentFor is the GC target for a live heap of live bytes: it may grow
+// by base percent of it, or by gcHeadroom, whichever is more.
+func gcPercentFor(live uint64, base int) int {
+	if live == 0 {
+		return base
+	}
+	return max(base, int(min(gcHeadroom*100/live, 1000)))
 }
 
 // tuneGC sets the GC target after each collection from the heap it left
 // live (runtime/metrics), so that the target follows the served snapshot
-// as pools come and go: gcHeadroom above a small heap, gcPercent of a
+// as pools come and go: gcHeadroom above a small heap, base percent of a
 // large one. It runs on the finalizer goroutine, once per collection.
-func tuneGC() {
+func tuneGC(base int) {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	current := gcPercent
+	current := base
 	var after func(*gcCycle)
 	after = func(*gcCycle) {
 		metrics.Read(s)
 		if s[0].Value.Kind() == metrics.KindUint64 {
-			if p := gcPercentFor(s[0].Value.Uint64()); p != current {
+			if p := gcPercentFor(s[0].Value.Uint64(), base); p != current {
 				debug.SetGCPercent(p)
 				current = p
 			}

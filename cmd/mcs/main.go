@@ -18,7 +18,7 @@ import (
 
 func main() {
 	if os.Getenv("GOGC") == "" {
-		tuneGC()
+		tuneGC(gcBaseFor(os.Args[1:]))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -38,7 +38,7 @@ func (l *selfMachineConfigs) listWatch() cache.ListerWatcher {
 			if err != nil {
 				return nil, err
 			}
-			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) { return l.whole(ctx, ev) }), nil
+			return newWholeWatch(ctx, w, l.whole), nil
 		},
 	}
 	// The list is a List, not a watch streaming it (WatchListClient),
@@ -79,6 +79,44 @@ func (l *selfMachineConfigs) whole(ctx context.Context, ev watch.Event) (watch.E
 	}
 	ev.Object = got
 	return ev, true
+}
+
+// wholeWatch passes a watch's events on through whole, as watch.Filter
+// does, but ends when stopped even with an event in hand (watch.Filter's
+// goroutine would wait for a reader forever), and cancels a GET under way.
+type wholeWatch struct {
+	in     watch.Interface
+	out    chan watch.Event
+	cancel context.CancelFunc
+}
+
+func newWholeWatch(ctx context.Context, in watch.Interface, whole func(context.Context, watch.Event) (watch.Event, bool)) *wholeWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &wholeWatch{in: in, out: make(chan watch.Event), cancel: cancel}
+	go func() {
+		defer close(w.out)
+		defer in.Stop()
+		for ev := range in.ResultChan() {
+			ev, keep := whole(ctx, ev)
+			if !keep {
+				continue
+			}
+			select {
+			case w.out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return w
+}
+
+func (w *wholeWatch) ResultChan() <-chan watch.Event { return w.out }
+
+// Stop ends the watch; its events stop and the channel closes.
+func (w *wholeWatch) Stop() {
+	w.cancel()
+	w.in.Stop()
 }
 
 // metadataObject is a MachineConfig with pm's metadata and no spec.

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -67,5 +68,30 @@ func TestSelfWatchWhole(t *testing.T) {
 				t.Errorf("spec present %v, want %v", has, tc.wholeSpec)
 			}
 		})
+	}
+}
+
+// A watch stopped with an event in hand ends: its channel closes, and no
+// goroutine waits for a reader that is gone.
+func TestWholeWatchStops(t *testing.T) {
+	in := watch.NewFake()
+	inHand := make(chan struct{})
+	w := newWholeWatch(context.Background(), in, func(_ context.Context, ev watch.Event) (watch.Event, bool) {
+		close(inHand)
+		return ev, true
+	})
+	go in.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x"}})
+	<-inHand
+	w.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, open := <-w.ResultChan():
+			if !open {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the watch did not end once stopped")
+		}
 	}
 }
