@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 )
 
 // gcPercent is the GC target unless GOGC is set: mcs's live heap is mostly
@@ -49,12 +50,17 @@ func gcPercentFor(live uint64, base int) int {
 // tuneGC sets the GC target after each collection from the heap it left
 // live (runtime/metrics), so that the target follows the served snapshot
 // as pools come and go: gcHeadroom above a small heap, base percent of a
-// large one. It runs on the finalizer goroutine, once per collection.
-func tuneGC(base int) {
+// large one. It runs on the finalizer goroutine, once per collection,
+// until stop is called (tests; mcs keeps it for its life).
+func tuneGC(base int) (stop func()) {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	current := base
+	var stopped atomic.Bool
 	var after func(*gcCycle)
 	after = func(*gcCycle) {
+		if stopped.Load() {
+			return
+		}
 		metrics.Read(s)
 		if s[0].Value.Kind() == metrics.KindUint64 {
 			if p := gcPercentFor(s[0].Value.Uint64(), base); p != current {
@@ -66,6 +72,7 @@ func tuneGC(base int) {
 	}
 	debug.SetGCPercent(current)
 	runtime.SetFinalizer(new(gcCycle), after)
+	return func() { stopped.Store(true) }
 }
 
 // gcCycle is garbage whose finalizer runs after the collection that found

@@ -33,7 +33,8 @@ func TestGCPercentFor(t *testing.T) {
 // heap it left live.
 func TestTuneGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	tuneGC(gcPercent)
+	stop := tuneGC(gcPercent)
+	defer stop() // before the target is put back
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/gogc:percent"}}
 	var want int
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
