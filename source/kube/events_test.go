@@ -82,7 +82,7 @@ func TestEventsOnPools(t *testing.T) {
 		{"master", corev1.EventTypeWarning, string(source.NoticeRenderFailed), "MachineConfig/60-master-turbo: $.spec.kernelType"},
 		{"worker", corev1.EventTypeWarning, string(source.NoticeCertificateReloadFailed), "certificate was not reloaded; the previous one is served until it expires: certificate /etc/mcs/tls/tls.crt and key /etc/mcs/tls/tls.key"},
 	} {
-		eventually(t, 20*time.Second, want.reason+" Event on "+want.pool, func() error {
+		eventually(t, renderWait, want.reason+" Event on "+want.pool, func() error {
 			evs := cp.poolEvents(t, want.pool)
 			for _, ev := range evs {
 				if ev.Reason == want.reason && ev.Type == want.typ && strings.Contains(ev.Message, want.msg) {
@@ -152,7 +152,7 @@ func TestEventsBoundedUnderBootLoop(t *testing.T) {
 	}
 
 	cp.apply(t, object(t, mctest.Config{Name: "60-worker-turbo", Role: "worker", Spec: map[string]any{"kernelType": "turbo"}}.YAML()))
-	eventually(t, 20*time.Second, "a RenderFailed Event past the refusals' budget", func() error {
+	eventually(t, renderWait, "a RenderFailed Event past the refusals' budget", func() error {
 		for _, ev := range cp.poolEvents(t, "worker") {
 			if ev.Reason == string(source.NoticeRenderFailed) {
 				return nil
