@@ -219,17 +219,40 @@ func (wn *waitingNodes) count(cause Cause) int {
 	return n
 }
 
-// forget drops entries not seen lately, and their log dedup keys, so a
-// cause that comes back is logged again. Called with mu held.
+// forget drops entries not seen lately. Called with mu held.
 func (wn *waitingNodes) forget(now time.Time) {
 	for k, e := range wn.entries {
 		if now.Sub(e.Last) > waitingForget {
-			delete(wn.entries, k)
-			for wk := range wn.warned {
-				if wk.waitKey == k {
-					delete(wn.warned, wk)
-				}
-			}
+			wn.drop(k)
+		}
+	}
+}
+
+// drop removes an entry and its log dedup keys, so a cause that comes
+// back is logged again. Called with mu held.
+func (wn *waitingNodes) drop(k waitKey) {
+	delete(wn.entries, k)
+	for wk := range wn.warned {
+		if wk.waitKey == k {
+			delete(wn.warned, wk)
+		}
+	}
+}
+
+// resolved drops the causes snap, just swapped in, answers: nothing served
+// once anything is, an unknown pool once snap has it, a pool without a
+// good render once snap serves it. A fixed cause leaves /status and
+// NodesWaiting at once, not ten minutes later still saying nodes retry.
+func (wn *waitingNodes) resolved(snap *Snapshot) {
+	wn.mu.Lock()
+	defer wn.mu.Unlock()
+	for k := range wn.entries {
+		_, failing := snap.failed[k.pool]
+		switch {
+		case k.cause == CauseNotReady || k.cause == CauseRenderFailed,
+			k.cause == CauseUnknownPool && (snap.pools[k.pool] != nil || failing),
+			k.cause == CausePoolNotRendered && snap.pools[k.pool] != nil:
+			wn.drop(k)
 		}
 	}
 }

@@ -264,6 +264,66 @@ func TestUnknownPoolNoise(t *testing.T) {
 	}
 }
 
+// A cause a render fixes leaves /status at once: nodes that waited for the
+// first render, for a pool's first good render or for a pool to be
+// created are no longer said to retry (NodesWaiting) for ten minutes
+// after they boot; a cause that comes back is logged again.
+func TestWaitingEndsWithFix(t *testing.T) {
+	broken := errors.New("dir/50-worker.yaml: MachineConfig/50-worker: $.spec.config.storage.files.0.path: relative path")
+	w, m, infra := result(t, "worker", plainIgn), result(t, "master", plainIgn), result(t, "infra", plainIgn)
+	for _, c := range []struct {
+		name   string
+		before load
+		paths  []string // asked for before the fix
+		causes []Cause  // of waiting and unknownPools before the fix
+	}{
+		{"first render failed", load{err: errors.New("source directory: stat /srv/mcs: no such file or directory")}, []string{"/config/worker"}, []Cause{CauseRenderFailed}},
+		{"pool never rendered, pool not created", load{in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}},
+			[]string{"/config/worker", "/config/infra"}, []Cause{CausePoolNotRendered, CauseUnknownPool}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			srv := mustNew(t, Config{Logger: log})
+			rl := &Reloader{Source: &inputs{loads: []load{c.before, {in: &source.Input{Results: []*render.Result{w, m, infra}}}}}, Server: srv, Logger: log}
+			rl.Reload(context.Background())
+			for _, p := range c.paths {
+				get(t, srv, "GET", p)
+			}
+			st := srv.Status()
+			var causes []Cause
+			for _, e := range append(st.Waiting, st.UnknownPools...) {
+				causes = append(causes, e.Cause)
+			}
+			slices.Sort(causes)
+			if want := slices.Sorted(slices.Values(c.causes)); !slices.Equal(causes, want) {
+				t.Fatalf("before the fix: causes %v, want %v", causes, want)
+			}
+			rl.Reload(context.Background()) // the fix: every pool renders
+			st = srv.Status()
+			if len(st.Waiting) != 0 || len(st.UnknownPools) != 0 || condition(st, "NodesWaiting").Status != "False" {
+				t.Errorf("after the fix: waiting %+v, unknownPools %+v, NodesWaiting %+v", st.Waiting, st.UnknownPools, condition(st, "NodesWaiting"))
+			}
+			for _, p := range c.paths {
+				if code := get(t, srv, "GET", p).Code; code != 200 {
+					t.Errorf("GET %s after the fix: %d", p, code)
+				}
+			}
+		})
+	}
+	// A cause that comes back after its fix is logged again.
+	var logs bytes.Buffer
+	srv := mustNew(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	rl := &Reloader{Source: &inputs{loads: []load{{in: &source.Input{Results: []*render.Result{m}}}, {in: &source.Input{Results: []*render.Result{m, infra}}}, {in: &source.Input{Results: []*render.Result{m}}}}}, Server: srv}
+	for range 3 {
+		rl.Reload(context.Background())
+		get(t, srv, "GET", "/config/infra")
+	}
+	if n := strings.Count(logs.String(), "msg=\"node waiting"); n != 2 {
+		t.Errorf("%d node-waiting lines for infra, created in between; want 2:\n%s", n, logs.String())
+	}
+}
+
 func condition(st Status, typ string) Condition {
 	for _, c := range st.Conditions {
 		if c.Type == typ {
