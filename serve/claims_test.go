@@ -101,6 +101,8 @@ func TestQueryAndAcceptMistakes(t *testing.T) {
 		{"/config/worker", ignitionType + ";version=4.0.0"},
 		{"/config/worker?format=yaml", ""},
 		{"/config/worker?format=JSON", ""},
+		{"/config/worker?verison=3.2.0", ""},
+		{"/config/worker?pretty=1&spec=3.2.0", ""},
 		{"/config/worker?version=3.9.0", ""},
 		{"/config/scan1", ""},
 		{"/status?format=yaml", ""},

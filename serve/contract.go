@@ -34,6 +34,7 @@ const (
 	CauseNoWrittenSpec   Cause = "no-written-spec"
 	CauseBadVersion      Cause = "bad-version"
 	CauseBadFormat       Cause = "bad-format"
+	CauseBadQuery        Cause = "bad-query"
 	CauseNotExpressible  Cause = "not-expressible"
 )
 
@@ -73,6 +74,7 @@ var contract = []contractRow{
 	{CauseNoWrittenSpec, http.StatusNotAcceptable, "send an Accept header naming a spec mcs writes"},
 	{CauseBadVersion, http.StatusBadRequest, "use ?version= with a spec mcs writes"},
 	{CauseBadFormat, http.StatusBadRequest, "leave ?format= out, or give json"},
+	{CauseBadQuery, http.StatusBadRequest, "use only ?version=, ?format=json and ?pretty=1"},
 	{CauseNotExpressible, http.StatusNotAcceptable, "without a skew gate only: ask for a newer spec"},
 }
 

@@ -101,6 +101,7 @@ var contractCases = map[Cause]contractCase{
 	CauseNoWrittenSpec: {server: worker, request: getter("/config/worker", "Accept", "application/vnd.coreos.ignition+json;version=4.0.0"),
 		body: "Accept names no spec this server writes: it writes 2.2.0, 3.0.0"},
 	CauseBadFormat:  {server: worker, request: getter("/config/worker?format=yaml"), body: "?format=yaml is not served: an Ignition config is JSON"},
+	CauseBadQuery:   {server: worker, request: getter("/config/worker?spec=3.2.0"), body: "?spec is not a parameter of /config/, which takes ?version=X.Y.Z"},
 	CauseBadVersion: {server: worker, request: getter("/config/worker?version=3.7.0"), body: "cannot write spec version"},
 	CauseNotExpressible: {server: func(t *testing.T, cfg Config) *Server {
 		return newTestServer(t, cfg, result(t, "worker", luksIgn))
