@@ -24,6 +24,8 @@ func TestMistakes(t *testing.T) {
 		// Two MachineConfigs write one file: the later wins, and says so.
 		{"overridden-file", []string{tree("overridden-file")}},
 		{"overridden-file-explain", []string{"--explain", tree("overridden-file")}},
+		// A tree named twice: not "defined in" the very same file.
+		{"tree-named-twice", []string{tree("overridden-file"), tree("overridden-file")}},
 		// An empty tree renders nothing: an error, not {"items":[]}.
 		{"empty-tree", []string{tree("empty")}},
 		// Positions in the YAML, not in the JSON the loader made of it.
