@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/internal/syncbuf"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 )
 
 const mainArgsEnv = "MCS_TEST_MAIN_ARGS"
@@ -82,3 +86,30 @@ func logLine(format, line string) error {
 }
 
 var errNotRecord = errors.New("not a log record")
+
+// With no --kubeconfig, outside a cluster and with no kubeconfig file,
+// every command that needs the API server says which files it looked for
+// (not client-go's "try setting KUBERNETES_MASTER"); testdata/no-api-server.txt.
+func TestNoAPIServerSaysWhatItTried(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "empty"), nil, 0o600)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	var transcript strings.Builder
+	// (~/.kube/config, tried when $KUBECONFIG is unset, is this machine's.)
+	for _, env := range []string{filepath.Join(dir, "missing") + string(filepath.ListSeparator) + filepath.Join(dir, "empty")} {
+		t.Setenv("KUBECONFIG", env)
+		for _, words := range [][]string{{"controller", "--listen", "127.0.0.1:0"}, {"prune"}, {"pki", "status"}, {"preflight"}, {"--source", "kube", "--listen-plain", "127.0.0.1:0", "--listen-tls", ""}} {
+			var out, errb strings.Builder
+			err := dispatch(context.Background(), words, strings.NewReader(""), &out, &errb)
+			msg := errb.String()
+			if err != nil && !cmdline.Said(err) {
+				msg += "mcs: " + err.Error() + "\n"
+			}
+			fmt.Fprintf(&transcript, "$ KUBECONFIG=%s mcs %s\n%s", env, strings.Join(words, " "), msg)
+			if err == nil || strings.Contains(msg, "KUBERNETES_MASTER") || !strings.Contains(msg, "no kubeconfig (") {
+				t.Errorf("mcs %s: %v\n%s", strings.Join(words, " "), err, msg)
+			}
+		}
+	}
+	testkit.Golden(t, "testdata/no-api-server.txt", strings.ReplaceAll(transcript.String(), dir, "<tmp>"), *update)
+}
