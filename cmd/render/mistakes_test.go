@@ -37,6 +37,8 @@ func TestMistakes(t *testing.T) {
 		{"unknown-pool-without-pools", []string{"--pool", "infra", tree("no-pools")}},
 		// --explain explains a pool the ceiling refuses.
 		{"explain-above-ceiling", []string{"--max-spec", "3.2.0", "--explain", filepath.Join("fixtures", "features", "tang-advertisement-3.4")}},
+		// --format and --pretty shape output --explain does not print.
+		{"explain-with-format", []string{"--explain", "--format", "ignition", "--pool", "worker", tree("no-pools")}},
 		// One pool of a tree is a List like two; one --pool is its MachineConfig.
 		{"one-pool-tree-is-a-list", []string{"--pretty", tree("no-pools")}},
 		{"one-pool-asked-is-a-machineconfig", []string{"--pretty", "--pool", "worker", tree("no-pools")}},
