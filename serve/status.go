@@ -169,6 +169,10 @@ func (rec *recorder) status() Status {
 // and if not, what is served instead.
 func renderCondition(st Status) Condition {
 	c := Condition{Type: "RenderDegraded", Status: "False", Reason: "RenderSucceeded", Message: "the newest render is served"}
+	if st.LastError == nil && !st.Ready {
+		// Not failed, but nothing served either: no claim of a render.
+		c.Reason, c.Message = "FirstRenderRunning", "no render has finished yet: the first is running, and nothing is served until it ends"
+	}
 	if st.LastError == nil {
 		return c
 	}
