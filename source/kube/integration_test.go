@@ -533,13 +533,7 @@ func (cp *controlPlane) serviceAccount(t *testing.T) *rest.Config {
 // Throughout, the last good render keeps serving and the trouble is
 // reported; afterwards, changes are followed again.
 func TestAPIServerLifecycle(t *testing.T) {
-	if sharedCP.CP == nil && sharedCP.Err == nil {
-		kubetest.Missing(t, sharedCP.Missing)
-	}
-	assets, err := kubetest.Assets()
-	if err != nil {
-		t.Fatal(err)
-	}
+	assets := kubetest.NeedAssets(t)
 	// Its own control plane, without the MachineConfig CRDs and with a
 	// fixed certificate directory, so a restarted API server keeps the
 	// certificates clients trust.
