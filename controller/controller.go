@@ -116,7 +116,7 @@ func New(cfg Config) (*Controller, error) {
 	// The source renders exactly as the servers in self mode do; its
 	// metrics are the servers' and are not registered twice here.
 	if c.src, err = kube.New(kube.Config{REST: rc, Mode: kube.ModeSelf, Options: cfg.Options,
-		ControllerConfig: cfg.ControllerConfig, Logger: cfg.Logger}); err != nil {
+		ControllerConfig: cfg.ControllerConfig, Logger: cfg.Logger, Rendered: c.rendered}); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	if c.guards, err = newGuardCaches(rc, cfg.ControllerConfig, c.log); err != nil {

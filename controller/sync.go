@@ -125,6 +125,15 @@ type plans struct {
 	mu      sync.Mutex
 	targets map[string]target
 	done    map[string]string // pool → the key of the target it was last written for
+	pass    *renderPass       // the render under way, if any
+}
+
+// renderPass is one render of every pool: the pools it queued as soon as
+// each rendered, with the key of the target each was queued for.
+type renderPass struct {
+	q      queue
+	before map[string]string // the pools' selector keys as the render began
+	sent   map[string]string
 }
 
 func (p *plans) get(pool string) (target, bool) {
@@ -143,24 +152,66 @@ func (p *plans) finished(pool, key string) {
 	p.done[pool] = key
 }
 
+func (p *plans) begin(pass *renderPass) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pass = pass
+}
+
 // plan renders (the renderer renders again only the pools whose content key
 // changed) and queues every pool not yet written for its target's key, or
-// no longer pointing where it was.
+// no longer pointing where it was. A pool rendered anew is queued as soon
+// as its render ends (see rendered): its writes go on while the others
+// render.
 func (c *Controller) plan(ctx context.Context, q queue) {
 	if !c.src.Synced() || !c.guards.hasSynced() {
 		// Nothing to compare the render with yet; each signals once synced.
 		return
 	}
-	if !c.render(ctx) {
-		return
-	}
+	pass := &renderPass{q: q, before: c.selectors(), sent: map[string]string{}}
+	c.plans.begin(pass)
+	ok := c.render(ctx, pass.before)
 	c.plans.mu.Lock()
 	defer c.plans.mu.Unlock()
+	c.plans.pass = nil
+	if !ok {
+		return
+	}
 	for pool, t := range c.plans.targets {
+		if key, sent := pass.sent[pool]; sent && key == t.key() {
+			continue // queued when it rendered
+		}
 		if c.plans.done[pool] != t.key() || !c.pointsAt(pool, t) {
 			q.Add(pool)
 		}
 	}
+}
+
+// rendered is told of each pool rendered anew during a render (from the
+// rendering goroutines) and queues it at once with that render as its
+// target, unless its selector changed since the render began (that change
+// renders again) or it was written for that render already (plan decides).
+func (c *Controller) rendered(res *render.Result) {
+	c.plans.mu.Lock()
+	defer c.plans.mu.Unlock()
+	pass := c.plans.pass
+	if pass == nil {
+		return // a load that is not a render of the leader's
+	}
+	p := c.src.Pool(res.Pool)
+	if p == nil || selectorKey(p) != pass.before[res.Pool] {
+		return
+	}
+	t := target{res: res, selKey: pass.before[res.Pool]}
+	if c.plans.done[res.Pool] == t.key() {
+		return
+	}
+	if c.plans.targets == nil {
+		c.plans.targets = map[string]target{}
+	}
+	c.plans.targets[res.Pool] = t
+	pass.sent[res.Pool] = t.key()
+	pass.q.Add(res.Pool)
 }
 
 // pointsAt says whether the pool still names its rendered config, which
@@ -173,13 +224,13 @@ func (c *Controller) pointsAt(pool string, t target) bool {
 	return p != nil && configuration(p) == t.res.Name && c.src.MachineConfig(t.res.Name) != nil
 }
 
-// render renders every pool from the caches into c.plans; false when
+// render renders every pool from the caches into c.plans, given the
+// pools' selector keys before it began; false when
 // nothing could be rendered (the API server, not the objects, at fault).
 // A pool whose selector changed while rendering gets no target: the change
 // has signalled another render.
-func (c *Controller) render(ctx context.Context) bool {
+func (c *Controller) render(ctx context.Context, before map[string]string) bool {
 	start := time.Now()
-	before := c.selectors()
 	in, err := c.src.Load(ctx)
 	targets := map[string]target{}
 	if err != nil {

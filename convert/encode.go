@@ -121,20 +121,44 @@ func (e *Encoder) edited(cfg Config, edit func(*Config) error) (Config, []Reason
 	return cfg, reasons, nil
 }
 
-// YAML returns write(x.JSON): a YAML document that write builds around the
-// config's JSON. Where the Encoder was made forYAML, write is given the
-// JSON with tokens, and the contents are put back in what it wrote: the
-// same bytes, without writing large contents through a YAML writer.
-func (x *Encoded) YAML(write func(config []byte) ([]byte, error)) ([]byte, error) {
+// Restorer puts the large contents an Encoder held out back into bytes
+// written from parts of its JSON with tokens (see Encoded.YAML). The zero
+// value, given bytes without tokens, returns them as they are.
+type Restorer struct{ ph *placeholders }
+
+// JSON puts the contents back into JSON bytes (a part of the config's JSON
+// with tokens): the same part of the config's JSON.
+func (r Restorer) JSON(b []byte) []byte {
+	if r.ph == nil {
+		return b
+	}
+	out, _ := r.ph.restoreJSON(b)
+	return out
+}
+
+// YAML puts the contents back into YAML written from such a part, where
+// each stands as a plain scalar ending its line.
+func (r Restorer) YAML(b []byte) []byte {
+	if r.ph == nil {
+		return b
+	}
+	out, _ := r.ph.restoreYAML(b)
+	return out
+}
+
+// YAML returns a YAML document that write builds around the config's JSON,
+// given x.JSON and the zero Restorer. Where the Encoder was made forYAML,
+// write is given the JSON with tokens and the Restorer that puts the
+// contents back, which it uses on what it wrote: the same bytes, without
+// writing large contents through a YAML writer. Any token left over, or an
+// error, has it write from x.JSON instead.
+func (x *Encoded) YAML(write func(config []byte, r Restorer) ([]byte, error)) ([]byte, error) {
 	if x.tokens == nil || !x.ph.plainOnly {
-		return write(x.JSON)
+		return write(x.JSON, Restorer{})
 	}
-	y, err := write(x.tokens)
-	if err == nil {
-		y, _ = x.ph.restoreYAML(y)
-	}
+	y, err := write(x.tokens, Restorer{x.ph})
 	if err != nil || x.ph.leftover(y) {
-		return write(x.JSON) // as Encode: the slow way is still right
+		return write(x.JSON, Restorer{}) // as Encode: the slow way is still right
 	}
 	return y, nil
 }

@@ -147,7 +147,11 @@ func (p *placeholders) restore(body, lead []byte, end byte, limit int, with func
 	if len(found) == 0 {
 		return body, 0
 	}
-	out := make([]byte, 0, len(body)+p.size())
+	size := len(body)
+	for _, n := range found {
+		size += len(with(n))
+	}
+	out := make([]byte, 0, size)
 	for i, n := range found {
 		out = append(out, text[i]...)
 		out = append(out, with(n)...)
@@ -183,12 +187,4 @@ func (p *placeholders) split(body, lead []byte, end byte, limit int) (text [][]b
 		start = len(body) - len(rest)
 	}
 	return append(text, body[start:]), found
-}
-
-func (p *placeholders) size() int {
-	n := 0
-	for _, o := range p.orig {
-		n += len(o) + len(o)/8 // room for some escaping
-	}
-	return n
 }

@@ -182,7 +182,11 @@ func TestEncoder(t *testing.T) {
 						return yaml.JSONToYAML(append(append([]byte(`{"config":`), js...), '}'))
 					}
 					wantY, _ := wrap(want)
-					if gotY, err := got.YAML(wrap); err != nil || !bytes.Equal(gotY, wantY) {
+					restored := func(js []byte, r Restorer) ([]byte, error) {
+						y, err := wrap(js)
+						return r.YAML(y), err
+					}
+					if gotY, err := got.YAML(restored); err != nil || !bytes.Equal(gotY, wantY) {
 						t.Fatalf("YAML differs (%v)", err)
 					}
 				}

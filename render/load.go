@@ -34,6 +34,8 @@ type Set struct {
 	defaulted bool
 	// merges are the worker configs' merge, shared by the pools rendered.
 	merges mergeCache
+	// yaml is the YAML of the list items the set's rendered names hash.
+	yaml yamlItems
 }
 
 // entry is one MachineConfig with its Ignition config parsed once, at load,

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -45,19 +46,20 @@ func hashedSpec(spec MachineConfigSpec, config, kernelArguments, extensions any)
 // of the salt followed by the YAML (sigs.k8s.io/yaml: JSON with sorted keys,
 // as YAML) of the spec. The same spec bytes give OpenShift's name. Given
 // the encoder's output whose JSON is spec.Config (or nil), the YAML is
-// written from that (see convert.Encoded.YAML), byte for byte the same.
-func hashedName(pool string, spec MachineConfigSpec, enc *convert.Encoded) (string, error) {
-	write := func(cfg []byte) ([]byte, error) {
+// written from that (see convert.Encoded.YAML), byte for byte the same;
+// given items, each list item is written once per set (see yamlItems).
+func hashedName(pool string, spec MachineConfigSpec, enc *convert.Encoded, items *yamlItems) (string, error) {
+	write := func(cfg []byte, r convert.Restorer) ([]byte, error) {
 		s := spec
 		s.Config = cfg
-		return specYAML(s)
+		return items.specYAML(s, r)
 	}
 	var y []byte
 	var err error
 	if enc != nil {
 		y, err = enc.YAML(write)
 	} else {
-		y, err = write(spec.Config)
+		y, err = write(spec.Config, convert.Restorer{})
 	}
 	if err != nil {
 		return "", fmt.Errorf("hashing the rendered spec: %w", err)
@@ -75,11 +77,7 @@ func hashedName(pool string, spec MachineConfigSpec, enc *convert.Encoded) (stri
 // them) and given to the same YAML writer. The slow path remains for the
 // numbers whose typing could differ, and tests prove both agree.
 func specYAML(spec MachineConfigSpec) ([]byte, error) {
-	// Text the library's YAML reader refuses (invalid UTF-8, DEL and other
-	// characters YAML does not allow) takes the slow path, to fail or be
-	// written exactly as the library does.
-	if !yamlReadable(string(spec.Config)) || !yamlReadable(spec.OSImageURL) || !yamlReadable(spec.BaseOSExtensionsContainerImage) ||
-		!yamlReadable(spec.KernelType) || !allYAMLReadable(spec.KernelArguments) || !allYAMLReadable(spec.Extensions) {
+	if !specReadable(spec) {
 		return slowSpecYAML(spec)
 	}
 	cfg, ok, err := yamlTree(spec.Config)
@@ -90,6 +88,14 @@ func specYAML(spec MachineConfigSpec) ([]byte, error) {
 		return slowSpecYAML(spec)
 	}
 	return goyaml.Marshal(hashedSpec(spec, cfg, stringsTree(spec.KernelArguments), stringsTree(spec.Extensions)))
+}
+
+// specReadable: text the library's YAML reader refuses (invalid UTF-8, DEL
+// and other characters YAML does not allow) takes the slow path, to fail or
+// be written exactly as the library does.
+func specReadable(spec MachineConfigSpec) bool {
+	return yamlReadable(string(spec.Config)) && yamlReadable(spec.OSImageURL) && yamlReadable(spec.BaseOSExtensionsContainerImage) &&
+		yamlReadable(spec.KernelType) && allYAMLReadable(spec.KernelArguments) && allYAMLReadable(spec.Extensions)
 }
 
 // yamlReadable reports whether s is valid UTF-8 made only of characters a
@@ -161,6 +167,9 @@ func yamlTree(js []byte) (any, bool, error) {
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, false, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false, fmt.Errorf("invalid JSON: data after the config")
 	}
 	ok := retypeNumbers(&v)
 	return v, ok, nil

@@ -146,7 +146,7 @@ func (r *renderer) run() *Result {
 		return nil
 	}
 	spec.Config = out.JSON
-	name, err := hashedName(res.Pool, spec, out)
+	name, err := hashedName(res.Pool, spec, out, &r.set.yaml)
 	if err != nil {
 		r.poolErr(convert.NewPath(), err.Error(), err)
 		return nil

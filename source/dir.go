@@ -52,7 +52,7 @@ func (d *Dir) Load(ctx context.Context) (*Input, error) {
 	if err != nil {
 		return &Input{Warnings: warnings}, err
 	}
-	in := d.renderer.Render(set, d.Options)
+	in := d.renderer.Render(set, d.Options, nil)
 	in.Warnings = append(warnings, Notices(set)...)
 	return in, nil
 }

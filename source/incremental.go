@@ -28,7 +28,10 @@ type renderedPool struct {
 // its own, so a failure is the failing pool's alone: it keeps serving its
 // last good render while the others update, as upstream degrades only that
 // pool. A pool whose key is the previous call's keeps that call's outcome.
-func (r *Renderer) Render(set *render.Set, opts render.Options) *Input {
+// each, when not nil, is called with every result rendered anew as soon as
+// it is, from the rendering goroutines, while the other pools still
+// render: a caller can start writing it then.
+func (r *Renderer) Render(set *render.Set, opts render.Options, each func(*render.Result)) *Input {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	names := set.PoolNames()
@@ -52,6 +55,9 @@ func (r *Renderer) Render(set *render.Set, opts render.Options) *Input {
 		i := todo[k]
 		res, err := jobs[i].Render()
 		pools[i] = renderedPool{key: jobs[i].Key(), res: res, err: err}
+		if err == nil && each != nil {
+			each(res)
+		}
 	})
 	r.last = make(map[string]renderedPool, len(names))
 	in := &Input{ControllerConfig: set.ControllerConfig()}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/ignition-mcs/mcs/render"
@@ -44,7 +46,7 @@ func TestRendererRerendersOnlyChangedPools(t *testing.T) {
 	}
 	// Fresh state renders everything: the same content and key, another
 	// result.
-	fresh := byPool(new(Renderer).Render(mustSet(t, dir), render.Options{}))
+	fresh := byPool(new(Renderer).Render(mustSet(t, dir), render.Options{}, nil))
 	if fresh["worker"] == next["worker"] || fresh["worker"].Name != next["worker"].Name || fresh["worker"].Key != next["worker"].Key {
 		t.Fatal("a fresh Renderer did not render anew, or gave another key")
 	}
@@ -59,13 +61,13 @@ func TestRendererKeepsFailuresUntilFixed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r Renderer
-	in := r.Render(mustSet(t, dir), render.Options{})
-	again := r.Render(mustSet(t, dir), render.Options{})
+	in := r.Render(mustSet(t, dir), render.Options{}, nil)
+	again := r.Render(mustSet(t, dir), render.Options{}, nil)
 	if in.Failed["master"] == nil || again.Failed["master"] != in.Failed["master"] {
 		t.Fatalf("failure not kept: %v then %v", in.Failed, again.Failed)
 	}
 	os.Remove(bad)
-	fixed := r.Render(mustSet(t, dir), render.Options{})
+	fixed := r.Render(mustSet(t, dir), render.Options{}, nil)
 	if len(fixed.Failed) != 0 || byPool(fixed)["master"] == nil {
 		t.Fatalf("fixed pool still failing: %v", fixed.Failed)
 	}
@@ -74,12 +76,35 @@ func TestRendererKeepsFailuresUntilFixed(t *testing.T) {
 	}
 }
 
+// Each result rendered anew is handed on as soon as it is, and only those:
+// a pool kept from the last render is not.
+func TestRendererHandsOnEachRender(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "50-worker", "worker")
+	write(t, dir, "50-master", "master")
+	var r Renderer
+	var mu sync.Mutex
+	var got []string
+	each := func(res *render.Result) { mu.Lock(); got = append(got, res.Pool); mu.Unlock() }
+	first := byPool(r.Render(mustSet(t, dir), render.Options{}, each))
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"master", "worker"}) || first["worker"] == nil {
+		t.Fatalf("first render handed on %v", got)
+	}
+	got = nil
+	write(t, dir, "60-master", "master")
+	next := byPool(r.Render(mustSet(t, dir), render.Options{}, each))
+	if !slices.Equal(got, []string{"master"}) || next["worker"] != first["worker"] {
+		t.Fatalf("after a master edit handed on %v", got)
+	}
+}
+
 func TestRendererOptionsRerenderAll(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "50-worker", "worker")
 	var r Renderer
-	before := byPool(r.Render(mustSet(t, dir), render.Options{}))
-	after := byPool(r.Render(mustSet(t, dir), render.Options{ControllerVersion: "v2"}))
+	before := byPool(r.Render(mustSet(t, dir), render.Options{}, nil))
+	after := byPool(r.Render(mustSet(t, dir), render.Options{ControllerVersion: "v2"}, nil))
 	if after["worker"] == before["worker"] {
 		t.Fatal("changed options kept the old render")
 	}

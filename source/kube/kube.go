@@ -102,6 +102,10 @@ type Config struct {
 	// once synced, so a slow start only delays the first render.
 	SyncWait time.Duration
 	Logger   *slog.Logger
+	// Rendered, when set, is called in self mode with each pool's result
+	// as soon as Load has rendered it anew, from the rendering goroutines,
+	// before Load returns (see source.Renderer.Render).
+	Rendered func(*render.Result)
 	// Registerer, when set, receives the source's metrics.
 	Registerer prometheus.Registerer
 
@@ -312,7 +316,7 @@ func (s *Source) loadSelf() (*source.Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := s.renderer.Render(set, s.cfg.Options)
+	in := s.renderer.Render(set, s.cfg.Options, s.cfg.Rendered)
 	in.Warnings = source.Notices(set)
 	return in, nil
 }
