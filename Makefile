@@ -18,7 +18,7 @@ URL := http://$(LISTEN)
 all: build
 
 build:
-	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/...
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/mcs ./cmd/render
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -42,13 +42,13 @@ bench: wrk
 	$(MAKE) scale
 
 # How memory and render times grow with pools: SCALE_N custom pools added to
-# SCALE_TREE (hack/scale).
+# SCALE_TREE (cmd/dev/scale).
 SCALE_TREE ?= $(firstword $(wildcard ../shared/realdata/aws) fixtures/cluster)
 SCALE_N ?= 10,50,100
 .PHONY: scale
 scale:
 	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/mcs
-	$(GO) run ./hack/scale -mcs $(BIN)/mcs -tree $(SCALE_TREE) -n $(SCALE_N)
+	$(GO) run ./cmd/dev/scale -mcs $(BIN)/mcs -tree $(SCALE_TREE) -n $(SCALE_N)
 
 wrk:
 	@command -v wrk >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq wrk; }

@@ -18,7 +18,7 @@ import (
 )
 
 // One control plane serves every test and benchmark of the package.
-var shared = &kubetest.Shared{Benchmarks: true}
+var shared = &kubetest.Shared{}
 
 func TestMain(m *testing.M) { shared.Main(m, "controller", true, nil) }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,8 +37,8 @@ type guardCaches struct {
 	disco  discovery.DiscoveryInterface
 	notify chan struct{} // capacity 1: a guard's object changed
 
-	synced chan struct{} // closed once every store below has listed
-	// Set before synced is closed, read only after; nil when not served.
+	synced atomic.Bool // every store below has listed
+	// Set before synced is, read only after; nil when not served.
 	kubelet, runtime, mcfg, cc cache.Store
 	ccName                     string
 }
@@ -51,7 +52,7 @@ func newGuardCaches(rc *rest.Config, ccName string, log *slog.Logger) (*guardCac
 	if err != nil {
 		return nil, err
 	}
-	return &guardCaches{log: log, ccName: ccName, client: client, disco: disco, notify: make(chan struct{}, 1), synced: make(chan struct{})}, nil
+	return &guardCaches{log: log, ccName: ccName, client: client, disco: disco, notify: make(chan struct{}, 1)}, nil
 }
 
 func (g *guardCaches) signal() {
@@ -61,14 +62,7 @@ func (g *guardCaches) signal() {
 	}
 }
 
-func (g *guardCaches) hasSynced() bool {
-	select {
-	case <-g.synced:
-		return true
-	default:
-		return false
-	}
-}
+func (g *guardCaches) hasSynced() bool { return g.synced.Load() }
 
 // served says which of the guards' resources the API server serves,
 // retrying discovery until it answers or ctx ends.
@@ -114,7 +108,7 @@ func (g *guardCaches) discover(want []schema.GroupVersionResource) (map[schema.G
 	return out, nil
 }
 
-// run starts the informers and closes synced once they have listed.
+// run starts the informers and sets synced once they have listed.
 func (g *guardCaches) run(ctx context.Context) {
 	served, err := g.served(ctx)
 	if err != nil {
@@ -147,7 +141,7 @@ func (g *guardCaches) run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
 		return
 	}
-	close(g.synced)
+	g.synced.Store(true)
 	g.signal()
 	<-ctx.Done()
 }

@@ -352,8 +352,66 @@ func percentile(sorted []time.Duration, pct int) time.Duration {
 // request and never read the reply (a 4 KiB receive buffer: nothing is
 // absorbed), opening a new one whenever the server closes one, until
 // stopped. It returns how many connections it opened.
+//
+// The attacker is a process of its own (this test binary again, see
+// TestMain), as it would be another machine: its n goroutines, reconnecting
+// thousands of times a second, once shared this process's scheduler with
+// the nodes' 8 and, under -race on a loaded machine, left them waiting
+// seconds to run (p50 6.8 s at load 17), which counted against the server.
 func slowReaders(t *testing.T, p *proc, n int, request string) (stop func() int64) {
-	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), slowReadersEnv+"="+strconv.Itoa(n), "MCS_ATTACK_ADDR="+p.hostPort(), "MCS_ATTACK_REQUEST="+request)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var once sync.Once
+	var opened int64
+	stop = func() int64 {
+		once.Do(func() {
+			in.Close() // the attacker stops when its stdin closes
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("slow readers: %v: %s", err, out.String())
+				}
+			case <-time.After(time.Minute):
+				cmd.Process.Kill()
+				<-exited
+				t.Errorf("slow readers did not stop: %s", out.String())
+			}
+			opened, _ = strconv.ParseInt(strings.TrimSpace(out.String()), 10, 64)
+		})
+		return opened
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// slowReadersEnv makes this test binary the slow-reader attacker, with that
+// many connections to $MCS_ATTACK_ADDR each sending $MCS_ATTACK_REQUEST.
+const slowReadersEnv = "MCS_ATTACK_SLOW_READERS"
+
+func TestMain(m *testing.M) {
+	if n, err := strconv.Atoi(os.Getenv(slowReadersEnv)); err == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { io.Copy(io.Discard, os.Stdin); cancel() }()
+		fmt.Println(attackSlowly(ctx, n, os.Getenv("MCS_ATTACK_ADDR"), os.Getenv("MCS_ATTACK_REQUEST")))
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// attackSlowly is the slow readers' loop, until ctx ends; it returns how
+// many connections it opened.
+func attackSlowly(ctx context.Context, n int, addr, request string) int64 {
 	var opened atomic.Int64
 	var wg sync.WaitGroup
 	for range n {
@@ -361,7 +419,7 @@ func slowReaders(t *testing.T, p *proc, n int, request string) (stop func() int6
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				c, err := slowConn(p.hostPort())
+				c, err := slowConn(addr)
 				if err != nil {
 					time.Sleep(100 * time.Millisecond)
 					continue
@@ -373,10 +431,8 @@ func slowReaders(t *testing.T, p *proc, n int, request string) (stop func() int6
 			}
 		}()
 	}
-	var once sync.Once
-	stop = func() int64 { once.Do(func() { cancel(); wg.Wait() }); return opened.Load() }
-	t.Cleanup(func() { stop() })
-	return stop
+	wg.Wait()
+	return opened.Load()
 }
 
 func slowConn(addr string) (net.Conn, error) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Load test: mcs against a bare net/http server writing the same bytes, on
 # loopback, with wrk. For each number of pools in POOLS (2: DIR as it is;
-# more: DIR plus custom pools, as hack/scale builds them, requests cycling
+# more: DIR plus custom pools, as cmd/dev/scale builds them, requests cycling
 # through every worker-derived pool) and each client era, prints requests/s
 # and p50/p99 of both and their ratios (medians of REPS alternating runs),
 # startup-to-ready time and peak RSS. Bounded: each run lasts DURATION;
@@ -57,7 +57,7 @@ if [ -z "$MCS" ]; then
   MCS=$tmp/mcs
   go build ${PROFILE:+-tags pprof} -o "$MCS" ./cmd/mcs
 fi
-go build -o "$tmp/baseline" ./hack/baseline
+go build -o "$tmp/baseline" ./cmd/dev/baseline
 [ -z "$PROFILE" ] || mkdir -p "$PROFILE"
 
 declare -A headers=(
@@ -121,7 +121,7 @@ profile() { # pools spec url accept ua
 run_pools() { # pools
   local n=$1 tree=$DIR
   if (( n > 2 )); then
-    tree=$tmp/tree-$n; go run ./hack/scale -tree "$DIR" -n $((n - 2)) -write "$tree"
+    tree=$tmp/tree-$n; go run ./cmd/dev/scale -tree "$DIR" -n $((n - 2)) -write "$tree"
   fi
   local start; start=$(date +%s%N)
   pprof=127.0.0.1:$(( 20000 + RANDOM % 20000 ))

@@ -19,10 +19,6 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"controller", "serve", "the controller writes configs, it does not serve them"},
 }
 
-// flagUsers may import flag outside cmd/: commands of their own (hack/),
-// and test support that reads go test's flags.
-var flagUsers = map[string]bool{"hack/baseline": true, "hack/scale": true, "internal/kubetest": true}
-
 func TestLayering(t *testing.T) {
 	const module = "github.com/ignition-mcs/mcs/"
 	cmd := exec.Command("go", "list", "-e", "-deps=false", "-f", `{{.ImportPath}}|{{join .Imports ","}}|{{join .Deps ","}}`, "./...")
@@ -53,7 +49,7 @@ func TestLayering(t *testing.T) {
 		}
 	}
 	for pkg, is := range imports {
-		if slices.Contains(is, "flag") && !strings.HasPrefix(pkg, "cmd/") && !flagUsers[pkg] {
+		if slices.Contains(is, "flag") && !strings.HasPrefix(pkg, "cmd/") {
 			t.Errorf("%s imports flag: flags live in cmd/", pkg)
 		}
 	}

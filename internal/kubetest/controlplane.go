@@ -92,16 +92,10 @@ func Start(assets string, crds []string, opts ...func(*envtest.Environment)) (*C
 
 // New starts a control plane for t alone, with every CRD when all, and
 // stops it when t ends. Under -short, or without the binaries, it ends t as
-// Missing does.
+// missing does.
 func New(t testing.TB, all bool, opts ...func(*envtest.Environment)) *ControlPlane {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: no control plane")
-	}
-	assets, err := Assets()
-	if err != nil {
-		Missing(t, err.Error())
-	}
+	assets := NeedAssets(t)
 	crds, err := CRDFiles(all)
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +107,20 @@ func New(t testing.TB, all bool, opts ...func(*envtest.Environment)) *ControlPla
 	}
 	t.Cleanup(cp.Stop)
 	return cp
+}
+
+// NeedAssets is findAssets for a test that starts a control plane of its own,
+// or the end of the test: a skip under -short, else as missing says.
+func NeedAssets(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no control plane")
+	}
+	assets, err := findAssets()
+	if err != nil {
+		missing(t, err.Error())
+	}
+	return assets
 }
 
 // Kubeconfig writes a kubeconfig file for a new user in system:masters, as

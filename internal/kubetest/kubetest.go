@@ -16,10 +16,10 @@ import (
 	"github.com/ignition-mcs/mcs/internal/testkit"
 )
 
-// Assets finds kube-apiserver and etcd for envtest: $KUBEBUILDER_ASSETS,
+// findAssets finds kube-apiserver and etcd for envtest: $KUBEBUILDER_ASSETS,
 // else what `make kube-tools` builds under $MCS_TOOLS (default
 // ~/.cache/mcs-tools).
-func Assets() (string, error) {
+func findAssets() (string, error) {
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
 	if dir == "" {
 		dir = testkit.ToolsDir("kube")
@@ -65,10 +65,10 @@ func CRDFiles(all bool) ([]string, error) {
 	return files, nil
 }
 
-// Missing ends a test that has no control plane: a skip saying why, or
+// missing ends a test that has no control plane: a skip saying why, or
 // under CI (CI=true) a failure, so a pipeline cannot pass without having
 // run it.
-func Missing(t testing.TB, why string) {
+func missing(t testing.TB, why string) {
 	t.Helper()
 	msg := "no Kubernetes control plane: " + why
 	if testing.Short() {

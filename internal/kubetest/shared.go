@@ -2,7 +2,6 @@ package kubetest
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,100 +19,77 @@ import (
 	"github.com/ignition-mcs/mcs/internal/mctest"
 )
 
-// Shared is the one control plane a test package's tests share.
+// Shared is the one control plane a test package's tests share. The first
+// test or benchmark that needs it starts it, so a run that selects none of
+// them (-run, -list, -short, a fuzz worker) starts nothing.
 type Shared struct {
-	// Benchmarks says the package's benchmarks need it too.
-	Benchmarks bool
+	label string
+	all   bool
+	ready func(*ControlPlane)
 
-	CP      *ControlPlane
-	Missing string // why there is none: binaries missing (skip, or fail under CI)
-	Err     error  // the binaries are there but would not start (always a failure)
+	once sync.Once
+	cp   *ControlPlane
+	why  string // why there is none: binaries missing (skip, or fail under CI)
+	err  error  // the binaries are there but would not start (always a failure)
 }
 
-// Main is a package's TestMain: it starts the shared control plane (see
-// setup), calls ready with it if it started, runs the tests, stops it and
-// exits.
+// Main is a package's TestMain: it runs the tests, stops the shared control
+// plane if one of them started it, and exits. label prefixes the start-up
+// line on stderr; all asks for every CRD; ready, if not nil, is called with
+// the control plane once it is up.
 func (s *Shared) Main(m *testing.M, label string, all bool, ready func(*ControlPlane)) {
-	flag.Parse()
-	os.Exit(s.run(m, label, all, ready))
-}
-
-func (s *Shared) run(m *testing.M, label string, all bool, ready func(*ControlPlane)) int {
-	stop := s.setup(label, all)
-	defer stop()
-	if s.CP != nil && ready != nil {
-		ready(s.CP)
+	s.label, s.all, s.ready = label, all, ready
+	code := m.Run()
+	if s.cp != nil {
+		start := time.Now()
+		s.cp.Stop()
+		fmt.Fprintf(os.Stderr, "%s: control plane stopped in %s\n", label, time.Since(start).Round(time.Millisecond))
 	}
-	return m.Run()
+	os.Exit(code)
 }
 
-// setup starts the shared control plane, with every CRD when all, unless the
-// run needs none, and returns what stops it. label prefixes the start-up
-// line on stderr.
-func (s *Shared) setup(label string, all bool) (stop func()) {
+// start starts the shared control plane, or records why there is none.
+func (s *Shared) start() {
 	// envtest's logger and client-go's klog would print every retry.
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
-	stop = func() {}
-	if why := notWanted(s.Benchmarks); why != "" {
-		s.Missing = why
-		return stop
+	if testing.Short() {
+		s.why = "-short given"
+		return
 	}
-	assets, err := Assets()
+	assets, err := findAssets()
 	if err != nil {
-		s.Missing = err.Error()
-		return stop
+		s.why = err.Error()
+		return
 	}
-	crds, err := CRDFiles(all)
+	crds, err := CRDFiles(s.all)
 	if err != nil {
-		s.Err = err
-		return stop
+		s.err = err
+		return
 	}
 	start := time.Now()
-	if s.CP, s.Err = Start(assets, crds); s.Err != nil {
-		return stop
+	if s.cp, s.err = Start(assets, crds); s.err != nil {
+		return
 	}
-	fmt.Fprintf(os.Stderr, "%s: control plane (kube-apiserver %s, etcd) up in %s\n", label, s.CP.Version, time.Since(start).Round(time.Millisecond))
-	return func() {
-		start := time.Now()
-		s.CP.Stop()
-		fmt.Fprintf(os.Stderr, "%s: control plane stopped in %s\n", label, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "%s: control plane (kube-apiserver %s, etcd) up in %s\n", s.label, s.cp.Version, time.Since(start).Round(time.Millisecond))
+	if s.ready != nil {
+		s.ready(s.cp)
 	}
 }
 
-// Need returns the shared control plane, or ends the test: a skip that
-// says how to get the binaries, or under CI (CI=true) a failure.
+// Need returns the shared control plane, starting it on first use, or ends
+// the test: a skip that says how to get the binaries, or under CI (CI=true)
+// a failure.
 func (s *Shared) Need(t testing.TB) *ControlPlane {
 	t.Helper()
-	if s.Err != nil {
-		t.Fatal(s.Err)
+	s.once.Do(s.start)
+	if s.err != nil {
+		t.Fatal(s.err)
 	}
-	if s.CP == nil {
-		Missing(t, s.Missing)
+	if s.cp == nil {
+		missing(t, s.why)
 	}
-	return s.CP
-}
-
-// notWanted says why this run needs no control plane: -short, fuzzing
-// (every fuzz worker runs TestMain too), listing, or benchmarks alone.
-func notWanted(benchmarks bool) string {
-	val := func(name string) string {
-		if f := flag.Lookup(name); f != nil {
-			return f.Value.String()
-		}
-		return ""
-	}
-	switch {
-	case testing.Short():
-		return "-short given"
-	case val("test.fuzz") != "" || val("test.fuzzworker") == "true":
-		return "fuzzing"
-	case val("test.list") != "":
-		return "listing"
-	case val("test.run") == "^$" && (!benchmarks || val("test.bench") == ""):
-		return "no tests selected"
-	}
-	return ""
+	return s.cp
 }
 
 // Object is the one object of tmpl with each old string of kv replaced by

@@ -107,8 +107,8 @@ func checkEvent(cp *controlPlane, ev corev1.Event, pool string) error {
 	return nil
 }
 
-// A node in a boot loop: 1,000 refusals from one address within a minute
-// make one Event, whose count the recorder patches up to its burst, and a
+// A node in a boot loop: 1,000 refusals from one address in a row make one
+// Event, whose count the recorder patches up to its burst, and a
 // bounded number of writes to the API server; 1,000 more from 100 other
 // addresses add none; and a failing render, another reason, is still told.
 func TestEventsBoundedUnderBootLoop(t *testing.T) {
@@ -140,15 +140,19 @@ func TestEventsBoundedUnderBootLoop(t *testing.T) {
 	all, _ := refusedEvents(t, cp, "node at ")
 	elapsed := time.Since(start)
 	t.Logf("then %d from 100 addresses: %d Event objects on the pool, %d writes in all, %s after the first refusal", refusals, all, total, elapsed.Round(time.Millisecond))
-	if elapsed > time.Minute {
-		t.Fatalf("the refusals took %s", elapsed)
+	// client-go's correlator combines similar Events within 10 minutes,
+	// which the one object below relies on.
+	if elapsed > 10*time.Minute {
+		t.Fatalf("the refusals took %s, past the correlator's 10 min window", elapsed)
 	}
 	// client-go's spam filter: a burst of 25 writes per pool and reason,
-	// refilled one per 5 minutes. waitServing's own request was refused
-	// too (from httptest's address) and shares the budget.
-	const burst = 25
-	if objects != 1 || oneAddress > burst || int64(count) > oneAddress || total > burst {
-		t.Errorf("one address: %d Event objects, count %d, %d writes; in all %d writes: want 1 object and at most %d writes", objects, count, oneAddress, total, burst)
+	// refilled one per 5 minutes, so a slow run (-race at load 20–30 took
+	// over a minute) may have earned one more. waitServing's own request
+	// was refused too (from httptest's address) and shares the budget.
+	const burst, refill = 25, 5 * time.Minute
+	budget := burst + int64(elapsed/refill)
+	if objects != 1 || oneAddress > budget || int64(count) > oneAddress || total > budget {
+		t.Errorf("one address: %d Event objects, count %d, %d writes; in all %d writes: want 1 object and at most %d writes", objects, count, oneAddress, total, budget)
 	}
 
 	cp.apply(t, object(t, mctest.Config{Name: "60-worker-turbo", Role: "worker", Spec: map[string]any{"kernelType": "turbo"}}.YAML()))

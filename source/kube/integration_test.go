@@ -108,8 +108,11 @@ func accept(v convert.Version) string {
 // allows: in a fresh-clone CI run (-race, load about 25 on two cores) the
 // first render of realdata/none took 80 s from the directory and 55 s from
 // the API server, side by side (TestSelfModeMatchesDirectory failed its
-// old 30 s; logged "render served … duration=1m20s"). A wait that ends as
-// soon as its condition holds costs nothing when the machine is quick.
+// old 30 s; logged "render served … duration=1m20s"). Every wait for a
+// change to be served (a re-render), reported or recovered from uses it:
+// their old 10–15 s deadlines were met idle but not at load 20–30. A wait
+// that ends as soon as its condition holds costs nothing when the machine
+// is quick.
 const renderWait = 3 * time.Minute
 
 // waitServing waits until every pool named serves, and the status names
@@ -242,7 +245,7 @@ func TestFollowsChangesAndReplicasAgree(t *testing.T) {
 		start := time.Now()
 		step.change()
 		for _, st := range []*stack{a, b} {
-			eventually(t, 10*time.Second, step.name, func() error {
+			eventually(t, renderWait, step.name, func() error {
 				r := st.get(t, "/config/"+step.pool, "")
 				has := strings.Contains(r.body, strings.TrimPrefix(step.want, "!"))
 				if r.code != http.StatusOK || has == strings.HasPrefix(step.want, "!") {
@@ -300,14 +303,14 @@ func TestPoolMode(t *testing.T) {
 	cp.apply(t, withConfiguration(t, cp, "worker", "rendered-worker-cluster2", names["worker"], 0))
 	// Once the source's caches hold both changes, what it renders is what
 	// the next render serves: still the old config.
-	eventually(t, 10*time.Second, "the source holding the new target", func() error {
+	eventually(t, renderWait, "the source holding the new target", func() error {
 		return holds(src, "rendered-worker-cluster2", "worker", "rendered-worker-cluster2", 0)
 	})
 	if in, err := src.Load(context.Background()); err != nil || poolResult(in, "worker") != names["worker"] {
 		t.Errorf("switched before any machine updated: %s, %v", poolResult(in, "worker"), err)
 	}
 	cp.apply(t, withConfiguration(t, cp, "worker", "rendered-worker-cluster2", names["worker"], 1))
-	eventually(t, 10*time.Second, "the new target served", func() error {
+	eventually(t, renderWait, "the new target served", func() error {
 		if got := st.nodeAnnotations(t, "worker"); !strings.Contains(got, "rendered-worker-cluster2") {
 			return errors.New(got)
 		}
@@ -320,7 +323,7 @@ func TestPoolMode(t *testing.T) {
 	// A pool naming a config that does not exist fails alone, keeping
 	// what it served; the others are untouched.
 	cp.apply(t, withConfiguration(t, cp, "worker", "rendered-worker-gone", "rendered-worker-gone", 1))
-	eventually(t, 10*time.Second, "the failure reported", func() error {
+	eventually(t, renderWait, "the failure reported", func() error {
 		for _, p := range st.srv.Status().Pools {
 			if p.Name == "worker" && strings.Contains(p.Error, "rendered-worker-gone, which does not exist") {
 				return nil
@@ -533,13 +536,7 @@ func (cp *controlPlane) serviceAccount(t *testing.T) *rest.Config {
 // Throughout, the last good render keeps serving and the trouble is
 // reported; afterwards, changes are followed again.
 func TestAPIServerLifecycle(t *testing.T) {
-	if sharedCP.CP == nil && sharedCP.Err == nil {
-		kubetest.Missing(t, sharedCP.Missing)
-	}
-	assets, err := kubetest.Assets()
-	if err != nil {
-		t.Fatal(err)
-	}
+	assets := kubetest.NeedAssets(t)
 	// Its own control plane, without the MachineConfig CRDs and with a
 	// fixed certificate directory, so a restarted API server keeps the
 	// certificates clients trust.
@@ -585,7 +582,7 @@ func TestAPIServerLifecycle(t *testing.T) {
 	if err := api.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the recovery noticed", func() error {
+	eventually(t, renderWait, "the recovery noticed", func() error {
 		if le := st.srv.Status().LastError; le != nil {
 			return errors.New(le.Message)
 		}
@@ -593,7 +590,7 @@ func TestAPIServerLifecycle(t *testing.T) {
 	})
 	t.Logf("recovered %s after the API server was started", time.Since(start).Round(time.Millisecond))
 	cp.apply(t, mcObject(t, "50-worker", "worker", "after"))
-	eventually(t, 30*time.Second, "a change after the outage served", func() error {
+	eventually(t, renderWait, "a change after the outage served", func() error {
 		if r := st.get(t, "/config/worker", ""); !strings.Contains(r.body, "data:,after") {
 			return errors.New("old content")
 		}
@@ -615,7 +612,7 @@ func (st *stack) outage(t *testing.T, api *envtest.APIServer, before reply) {
 		t.Fatal(stopErr)
 	}
 	t.Logf("API server stopped in %s (%v)", time.Since(start).Round(time.Millisecond), stopErr)
-	eventually(t, 15*time.Second, "the outage reported", func() error {
+	eventually(t, renderWait, "the outage reported", func() error {
 		le := st.srv.Status().LastError
 		if le == nil {
 			return errors.New("no error in /status")
@@ -679,7 +676,7 @@ func TestSkewPolicyFromCluster(t *testing.T) {
 		})
 	}
 	cp.apply(t, policy(map[string]any{"mode": "Manual", "manual": map[string]any{"mode": "OCPVersion", "ocpVersion": "4.12.0"}}))
-	eventually(t, 10*time.Second, "the cluster's Manual policy stubbing nodes", func() error {
+	eventually(t, renderWait, "the cluster's Manual policy stubbing nodes", func() error {
 		if p := gate.Policy(); p.Mode != "Manual" {
 			return fmt.Errorf("policy mode %q", p.Mode)
 		}
@@ -690,7 +687,7 @@ func TestSkewPolicyFromCluster(t *testing.T) {
 	})
 
 	cp.apply(t, policy(map[string]any{"mode": "None"}))
-	eventually(t, 10*time.Second, "mode None admitting nodes", func() error {
+	eventually(t, renderWait, "mode None admitting nodes", func() error {
 		if s, err := stubbed(); err != nil || s {
 			return fmt.Errorf("stubbed %v, %v", s, err)
 		}
@@ -730,7 +727,7 @@ func TestSkewPolicyRefusedStillServes(t *testing.T) {
 
 	st := serveSourceGated(t, cp.newSource(t, Config{REST: old, SkewPolicy: true}), nil, skewgate.New(nil, testLogger(t)))
 	st.waitServing(t, "master", "worker")
-	eventually(t, 15*time.Second, "the refused policy in /status", func() error {
+	eventually(t, renderWait, "the refused policy in /status", func() error {
 		if e := st.srv.Status().SkewPolicyError; !strings.Contains(e, "forbidden") {
 			return fmt.Errorf("skewPolicyError %q", e)
 		}

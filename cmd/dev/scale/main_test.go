@@ -14,7 +14,7 @@ import (
 func TestGenerate(t *testing.T) {
 	dir := t.TempDir()
 	const n = 3
-	if err := generate("../../fixtures/cluster", dir, n); err != nil {
+	if err := generate("../../../fixtures/cluster", dir, n); err != nil {
 		t.Fatal(err)
 	}
 	set, err := render.Load(dir)
