@@ -36,6 +36,8 @@ type Set struct {
 	merges mergeCache
 	// yaml is the YAML of the list items the set's rendered names hash.
 	yaml yamlItems
+	// valid knows the merged configs' items that pass validation alone.
+	valid validItems
 }
 
 // entry is one MachineConfig with its Ignition config parsed once, at load,
