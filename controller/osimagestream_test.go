@@ -155,6 +155,15 @@ func TestOSImageStream(t *testing.T) {
 		cp.DeleteAll(t, containerRuntimeConfigs)
 	})
 	t.Run("an OSImageStream of another version", func(t *testing.T) {
+		// The last subtest's deletion lands first: the wait below must see
+		// the worker pool keep the config it has.
+		kubetest.Eventually(t, 20*time.Second, "worker written without the deleted MachineConfig", func() error {
+			src, _, _ := unstructured.NestedSlice(pool(t, cp, "worker").Object, "spec", "configuration", "source")
+			if strings.Contains(fmt.Sprint(src), "99-worker-generated-containerruntime") {
+				return fmt.Errorf("source %v", src)
+			}
+			return nil
+		})
 		gen := mcObject(t, "00-worker", "worker", "base")
 		gen.SetAnnotations(map[string]string{render.AnnotationGeneratedByController: "v2"})
 		cp.Apply(t, gen)

@@ -18,13 +18,13 @@ func Marshal(typed any, pretty bool) ([]byte, error) {
 // Encode translates cfg to spec target and marshals it.
 func Encode(cfg *Config, target Version, pretty bool) ([]byte, error) {
 	_, reasons := minVersion(cfg)
-	return encode(cfg, target, reasons, nil, pretty)
+	return encode(cfg, target, reasons, nil, nil, pretty)
 }
 
 // encode is Encode given what MinVersion found for cfg, with directory
-// modes as written (see WrittenModes).
-func encode(cfg *Config, target Version, reasons []Reason, written WrittenModes, pretty bool) ([]byte, error) {
-	typed, err := translate(cfg, target, reasons, written)
+// modes as written (see WrittenModes), validating with valid (may be nil).
+func encode(cfg *Config, target Version, reasons []Reason, written WrittenModes, valid *ValidItems, pretty bool) ([]byte, error) {
+	typed, err := translate(cfg, target, reasons, written, valid)
 	if err != nil {
 		return nil, err
 	}
@@ -45,6 +45,7 @@ type Encoder struct {
 	need         Version
 	ph           *placeholders
 	written      WrittenModes
+	valid        *ValidItems
 }
 
 // NewEncoder prepares cfg; it is not changed. With forYAML, only contents
@@ -62,6 +63,13 @@ func NewEncoder(cfg Config, forYAML bool) *Encoder {
 // wrote them (see WrittenModes) at specs before 3.6. Call it before Encode.
 func (e *Encoder) Written(w WrittenModes) *Encoder {
 	e.written = w
+	return e
+}
+
+// Validating has the encoder validate what it translates through v, which
+// other encoders may share (see ValidItems). Call it before Encode.
+func (e *Encoder) Validating(v *ValidItems) *Encoder {
+	e.valid = v
 	return e
 }
 
@@ -96,7 +104,7 @@ func (e *Encoder) Encode(v Version, edit func(*Config) error) (*Encoded, error) 
 	if err != nil {
 		return nil, err
 	}
-	js, err := encode(&cfg, v, reasons, e.written, false)
+	js, err := encode(&cfg, v, reasons, e.written, e.valid, false)
 	return &Encoded{JSON: js}, err
 }
 
@@ -107,7 +115,7 @@ func (e *Encoder) tokens(v Version, edit func(*Config) error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encode(&cfg, v, reasons, e.written, false)
+	return encode(&cfg, v, reasons, e.written, e.valid, false)
 }
 
 func (e *Encoder) edited(cfg Config, edit func(*Config) error) (Config, []Reason, error) {

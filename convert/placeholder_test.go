@@ -144,9 +144,11 @@ func TestPlaceholdersLateSwap(t *testing.T) {
 }
 
 // The Encoder writes the bytes of Encode at every output spec, with or
-// without an edit, and the YAML a writer builds around them.
+// without an edit, and the YAML a writer builds around them; validating
+// through one ValidItems shared by all changes none of it.
 func TestEncoder(t *testing.T) {
 	big := "data:," + strings.Repeat("p", minPlaceholder)
+	var shared ValidItems
 	for _, c := range []struct {
 		name    string
 		sources []string
@@ -157,7 +159,7 @@ func TestEncoder(t *testing.T) {
 		{"held out for YAML", []string{big, "data:," + strings.Repeat("a b", 200)}, true},
 	} {
 		cfg := placeholderConfig(c.sources...)
-		enc := NewEncoder(cfg, c.forYAML)
+		enc := NewEncoder(cfg, c.forYAML).Validating(&shared)
 		edit := func(c *Config) error {
 			c.Storage.Files = append(slices.Clone(c.Storage.Files), types.File{Node: types.Node{Path: "/etc/added"}, FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: new(big)}}})
 			return nil

@@ -45,5 +45,5 @@ func TestRoundTrip(t *testing.T) {
 // lossless and valid.
 func translateTo(cfg *Config, target Version) (any, error) {
 	_, reasons := minVersion(cfg)
-	return translate(cfg, target, reasons, nil)
+	return translate(cfg, target, reasons, nil, nil)
 }

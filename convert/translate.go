@@ -13,8 +13,9 @@ import (
 // with a CannotExpressError listing every field that needs a newer spec, and
 // proves the result lossless: translated back up, it must equal cfg, or a
 // lossError names what differs. The result passes Ignition's validation for
-// the target spec, or an InvalidError says why.
-func translate(cfg *Config, target Version, reasons []Reason, written WrittenModes) (any, error) {
+// the target spec, or an InvalidError says why (valid, when not nil,
+// shares the validation of items other configs hold too).
+func translate(cfg *Config, target Version, reasons []Reason, written WrittenModes, valid *ValidItems) (any, error) {
 	if !IsOutputVersion(target) {
 		return nil, &UnsupportedVersionError{Version: target.String(), Output: true}
 	}
@@ -49,7 +50,7 @@ func translate(cfg *Config, target Version, reasons []Reason, written WrittenMod
 	}
 	// ign-converter's spec-2 step validates its output with spec 2's rules.
 	if target.Major == 3 {
-		if err := validated(cur, target); err != nil {
+		if err := validated(cur, target, valid); err != nil {
 			return nil, err
 		}
 	}
@@ -61,7 +62,10 @@ func translate(cfg *Config, target Version, reasons []Reason, written WrittenMod
 
 // validated runs Ignition's validation of the target spec, so translate never
 // hands on a config that spec's Ignition would refuse.
-func validated(cfg any, v Version) error {
+func validated(cfg any, v Version, valid *ValidItems) error {
+	if valid != nil && valid.Passes(cfg) {
+		return nil
+	}
 	rpt := validate.ValidateWithContext(cfg, nil)
 	if rpt.IsFatal() {
 		return &InvalidError{Version: v, Problems: problems(rpt, nil)}

@@ -36,6 +36,8 @@ type Set struct {
 	merges mergeCache
 	// yaml is the YAML of the list items the set's rendered names hash.
 	yaml yamlItems
+	// valid knows the merged configs' items that pass validation alone.
+	valid validItems
 }
 
 // entry is one MachineConfig with its Ignition config parsed once, at load,
@@ -669,8 +671,14 @@ func only[T any](list []*T, errs *Errors, dup func(*T) *Error) *T {
 }
 
 func dupError(kind, name, first, second string) *Error {
+	where := "is also defined in " + orUnknown(first)
+	if first != "" && first == second {
+		// Not "also defined in" itself: the likely cause is the file
+		// read twice (render dir dir, or dir and dir/file).
+		where = "is defined twice in this file, or the file is read twice (named twice, or named and inside a directory named too)"
+	}
 	return &Error{File: second, Object: kind + "/" + name, Path: convert.NewPath("metadata", "name"),
-		Message: fmt.Sprintf("duplicate name: %s %q is also defined in %s", kind, name, orUnknown(first)), Err: errDuplicateName}
+		Message: fmt.Sprintf("duplicate name: %s %q %s", kind, name, where), Err: errDuplicateName}
 }
 
 func orUnknown(s string) string {

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // API group and kinds of the objects this package reads and writes.
@@ -450,24 +450,8 @@ func unknownFieldMessage(path convert.Path) string {
 		list, holds = knownSpec, "a MachineConfig's spec holds only "+strings.Join(knownSpec[:len(knownSpec)-1], ", ")+" and "+knownSpec[len(knownSpec)-1]
 	}
 	msg := "unknown field " + name
-	if m := closest(name, list); m != "" {
+	if m := text.Closest(name, list); m != "" {
 		msg += " (did you mean " + m + "?)"
 	}
 	return msg + ": " + holds + "; refused rather than dropped with what it holds"
-}
-
-// closest is the field of list sharing the longest prefix (at least four
-// letters, case aside) with name; "" when none does.
-func closest(name string, list []string) string {
-	best, n := "", 3
-	for _, k := range list {
-		i := 0
-		for i < len(k) && i < len(name) && unicode.ToLower(rune(k[i])) == unicode.ToLower(rune(name[i])) {
-			i++
-		}
-		if i > n {
-			best, n = k, i
-		}
-	}
-	return best
 }

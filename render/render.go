@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
@@ -215,7 +214,7 @@ func (r *renderer) encode(m *merged, order []*entry) (res *Result, out *convert.
 	// config's when it was loaded), so the encoder holds the large ones out
 	// while the config is translated, encoded and written as the YAML its
 	// name is hashed over: that is most of those bytes.
-	enc := convert.NewEncoder(m.cfg, true).Written(res.WrittenModes)
+	enc := convert.NewEncoder(m.cfg, true).Written(res.WrittenModes).Validating(&r.set.valid.items)
 	need, reasons := enc.MinVersion()
 	res.MinSpec = need
 	res.Reasons = r.attribute(m, reasons)
@@ -307,8 +306,12 @@ func (r *renderer) validateMerged(m *merged) []*Error {
 	if len(m.steps) == 0 {
 		return nil // a single config was validated when it was loaded
 	}
+	cfg := r.set.valid.sourcesValidated(m.cfg)
+	if r.set.valid.items.Passes(cfg) {
+		return nil
+	}
 	var out []*Error
-	rpt := validate.ValidateWithContext(sourcesValidated(m.cfg), nil)
+	rpt := validate.ValidateWithContext(cfg, nil)
 	for _, e := range rpt.Entries {
 		if !e.Kind.IsFatal() {
 			continue
@@ -333,21 +336,15 @@ func (r *renderer) validateMerged(m *merged) []*Error {
 // source in a merge is a member's, and each member was validated whole when
 // it was loaded: a data URL's validity is its own, and decoding each again
 // for every pool's merge was the largest part of validating it. Distinct
-// URLs stay distinct, so checks between entries see what they saw. cfg is
-// not changed.
-func sourcesValidated(cfg convert.Config) convert.Config {
-	tokens := map[string]*string{}
+// URLs stay distinct, so checks between entries see what they saw; the
+// same URL gets the same token in every pool of the set. cfg is not
+// changed.
+func (v *validItems) sourcesValidated(cfg convert.Config) convert.Config {
 	swap := func(r *types.Resource) {
 		if r.Source == nil || len(*r.Source) < minSwappedSource || !strings.HasPrefix(*r.Source, "data:") {
 			return
 		}
-		t, ok := tokens[*r.Source]
-		if !ok {
-			s := "data:,mcs-validated-" + strconv.Itoa(len(tokens))
-			t = &s
-			tokens[*r.Source] = t
-		}
-		r.Source = t
+		r.Source = v.token(*r.Source)
 	}
 	files := slices.Clone(cfg.Storage.Files)
 	for i := range files {

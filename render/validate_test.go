@@ -168,7 +168,11 @@ func TestSourcesValidated(t *testing.T) {
 		f.Append = []types.Resource{{Source: big("b")}}
 		cfg.Storage.Files = append(cfg.Storage.Files, f)
 	}
-	got := sourcesValidated(cfg)
+	var v validItems
+	got := v.sourcesValidated(cfg)
+	if again := v.sourcesValidated(cfg); *again.Storage.Files[1].Contents.Source != *got.Storage.Files[1].Contents.Source {
+		t.Error("the same URL got another token in a second config of the set")
+	}
 	src := func(i int) string { return *got.Storage.Files[i].Contents.Source }
 	if src(0) == *big("a") || src(0) != src(2) || src(0) == src(1) || src(1) != *got.Storage.Files[0].Append[0].Source {
 		t.Errorf("swapped %q %q %q, append %q: want one token per distinct URL", src(0), src(1), src(2), *got.Storage.Files[0].Append[0].Source)

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
@@ -40,6 +41,7 @@ func TestClaimsWhenNothingServed(t *testing.T) {
 		name  string
 		loads []load
 	}{
+		{"the first render is running", nil},
 		{"the source fails as a whole at start", []load{{err: errors.New("source directory: stat /srv/mcs: no such file or directory")}}},
 		{"the one pool fails at start", []load{{in: &source.Input{Failed: map[string]error{"worker": broken}}}}},
 		{"one pool never rendered, one served", []load{{in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}}}},
@@ -47,6 +49,7 @@ func TestClaimsWhenNothingServed(t *testing.T) {
 	}
 	var out strings.Builder
 	for _, sc := range scenarios {
+		start := out.Len()
 		var logs bytes.Buffer
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: noTime}))
 		var told []string
@@ -69,7 +72,11 @@ func TestClaimsWhenNothingServed(t *testing.T) {
 				fmt.Fprintf(&out, "RenderDegraded=%s: %s\n", c.Status, c.Message)
 			}
 		}
-		for _, p := range problems(srv.Status(), nil, srv.Status().LastError.Time) {
+		now := time.Now()
+		if le := srv.Status().LastError; le != nil {
+			now = le.Time
+		}
+		for _, p := range problems(srv.Status(), nil, now) {
 			fmt.Fprintf(&out, "problem: %s\n", p.Title)
 		}
 		for _, n := range told {
@@ -80,13 +87,21 @@ func TestClaimsWhenNothingServed(t *testing.T) {
 				fmt.Fprintf(&out, "log: %s\n", line)
 			}
 		}
-	}
-	got := stamp.ReplaceAllString(out.String(), "<time>")
-	for _, lie := range []string{"the first render is running", "no render loaded yet"} {
-		if strings.Contains(got, lie) {
-			t.Errorf("after a failed first render, mcs says %q:\n%s", lie, got)
+		said := out.String()[start:]
+		lies := []string{"the newest render is served"} // none is, in any scenario
+		if len(sc.loads) > 0 {
+			lies = append(lies, "the first render is running", "no render loaded yet")
+		}
+		if sc.name != "a served pool fails" {
+			lies = append(lies, "last good render")
+		}
+		for _, lie := range lies {
+			if strings.Contains(said, lie) {
+				t.Errorf("%s: mcs says %q:\n%s", sc.name, lie, said)
+			}
 		}
 	}
+	got := stamp.ReplaceAllString(out.String(), "<time>")
 	testkit.Golden(t, "testdata/claims.txt", got, *update)
 }
 
@@ -101,6 +116,8 @@ func TestQueryAndAcceptMistakes(t *testing.T) {
 		{"/config/worker", ignitionType + ";version=4.0.0"},
 		{"/config/worker?format=yaml", ""},
 		{"/config/worker?format=JSON", ""},
+		{"/config/worker?verison=3.2.0", ""},
+		{"/config/worker?pretty=1&spec=3.2.0", ""},
 		{"/config/worker?version=3.9.0", ""},
 		{"/config/scan1", ""},
 		{"/status?format=yaml", ""},

@@ -34,6 +34,7 @@ const (
 	CauseNoWrittenSpec   Cause = "no-written-spec"
 	CauseBadVersion      Cause = "bad-version"
 	CauseBadFormat       Cause = "bad-format"
+	CauseBadQuery        Cause = "bad-query"
 	CauseNotExpressible  Cause = "not-expressible"
 )
 
@@ -73,6 +74,7 @@ var contract = []contractRow{
 	{CauseNoWrittenSpec, http.StatusNotAcceptable, "send an Accept header naming a spec mcs writes"},
 	{CauseBadVersion, http.StatusBadRequest, "use ?version= with a spec mcs writes"},
 	{CauseBadFormat, http.StatusBadRequest, "leave ?format= out, or give json"},
+	{CauseBadQuery, http.StatusBadRequest, "use only ?version=, ?format=json and ?pretty=1"},
 	{CauseNotExpressible, http.StatusNotAcceptable, "without a skew gate only: ask for a newer spec"},
 }
 
@@ -219,17 +221,40 @@ func (wn *waitingNodes) count(cause Cause) int {
 	return n
 }
 
-// forget drops entries not seen lately, and their log dedup keys, so a
-// cause that comes back is logged again. Called with mu held.
+// forget drops entries not seen lately. Called with mu held.
 func (wn *waitingNodes) forget(now time.Time) {
 	for k, e := range wn.entries {
 		if now.Sub(e.Last) > waitingForget {
-			delete(wn.entries, k)
-			for wk := range wn.warned {
-				if wk.waitKey == k {
-					delete(wn.warned, wk)
-				}
-			}
+			wn.drop(k)
+		}
+	}
+}
+
+// drop removes an entry and its log dedup keys, so a cause that comes
+// back is logged again. Called with mu held.
+func (wn *waitingNodes) drop(k waitKey) {
+	delete(wn.entries, k)
+	for wk := range wn.warned {
+		if wk.waitKey == k {
+			delete(wn.warned, wk)
+		}
+	}
+}
+
+// resolved drops the causes snap, just swapped in, answers: nothing served
+// once anything is, an unknown pool once snap has it, a pool without a
+// good render once snap serves it. A fixed cause leaves /status and
+// NodesWaiting at once, not ten minutes later still saying nodes retry.
+func (wn *waitingNodes) resolved(snap *Snapshot) {
+	wn.mu.Lock()
+	defer wn.mu.Unlock()
+	for k := range wn.entries {
+		_, failing := snap.failed[k.pool]
+		switch {
+		case k.cause == CauseNotReady || k.cause == CauseRenderFailed,
+			k.cause == CauseUnknownPool && (snap.pools[k.pool] != nil || failing),
+			k.cause == CausePoolNotRendered && snap.pools[k.pool] != nil:
+			wn.drop(k)
 		}
 	}
 }

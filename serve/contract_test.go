@@ -101,6 +101,7 @@ var contractCases = map[Cause]contractCase{
 	CauseNoWrittenSpec: {server: worker, request: getter("/config/worker", "Accept", "application/vnd.coreos.ignition+json;version=4.0.0"),
 		body: "Accept names no spec this server writes: it writes 2.2.0, 3.0.0"},
 	CauseBadFormat:  {server: worker, request: getter("/config/worker?format=yaml"), body: "?format=yaml is not served: an Ignition config is JSON"},
+	CauseBadQuery:   {server: worker, request: getter("/config/worker?spec=3.2.0"), body: "?spec is not a parameter of /config/, which takes ?version=X.Y.Z"},
 	CauseBadVersion: {server: worker, request: getter("/config/worker?version=3.7.0"), body: "cannot write spec version"},
 	CauseNotExpressible: {server: func(t *testing.T, cfg Config) *Server {
 		return newTestServer(t, cfg, result(t, "worker", luksIgn))
@@ -261,6 +262,66 @@ func TestUnknownPoolNoise(t *testing.T) {
 	s.rec.waiting.mu.Unlock()
 	if st := s.Status(); len(st.Waiting) != 0 || len(st.UnknownPools) != 0 || condition(st, "NodesWaiting").Status != "False" {
 		t.Fatalf("stale causes still shown: %+v %+v", st.Waiting, st.UnknownPools)
+	}
+}
+
+// A cause a render fixes leaves /status at once: nodes that waited for the
+// first render, for a pool's first good render or for a pool to be
+// created are no longer said to retry (NodesWaiting) for ten minutes
+// after they boot; a cause that comes back is logged again.
+func TestWaitingEndsWithFix(t *testing.T) {
+	broken := errors.New("dir/50-worker.yaml: MachineConfig/50-worker: $.spec.config.storage.files.0.path: relative path")
+	w, m, infra := result(t, "worker", plainIgn), result(t, "master", plainIgn), result(t, "infra", plainIgn)
+	for _, c := range []struct {
+		name   string
+		before load
+		paths  []string // asked for before the fix
+		causes []Cause  // of waiting and unknownPools before the fix
+	}{
+		{"first render failed", load{err: errors.New("source directory: stat /srv/mcs: no such file or directory")}, []string{"/config/worker"}, []Cause{CauseRenderFailed}},
+		{"pool never rendered, pool not created", load{in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}},
+			[]string{"/config/worker", "/config/infra"}, []Cause{CausePoolNotRendered, CauseUnknownPool}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			srv := mustNew(t, Config{Logger: log})
+			rl := &Reloader{Source: &inputs{loads: []load{c.before, {in: &source.Input{Results: []*render.Result{w, m, infra}}}}}, Server: srv, Logger: log}
+			rl.Reload(context.Background())
+			for _, p := range c.paths {
+				get(t, srv, "GET", p)
+			}
+			st := srv.Status()
+			var causes []Cause
+			for _, e := range append(st.Waiting, st.UnknownPools...) {
+				causes = append(causes, e.Cause)
+			}
+			slices.Sort(causes)
+			if want := slices.Sorted(slices.Values(c.causes)); !slices.Equal(causes, want) {
+				t.Fatalf("before the fix: causes %v, want %v", causes, want)
+			}
+			rl.Reload(context.Background()) // the fix: every pool renders
+			st = srv.Status()
+			if len(st.Waiting) != 0 || len(st.UnknownPools) != 0 || condition(st, "NodesWaiting").Status != "False" {
+				t.Errorf("after the fix: waiting %+v, unknownPools %+v, NodesWaiting %+v", st.Waiting, st.UnknownPools, condition(st, "NodesWaiting"))
+			}
+			for _, p := range c.paths {
+				if code := get(t, srv, "GET", p).Code; code != 200 {
+					t.Errorf("GET %s after the fix: %d", p, code)
+				}
+			}
+		})
+	}
+	// A cause that comes back after its fix is logged again.
+	var logs bytes.Buffer
+	srv := mustNew(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	rl := &Reloader{Source: &inputs{loads: []load{{in: &source.Input{Results: []*render.Result{m}}}, {in: &source.Input{Results: []*render.Result{m, infra}}}, {in: &source.Input{Results: []*render.Result{m}}}}}, Server: srv}
+	for range 3 {
+		rl.Reload(context.Background())
+		get(t, srv, "GET", "/config/infra")
+	}
+	if n := strings.Count(logs.String(), "msg=\"node waiting"); n != 2 {
+		t.Errorf("%d node-waiting lines for infra, created in between; want 2:\n%s", n, logs.String())
 	}
 }
 

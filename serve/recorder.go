@@ -69,6 +69,7 @@ func (rec *recorder) rendered(snap *Snapshot) {
 		rec.errSince = time.Time{}
 	}
 	rec.mu.Unlock()
+	rec.waiting.resolved(snap)
 	rec.m.gen.Set(float64(snap.Generation))
 	rec.m.failing.Set(0)
 	rec.m.lastOK.Set(float64(snap.Built.Unix()))

@@ -47,6 +47,12 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	done()
 	r.health().took(time.Since(start))
 	snap := r.Server.Snapshot()
+	if f != nil && ctx.Err() != nil {
+		// Stopped, not failed: a load cut short by shutdown says nothing
+		// of the source, and must not be logged or reported as broken.
+		r.log().Info("render stopped: shutting down", "source", r.Source.String())
+		return ctx.Err()
+	}
 	if f != nil {
 		f.markServed(snap)
 		r.health().failed(f)

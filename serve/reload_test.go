@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -122,5 +123,36 @@ func TestReloadFailedPoolGetsNewNodeFiles(t *testing.T) {
 	}
 	if p == old || p.node != (render.NodeFiles{Kubeconfig: kubeconfig}).Key(nil) {
 		t.Error("worker kept the node files of before the rotation")
+	}
+}
+
+// A load cut short by shutdown is not a failed render: no ERROR "render
+// failed" line, no lastError, no notice, as mcs stopping with a slow
+// source (the API server) would otherwise say of a healthy cluster.
+func TestReloadStoppedIsNotFailed(t *testing.T) {
+	for _, served := range []bool{false, true} {
+		var logs strings.Builder
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: noTime}))
+		var told []source.Notice
+		srv := mustNew(t, Config{Logger: log, Notify: func(n source.Notice) { told = append(told, n) }})
+		ctx, cancel := context.WithCancel(context.Background())
+		loads := []load{{err: context.Canceled}}
+		if served {
+			loads = append([]load{{in: &source.Input{Results: []*render.Result{result(t, "worker", plainIgn)}}}}, loads...)
+		}
+		rl := &Reloader{Source: &inputs{loads: loads}, Server: srv, Logger: log}
+		if served {
+			rl.Reload(ctx)
+		}
+		cancel()
+		if err := rl.Reload(ctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("Reload after shutdown: %v, want context.Canceled", err)
+		}
+		if st := srv.Status(); st.LastError != nil || strings.Contains(logs.String(), "render failed") || len(told) != 0 {
+			t.Errorf("served %v: a stopped load reported as failed: lastError %+v, notices %+v, logs:\n%s", served, st.LastError, told, logs.String())
+		}
+		if !strings.Contains(logs.String(), `level=INFO msg="render stopped: shutting down"`) {
+			t.Errorf("no line saying the render stopped:\n%s", logs.String())
+		}
 	}
 }

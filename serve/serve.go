@@ -193,6 +193,10 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	var q url.Values
 	if r.URL.RawQuery != "" {
 		q = r.URL.Query()
+		if k := unknownParam(q); k != "" {
+			s.refuser.refuse(w, r, CauseBadQuery, p.name, fmt.Sprintf("?%s is not a parameter of /config/, which takes ?version=X.Y.Z (the spec to write), ?format=json and ?pretty=1", bounded(k)))
+			return
+		}
 		if f := q.Get("format"); f != "" && !strings.EqualFold(f, "json") {
 			s.refuser.refuse(w, r, CauseBadFormat, p.name, fmt.Sprintf("?format=%s is not served: an Ignition config is JSON, the one format (?format=json, or leave it out; ?pretty=1 indents it)", bounded(f)))
 			return
@@ -392,4 +396,17 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	plain(w, http.StatusOK, "ok")
+}
+
+// unknownParam is the first query parameter, by name, that /config/ does
+// not read, or "": a typo (?verison=3.2.0, ?spec=3.2.0) must not be
+// answered with the default spec as if it had been heard.
+func unknownParam(q url.Values) string {
+	first := ""
+	for k := range q {
+		if k != "version" && k != "format" && k != "pretty" && (first == "" || k < first) {
+			first = k
+		}
+	}
+	return first
 }

@@ -42,10 +42,10 @@ type Status struct {
 	// retries (docs/reliability.md), by cause and pool.
 	Waiting []Waiting `json:"waiting"`
 	// UnknownPools counts requests for pool names the server does not
-	// serve, by name (at most 8, the rest as "(other)"), for 10 minutes
-	// after the last: a node whose pool is not created yet, or anyone
-	// guessing names. Kept apart from waiting, so guesses raise no
-	// condition and crowd out no real pool's cause.
+	// serve, by name (at most 8, the rest as "(other)"), until the pool
+	// exists or 10 minutes after the last: a node whose pool is not
+	// created yet, or anyone guessing names. Kept apart from waiting, so
+	// guesses raise no condition and crowd out no real pool's cause.
 	UnknownPools []Waiting `json:"unknownPools"`
 	// TLS is the served certificate and until when a pointer config
 	// trusting each CA boots a node (with a TLS listener).
@@ -169,6 +169,10 @@ func (rec *recorder) status() Status {
 // and if not, what is served instead.
 func renderCondition(st Status) Condition {
 	c := Condition{Type: "RenderDegraded", Status: "False", Reason: "RenderSucceeded", Message: "the newest render is served"}
+	if st.LastError == nil && !st.Ready {
+		// Not failed, but nothing served either: no claim of a render.
+		c.Reason, c.Message = "FirstRenderRunning", "no render has finished yet: the first is running, and nothing is served until it ends"
+	}
 	if st.LastError == nil {
 		return c
 	}

@@ -216,9 +216,15 @@ func waitingProblems(waiting []Waiting, now time.Time) []problem {
 			out = append(out, problem{Warn: true, Title: fmt.Sprintf("… and %d more causes of waiting nodes (see waiting in the JSON)", len(waiting)-i)})
 			break
 		}
+		// Waiting for the first render or for a free slot ends by itself;
+		// every other cause, once an admin fixes it.
+		ends := "once it is fixed"
+		if w.Cause == CauseNotReady || w.Cause == CauseOverloaded {
+			ends = "once it passes"
+		}
 		out = append(out, problem{Warn: true, Anchor: "pools",
-			Title: fmt.Sprintf("Nodes wait, answered %d (%s) %s: %d requests from %d address(es), latest %s; they boot once it is fixed",
-				w.Code, w.Cause, forPool(w.Pool), w.Requests, w.Clients, ago(w.Last, now)),
+			Title: fmt.Sprintf("Nodes wait, answered %d (%s) %s: %d requests from %d address(es), latest %s; they boot %s",
+				w.Code, w.Cause, forPool(w.Pool), w.Requests, w.Clients, ago(w.Last, now), ends),
 			Detail: w.Message})
 	}
 	return out

@@ -86,7 +86,7 @@ func New(p *Policy, log *slog.Logger) *Gate {
 func (g *Gate) SetPolicy(p *Policy) {
 	if p == nil {
 		p = &Policy{}
-		_ = p.validate("$")
+		_ = p.validate(nil)
 	}
 	g.policy.Store(p)
 }

@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
+
 	"github.com/ignition-mcs/mcs/internal/intake"
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // Policy is shaped like OpenShift's MachineConfiguration
@@ -55,10 +60,87 @@ func LoadPolicy(path string) (*Policy, error) {
 		return nil, fmt.Errorf("reading skew policy: %w", err)
 	}
 	p, err := ParsePolicy(raw)
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		if line := yamlLine(raw, fe.path); line > 0 {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
+}
+
+// fieldError is a policy problem at a JSON path, so that LoadPolicy can
+// name the line of the user's file.
+type fieldError struct {
+	path []string // from the document's top
+	msg  string
+}
+
+func (e *fieldError) Error() string {
+	return "$" + strings.Join(append([]string{""}, e.path...), ".") + ": " + e.msg
+}
+
+// at is a fieldError at prefix's path and then path.
+func at(prefix []string, msg string, path ...string) error {
+	return &fieldError{path: append(slices.Clip(prefix), path...), msg: msg}
+}
+
+// yamlLine is the line of the field at path in a YAML (or JSON) document,
+// or 0.
+func yamlLine(raw []byte, path []string) int {
+	var doc yaml.Node
+	if yaml.Unmarshal(raw, &doc) != nil || len(doc.Content) == 0 {
+		return 0
+	}
+	return intake.Line(doc.Content[0], path)
+}
+
+// policyFields are the fields of a bare policy and of its objects.
+var policyFields = map[string][]string{
+	"":        {"mode", "manual", "release", "minIgnitionVersion"},
+	"manual":  {"mode", "ocpVersion", "rhcosVersion"},
+	"release": {"ocpVersion", "rhcosVersion"},
+}
+
+// unknownField is the first field of a bare policy, by path, that a
+// policy does not have: refused at its path with the field likely meant,
+// not encoding/json's "unknown field" at the top whatever its depth.
+func unknownField(js []byte) error {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(js, &top) != nil {
+		return nil // the decode says why
+	}
+	for _, obj := range []string{"", "manual", "release"} {
+		var fields map[string]json.RawMessage
+		if obj == "" {
+			fields = top
+		} else if json.Unmarshal(top[obj], &fields) != nil {
+			continue
+		}
+		known := policyFields[obj]
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
+			if slices.Contains(known, k) {
+				continue
+			}
+			msg := "unknown field " + k
+			if m := text.Closest(k, known); m != "" {
+				msg += " (did you mean " + m + "?)"
+			}
+			path := []string{obj, k}
+			if obj == "" {
+				path = path[1:]
+			}
+			holder := "a skew policy"
+			if obj != "" {
+				holder = obj
+			}
+			return at(nil, msg+": "+holder+" holds only "+strings.Join(known[:len(known)-1], ", ")+" and "+known[len(known)-1], path...)
+		}
+	}
+	return nil
 }
 
 // ParsePolicy parses and validates a policy document.
@@ -86,30 +168,34 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 	if err := json.Unmarshal(js, &probe); err != nil {
 		return nil, fmt.Errorf("$: %w", err)
 	}
-	prefix, strict := "$", true
+	var prefix []string // where the policy sits in the document
+	strict := true
 	if probe.Kind != nil || probe.Spec != nil {
 		if probe.Kind != nil && *probe.Kind != "MachineConfiguration" {
-			return nil, fmt.Errorf("$.kind: %q is not MachineConfiguration", *probe.Kind)
+			return nil, at(nil, fmt.Sprintf("%q is not MachineConfiguration", *probe.Kind), "kind")
 		}
-		js, prefix, strict = []byte("{}"), "$.spec.bootImageSkewEnforcement", false
+		js, prefix, strict = []byte("{}"), []string{"spec", "bootImageSkewEnforcement"}, false
 		switch {
 		case probe.Spec != nil && !isNull(probe.Spec.BootImageSkewEnforcement):
 			js = probe.Spec.BootImageSkewEnforcement
 		case probe.Status != nil && !isNull(probe.Status.BootImageSkewEnforcementStatus):
-			js, prefix = probe.Status.BootImageSkewEnforcementStatus, "$.status.bootImageSkewEnforcementStatus"
+			js, prefix = probe.Status.BootImageSkewEnforcementStatus, []string{"status", "bootImageSkewEnforcementStatus"}
 		}
 	}
 	var p Policy
 	dec := json.NewDecoder(bytes.NewReader(js))
 	if strict {
+		if err := unknownField(js); err != nil {
+			return nil, err
+		}
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(&p); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, fmt.Errorf("%s.%s: want a %s, got a %s", prefix, te.Field, te.Type, te.Value)
+			return nil, at(prefix, fmt.Sprintf("want a %s, got %s", te.Type, withArticle(te.Value)), strings.Split(te.Field, ".")...)
 		}
-		return nil, fmt.Errorf("%s: %w", prefix, err)
+		return nil, at(prefix, err.Error())
 	}
 	if err := p.validate(prefix); err != nil {
 		return nil, err
@@ -121,27 +207,27 @@ func isNull(js json.RawMessage) bool {
 	return len(js) == 0 || string(js) == "null"
 }
 
-func (p *Policy) validate(prefix string) error {
+func (p *Policy) validate(prefix []string) error {
 	switch p.Mode {
 	case "", "None", "Automatic":
 	case "Manual":
 		if p.Manual == nil {
-			return fmt.Errorf("%s.manual: required when mode is Manual", prefix)
+			return at(prefix, "required when mode is Manual", "manual")
 		}
 		switch p.Manual.Mode {
 		case "OCPVersion":
 			if _, err := parseOCP(p.Manual.OCPVersion); err != nil {
-				return fmt.Errorf("%s.manual.ocpVersion: %w", prefix, err)
+				return at(prefix, err.Error(), "manual", "ocpVersion")
 			}
 		case "RHCOSVersion":
 			if _, err := parseRHCOS(p.Manual.RHCOSVersion); err != nil {
-				return fmt.Errorf("%s.manual.rhcosVersion: %w", prefix, err)
+				return at(prefix, err.Error(), "manual", "rhcosVersion")
 			}
 		default:
-			return fmt.Errorf("%s.manual.mode: %q is not OCPVersion or RHCOSVersion", prefix, p.Manual.Mode)
+			return at(prefix, fmt.Sprintf("%q is not OCPVersion or RHCOSVersion", p.Manual.Mode), "manual", "mode")
 		}
 	default:
-		return fmt.Errorf("%s.mode: %q is not Manual, None or Automatic", prefix, p.Mode)
+		return at(prefix, fmt.Sprintf("%q is not Manual, None or Automatic", p.Mode), "mode")
 	}
 	if p.Release.OCPVersion == "" {
 		p.Release.OCPVersion = defaultRelease.OCPVersion
@@ -150,16 +236,16 @@ func (p *Policy) validate(prefix string) error {
 		p.Release.RHCOSVersion = defaultRelease.RHCOSVersion
 	}
 	if _, err := parseOCP(p.Release.OCPVersion); err != nil {
-		return fmt.Errorf("%s.release.ocpVersion: %w", prefix, err)
+		return at(prefix, err.Error(), "release", "ocpVersion")
 	}
 	if _, err := parseRHCOS(p.Release.RHCOSVersion); err != nil {
-		return fmt.Errorf("%s.release.rhcosVersion: %w", prefix, err)
+		return at(prefix, err.Error(), "release", "rhcosVersion")
 	}
 	p.minIgnition = map[string]IgnitionVersion{}
 	for pool, s := range p.MinIgnitionVersion {
 		v, ok := ParseUserAgent("Ignition/v" + strings.TrimPrefix(s, "v"))
 		if !ok {
-			return fmt.Errorf("%s.minIgnitionVersion.%s: %q is not an Ignition version like 2.15.0", prefix, pool, s)
+			return at(prefix, fmt.Sprintf("%q is not an Ignition version like 2.15.0", s), "minIgnitionVersion", pool)
 		}
 		p.minIgnition[pool] = v
 	}
@@ -244,3 +330,12 @@ func (a rhcos) Less(b rhcos) bool {
 }
 
 func (a rhcos) RHEL() string { return fmt.Sprintf("RHEL %d.%d", a.RHELMajor, a.RHELMinor) }
+
+// withArticle is "an array", "a number": encoding/json's names of a JSON
+// value's kind, for people.
+func withArticle(kind string) string {
+	if strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
+}

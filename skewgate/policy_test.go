@@ -1,7 +1,10 @@
 package skewgate
 
 import (
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -282,4 +285,34 @@ func TestParseUserAgentAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { ParseUserAgent("Ignition/v2.27.0") }); n != 0 {
 		t.Errorf("ParseUserAgent allocates %v times", n)
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// A policy file's mistakes are told at their line and path, an unknown
+// field by its own path with the field likely meant (not encoding/json's
+// "$: json: unknown field" at the top whatever its depth);
+// testdata/policy-files.txt holds each message.
+func TestLoadPolicyErrorsAtLines(t *testing.T) {
+	dir := t.TempDir()
+	var out strings.Builder
+	for i, doc := range []string{
+		"mode: Manual\nbogusKey: 1\n",
+		"mode: Manual\nmanual:\n  mode: OCPVersion\n  ocpversion: 4.12.0\n",
+		"mode: Manual\nmanual: {mode: OCPVersion, ocpVersion: four}\n",
+		"mode: None\nrelease:\n  rhcosVersion: x\n",
+		"mode: None\nminIgnitionVersion:\n  worker: new\n",
+		"mode: [1]\n",
+		"kind: MachineConfiguration\nspec:\n  bootImageSkewEnforcement:\n    mode: Bogus\n",
+		`{"mode": "None", "relase": {}}`,
+	} {
+		path := filepath.Join(dir, fmt.Sprintf("policy-%d.yaml", i))
+		os.WriteFile(path, []byte(doc), 0o644)
+		_, err := LoadPolicy(path)
+		if err == nil {
+			t.Fatalf("%q accepted", doc)
+		}
+		fmt.Fprintf(&out, "%s---\n%s\n\n", doc, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
+	}
+	testkit.Golden(t, "testdata/policy-files.txt", out.String(), *update)
 }

@@ -106,6 +106,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	defer klogTo(ctx, log)()
 	rc, err := kube.RESTConfig(o.kubeconfig)
 	if err != nil {
 		return err

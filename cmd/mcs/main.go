@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
@@ -22,6 +23,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	ctx = installKlog(ctx, slog.NewTextHandler(os.Stderr, nil))
 	if err := dispatch(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		if !cmdline.Said(err) {
 			fmt.Fprintln(os.Stderr, "mcs:", err)

@@ -70,7 +70,11 @@ func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		case len(args) > 0 && (args[0] == "-version" || args[0] == "--version"):
 			return cmdline.ErrVersion
 		}
-		fmt.Fprintln(stderr, "mcs pki: want a verb, status or rotate\nUsage: mcs pki status|rotate [flags]   (see 'mcs pki status --help')")
+		what := "no verb"
+		if len(args) > 0 {
+			what = fmt.Sprintf("unknown verb %q", args[0])
+		}
+		fmt.Fprintf(stderr, "mcs pki: %s: want status or rotate\nUsage: mcs pki status|rotate [flags]   (see 'mcs pki status --help')\n", what)
 		return cmdline.ErrUsage
 	}
 	verb := args[0]

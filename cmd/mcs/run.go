@@ -37,6 +37,7 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	defer klogTo(ctx, log)()
 	ro := o.render
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

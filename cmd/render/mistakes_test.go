@@ -24,6 +24,8 @@ func TestMistakes(t *testing.T) {
 		// Two MachineConfigs write one file: the later wins, and says so.
 		{"overridden-file", []string{tree("overridden-file")}},
 		{"overridden-file-explain", []string{"--explain", tree("overridden-file")}},
+		// A tree named twice: not "defined in" the very same file.
+		{"tree-named-twice", []string{tree("overridden-file"), tree("overridden-file")}},
 		// An empty tree renders nothing: an error, not {"items":[]}.
 		{"empty-tree", []string{tree("empty")}},
 		// Positions in the YAML, not in the JSON the loader made of it.
@@ -35,6 +37,8 @@ func TestMistakes(t *testing.T) {
 		{"unknown-pool-without-pools", []string{"--pool", "infra", tree("no-pools")}},
 		// --explain explains a pool the ceiling refuses.
 		{"explain-above-ceiling", []string{"--max-spec", "3.2.0", "--explain", filepath.Join("fixtures", "features", "tang-advertisement-3.4")}},
+		// --format and --pretty shape output --explain does not print.
+		{"explain-with-format", []string{"--explain", "--format", "ignition", "--pool", "worker", tree("no-pools")}},
 		// One pool of a tree is a List like two; one --pool is its MachineConfig.
 		{"one-pool-tree-is-a-list", []string{"--pretty", tree("no-pools")}},
 		{"one-pool-asked-is-a-machineconfig", []string{"--pretty", "--pool", "worker", tree("no-pools")}},

@@ -254,6 +254,11 @@ func (o *options) check(fs *flag.FlagSet, paths []string) (render.Options, error
 	if err == nil {
 		err = o.checkClient()
 	}
+	if err == nil && o.explain && o.out == "" && (o.pretty || o.format != "machineconfig") {
+		// The explanation takes stdout; the output they shape is written
+		// only with -o.
+		err = errors.New("--explain prints the explanation instead of the output: --format and --pretty shape the output, written with -o FILE beside it")
+	}
 	if err == nil && len(paths) == 0 {
 		err = errors.New("no PATH given")
 	}

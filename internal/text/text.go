@@ -3,6 +3,7 @@ package text
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -26,4 +27,20 @@ func Truncate(s string, n int, tail string) string {
 		cut--
 	}
 	return s[:cut] + tail
+}
+
+// Closest is the word of list sharing the longest prefix (at least four
+// letters, case aside) with name, for "did you mean"; "" when none does.
+func Closest(name string, list []string) string {
+	best, n := "", 3
+	for _, k := range list {
+		i := 0
+		for i < len(k) && i < len(name) && unicode.ToLower(rune(k[i])) == unicode.ToLower(rune(name[i])) {
+			i++
+		}
+		if i > n {
+			best, n = k, i
+		}
+	}
+	return best
 }

@@ -135,6 +135,7 @@ type Source struct {
 	notify    chan struct{}     // capacity 1: a pending change
 	monitor                     // the API server's health: log, host, metrics
 	cache     render.ParseCache // parsed configs, kept from one load to the next
+	fed       fedJSON           // the objects' JSON, kept from one load to the next
 	renderer  source.Renderer   // re-renders only the pools whose inputs changed
 
 	caches
@@ -291,16 +292,17 @@ func Objects(st cache.Store) []*unstructured.Unstructured {
 // loader, parse cache and per-pool render loop as the directory source.
 func (s *Source) loadSelf() (*source.Input, error) {
 	l := render.Loader{Cache: &s.cache, FromAPIServer: true}
+	fed := s.fed.begin()
 	for _, u := range Objects(s.mcs) {
 		if isRendered(u) {
 			continue // an output, never an input: see isRendered
 		}
-		if err := feed(&l, u); err != nil {
+		if err := fed.feed(&l, u); err != nil {
 			return nil, err
 		}
 	}
 	for _, u := range Objects(s.pools) {
-		if err := feed(&l, u); err != nil {
+		if err := fed.feed(&l, u); err != nil {
 			return nil, err
 		}
 	}
@@ -316,6 +318,7 @@ func (s *Source) loadSelf() (*source.Input, error) {
 	if err != nil {
 		return nil, err
 	}
+	fed.done()
 	in := s.renderer.Render(set, s.cfg.Options, s.cfg.Rendered)
 	in.Warnings = source.Notices(set)
 	return in, nil
@@ -330,4 +333,50 @@ func feed(l *render.Loader, u *unstructured.Unstructured) error {
 	}
 	l.Data(origin, js)
 	return nil
+}
+
+// fedJSON keeps the JSON of the objects fed to the last load, by the
+// object's version: the API server gives an object a new resourceVersion
+// with every change of its content, so an object of the same kind, name,
+// uid and resourceVersion has the same JSON, and a load encodes only the
+// objects that changed (a worker MachineConfig is a few hundred
+// kilobytes; a cluster of a hundred pools has two hundred objects more).
+type fedJSON struct {
+	mu   sync.Mutex
+	last map[fedKey][]byte
+}
+
+type fedKey struct{ kind, name, uid, resourceVersion string }
+
+// fedLoad is one load's feeding: what it fed is what the next one keeps.
+type fedLoad struct {
+	f    *fedJSON
+	next map[fedKey][]byte
+}
+
+func (f *fedJSON) begin() fedLoad { return fedLoad{f: f, next: map[fedKey][]byte{}} }
+
+// feed is feed(l, u), with u's JSON from the last load when u is the same
+// version; the loader reads the bytes and keeps none of them.
+func (fl fedLoad) feed(l *render.Loader, u *unstructured.Unstructured) error {
+	k := fedKey{u.GetKind(), u.GetName(), string(u.GetUID()), u.GetResourceVersion()}
+	fl.f.mu.Lock()
+	js, ok := fl.f.last[k]
+	fl.f.mu.Unlock()
+	if !ok || k.resourceVersion == "" {
+		var err error
+		if js, err = json.Marshal(u.Object); err != nil {
+			return fmt.Errorf("%s: %s/%s: encoding: %w", origin, u.GetKind(), u.GetName(), err)
+		}
+	}
+	fl.next[k] = js
+	l.Data(origin, js)
+	return nil
+}
+
+// done makes this load's objects the ones the next load keeps.
+func (fl fedLoad) done() {
+	fl.f.mu.Lock()
+	defer fl.f.mu.Unlock()
+	fl.f.last = fl.next
 }

@@ -3,6 +3,8 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -28,7 +30,32 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 		if kubeconfig != "" {
 			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 		}
+		if clientcmd.IsEmptyConfig(err) {
+			// client-go's own words suggest KUBERNETES_MASTER, which is
+			// not how anyone points mcs at a cluster: say what was tried.
+			return nil, fmt.Errorf("no API server to talk to: not in a cluster (KUBERNETES_SERVICE_HOST unset), and no kubeconfig (%s)", tried(rules.Precedence))
+		}
 		return nil, fmt.Errorf("not in a cluster, and no usable kubeconfig: %w", err)
 	}
 	return c, nil
+}
+
+// tried says what became of each kubeconfig file looked for.
+func tried(paths []string) string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			out = append(out, p+": no such file")
+		} else {
+			out = append(out, p+": names no cluster")
+		}
+	}
+	from := "~/.kube/config, as $KUBECONFIG is unset"
+	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "" {
+		from = "$KUBECONFIG"
+	}
+	if len(out) == 0 {
+		return from + ": empty"
+	}
+	return from + ": " + strings.Join(out, ", ")
 }

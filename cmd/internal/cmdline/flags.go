@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/ignition-mcs/mcs/convert"
@@ -100,7 +101,13 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		return mistake(fs, err)
 	}
 	if fs.NArg() > 0 {
-		return mistake(fs, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " ")))
+		msg := "unexpected arguments: " + strings.Join(fs.Args(), " ")
+		if slices.ContainsFunc(fs.Args()[1:], func(a string) bool { return strings.HasPrefix(a, "-") }) {
+			// The flag package stops at the first argument: say so, or
+			// the flags after it look refused for no reason.
+			msg += fmt.Sprintf(" (the flags after %q were not read: flags stop at the first argument)", fs.Arg(0))
+		}
+		return mistake(fs, errors.New(msg))
 	}
 	return nil
 }

@@ -1,0 +1,171 @@
+package convert
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/coreos/ignition/v2/config/validate"
+)
+
+// ValidItems says whether a config (the types.Config of any spec 3
+// version) has no fatal problem for Ignition's validation without walking
+// all of it for every pool. What Ignition checks of a file or a unit alone
+// depends on that item alone; what it checks across items reads only a
+// file's path (the same as another file's, directory's or link's, below a
+// link, or a unit's or dropin's) and a unit's name and its dropins' (the
+// same as another unit's, or a node's path), in every spec 3 version. So a
+// config passes when each of its files and units passes alone (kept by
+// the item's JSON and type: the pools taking the worker configs share most
+// of them) and the config passes with only the items that could meet such
+// a check. One shared by a set's renders validates each item once. Safe
+// for concurrent use; the zero value is ready.
+type ValidItems struct {
+	mu    sync.Mutex
+	valid map[string]bool // the item's type and JSON → passes alone
+}
+
+// anyToken is an item's JSON with each placeholder token (see
+// placeholders) the same: each stands for a data URL validated already, and
+// what Ignition checks of a source alone is the same for any valid data
+// URL, so an item reads alike in every encoder whatever its nonce.
+func anyToken(js []byte) []byte {
+	lead := []byte(`"data:,mcsph-`)
+	if !bytes.Contains(js, lead) {
+		return js
+	}
+	out := make([]byte, 0, len(js))
+	for {
+		at := bytes.Index(js, lead)
+		if at < 0 {
+			return append(out, js...)
+		}
+		end := at + len(lead)
+		for end < len(js) && (js[end] >= '0' && js[end] <= '9' || js[end] >= 'a' && js[end] <= 'f' || js[end] == '-') {
+			end++
+		}
+		out = append(out, js[:at]...)
+		if end < len(js) && js[end] == '"' {
+			out = append(out, `"data:,mcsph`...) // a token: the same for all
+		} else {
+			out = append(out, js[at:end]...) // not one: as it is
+		}
+		js = js[end:]
+	}
+}
+
+// unitDir is where Ignition writes units; a file there can clash with one.
+const unitDir = "/etc/systemd/system/"
+
+// Passes reports whether cfg has no fatal problem; false may also mean it
+// was not shown here (the caller then validates it whole).
+func (v *ValidItems) Passes(cfg any) bool {
+	c := reflect.ValueOf(cfg)
+	files := c.FieldByName("Storage").FieldByName("Files")
+	units := c.FieldByName("Systemd").FieldByName("Units")
+	if c.Kind() != reflect.Struct || files.Kind() != reflect.Slice || units.Kind() != reflect.Slice {
+		return false
+	}
+	for _, list := range []reflect.Value{files, units} {
+		for i := range list.Len() {
+			if !v.alone(c, list, i) {
+				return false
+			}
+		}
+	}
+	cross := reflect.New(c.Type()).Elem()
+	cross.Set(c)
+	keptFiles, keptUnits := crossItems(c, files, units)
+	cross.FieldByName("Storage").FieldByName("Files").Set(keptFiles)
+	cross.FieldByName("Systemd").FieldByName("Units").Set(keptUnits)
+	return !validate.ValidateWithContext(cross.Interface(), nil).IsFatal()
+}
+
+// alone reports whether list[i] passes in a config of its own: cfg's
+// ignition section and that one item.
+func (v *ValidItems) alone(cfg, list reflect.Value, i int) bool {
+	item := list.Index(i)
+	js, err := json.Marshal(item.Interface())
+	if err != nil {
+		return false
+	}
+	key := item.Type().PkgPath() + "." + item.Type().Name() + string(anyToken(js))
+	v.mu.Lock()
+	ok, known := v.valid[key]
+	v.mu.Unlock()
+	if known {
+		return ok
+	}
+	tiny := reflect.New(cfg.Type()).Elem()
+	tiny.FieldByName("Ignition").Set(cfg.FieldByName("Ignition"))
+	one := reflect.MakeSlice(list.Type(), 1, 1)
+	one.Index(0).Set(item)
+	parent := "Storage"
+	if item.Type().Name() == "Unit" {
+		parent = "Systemd"
+	}
+	tiny.FieldByName(parent).FieldByName(list.Type().Elem().Name() + "s").Set(one)
+	ok = !validate.ValidateWithContext(tiny.Interface(), nil).IsFatal()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.valid == nil {
+		v.valid = map[string]bool{}
+	}
+	v.valid[key] = ok
+	return ok
+}
+
+// crossItems are the files and units of cfg that could meet a check
+// across items.
+func crossItems(cfg, files, units reflect.Value) (reflect.Value, reflect.Value) {
+	str := func(v reflect.Value, field string) string { return v.FieldByName(field).String() }
+	storage := cfg.FieldByName("Storage")
+	nodes := map[string]int{}
+	var links []string
+	for _, list := range []string{"Files", "Directories", "Links"} {
+		l := storage.FieldByName(list)
+		for i := range l.Len() {
+			nodes[str(l.Index(i), "Path")]++
+			if list == "Links" {
+				links = append(links, str(l.Index(i), "Path"))
+			}
+		}
+	}
+	names, unitPaths := map[string]int{}, map[string]bool{}
+	dropinPaths := func(u reflect.Value) []string {
+		d := u.FieldByName("Dropins")
+		out := make([]string, d.Len())
+		for i := range out {
+			out[i] = unitDir + str(u, "Name") + ".d/" + str(d.Index(i), "Name")
+		}
+		return out
+	}
+	for i := range units.Len() {
+		u := units.Index(i)
+		names[str(u, "Name")]++
+		unitPaths[unitDir+str(u, "Name")] = true
+		for _, p := range dropinPaths(u) {
+			unitPaths[p] = true
+		}
+	}
+	keptFiles := reflect.MakeSlice(files.Type(), 0, 0)
+	for i := range files.Len() {
+		p := str(files.Index(i), "Path")
+		below := slices.ContainsFunc(links, func(l string) bool { return strings.HasPrefix(p, l+"/") })
+		if nodes[p] > 1 || unitPaths[p] || below {
+			keptFiles = reflect.Append(keptFiles, files.Index(i))
+		}
+	}
+	keptUnits := reflect.MakeSlice(units.Type(), 0, 0)
+	for i := range units.Len() {
+		u := units.Index(i)
+		clash := nodes[unitDir+str(u, "Name")] > 0 || slices.ContainsFunc(dropinPaths(u), func(p string) bool { return nodes[p] > 0 })
+		if names[str(u, "Name")] > 1 || clash {
+			keptUnits = reflect.Append(keptUnits, u)
+		}
+	}
+	return keptFiles, keptUnits
+}

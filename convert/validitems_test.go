@@ -1,0 +1,113 @@
+package convert
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+	"github.com/coreos/ignition/v2/config/validate"
+)
+
+// ValidItems passes a config exactly when Ignition's validation of the
+// whole finds nothing fatal, at every spec 3 version the config translates
+// to: for a valid config, and for configs that break each check Ignition
+// makes of one item and across items. One ValidItems sees them all, as a
+// set's renders share one.
+func TestValidItemsAgree(t *testing.T) {
+	var v ValidItems
+	valid, invalid := itemCases()
+	for _, target := range OutputVersions {
+		if target.Major != 3 {
+			continue
+		}
+		for _, c := range append([]configCase{{"valid", valid}}, invalid...) {
+			_, reasons := minVersion(&c.cfg)
+			typed, err := translate(&c.cfg, target, reasons, nil, nil)
+			if err != nil {
+				continue // not expressible there, or refused whole
+			}
+			whole := !validate.ValidateWithContext(typed, nil).IsFatal()
+			if got := v.Passes(typed); got != whole || whole != (c.name == "valid") {
+				t.Errorf("%s at %s: passes %v, whole validation passes %v", c.name, target, got, whole)
+			}
+		}
+	}
+	// translate refuses an invalid config whole, so the failing cases run on
+	// the newest spec's types untranslated (the checks across items are the
+	// same code, over the same fields, in every spec 3 version).
+	for _, c := range invalid {
+		if whole := !validate.ValidateWithContext(c.cfg, nil).IsFatal(); whole || v.Passes(c.cfg) {
+			t.Errorf("%s: passes %v, whole validation passes %v", c.name, v.Passes(c.cfg), whole)
+		}
+	}
+}
+
+// Tokens read alike whatever their encoder's nonce; anything else stays.
+func TestAnyToken(t *testing.T) {
+	a, b := newPlaceholders(false), newPlaceholders(false)
+	big := "data:," + strings.Repeat("q", minPlaceholder)
+	ja, _ := Marshal(a.swap(placeholderConfig(big, big)), false)
+	jb, _ := Marshal(b.swap(placeholderConfig(big, big)), false)
+	if bytes.Equal(ja, jb) || !bytes.Equal(anyToken(ja), anyToken(jb)) || bytes.Contains(anyToken(ja), []byte(a.lead)) {
+		t.Errorf("tokens of two encoders:\n%s\n%s", anyToken(ja), anyToken(jb))
+	}
+	for _, s := range []string{`{"a":"data:,mcsph-"}`, `{"a":"data:,mcsph-12x"}`, `"data:,mcsph-0`, `plain`} {
+		if got := anyToken([]byte(s)); (string(got) == s) != (s != `{"a":"data:,mcsph-"}`) {
+			t.Errorf("anyToken(%s) = %s", s, got)
+		}
+	}
+}
+
+type configCase struct {
+	name string
+	cfg  Config
+}
+
+// itemCases are a valid config and configs each failing one of Ignition's
+// checks: of an item alone, and across items (what the stand-ins must keep).
+func itemCases() (Config, []configCase) {
+	str := func(s string) *string { return &s }
+	yes := true
+	file := func(path string) types.File {
+		return types.File{Node: types.Node{Path: path}, FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: str("data:,x")}}}
+	}
+	unit := func(name, contents string) types.Unit { return types.Unit{Name: name, Contents: str(contents)} }
+	with := func(f func(*Config)) Config {
+		var c Config
+		c.Ignition.Version = Newest.String()
+		c.Storage.Files = []types.File{file("/etc/a"), file("/etc/b")}
+		c.Systemd.Units = []types.Unit{unit("a.service", "[Unit]\nDescription=a\n")}
+		f(&c)
+		return c
+	}
+	return with(func(*Config) {}), []configCase{
+		{"relative path", with(func(c *Config) { c.Storage.Files[1].Path = "etc/b" })},
+		{"bad mode", with(func(c *Config) { m := 0o17777; c.Storage.Files[1].Mode = &m })},
+		{"overwrite without source", with(func(c *Config) {
+			c.Storage.Files[1].Overwrite, c.Storage.Files[1].Contents.Source = &yes, nil
+		})},
+		{"bad data URL", with(func(c *Config) { c.Storage.Files[1].Contents.Source = str("data:;base64,!!") })},
+		{"same path twice", with(func(c *Config) { c.Storage.Files[1].Path = "/etc/a" })},
+		{"file and directory at one path", with(func(c *Config) {
+			c.Storage.Directories = []types.Directory{{Node: types.Node{Path: "/etc/b"}}}
+		})},
+		{"file below a link", with(func(c *Config) {
+			c.Storage.Links = []types.Link{{Node: types.Node{Path: "/etc"}, LinkEmbedded1: types.LinkEmbedded1{Target: str("/usr/etc")}}}
+		})},
+		{"file at a unit's path", with(func(c *Config) { c.Storage.Files[1].Path = "/etc/systemd/system/a.service" })},
+		{"file at a dropin's path", with(func(c *Config) {
+			c.Systemd.Units[0].Dropins = []types.Dropin{{Name: "x.conf", Contents: str("[Unit]\n")}}
+			c.Storage.Files[1].Path = "/etc/systemd/system/a.service.d/x.conf"
+		})},
+		{"unparsable unit", with(func(c *Config) { c.Systemd.Units[0].Contents = str("[Unit\nx") })},
+		{"unit without a type", with(func(c *Config) { c.Systemd.Units[0].Name = "a" })},
+		{"unit twice", with(func(c *Config) { c.Systemd.Units = append(c.Systemd.Units, unit("a.service", "")) })},
+		{"dropin not .conf", with(func(c *Config) {
+			c.Systemd.Units[0].Dropins = []types.Dropin{{Name: "x.txt", Contents: str("[Unit]\n")}}
+		})},
+		{"dropin twice", with(func(c *Config) {
+			c.Systemd.Units[0].Dropins = []types.Dropin{{Name: "x.conf"}, {Name: "x.conf"}}
+		})},
+	}
+}
