@@ -43,7 +43,7 @@ func TestFunctionLengthFinds(t *testing.T) {
 func longFunctions(root string) ([]string, error) {
 	fset := token.NewFileSet()
 	var out []string
-	err := goFiles(root, func(p string) error {
+	err := goFiles(root, true, func(p string) error {
 		long, err := longIn(fset, p, nil)
 		out = append(out, long...)
 		return err

@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -32,11 +33,12 @@ type Stats struct {
 	Methods map[string]int
 }
 
-// Measure reads the non-test Go files under root (see goFiles).
+// Measure reads the non-test Go files of the module at root (see goFiles;
+// the modules nested in it, such as hack/'s tool builds, aside).
 func Measure(root string) (*Stats, error) {
 	st := &Stats{PerPackage: map[string]int{}, Methods: map[string]int{}}
 	fset := token.NewFileSet()
-	err := goFiles(root, func(p string) error {
+	err := goFiles(root, false, func(p string) error {
 		if strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
@@ -50,14 +52,20 @@ func Measure(root string) (*Stats, error) {
 }
 
 // goFiles calls f with every Go file under root, tests included, testdata
-// and hidden folders aside, until f fails.
-func goFiles(root string, f func(path string) error) error {
+// and hidden folders aside, and with nested, those of the modules nested
+// in root's, until f fails.
+func goFiles(root string, nested bool, f func(path string) error) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() && p != root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
 			return filepath.SkipDir
+		}
+		if d.IsDir() && p != root && !nested {
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+				return filepath.SkipDir
+			}
 		}
 		if d.IsDir() || !strings.HasSuffix(p, ".go") {
 			return nil

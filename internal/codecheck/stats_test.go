@@ -7,7 +7,7 @@ import (
 )
 
 // Measure counts non-test files, exported names outside package main,
-// and methods on every named type, testdata aside.
+// and methods on every named type, testdata and nested modules aside.
 func TestMeasure(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, src string) {
@@ -23,6 +23,8 @@ func TestMeasure(t *testing.T) {
 	write("a/a_test.go", "package a\nfunc (T) Test() {}\nfunc G() {}\n")
 	write("cmd/c/main.go", "package main\nfunc Main() {}\ntype U int\nfunc (U) M() {}\n")
 	write("a/testdata/x.go", "package x\nfunc H() {}\n")
+	write("tool/go.mod", "module tool\n")
+	write("tool/main.go", "package main\ntype V int\nfunc (V) M() {}\n")
 	st, err := Measure(dir)
 	if err != nil {
 		t.Fatal(err)
