@@ -52,8 +52,14 @@ var reconcileRules = []reconcileRule{
 		}},
 	// A file appended to cannot be re-applied idempotently. Upstream refuses
 	// every config holding one, even unchanged, so a pool that ever had one
-	// could never change again; mcs refuses one added or changed.
-	{section: "files", path: "$.spec.config.storage.files", entries: func(c *convert.Config) []any { return anys(c.Storage.Files) },
+	// could never change again; mcs refuses one added or changed. Only such
+	// files can be refused, so the others are left out before any is
+	// encoded to be compared: a worker's are a few hundred kilobytes.
+	{section: "files", path: "$.spec.config.storage.files", entries: func(c *convert.Config) []any {
+		return anys(slices.DeleteFunc(slices.Clone(c.Storage.Files), func(f fileEntry) bool {
+			return len(f.Append) == 0 && f.Path != machineConfigDaemonForceFile
+		}))
+	},
 		refuse: func(added []any) string {
 			for _, e := range added {
 				f := e.(fileEntry)
