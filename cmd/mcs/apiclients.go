@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -25,12 +26,22 @@ type apiClients struct {
 func kubeconfigFlag(fs *flag.FlagSet) func() (*apiClients, error) {
 	path := fs.String("kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
 	return func() (*apiClients, error) {
-		rc, err := kube.RESTConfig(*path)
+		rc, err := restConfig(*path)
 		if err != nil {
 			return nil, err
 		}
 		return newAPIClients(rc)
 	}
+}
+
+// restConfig is kube.RESTConfig, a kubeconfig file named by --kubeconfig
+// that does not load told as the flag's mistake.
+func restConfig(path string) (*rest.Config, error) {
+	rc, err := kube.RESTConfig(path)
+	if err != nil && path != "" {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	return rc, err
 }
 
 func newAPIClients(rc *rest.Config) (*apiClients, error) {

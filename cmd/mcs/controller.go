@@ -107,7 +107,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer klogTo(ctx, log)()
-	rc, err := kube.RESTConfig(o.kubeconfig)
+	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}

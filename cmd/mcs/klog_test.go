@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -89,24 +90,35 @@ var errNotRecord = errors.New("not a log record")
 
 // With no --kubeconfig, outside a cluster and with no kubeconfig file,
 // every command that needs the API server says which files it looked for
-// (not client-go's "try setting KUBERNETES_MASTER"); testdata/no-api-server.txt.
+// (not client-go's "try setting KUBERNETES_MASTER"); a --kubeconfig that
+// is missing or names no cluster is that flag's mistake, naming the file;
+// testdata/no-api-server.txt.
 func TestNoAPIServerSaysWhatItTried(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "empty"), nil, 0o600)
+	missing, empty := filepath.Join(dir, "missing"), filepath.Join(dir, "empty")
+	os.WriteFile(empty, nil, 0o600)
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	var transcript strings.Builder
 	// (~/.kube/config, tried when $KUBECONFIG is unset, is this machine's.)
-	for _, env := range []string{filepath.Join(dir, "missing") + string(filepath.ListSeparator) + filepath.Join(dir, "empty")} {
-		t.Setenv("KUBECONFIG", env)
-		for _, words := range [][]string{{"controller", "--listen", "127.0.0.1:0"}, {"prune"}, {"pki", "status"}, {"preflight"}, {"--source", "kube", "--listen-plain", "127.0.0.1:0", "--listen-tls", ""}} {
+	t.Setenv("KUBECONFIG", missing+string(filepath.ListSeparator)+empty)
+	var transcript strings.Builder
+	commands := [][]string{{"controller", "--listen", "127.0.0.1:0"}, {"prune"}, {"pki", "status"}, {"preflight"}, {"--source", "kube", "--listen-plain", "127.0.0.1:0", "--listen-tls", ""}}
+	for _, kc := range []string{"", missing, empty} {
+		for _, words := range commands {
+			if kc != "" {
+				words = append(slices.Clip(words), "--kubeconfig", kc)
+			}
 			var out, errb strings.Builder
 			err := dispatch(context.Background(), words, strings.NewReader(""), &out, &errb)
 			msg := errb.String()
 			if err != nil && !cmdline.Said(err) {
 				msg += "mcs: " + err.Error() + "\n"
 			}
-			fmt.Fprintf(&transcript, "$ KUBECONFIG=%s mcs %s\n%s", env, strings.Join(words, " "), msg)
-			if err == nil || strings.Contains(msg, "KUBERNETES_MASTER") || !strings.Contains(msg, "no kubeconfig (") {
+			fmt.Fprintf(&transcript, "$ KUBECONFIG=%s mcs %s\n%s", os.Getenv("KUBECONFIG"), strings.Join(words, " "), msg)
+			want := "no kubeconfig ("
+			if kc != "" {
+				want = "mcs: --kubeconfig: "
+			}
+			if err == nil || strings.Contains(msg, "KUBERNETES_MASTER") || !strings.Contains(msg, want) || !strings.Contains(msg, kc) {
 				t.Errorf("mcs %s: %v\n%s", strings.Join(words, " "), err, msg)
 			}
 		}

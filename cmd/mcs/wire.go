@@ -90,7 +90,7 @@ func newTokens(ctx context.Context, o *options, log *slog.Logger) (func() []serv
 		}
 		return file, nil
 	}
-	rc, err := kube.RESTConfig(o.kubeAPIConfig)
+	rc, err := restConfig(o.kubeAPIConfig)
 	if err != nil {
 		return nil, fmt.Errorf("--pool-token-secrets: %w", err)
 	}
@@ -220,7 +220,7 @@ func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.R
 		return &source.Dir{Path: o.dir, Poll: o.poll, Options: ro,
 			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize, FileSetting: "--max-file-size", TreeSetting: "--max-tree-size"}}, nil
 	}
-	rc, err := kube.RESTConfig(o.kubeAPIConfig)
+	rc, err := restConfig(o.kubeAPIConfig)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,14 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		if kubeconfig != "" {
-			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+			// The caller names its flag; the file is named here once.
+			if clientcmd.IsEmptyConfig(err) {
+				return nil, fmt.Errorf("%s names no cluster", kubeconfig)
+			}
+			if !strings.Contains(err.Error(), kubeconfig) {
+				err = fmt.Errorf("%s: %w", kubeconfig, err)
+			}
+			return nil, err
 		}
 		if clientcmd.IsEmptyConfig(err) {
 			// client-go's own words suggest KUBERNETES_MASTER, which is
