@@ -248,3 +248,23 @@ metadata:
 		})
 	}
 }
+
+// A file over a size limit is refused naming the limit's setting, so the
+// admin knows what to raise (and the per-file limit is not the 1.5 MiB a
+// rendered MachineConfig may take: TestSizeLimit).
+func TestSizeLimitNamesSetting(t *testing.T) {
+	dir := writeTree(t, map[string]string{"10-a.yaml": doc("10-a", "worker", file("/etc/big", "data:,"+strings.Repeat("x", 400)))})
+	for _, c := range []struct {
+		lim  Limits
+		want string
+	}{
+		{Limits{MaxFileSize: 100, FileSetting: "--max-file-size"}, "over the per-file limit of 100 bytes (--max-file-size)"},
+		{Limits{MaxTreeSize: 100, TreeSetting: "--max-tree-size"}, "over the whole-tree limit of 100 bytes (--max-tree-size)"},
+	} {
+		l := &Loader{Limits: c.lim}
+		l.Path(dir)
+		if _, err := l.Set(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.lim, err, c.want)
+		}
+	}
+}

@@ -461,8 +461,7 @@ func (l *Loader) object(o rawObject) {
 	case o.Kind == KindMachineConfig && ours:
 		l.machineConfig(o)
 	case o.Kind == KindMachineConfigPool && ours:
-		p, err := decodePool(o)
-		keepObject(l, o, p, err, &l.pools)
+		l.pool(o)
 	case o.Kind == kindControllerConfig && ours:
 		cc, err := decodeControllerConfig(o)
 		keepObject(l, o, cc, err, &l.ccs)
@@ -504,19 +503,7 @@ func (l *Loader) machineConfig(o rawObject) {
 		l.errs.add(objectError(o, err))
 		return
 	}
-	unknown := mc.unknownFields()
-	for _, path := range unknown {
-		x := o.problem("", nil)
-		x.Path, x.Line = path, o.doc.line(path)
-		if l.FromAPIServer {
-			x.Message = "warning: field unknown to this release of mcs (a newer release's?); ignored"
-			l.notices = append(l.notices, x)
-			continue
-		}
-		x.Message, x.Err = unknownFieldMessage(path), ErrInvalid
-		l.errs.add(x)
-	}
-	if len(unknown) > 0 && !l.FromAPIServer {
+	if l.refuseUnknown(o, mc.unknownFields()) {
 		return
 	}
 	l.configs = append(l.configs, mc)
@@ -526,6 +513,35 @@ func (l *Loader) machineConfig(o rawObject) {
 		}
 		l.docs[mc] = o.doc
 	}
+}
+
+// refuseUnknown reports the fields of o that its kind has not: in a file
+// an error (a typo such as spec.machineConfigSelectr loses what it holds),
+// from an API server a warning (a newer release's field). It says whether
+// o is refused.
+func (l *Loader) refuseUnknown(o rawObject, unknown []convert.Path) bool {
+	for _, path := range unknown {
+		x := o.problem("", nil)
+		x.Path, x.Line = path, o.doc.line(path)
+		if l.FromAPIServer {
+			x.Message = "warning: field unknown to this release of mcs (a newer release's?); ignored"
+			l.notices = append(l.notices, x)
+			continue
+		}
+		x.Message, x.Err = unknownFieldMessage(o.Kind, path), ErrInvalid
+		l.errs.add(x)
+	}
+	return len(unknown) > 0 && !l.FromAPIServer
+}
+
+// pool decodes a MachineConfigPool, refusing (in files) or reporting
+// (from an API server) the fields it does not know.
+func (l *Loader) pool(o rawObject) {
+	p, err := decodePool(o)
+	if err == nil && l.refuseUnknown(o, poolUnknownFields(o.JSON, p)) {
+		return
+	}
+	keepObject(l, o, p, err, &l.pools)
 }
 
 func decodePool(o rawObject) (*MachineConfigPool, error) {

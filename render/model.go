@@ -411,17 +411,43 @@ var (
 		"creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
 		"ownerReferences", "finalizers", "managedFields"}
 	knownSpec = []string{"osImageURL", "baseOSExtensionsContainerImage", "config", "kernelArguments", "extensions", "fips", "kernelType"}
+	// A MachineConfigPool's spec (openshift/api's MachineConfigPoolSpec);
+	// render reads the selectors and the stream, the rest is the node
+	// controllers'.
+	knownPoolSpec = []string{"machineConfigSelector", "nodeSelector", "paused", "maxUnavailable", "configuration", "pinnedImageSets", "osImageStream"}
 )
+
+// poolUnknownFields are the JSON paths of the fields a MachineConfigPool
+// holds (js, decoded as p) that openshift/api's has not, sorted.
+func poolUnknownFields(js []byte, p *MachineConfigPool) []convert.Path {
+	var raw struct {
+		Spec map[string]json.RawMessage `json:"spec"`
+	}
+	top := map[string]json.RawMessage{}
+	if json.Unmarshal(js, &top) != nil || json.Unmarshal(js, &raw) != nil {
+		return nil // decodePool said why
+	}
+	return unknownIn([]fieldSet{{"", top, knownTop}, {"metadata", p.Metadata.Extra, knownMeta}, {"spec", raw.Spec, knownPoolSpec}})
+}
+
+// fieldSet is an object's fields at a path ("": the top), and those its
+// kind has.
+type fieldSet struct {
+	at    string
+	extra map[string]json.RawMessage
+	known []string
+}
 
 // unknownFields are the JSON paths of the fields m holds that
 // MachineConfig has not (a typo such as spec.kernelArgs), sorted.
 func (m *MachineConfig) unknownFields() []convert.Path {
+	return unknownIn([]fieldSet{{"", m.Extra, knownTop}, {"metadata", m.Metadata.Extra, knownMeta}, {"spec", m.Spec.Extra, knownSpec}})
+}
+
+// unknownIn are the paths of the fields of sets their kind has not, sorted.
+func unknownIn(sets []fieldSet) []convert.Path {
 	var out []convert.Path
-	for _, f := range []struct {
-		at    string // "": the top
-		extra map[string]json.RawMessage
-		known []string
-	}{{"", m.Extra, knownTop}, {"metadata", m.Metadata.Extra, knownMeta}, {"spec", m.Spec.Extra, knownSpec}} {
+	for _, f := range sets {
 		for k := range f.extra {
 			if slices.Contains(f.known, k) {
 				continue
@@ -437,17 +463,21 @@ func (m *MachineConfig) unknownFields() []convert.Path {
 	return out
 }
 
-// unknownFieldMessage says what an unknown field at path is, what its
-// object holds, and the field it was likely meant to be.
-func unknownFieldMessage(path convert.Path) string {
+// unknownFieldMessage says what an unknown field at path of an object of
+// kind is, what its object holds, and the field it was likely meant to be.
+func unknownFieldMessage(kind string, path convert.Path) string {
 	parts := path.Parts()
 	name := parts[len(parts)-1]
-	list, holds := knownTop, "a MachineConfig holds only apiVersion, kind, metadata, spec and status"
+	spec := knownSpec
+	if kind == KindMachineConfigPool {
+		spec = knownPoolSpec
+	}
+	list, holds := knownTop, "a "+kind+" holds only apiVersion, kind, metadata, spec and status"
 	switch {
 	case len(parts) > 1 && parts[0] == "metadata":
-		list, holds = knownMeta, "a MachineConfig's metadata holds name, labels, annotations and Kubernetes' other ObjectMeta fields"
+		list, holds = knownMeta, "a "+kind+"'s metadata holds name, labels, annotations and Kubernetes' other ObjectMeta fields"
 	case len(parts) > 1 && parts[0] == "spec":
-		list, holds = knownSpec, "a MachineConfig's spec holds only "+strings.Join(knownSpec[:len(knownSpec)-1], ", ")+" and "+knownSpec[len(knownSpec)-1]
+		list, holds = spec, "a "+kind+"'s spec holds only "+strings.Join(spec[:len(spec)-1], ", ")+" and "+spec[len(spec)-1]
 	}
 	msg := "unknown field " + name
 	if m := text.Closest(name, list); m != "" {

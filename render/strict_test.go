@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// A field a MachineConfig does not have is an error at its line in a file
+// A field a MachineConfig (or MachineConfigPool) does not have is an error at its line in a file
 // a person wrote (a typo loses what it holds), and a warning naming it from
 // an API server (a newer release's CRD may carry it), never a failed pool.
 func TestUnknownFields(t *testing.T) {
@@ -18,6 +18,8 @@ func TestUnknownFields(t *testing.T) {
 		{"metadata typo", "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 50-a\n  label:\n    machineconfiguration.openshift.io/role: worker\n",
 			"in/00.yaml:5: MachineConfig/50-a: $.metadata.label: unknown field label (did you mean labels?)"},
 		{"top level", doc("50-a", "worker", "") + "spc: {}\n", "in/00.yaml:8: MachineConfig/50-a: $.spc: unknown field spc: a MachineConfig holds only"},
+		{"pool spec typo", "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata: {name: infra}\nspec:\n  machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: infra}}\n  pause: true\n",
+			"in/00.yaml:6: MachineConfigPool/infra: $.spec.pause: unknown field pause (did you mean paused?): a MachineConfigPool's spec holds only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var l Loader

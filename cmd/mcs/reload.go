@@ -95,7 +95,7 @@ func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	})
 	v, err := r.cache.get()
 	if v == nil {
-		return nil, fmt.Errorf("loading TLS certificate: %w", err)
+		return nil, fmt.Errorf("TLS certificate %s and key %s (--cert, --key): %w", r.cert, r.key, err)
 	}
 	r.observe(err)
 	return v.(*tls.Certificate), nil

@@ -78,6 +78,7 @@ func TestOptionErrors(t *testing.T) {
 	}{
 		{"missing token file", []string{"--auth-token-file", "/nonexistent"}, "--auth-token-file", false},
 		{"bad policy", []string{"--skew-policy", "/nonexistent"}, "skew policy", false},
+		{"missing certificate", []string{"--cert", "/nonexistent.crt", "--key", "/nonexistent.key", "--listen-tls", "127.0.0.1:0"}, "TLS certificate /nonexistent.crt and key /nonexistent.key (--cert, --key): ", false},
 		{"missing kubeconfig", []string{"--source", "kube", "--kubeconfig", "/nonexistent"}, "kubeconfig /nonexistent", true},
 	}
 	for _, c := range cases {

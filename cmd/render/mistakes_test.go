@@ -19,6 +19,9 @@ func TestMistakes(t *testing.T) {
 	}{
 		// A typo of kernelArguments loses the argument without a word.
 		{"kernelargs-typo", []string{tree("kernelargs-typo")}},
+		// A typo in a pool's selector: an error at its line, not "the
+		// selector is empty" of a field the pool never had.
+		{"pool-typo", []string{tree("pool-typo")}},
 		// metadata.label: an orphan the server never mentions.
 		{"label-typo", []string{tree("label-typo")}},
 		// Two MachineConfigs write one file: the later wins, and says so.

@@ -46,8 +46,8 @@ Output goes to stdout (or -o): with one --pool, its rendered MachineConfig;
 otherwise a List of them, however many pools the tree has. Problems go to
 stderr, one per line, as "file[:line]: object: $.json.path: message"; so do
 notices, such as a file or unit one MachineConfig replaces of another's (the
-later in merge order wins). A field a MachineConfig does not have (a typo
-such as spec.kernelArgs) is an error, never dropped. A tree without
+later in merge order wins). A field a MachineConfig or MachineConfigPool
+does not have (a typo such as spec.kernelArgs) is an error, never dropped. A tree without
 MachineConfigPools gets the default pools master and worker, each only when
 a MachineConfig has its role label. A rendered MachineConfig over 1.5 MiB
 (what etcd stores in one object; OpenShift's limit) fails, naming the

@@ -1,4 +1,3 @@
-// Package codecheck holds the checks on the module's code that no compiler or vet makes.
 package codecheck
 
 import (

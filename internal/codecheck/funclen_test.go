@@ -5,8 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,29 +43,12 @@ func TestFunctionLengthFinds(t *testing.T) {
 func longFunctions(root string) ([]string, error) {
 	fset := token.NewFileSet()
 	var out []string
-	err := goFiles(root, func(p string) error {
+	err := goFiles(root, true, func(p string) error {
 		long, err := longIn(fset, p, nil)
 		out = append(out, long...)
 		return err
 	})
 	return out, err
-}
-
-// goFiles calls f with every Go file under root, tests included, testdata
-// and hidden folders aside, until f fails.
-func goFiles(root string, f func(path string) error) error {
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && p != root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(p, ".go") {
-			return nil
-		}
-		return f(p)
-	})
 }
 
 func longIn(fset *token.FileSet, name string, src any) ([]string, error) {

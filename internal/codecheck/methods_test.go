@@ -2,25 +2,19 @@ package codecheck
 
 import (
 	"fmt"
-	"go/ast"
-	"go/parser"
 	"go/token"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// maxMethods is the most methods a type may have: past it, a type does
-// more than one job (serve.Server had 36 before it was split in three).
-const maxMethods = 15
-
 func TestMethodsPerType(t *testing.T) {
-	counts, err := methodCounts("../..")
+	st, err := Measure("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	counts := st.Methods
 	if len(counts) < 50 {
 		t.Fatalf("only %d types with methods found", len(counts))
 	}
@@ -42,61 +36,12 @@ func TestMethodsPerTypeFinds(t *testing.T) {
 		return b.String()
 	}
 	src := "package p\n\n" + methods("atLimit", maxMethods) + methods("over", maxMethods+1)
-	counts := map[string]int{}
-	if err := countIn(token.NewFileSet(), "p/p.go", "p", src, counts); err != nil {
+	st := &Stats{PerPackage: map[string]int{}, Methods: map[string]int{}}
+	if err := st.add(token.NewFileSet(), "p/p.go", "p", src); err != nil {
 		t.Fatal(err)
 	}
+	counts := st.Methods
 	if counts["p.atLimit"] != maxMethods || counts["p.over"] != maxMethods+1 {
 		t.Errorf("counts %v", counts)
 	}
-}
-
-// methodCounts counts the methods declared in non-test Go files under
-// root (see goFiles) by "dir.Type", dir relative to root.
-func methodCounts(root string) (map[string]int, error) {
-	fset := token.NewFileSet()
-	counts := map[string]int{}
-	err := goFiles(root, func(p string) error {
-		if strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		dir, err := filepath.Rel(root, filepath.Dir(p))
-		if err != nil {
-			return err
-		}
-		return countIn(fset, p, filepath.ToSlash(dir), nil, counts)
-	})
-	return counts, err
-}
-
-func countIn(fset *token.FileSet, name, dir string, src any, counts map[string]int) error {
-	f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
-	if err != nil {
-		return err
-	}
-	for _, decl := range f.Decls {
-		fn, ok := decl.(*ast.FuncDecl)
-		if !ok || fn.Recv == nil || len(fn.Recv.List) == 0 {
-			continue
-		}
-		typ := fn.Recv.List[0].Type
-		for {
-			switch x := typ.(type) {
-			case *ast.StarExpr:
-				typ = x.X
-				continue
-			case *ast.IndexExpr:
-				typ = x.X
-				continue
-			case *ast.IndexListExpr:
-				typ = x.X
-				continue
-			}
-			break
-		}
-		if id, ok := typ.(*ast.Ident); ok {
-			counts[dir+"."+id.Name]++
-		}
-	}
-	return nil
 }
