@@ -84,6 +84,16 @@ func (v *ValidItems) Passes(cfg any) bool {
 	return !validate.ValidateWithContext(cross.Interface(), nil).IsFatal()
 }
 
+// Forget drops what v knows once it holds more than max items: a bound for
+// one kept from one set of configs to the next.
+func (v *ValidItems) Forget(max int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.valid) > max {
+		v.valid = nil
+	}
+}
+
 // alone reports whether list[i] passes in a config of its own: cfg's
 // ignition section and that one item.
 func (v *ValidItems) alone(cfg, list reflect.Value, i int) bool {

@@ -15,9 +15,28 @@ import (
 // tree. Parsed configs are shared between Sets: rendering never modifies
 // them (TestRenderLeavesSetUnchanged).
 type ParseCache struct {
-	mu   sync.Mutex
-	m    map[[32]byte]parsedConfig
-	used map[[32]byte]bool
+	mu     sync.Mutex
+	m      map[[32]byte]parsedConfig
+	used   map[[32]byte]bool
+	shared renderShared
+}
+
+// renderShared is what renders share by content, within a set and from one
+// load to the next: the YAML of the list items names hash, and the items
+// that pass validation alone. An edit changes few items, so most are found
+// again; each is forgotten once it holds more than maxShared entries.
+type renderShared struct {
+	yaml  yamlItems
+	valid validItems
+}
+
+// maxShared bounds each of renderShared's memos (a realdata pool has a
+// few hundred items; a hundred pools share most of theirs).
+const maxShared = 8192
+
+func (r *renderShared) trim() {
+	r.yaml.trim(maxShared)
+	r.valid.trim(maxShared)
 }
 
 type parsedConfig struct {
@@ -76,6 +95,7 @@ func (c *ParseCache) sweep() {
 		}
 	}
 	c.used = nil
+	c.shared.trim()
 }
 
 // size is the number of configs held.

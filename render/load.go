@@ -34,10 +34,9 @@ type Set struct {
 	defaulted bool
 	// merges are the worker configs' merge, shared by the pools rendered.
 	merges mergeCache
-	// yaml is the YAML of the list items the set's rendered names hash.
-	yaml yamlItems
-	// valid knows the merged configs' items that pass validation alone.
-	valid validItems
+	// shared is what renders share by content: the loader's cache's, so
+	// kept from one load to the next, else the set's own.
+	shared *renderShared
 }
 
 // entry is one MachineConfig with its Ignition config parsed once, at load,
@@ -599,7 +598,10 @@ func decodeControllerConfig(o rawObject) (*ControllerConfig, error) {
 
 // build checks names, parses every Ignition config once, and settles pools.
 func (l *Loader) build() (*Set, error) {
-	s := &Set{byName: map[string]*entry{}, notices: l.notices}
+	s := &Set{byName: map[string]*entry{}, notices: l.notices, shared: &renderShared{}}
+	if l.Cache != nil {
+		s.shared = &l.Cache.shared
+	}
 	var errs Errors
 
 	for _, mc := range l.configs {

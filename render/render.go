@@ -145,7 +145,7 @@ func (r *renderer) run() *Result {
 		return nil
 	}
 	spec.Config = out.JSON
-	name, err := hashedName(res.Pool, spec, out, &r.set.yaml)
+	name, err := hashedName(res.Pool, spec, out, &r.set.shared.yaml)
 	if err != nil {
 		r.poolErr(convert.NewPath(), err.Error(), err)
 		return nil
@@ -214,7 +214,7 @@ func (r *renderer) encode(m *merged, order []*entry) (res *Result, out *convert.
 	// config's when it was loaded), so the encoder holds the large ones out
 	// while the config is translated, encoded and written as the YAML its
 	// name is hashed over: that is most of those bytes.
-	enc := convert.NewEncoder(m.cfg, true).Written(res.WrittenModes).Validating(&r.set.valid.items)
+	enc := convert.NewEncoder(m.cfg, true).Written(res.WrittenModes).Validating(&r.set.shared.valid.items)
 	need, reasons := enc.MinVersion()
 	res.MinSpec = need
 	res.Reasons = r.attribute(m, reasons)
@@ -306,8 +306,8 @@ func (r *renderer) validateMerged(m *merged) []*Error {
 	if len(m.steps) == 0 {
 		return nil // a single config was validated when it was loaded
 	}
-	cfg := r.set.valid.sourcesValidated(m.cfg)
-	if r.set.valid.items.Passes(cfg) {
+	cfg := r.set.shared.valid.sourcesValidated(m.cfg)
+	if r.set.shared.valid.items.Passes(cfg) {
 		return nil
 	}
 	var out []*Error

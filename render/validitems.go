@@ -17,6 +17,16 @@ type validItems struct {
 	tokens map[string]*string // a large data URL → its short stand-in (see sourcesValidated)
 }
 
+// trim forgets the memos once one holds more than max entries.
+func (v *validItems) trim(max int) {
+	v.items.Forget(max)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.tokens) > max {
+		v.tokens = nil
+	}
+}
+
 // token is the stand-in for a data URL validated with its MachineConfig.
 func (v *validItems) token(url string) *string {
 	v.mu.Lock()

@@ -154,6 +154,17 @@ func (c *yamlItems) item(l int, raw []byte, r convert.Restorer) ([]byte, bool) {
 	return y, true
 }
 
+// trim forgets every item's YAML once a list holds more than max.
+func (c *yamlItems) trim(max int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for l := range c.items {
+		if len(c.items[l]) > max {
+			c.items[l] = nil
+		}
+	}
+}
+
 // markerOf is the scalar standing for chunk n.
 func (c *yamlItems) markerOf(n int) string {
 	c.mu.Lock()
