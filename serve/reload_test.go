@@ -3,10 +3,12 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
@@ -130,6 +132,7 @@ func TestReloadFailedPoolGetsNewNodeFiles(t *testing.T) {
 // failed" line, no lastError, no notice, as mcs stopping with a slow
 // source (the API server) would otherwise say of a healthy cluster.
 func TestReloadStoppedIsNotFailed(t *testing.T) {
+	var transcript strings.Builder
 	for _, served := range []bool{false, true} {
 		var logs strings.Builder
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: noTime}))
@@ -154,5 +157,13 @@ func TestReloadStoppedIsNotFailed(t *testing.T) {
 		if !strings.Contains(logs.String(), `level=INFO msg="render stopped: shutting down"`) {
 			t.Errorf("no line saying the render stopped:\n%s", logs.String())
 		}
+		// The served render's line carries a duration: the golden keeps the rest.
+		fmt.Fprintf(&transcript, "served before shutdown: %v\n", served)
+		for _, line := range strings.SplitAfter(logs.String(), "\n") {
+			if !strings.HasPrefix(line, `level=INFO msg="render served"`) {
+				transcript.WriteString(line)
+			}
+		}
 	}
+	testkit.Golden(t, "testdata/render-stopped.txt", transcript.String(), *update)
 }

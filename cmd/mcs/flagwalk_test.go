@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -105,6 +106,7 @@ func TestVersionEverywhere(t *testing.T) {
 // Numbers a flag's type allows but its meaning does not are usage
 // mistakes too, named with what they take.
 func TestFlagRanges(t *testing.T) {
+	var transcript strings.Builder
 	for _, c := range []struct {
 		args []string
 		want string
@@ -123,5 +125,7 @@ func TestFlagRanges(t *testing.T) {
 		if cmdline.Code(err) != cmdline.ExitUsage || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("mcs %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(c.args, " "), cmdline.Code(err), errb.String(), c.want)
 		}
+		fmt.Fprintf(&transcript, "$ mcs %s\n%s\n", strings.Join(c.args, " "), errb.String())
 	}
+	testkit.Golden(t, "testdata/flag-ranges.txt", transcript.String(), *update)
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/mctest"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
@@ -77,13 +78,15 @@ func TestOptionErrors(t *testing.T) {
 		kube bool
 	}{
 		{"missing token file", []string{"--auth-token-file", "/nonexistent"}, "--auth-token-file", false},
-		{"bad policy", []string{"--skew-policy", "/nonexistent"}, "skew policy", false},
+		{"bad policy", []string{"--skew-policy", "/nonexistent"}, "--skew-policy: ", false},
 		{"missing certificate", []string{"--cert", "/nonexistent.crt", "--key", "/nonexistent.key", "--listen-tls", "127.0.0.1:0"}, "TLS certificate /nonexistent.crt and key /nonexistent.key (--cert, --key): ", false},
 		{"missing kubeconfig", []string{"--source", "kube", "--kubeconfig", "/nonexistent"}, "--kubeconfig: stat /nonexistent: no such file or directory", true},
 	}
+	var transcript strings.Builder
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			args := append([]string{"--dir", t.TempDir(), "--listen-plain", "127.0.0.1:0"}, c.args...)
+			dir := t.TempDir()
+			args := append([]string{"--dir", dir, "--listen-plain", "127.0.0.1:0"}, c.args...)
 			if c.kube {
 				args = append([]string{"--listen-plain", "127.0.0.1:0"}, c.args...)
 			}
@@ -91,8 +94,10 @@ func TestOptionErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("err %v, want one with %q", err, c.msg)
 			}
+			fmt.Fprintf(&transcript, "%s:\n%s\n", c.name, strings.ReplaceAll(err.Error(), dir, "$DIR"))
 		})
 	}
+	testkit.Golden(t, "testdata/option-errors.txt", transcript.String(), *update)
 }
 
 // TestMissingDir: a --dir that names nothing (or a file) stops mcs at

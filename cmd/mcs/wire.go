@@ -51,7 +51,7 @@ func newGate(o *options, log *slog.Logger) (gate *skewgate.Gate, reload func(), 
 	}
 	p, err := skewgate.LoadPolicy(o.skewPolicy)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("--skew-policy: %w", err)
 	}
 	gate = skewgate.New(p, log)
 	return gate, func() {
