@@ -23,7 +23,8 @@ import (
 // -tags pprof and, over the first MCS_BENCH_PROFILE_SECONDS (default 20) of
 // the edits, writes to DIR a CPU profile and an execution trace of the
 // controller and a CPU profile of the kube-apiserver: where an edit's time
-// goes, on both sides of the API.
+// goes, on both sides of the API. BenchmarkWritesFloor writes the
+// kube-apiserver's.
 var profileDir = os.Getenv("MCS_BENCH_PROFILE")
 
 // pprofAddr is the controller's MCS_PPROF address when profiling.
@@ -40,34 +41,50 @@ func profile(b *testing.B, cp *kubetest.ControlPlane, pools int) (wait func()) {
 	if profileDir == "" {
 		return func() {}
 	}
-	secs := 20
-	if s, err := strconv.Atoi(os.Getenv("MCS_BENCH_PROFILE_SECONDS")); err == nil && s > 0 {
-		secs = s
+	secs := profileSeconds()
+	ctl := "http://" + pprofAddr()
+	get := []struct{ file, url string }{
+		{"controller.cpu", fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", ctl, secs)},
+		{"controller.trace", fmt.Sprintf("%s/debug/pprof/trace?seconds=%d", ctl, min(secs, 5))},
+	}
+	var wg sync.WaitGroup
+	for _, g := range get {
+		file := filepath.Join(profileDir, fmt.Sprintf("pools%d-%s", pools, g.file))
+		wg.Go(func() {
+			if err := fetchTo(http.DefaultClient, g.url, file); err != nil {
+				b.Errorf("profile: %v", err)
+			}
+		})
+	}
+	api := apiserverProfile(b, cp, fmt.Sprintf("pools%d", pools))
+	return func() { wg.Wait(); api() }
+}
+
+// apiserverProfile writes a CPU profile of kube-apiserver to DIR over the
+// first MCS_BENCH_PROFILE_SECONDS, for benchmarks without a controller.
+func apiserverProfile(b *testing.B, cp *kubetest.ControlPlane, name string) (wait func()) {
+	if profileDir == "" {
+		return func() {}
 	}
 	api, err := rest.HTTPClientFor(cp.Admin)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctl := "http://" + pprofAddr()
-	get := []struct{ file, url string }{
-		{"controller.cpu", fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", ctl, secs)},
-		{"controller.trace", fmt.Sprintf("%s/debug/pprof/trace?seconds=%d", ctl, min(secs, 5))},
-		{"apiserver.cpu", fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cp.Admin.Host, "/"), secs)},
-	}
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cp.Admin.Host, "/"), profileSeconds())
 	var wg sync.WaitGroup
-	for _, g := range get {
-		client := http.DefaultClient
-		if g.file == "apiserver.cpu" {
-			client = api
+	wg.Go(func() {
+		if err := fetchTo(api, url, filepath.Join(profileDir, name+"-apiserver.cpu")); err != nil {
+			b.Errorf("profile: %v", err)
 		}
-		file := filepath.Join(profileDir, fmt.Sprintf("pools%d-%s", pools, g.file))
-		wg.Go(func() {
-			if err := fetchTo(client, g.url, file); err != nil {
-				b.Errorf("profile: %v", err)
-			}
-		})
-	}
+	})
 	return wg.Wait
+}
+
+func profileSeconds() int {
+	if s, err := strconv.Atoi(os.Getenv("MCS_BENCH_PROFILE_SECONDS")); err == nil && s > 0 {
+		return s
+	}
+	return 20
 }
 
 func fetchTo(client *http.Client, url, file string) error {

@@ -52,8 +52,9 @@ type Config struct {
 	// Resync re-renders this often even without a change (default 10m):
 	// it notices a pool edited by someone else.
 	Resync time.Duration
-	// Debounce is the quiet time after a change before rendering (default
-	// 20ms): one render for a burst of changes.
+	// Debounce is the quiet time after a change before writing (default
+	// 20ms): the render starts at once, and its writes are dropped if
+	// another change comes within it, so a burst writes its end state.
 	Debounce time.Duration
 	// Workers bounds the pools written at once (default 16).
 	Workers int

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,10 +37,16 @@ func newQueue() queue {
 }
 
 // lead renders and writes until ctx (the Lease) ends: once at once, then
-// after every change the caches see (debounced) and every Resync. Renders
-// happen here, all pools at once (a pool whose content key is unchanged
-// keeps its render); the writes go through the queue, Workers pools at a
-// time.
+// after every change the caches see and every Resync. Renders happen here,
+// all pools at once (a pool whose content key is unchanged keeps its
+// render); the writes go through the queue, Workers pools at a time.
+//
+// A change after a quiet spell renders at once, and its writes wait for
+// the quiet time (Debounce) since the last change: one more change within
+// it supersedes the render, whose writes are dropped, and the next render
+// waits for the quiet time first, so a burst of changes writes its end
+// state only. The render's first Debounce overlaps the wait instead of
+// following it.
 func (c *Controller) lead(ctx context.Context) {
 	c.setLeading(true)
 	q := newQueue()
@@ -52,8 +60,10 @@ func (c *Controller) lead(ctx context.Context) {
 		}()
 	}
 	defer func() { q.ShutDown(); wg.Wait() }()
+	signals := make(chan struct{}, 1)
+	go c.src.Watch(ctx, signals)
 	changed := make(chan struct{}, 1)
-	go c.src.Watch(ctx, changed)
+	go c.plans.changes.relay(ctx, changed, signals, c.guards.notify)
 	resync := time.NewTicker(c.cfg.Resync)
 	defer resync.Stop()
 	var pruneTick <-chan time.Time
@@ -63,12 +73,11 @@ func (c *Controller) lead(ctx context.Context) {
 		pruneTick = t.C
 	}
 	for {
-		c.plan(ctx, q)
+		superseded := c.plan(ctx, q)
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
-		case <-c.guards.notify:
 		case <-resync.C:
 		case <-pruneTick:
 			if _, err := c.pruner.prune(ctx); err != nil && ctx.Err() == nil {
@@ -76,14 +85,14 @@ func (c *Controller) lead(ctx context.Context) {
 			}
 			continue
 		}
-		if !quiet(ctx, changed, c.guards.notify, c.cfg.Debounce) {
+		if superseded && !quiet(ctx, changed, c.cfg.Debounce) {
 			return
 		}
 	}
 }
 
 // quiet waits until no change has come for d; false when ctx ended.
-func quiet(ctx context.Context, changed, guards <-chan struct{}, d time.Duration) bool {
+func quiet(ctx context.Context, changed <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -92,10 +101,42 @@ func quiet(ctx context.Context, changed, guards <-chan struct{}, d time.Duration
 			return false
 		case <-changed:
 			t.Reset(d)
-		case <-guards:
-			t.Reset(d)
 		case <-t.C:
 			return true
+		}
+	}
+}
+
+// changeLog counts the changes signalled to the leader and keeps when the
+// last came: a render begun after the nth is superseded by the next.
+type changeLog struct {
+	mu   sync.Mutex
+	n    uint64
+	last time.Time
+}
+
+func (l *changeLog) get() (uint64, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n, l.last
+}
+
+// relay counts each signal from the sources and passes it on to out.
+func (l *changeLog) relay(ctx context.Context, out chan<- struct{}, sources, guards <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sources:
+		case <-guards:
+		}
+		l.mu.Lock()
+		l.n++
+		l.last = time.Now()
+		l.mu.Unlock()
+		select {
+		case out <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -126,6 +167,7 @@ type plans struct {
 	targets map[string]target
 	done    map[string]string // pool → the key of the target it was last written for
 	pass    *renderPass       // the render under way, if any
+	changes changeLog
 }
 
 // renderPass is one render of every pool: the pools it queued as soon as
@@ -134,6 +176,13 @@ type renderPass struct {
 	q      queue
 	before map[string]string // the pools' selector keys as the render began
 	sent   map[string]string
+	// gen is the count of changes as the render began. Until the quiet
+	// time since the last of them has passed, renders are held, not
+	// queued; a change meanwhile drops them (see lead).
+	gen      uint64
+	released bool
+	dropped  bool
+	held     map[string]target
 }
 
 func (p *plans) get(pool string) (target, bool) {
@@ -158,26 +207,69 @@ func (p *plans) begin(pass *renderPass) {
 	p.pass = pass
 }
 
+// send makes t the pool's target and queues the pool.
+func (p *plans) send(pass *renderPass, pool string, t target) {
+	if p.targets == nil {
+		p.targets = map[string]target{}
+	}
+	p.targets[pool] = t
+	pass.sent[pool] = t.key()
+	pass.q.Add(pool)
+}
+
+// release ends the pass's wait: its held renders are queued, unless a
+// change came since it began, which drops them. It is called once the
+// quiet time has passed, and again as the render ends.
+func (p *plans) release(pass *renderPass) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pass.released || pass.dropped {
+		return
+	}
+	if n, _ := p.changes.get(); n != pass.gen {
+		pass.dropped, pass.held = true, nil
+		return
+	}
+	pass.released = true
+	for _, pool := range slices.Sorted(maps.Keys(pass.held)) {
+		p.send(pass, pool, pass.held[pool])
+	}
+	pass.held = nil
+}
+
 // plan renders (the renderer renders again only the pools whose content key
 // changed) and queues every pool not yet written for its target's key, or
 // no longer pointing where it was. A pool rendered anew is queued as soon
-// as its render ends (see rendered): its writes go on while the others
-// render.
-func (c *Controller) plan(ctx context.Context, q queue) {
+// as its render ends and the quiet time since the last change has passed
+// (see rendered): its writes go on while the others render. It reports
+// whether a change came before the quiet time passed: the render is then
+// dropped, nothing queued.
+func (c *Controller) plan(ctx context.Context, q queue) (superseded bool) {
 	if !c.src.Synced() || !c.guards.hasSynced() {
 		// Nothing to compare the render with yet; each signals once synced.
-		return
+		return false
 	}
-	pass := &renderPass{q: q, before: c.selectors(), sent: map[string]string{}}
+	gen, last := c.plans.changes.get()
+	pass := &renderPass{q: q, before: c.selectors(), sent: map[string]string{}, gen: gen, held: map[string]target{}}
+	quietAt := last.Add(c.cfg.Debounce)
+	if wait := time.Until(quietAt); wait > 0 {
+		t := time.AfterFunc(wait, func() { c.plans.release(pass) })
+		defer t.Stop()
+	} else {
+		pass.released = true
+	}
 	c.plans.begin(pass)
-	ok := c.render(ctx, pass.before)
+	targets, ok := c.render(ctx, pass.before)
+	sleep(ctx, time.Until(quietAt))
+	c.plans.release(pass)
 	c.plans.mu.Lock()
 	defer c.plans.mu.Unlock()
 	c.plans.pass = nil
-	if !ok {
-		return
+	if !ok || pass.dropped || ctx.Err() != nil {
+		return pass.dropped
 	}
-	for pool, t := range c.plans.targets {
+	c.plans.targets = targets
+	for pool, t := range targets {
 		if key, sent := pass.sent[pool]; sent && key == t.key() {
 			continue // queued when it rendered
 		}
@@ -185,18 +277,33 @@ func (c *Controller) plan(ctx context.Context, q queue) {
 			q.Add(pool)
 		}
 	}
+	return false
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // rendered is told of each pool rendered anew during a render (from the
-// rendering goroutines) and queues it at once with that render as its
-// target, unless its selector changed since the render began (that change
-// renders again) or it was written for that render already (plan decides).
+// rendering goroutines) and queues it with that render as its target (held
+// until the quiet time has passed), unless its selector changed since the
+// render began (that change renders again) or it was written for that
+// render already (plan decides).
 func (c *Controller) rendered(res *render.Result) {
 	c.plans.mu.Lock()
 	defer c.plans.mu.Unlock()
 	pass := c.plans.pass
-	if pass == nil {
-		return // a load that is not a render of the leader's
+	if pass == nil || pass.dropped {
+		return // a load that is not a render of the leader's, or superseded
 	}
 	p := c.src.Pool(res.Pool)
 	if p == nil || selectorKey(p) != pass.before[res.Pool] {
@@ -206,12 +313,11 @@ func (c *Controller) rendered(res *render.Result) {
 	if c.plans.done[res.Pool] == t.key() {
 		return
 	}
-	if c.plans.targets == nil {
-		c.plans.targets = map[string]target{}
+	if !pass.released {
+		pass.held[res.Pool] = t
+		return
 	}
-	c.plans.targets[res.Pool] = t
-	pass.sent[res.Pool] = t.key()
-	pass.q.Add(res.Pool)
+	c.plans.send(pass, res.Pool, t)
 }
 
 // pointsAt says whether the pool still names its rendered config, which
@@ -224,24 +330,24 @@ func (c *Controller) pointsAt(pool string, t target) bool {
 	return p != nil && configuration(p) == t.res.Name && c.src.MachineConfig(t.res.Name) != nil
 }
 
-// render renders every pool from the caches into c.plans, given the
-// pools' selector keys before it began; false when
-// nothing could be rendered (the API server, not the objects, at fault).
-// A pool whose selector changed while rendering gets no target: the change
-// has signalled another render.
-func (c *Controller) render(ctx context.Context, before map[string]string) bool {
+// render renders every pool from the caches and returns their targets,
+// given the pools' selector keys before it began; false when nothing could
+// be rendered (the API server, not the objects, at fault). A pool whose
+// selector changed while rendering gets no target: the change has
+// signalled another render.
+func (c *Controller) render(ctx context.Context, before map[string]string) (map[string]target, bool) {
 	start := time.Now()
 	in, err := c.src.Load(ctx)
 	targets := map[string]target{}
 	if err != nil {
 		if ctx.Err() != nil {
-			return false
+			return nil, false
 		}
 		c.book.finishSync(start, err)
 		c.log.Error("cannot render", "err", err)
 		var es *render.Errors
 		if !errors.As(err, &es) {
-			return false
+			return nil, false
 		}
 		// The objects are at fault: no pool renders.
 		for pool, key := range before {
@@ -268,11 +374,8 @@ func (c *Controller) render(ctx context.Context, before map[string]string) bool 
 		c.book.finishSync(start, nil)
 	}
 	c.m.syncSeconds.Observe(time.Since(start).Seconds())
-	c.plans.mu.Lock()
-	c.plans.targets = targets
-	c.plans.mu.Unlock()
 	c.log.Debug("rendered", "pools", len(targets), "duration", time.Since(start))
-	return true
+	return targets, true
 }
 
 // processNext writes one pool; false once the queue is shut down.

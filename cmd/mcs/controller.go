@@ -61,7 +61,7 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 	fs.BoolVar(&o.prune, "prune", false, "delete rendered configs no pool or node uses, beyond the --keep newest per pool")
 	fs.IntVar(&o.keep, "keep", controller.DefaultKeep, "rendered configs per pool kept beyond those in use when pruning")
 	fs.DurationVar(&o.resync, "resync", 10*time.Minute, "re-render this often even without a change")
-	fs.DurationVar(&o.debounce, "debounce", 20*time.Millisecond, "quiet time after a change before rendering")
+	fs.DurationVar(&o.debounce, "debounce", 20*time.Millisecond, "quiet time after a change before writing (the render starts at once; a change within it renders again)")
 	fs.IntVar(&o.workers, "workers", 16, "pools written at once")
 	fs.DurationVar(&o.pruneGrace, "prune-grace", 10*time.Minute, "with --prune, never delete a rendered config a pool named (or that was created) less than this ago")
 	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 100, "requests per second to the API server, sustained (client-go's default, 5, makes a 20-pool edit take seconds)")
