@@ -19,6 +19,73 @@ type ParseCache struct {
 	m      map[[32]byte]parsedConfig
 	used   map[[32]byte]bool
 	shared renderShared
+	// decoded are the objects of each stream a load decoded, by its
+	// content (see decodedKey): a load given the same bytes again takes
+	// them as they were, so it decodes only the objects that changed.
+	decoded     map[[32]byte]*decodedData
+	decodedUsed map[[32]byte]bool
+}
+
+// decodedFor returns the stream's earlier decoding, or nil.
+func (c *ParseCache) decodedFor(key [32]byte) *decodedData {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.decoded[key]
+	if d != nil {
+		if c.decodedUsed == nil {
+			c.decodedUsed = map[[32]byte]bool{}
+		}
+		c.decodedUsed[key] = true
+	}
+	return d
+}
+
+func (c *ParseCache) keepDecoded(key [32]byte, d *decodedData) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.decoded == nil {
+		c.decoded = map[[32]byte]*decodedData{}
+	}
+	if c.decodedUsed == nil {
+		c.decodedUsed = map[[32]byte]bool{}
+	}
+	c.decoded[key] = d
+	c.decodedUsed[key] = true
+}
+
+// entryOf is the entry of d's i-th MachineConfig, built by newEntry the
+// first time.
+func (c *ParseCache) entryOf(d *decodedData, i int, build func() *entry) *entry {
+	c.mu.Lock()
+	e := d.entries[i]
+	if e != nil && e.parsed != nil {
+		// Its parsed config stays in the cache as long as it is read,
+		// for any other MachineConfig of the same config.
+		c.markUsed(e.parsedKey)
+		if _, ok := c.m[e.parsedKey]; !ok {
+			if c.m == nil {
+				c.m = map[[32]byte]parsedConfig{}
+			}
+			c.m[e.parsedKey] = *e.parsed
+		}
+	}
+	c.mu.Unlock()
+	if e != nil {
+		return e
+	}
+	e = build()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d.entries[i] == nil {
+		d.entries[i] = e
+	}
+	return d.entries[i]
 }
 
 // renderShared is what renders share by content, within a set and from one
@@ -57,20 +124,17 @@ func parseConfig(raw []byte) parsedConfig {
 	return pc
 }
 
-func (c *ParseCache) parse(raw []byte) parsedConfig {
+func (c *ParseCache) parse(raw []byte) (parsedConfig, [32]byte) {
 	if c == nil {
-		return parseConfig(raw)
+		return parseConfig(raw), [32]byte{}
 	}
 	key := sha256.Sum256(raw)
 	c.mu.Lock()
 	hit, ok := c.m[key]
-	if c.used == nil {
-		c.used = map[[32]byte]bool{}
-	}
-	c.used[key] = true
+	c.markUsed(key)
 	c.mu.Unlock()
 	if ok {
-		return hit
+		return hit, key
 	}
 	pc := parseConfig(raw)
 	c.mu.Lock()
@@ -79,7 +143,15 @@ func (c *ParseCache) parse(raw []byte) parsedConfig {
 	}
 	c.m[key] = pc
 	c.mu.Unlock()
-	return pc
+	return pc, key
+}
+
+// markUsed keeps a parsed config past this load's sweep; c.mu is held.
+func (c *ParseCache) markUsed(key [32]byte) {
+	if c.used == nil {
+		c.used = map[[32]byte]bool{}
+	}
+	c.used[key] = true
 }
 
 // sweep drops what the load that just ended did not use.
@@ -95,6 +167,12 @@ func (c *ParseCache) sweep() {
 		}
 	}
 	c.used = nil
+	for k := range c.decoded {
+		if !c.decodedUsed[k] {
+			delete(c.decoded, k)
+		}
+	}
+	c.decodedUsed = nil
 	c.shared.trim()
 }
 

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/mctest"
 )
 
 func loadCached(t *testing.T, dir string, c *ParseCache) []*Result {
@@ -75,4 +77,81 @@ func BenchmarkLoadRealdataCached(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A load given a stream it decoded before takes the objects kept from
+// then, never stale ones: a stream whose bytes changed under the same
+// name is decoded again, a stream that failed fails again (its errors are
+// not kept), the same bytes read from an API server rather than a file
+// are decoded again (an unknown field is a warning there, an error in a
+// file), and a Butane file is translated again (the local files it embeds
+// may have changed).
+func TestDecodedKept(t *testing.T) {
+	c := &ParseCache{}
+	load := func(fromAPI bool, streams ...string) (*Set, error) {
+		l := &Loader{Cache: c, FromAPIServer: fromAPI}
+		for _, s := range streams {
+			l.Data("kubernetes", []byte(s))
+		}
+		return l.Set()
+	}
+	content := func(t *testing.T, set *Set) string {
+		t.Helper()
+		res, err := set.RenderPool("worker", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"one", "two"} {
+			if bytes.Contains(res.MachineConfig.Spec.Config, []byte("data:,"+want)) {
+				return want
+			}
+		}
+		return ""
+	}
+	t.Run("changed bytes", func(t *testing.T) {
+		for _, want := range []string{"one", "two", "one"} {
+			set, err := load(true, mctest.MachineConfig("99-worker-x", "worker", want))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := content(t, set); got != want {
+				t.Fatalf("rendered %q after the MachineConfig changed to %q", got, want)
+			}
+		}
+	})
+	unknown := strings.Replace(mctest.MachineConfig("99-worker-x", "worker", "one"), "spec:", "spec:\n  kernelArgs: [a]", 1)
+	t.Run("errors not kept", func(t *testing.T) {
+		for i := range 2 {
+			if _, err := load(false, unknown); err == nil || !strings.Contains(err.Error(), "kernelArgs") {
+				t.Fatalf("load %d of a MachineConfig with an unknown field: %v", i+1, err)
+			}
+		}
+	})
+	t.Run("from an API server", func(t *testing.T) {
+		for _, fromAPI := range []bool{false, true, false, true} {
+			set, err := load(fromAPI, unknown)
+			if fromAPI != (err == nil) {
+				t.Fatalf("from an API server %v: %v", fromAPI, err)
+			}
+			if fromAPI && !slices.ContainsFunc(set.Notices(), func(e *Error) bool { return strings.Contains(e.Error(), "kernelArgs") }) {
+				t.Fatalf("from an API server: no warning of the unknown field in %v", set.Notices())
+			}
+		}
+	})
+	t.Run("butane", func(t *testing.T) {
+		dir := t.TempDir()
+		write(t, dir, "99-worker-bu.bu", "variant: openshift\nversion: 4.14.0\nmetadata:\n  name: 99-worker-bu\n  labels:\n    machineconfiguration.openshift.io/role: worker\nstorage:\n  files:\n  - path: /etc/bu\n    contents:\n      local: f.txt\n")
+		for _, want := range []string{"one", "two"} {
+			write(t, dir, "f.txt", want)
+			l := &Loader{Cache: c}
+			l.Path(dir)
+			set, err := l.Set()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := content(t, set); got != want {
+				t.Fatalf("rendered %q after the Butane file's local file changed to %q", got, want)
+			}
+		}
+	})
 }

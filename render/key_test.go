@@ -240,7 +240,7 @@ func change(v reflect.Value) {
 func TestEntryKeyCoversEntry(t *testing.T) {
 	hashed := []string{"mc", "problems", "warnings", "generated", "doc"}
 	derived := []string{
-		"cfg", "written", // parsed from mc.Spec.Config
+		"cfg", "written", "parsed", "parsedKey", // parsed from mc.Spec.Config
 		"keyOnce", "sum", // the key itself
 		"itemsOnce", "items", // overrides' view of cfg
 	}

@@ -55,6 +55,12 @@ type entry struct {
 
 	itemsOnce sync.Once // computes items, on first use (see keyedItems)
 	items     []keyedItem
+
+	// parsed is its config as the parse cache holds it, by parsedKey
+	// (nil without a config): an entry kept from one load to the next
+	// keeps its parse in the cache too.
+	parsed    *parsedConfig
+	parsedKey [32]byte
 }
 
 // Load reads MachineConfigs (.yaml, .yml, .json: one object, several
@@ -89,11 +95,14 @@ type Loader struct {
 
 	configs []*MachineConfig
 	docs    map[*MachineConfig]*docRef // where each was written
-	pools   []*MachineConfigPool
-	ccs     []*ControllerConfig
-	streams []*osImageStream
-	notices []*Error
-	errs    Errors
+	// decodedFrom is, for each of configs, the kept decoding it came
+	// from (nil when decoded by this load only), and its place there.
+	decodedFrom decodedRefs
+	pools       []*MachineConfigPool
+	ccs         []*ControllerConfig
+	streams     []*osImageStream
+	notices     []*Error
+	errs        Errors
 
 	skipped []*Error // files not read: not regular, or a symlink loop
 	files   budget   // see budget: Limits are copied in as each file is read
@@ -235,7 +244,13 @@ func (l *Loader) skip(p string, err error) {
 // set whether or not the load failed.
 func (l *Loader) Skipped() []*Error { return l.skipped }
 
+// decode reads a stream's objects, or takes them from the cache's kept
+// decoding of the same stream (see decodedData).
 func (l *Loader) decode(p string, data []byte) {
+	k := keepingFor(l, p, data)
+	if k.replayed() {
+		return
+	}
 	var objs []rawObject
 	var errs []*Error
 	if strings.EqualFold(filepath.Ext(p), ".bu") {
@@ -247,6 +262,7 @@ func (l *Loader) decode(p string, data []byte) {
 	for _, o := range objs {
 		l.object(o)
 	}
+	k.keep()
 }
 
 // rawObject is one Kubernetes object as JSON, before its kind is decoded.
@@ -604,7 +620,7 @@ func (l *Loader) build() (*Set, error) {
 	}
 	var errs Errors
 
-	for _, mc := range l.configs {
+	for n, mc := range l.configs {
 		if mc.Metadata.Name == "" {
 			errs.add(&Error{File: mc.Source, Line: l.docs[mc].line(convert.NewPath("metadata", "name")), Object: KindMachineConfig, Path: convert.NewPath("metadata", "name"), Message: "MachineConfig has no name", Err: ErrInvalid})
 			continue
@@ -615,10 +631,7 @@ func (l *Loader) build() (*Set, error) {
 			errs.add(x)
 			continue
 		}
-		e := newEntry(mc, l.Cache)
-		e.doc = l.docs[mc]
-		locate(e.doc, e.problems)
-		locate(e.doc, e.warnings)
+		e := l.decodedFrom.entry(n, mc, l)
 		s.byName[mc.Metadata.Name] = e
 		s.entries = append(s.entries, e)
 	}

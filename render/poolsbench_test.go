@@ -47,7 +47,7 @@ func BenchmarkWorkerEdit(b *testing.B) {
 	}
 }
 
-func write(b *testing.B, dir, name, data string) {
+func write(b testing.TB, dir, name, data string) {
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 		b.Fatal(err)
 	}

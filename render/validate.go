@@ -55,7 +55,8 @@ func newEntry(mc *MachineConfig, cache *ParseCache) *entry {
 		bad(convert.NewPath("spec", "config"), "config must be an Ignition config object", nil)
 		return e
 	}
-	parsed := cache.parse(raw)
+	parsed, key := cache.parse(raw)
+	e.parsed, e.parsedKey = &parsed, key
 	written := parsed.written
 	if written != nil {
 		for _, x := range written.fileModeProblems() {

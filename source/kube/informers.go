@@ -30,7 +30,7 @@ func (s *Source) run(ctx context.Context) {
 		transform := stripManagedFields
 		if gvr == MachineConfigs && s.cfg.Mode == ModeSelf {
 			transform = stripRenderedSpec
-			inf = newInformer((&selfMachineConfigs{full: s.client.Resource(gvr), meta: s.meta.Resource(gvr)}).listWatch(), gvr)
+			inf = newInformer((&selfMachineConfigs{full: s.client.Resource(gvr), meta: s.meta.Resource(gvr)}).listWatch(), gvr, inputIndexers)
 		}
 		_ = inf.SetTransform(transform)
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) { onWatchErr(err) })
@@ -150,12 +150,12 @@ func NewInformer(res dynamic.ResourceInterface, gvr schema.GroupVersionResource,
 			tweak(&o)
 			return res.Watch(ctx, o)
 		},
-	}, gvr)
+	}, gvr, nil)
 }
 
-func newInformer(lw cache.ListerWatcher, gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+func newInformer(lw cache.ListerWatcher, gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
 	return cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{},
-		cache.SharedIndexInformerOptions{ObjectDescription: gvr.String()})
+		cache.SharedIndexInformerOptions{ObjectDescription: gvr.String(), Indexers: indexers})
 }
 
 // stripManagedFields drops the field managers' bookkeeping, which is large

@@ -278,13 +278,26 @@ func Objects(st cache.Store) []*unstructured.Unstructured {
 	if st == nil {
 		return nil
 	}
-	var out []*unstructured.Unstructured
-	for _, o := range st.List() {
+	return sorted(st.List())
+}
+
+// sorted are the objects of objs sorted by name.
+func sorted(objs []any) []*unstructured.Unstructured {
+	type named struct {
+		name string
+		u    *unstructured.Unstructured
+	}
+	list := make([]named, 0, len(objs))
+	for _, o := range objs {
 		if u, ok := o.(*unstructured.Unstructured); ok {
-			out = append(out, u)
+			list = append(list, named{u.GetName(), u})
 		}
 	}
-	slices.SortFunc(out, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	slices.SortFunc(list, func(a, b named) int { return strings.Compare(a.name, b.name) })
+	out := make([]*unstructured.Unstructured, len(list))
+	for i, n := range list {
+		out[i] = n.u
+	}
 	return out
 }
 
@@ -293,16 +306,17 @@ func Objects(st cache.Store) []*unstructured.Unstructured {
 func (s *Source) loadSelf() (*source.Input, error) {
 	l := render.Loader{Cache: &s.cache, FromAPIServer: true}
 	fed := s.fed.begin()
-	for _, u := range Objects(s.mcs) {
-		if isRendered(u) {
-			continue // an output, never an input: see isRendered
-		}
-		if err := fed.feed(&l, u); err != nil {
+	mcs, err := inputs(s.mcs) // not the rendered configs: see isRendered
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range mcs {
+		if err := fed.feed(&l, u, nil); err != nil {
 			return nil, err
 		}
 	}
 	for _, u := range Objects(s.pools) {
-		if err := fed.feed(&l, u); err != nil {
+		if err := fed.feed(&l, u, renderedPart); err != nil {
 			return nil, err
 		}
 	}
@@ -322,6 +336,37 @@ func (s *Source) loadSelf() (*source.Input, error) {
 	in := s.renderer.Render(set, s.cfg.Options, s.cfg.Rendered)
 	in.Warnings = source.Notices(set)
 	return in, nil
+}
+
+// renderedPart is what a render reads of a pool (self mode): the pool
+// without its status and the rendered config it names, which every write
+// of the controller changes, nor the metadata every write bumps. A pool a
+// worker edit pointed elsewhere then reads as it did, and the loader finds
+// its decoding again (render.ParseCache) rather than decoding each pool.
+func renderedPart(pool *unstructured.Unstructured) *unstructured.Unstructured {
+	out := make(map[string]any, len(pool.Object))
+	for k, v := range pool.Object {
+		out[k] = v
+	}
+	delete(out, "status")
+	if spec, ok := pool.Object["spec"].(map[string]any); ok {
+		out["spec"] = without(spec, "configuration")
+	}
+	if meta, ok := pool.Object["metadata"].(map[string]any); ok {
+		out["metadata"] = without(meta, "resourceVersion", "generation", "managedFields")
+	}
+	return &unstructured.Unstructured{Object: out}
+}
+
+// without is a shallow copy of m without keys.
+func without(m map[string]any, keys ...string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if !slices.Contains(keys, k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // feed hands one object to the loader as JSON. The name given carries no
@@ -356,16 +401,21 @@ type fedLoad struct {
 
 func (f *fedJSON) begin() fedLoad { return fedLoad{f: f, next: map[fedKey][]byte{}} }
 
-// feed is feed(l, u), with u's JSON from the last load when u is the same
-// version; the loader reads the bytes and keeps none of them.
-func (fl fedLoad) feed(l *render.Loader, u *unstructured.Unstructured) error {
+// feed is feed(l, u), or of part(u) when part is not nil, with the JSON
+// from the last load when u is the same version; the loader reads the
+// bytes and keeps none of them.
+func (fl fedLoad) feed(l *render.Loader, u *unstructured.Unstructured, part func(*unstructured.Unstructured) *unstructured.Unstructured) error {
 	k := fedKey{u.GetKind(), u.GetName(), string(u.GetUID()), u.GetResourceVersion()}
 	fl.f.mu.Lock()
 	js, ok := fl.f.last[k]
 	fl.f.mu.Unlock()
 	if !ok || k.resourceVersion == "" {
+		fed := u
+		if part != nil {
+			fed = part(u)
+		}
 		var err error
-		if js, err = json.Marshal(u.Object); err != nil {
+		if js, err = json.Marshal(fed.Object); err != nil {
 			return fmt.Errorf("%s: %s/%s: encoding: %w", origin, u.GetKind(), u.GetName(), err)
 		}
 	}

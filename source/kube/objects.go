@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
@@ -23,6 +25,32 @@ func isRendered(u *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// inputIndex indexes the MachineConfigs a render reads (self mode): not
+// the rendered configs, of which a cluster keeps hundreds or thousands
+// (a worker edit adds one per pool), so a load lists only its inputs.
+const inputIndex, inputValue = "input", "input"
+
+// inputIndexers keep inputIndex as the informer's events come.
+var inputIndexers = cache.Indexers{inputIndex: func(obj any) ([]string, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && !isRendered(u) {
+		return []string{inputValue}, nil
+	}
+	return nil, nil
+}}
+
+// inputs are the MachineConfigs of st a render reads, sorted by name.
+func inputs(st cache.Store) ([]*unstructured.Unstructured, error) {
+	ix, ok := st.(cache.Indexer)
+	if !ok {
+		return nil, fmt.Errorf("the MachineConfig cache is not indexed by %s", inputIndex)
+	}
+	objs, err := ix.ByIndex(inputIndex, inputValue)
+	if err != nil {
+		return nil, err
+	}
+	return sorted(objs), nil
 }
 
 // caches are the informers' stores, and what is read from them: the

@@ -1,10 +1,13 @@
 package kube
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestIsRendered(t *testing.T) {
@@ -88,5 +91,56 @@ func TestRenderedConfigsUnread(t *testing.T) {
 				t.Errorf("spec kept %v, want %v", kept, !tc.rendered)
 			}
 		})
+	}
+}
+
+// A load reads the inputs the index holds now, never a stale list: a
+// rendered config is none; the same object given labels (a selector may
+// pick it) becomes one, without labels again it is none, and one deleted
+// is gone. A store without the index is an error, not a silent empty list.
+func TestInputsIndex(t *testing.T) {
+	yes := true
+	mc := func(name string, labels map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetName(name)
+		u.SetLabels(labels)
+		u.SetOwnerReferences([]metav1.OwnerReference{{Kind: "MachineConfigPool", Name: "worker", Controller: &yes}})
+		return u
+	}
+	role := map[string]string{"machineconfiguration.openshift.io/role": "worker"}
+	st := cache.NewIndexer(cache.MetaNamespaceKeyFunc, inputIndexers)
+	names := func() string {
+		t.Helper()
+		list, err := inputs(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, u := range list {
+			out = append(out, u.GetName())
+		}
+		return strings.Join(out, " ")
+	}
+	for _, step := range []struct {
+		name string
+		do   func() error
+		want string
+	}{
+		{"a rendered config and an input", func() error {
+			return errors.Join(st.Add(mc("rendered-worker-1", nil)), st.Add(mc("b-input", role)), st.Add(mc("a-input", role)))
+		}, "a-input b-input"},
+		{"the rendered config given labels", func() error { return st.Update(mc("rendered-worker-1", role)) }, "a-input b-input rendered-worker-1"},
+		{"and without them again", func() error { return st.Update(mc("rendered-worker-1", nil)) }, "a-input b-input"},
+		{"an input deleted", func() error { return st.Delete(mc("a-input", role)) }, "b-input"},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatal(err)
+		}
+		if got := names(); got != step.want {
+			t.Fatalf("%s: inputs %q, want %q", step.name, got, step.want)
+		}
+	}
+	if _, err := inputs(cache.NewStore(cache.MetaNamespaceKeyFunc)); err == nil {
+		t.Fatal("inputs of a store without the index: no error")
 	}
 }
