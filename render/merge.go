@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -48,14 +49,12 @@ func unlabelled(e *entry) *Error {
 // MachineConfig supplied any value in it.
 type merged struct {
 	order []*entry
-	base  int         // index in order of the first config; -1 when none has one
-	steps []mergeStep // one per config merged onto the base, in order
+	base  int   // index in order of the first config; -1 when none has one
+	steps []int // the index in order of each config merged onto the base, in order
 	cfg   convert.Config
-}
 
-type mergeStep struct {
-	member int // index in order of the child config
-	tr     merge.Transcript
+	trOnce sync.Once
+	trs    []merge.Transcript // Ignition's transcript of each step, made on first use
 }
 
 // mergeIgnition merges the configs in order with Ignition's own merge (files,
@@ -75,13 +74,18 @@ func mergeIgnition(order []*entry, shared *mergeCache) *merged {
 		start = n
 	}
 	m.mergeFrom(start)
-	m.cfg.Ignition.Version = convert.Newest.String()
+	mergedFixes(&m.cfg)
+	return m
+}
 
-	// Upstream's two fixes to the merged files. Ignition writes no file that
-	// exists unless overwrite is true, while the daemon always does: files
-	// that do not say get overwrite true. And the empty compression that
-	// childCompression planted (or an input wrote) means none.
-	files := slices.Clone(m.cfg.Storage.Files)
+// mergedFixes are upstream's two fixes to the merged files, and the
+// version of the result. Ignition writes no file that exists unless
+// overwrite is true, while the daemon always does: files that do not say
+// get overwrite true. And the empty compression that childCompression
+// planted (or an input wrote) means none.
+func mergedFixes(cfg *convert.Config) {
+	cfg.Ignition.Version = convert.Newest.String()
+	files := slices.Clone(cfg.Storage.Files)
 	for i := range files {
 		f := &files[i]
 		if c := f.Contents.Compression; c != nil && *c == "" {
@@ -92,8 +96,7 @@ func mergeIgnition(order []*entry, shared *mergeCache) *merged {
 			f.Overwrite = &t
 		}
 	}
-	m.cfg.Storage.Files = files
-	return m
+	cfg.Storage.Files = files
 }
 
 // mergeFrom merges m.order[start:] onto what m holds.
@@ -107,12 +110,34 @@ func (m *merged) mergeFrom(start int) {
 			m.base, m.cfg = i, *e.cfg
 			continue
 		}
-		child := *e.cfg
-		child.Storage.Files = childCompression(child.Storage.Files)
-		res, tr := merge.MergeStructTranscribe(m.cfg, child)
-		m.cfg = res.(convert.Config)
-		m.steps = append(m.steps, mergeStep{member: i, tr: tr})
+		m.cfg = mergeValues(reflect.ValueOf(m.cfg), reflect.ValueOf(mergeChild(e))).Interface().(convert.Config)
+		m.steps = append(m.steps, i)
 	}
+}
+
+// mergeChild is the config of e as it is merged onto those before it.
+func mergeChild(e *entry) convert.Config {
+	child := *e.cfg
+	child.Storage.Files = childCompression(child.Storage.Files)
+	return child
+}
+
+// transcripts are Ignition's own transcripts of the merge's steps: the
+// merge made again with them, which only naming the origin of a value
+// needs (an error, a reason for a newer spec).
+func (m *merged) transcripts() []merge.Transcript {
+	m.trOnce.Do(func() {
+		if m.base < 0 {
+			return
+		}
+		cfg := *m.order[m.base].cfg
+		for _, member := range m.steps {
+			res, tr := merge.MergeStructTranscribe(cfg, mergeChild(m.order[member]))
+			cfg = res.(convert.Config)
+			m.trs = append(m.trs, tr)
+		}
+	})
+	return m.trs
 }
 
 // workerPrefix is how many configs at the head of a merge order have role
@@ -137,7 +162,7 @@ type mergeCache struct {
 type mergedPrefix struct {
 	once  sync.Once
 	base  int
-	steps []mergeStep
+	steps []int
 	cfg   convert.Config
 }
 
@@ -237,15 +262,16 @@ func (m *merged) origin(p []any) (int, []any) {
 // step that wrote it, or through the parent to earlier steps, down to the
 // base config.
 func (m *merged) trace(p []any) (int, []any, bool) {
+	trs := m.transcripts()
 	for k := len(m.steps) - 1; k >= 0; k-- {
 		var parent []any
 		found := false
-		for _, mp := range m.steps[k].tr.Mappings {
+		for _, mp := range trs[k].Mappings {
 			if !pathEqual(mp.To.Path, p) {
 				continue
 			}
 			if mp.From.Tag == merge.TAG_CHILD {
-				return m.steps[k].member, mp.From.Path, true
+				return m.steps[k], mp.From.Path, true
 			}
 			parent, found = mp.From.Path, true
 		}
