@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,8 +85,8 @@ func BenchmarkLoadRealdataCached(b *testing.B) {
 // name is decoded again, a stream that failed fails again (its errors are
 // not kept), the same bytes read from an API server rather than a file
 // are decoded again (an unknown field is a warning there, an error in a
-// file), and a Butane file is translated again (the local files it embeds
-// may have changed).
+// file; objects from files keep their lines). Butane: see
+// TestDecodedKeptButane.
 func TestDecodedKept(t *testing.T) {
 	c := &ParseCache{}
 	load := func(fromAPI bool, streams ...string) (*Set, error) {
@@ -94,19 +95,6 @@ func TestDecodedKept(t *testing.T) {
 			l.Data("kubernetes", []byte(s))
 		}
 		return l.Set()
-	}
-	content := func(t *testing.T, set *Set) string {
-		t.Helper()
-		res, err := set.RenderPool("worker", Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, want := range []string{"one", "two"} {
-			if bytes.Contains(res.MachineConfig.Spec.Config, []byte("data:,"+want)) {
-				return want
-			}
-		}
-		return ""
 	}
 	t.Run("changed bytes", func(t *testing.T) {
 		for _, want := range []string{"one", "two", "one"} {
@@ -138,20 +126,59 @@ func TestDecodedKept(t *testing.T) {
 			}
 		}
 	})
-	t.Run("butane", func(t *testing.T) {
-		dir := t.TempDir()
-		write(t, dir, "99-worker-bu.bu", "variant: openshift\nversion: 4.14.0\nmetadata:\n  name: 99-worker-bu\n  labels:\n    machineconfiguration.openshift.io/role: worker\nstorage:\n  files:\n  - path: /etc/bu\n    contents:\n      local: f.txt\n")
-		for _, want := range []string{"one", "two"} {
-			write(t, dir, "f.txt", want)
-			l := &Loader{Cache: c}
-			l.Path(dir)
-			set, err := l.Set()
+	// A clean decoding differs by origin too: from a file the objects
+	// keep where they were written, and a problem found later names its
+	// line; from an API server there are no lines.
+	badKernel := strings.Replace(mctest.MachineConfig("99-worker-k", "worker", "one"), "spec:", "spec:\n  kernelType: bogus", 1)
+	t.Run("lines by origin", func(t *testing.T) {
+		for _, fromAPI := range []bool{false, true, false, true} {
+			set, err := load(fromAPI, badKernel)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := content(t, set); got != want {
-				t.Fatalf("rendered %q after the Butane file's local file changed to %q", got, want)
+			_, err = set.RenderPool("worker", Options{})
+			var es *Errors
+			if !errors.As(err, &es) || len(es.List) == 0 {
+				t.Fatalf("from an API server %v: a bogus kernelType rendered: %v", fromAPI, err)
+			}
+			if line := es.List[0].Line; fromAPI != (line == 0) {
+				t.Fatalf("from an API server %v: the problem is at line %d", fromAPI, line)
 			}
 		}
 	})
+}
+
+// content is which of "one" and "two" the worker's rendered file holds.
+func content(t *testing.T, set *Set) string {
+	t.Helper()
+	res, err := set.RenderPool("worker", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"one", "two"} {
+		if bytes.Contains(res.MachineConfig.Spec.Config, []byte("data:,"+want)) {
+			return want
+		}
+	}
+	return ""
+}
+
+// A Butane file is translated again on every load, its bytes unchanged:
+// the local files it embeds may have changed.
+func TestDecodedKeptButane(t *testing.T) {
+	c := &ParseCache{}
+	dir := t.TempDir()
+	write(t, dir, "99-worker-bu.bu", "variant: openshift\nversion: 4.14.0\nmetadata:\n  name: 99-worker-bu\n  labels:\n    machineconfiguration.openshift.io/role: worker\nstorage:\n  files:\n  - path: /etc/bu\n    contents:\n      local: f.txt\n")
+	for _, want := range []string{"one", "two"} {
+		write(t, dir, "f.txt", want)
+		l := &Loader{Cache: c}
+		l.Path(dir)
+		set, err := l.Set()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := content(t, set); got != want {
+			t.Fatalf("rendered %q after the Butane file's local file changed to %q", got, want)
+		}
+	}
 }
