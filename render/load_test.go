@@ -251,31 +251,6 @@ func TestLoadPoolsAndSelection(t *testing.T) {
 	})
 }
 
-func TestLoadFollowsSymlinks(t *testing.T) {
-	real := writeTree(t, map[string]string{"mc.yaml": doc("10-a", "worker", "")})
-	dir := t.TempDir()
-	if err := os.Symlink(real, filepath.Join(dir, "linked")); err != nil {
-		t.Skip(err)
-	}
-	if err := os.Symlink(filepath.Join(real, "mc.yaml"), filepath.Join(dir, "also.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	errs := loadErrs(t, dir) // the same config twice, through two links
-	if len(errs) != 1 || !errors.Is(errs[0], errDuplicateName) {
-		t.Fatalf("errors %v", errs)
-	}
-	if _, err := Load(filepath.Join(dir, "linked")); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestLoadMissingPath(t *testing.T) {
-	errs := loadErrs(t, filepath.Join(t.TempDir(), "nope"))
-	if len(errs) != 1 || !errors.Is(errs[0], os.ErrNotExist) {
-		t.Fatalf("errors %v", errs)
-	}
-}
-
 func TestSplitDocuments(t *testing.T) {
 	docs, starts := splitDocuments([]byte("a: 1\n---\nb: 2\n--- # note\nc: 3\n...\n---\nd: 4"))
 	// The text after "---" belongs to the next document; "..." then "---"
