@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/hazards"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestLoadHazards(t *testing.T) {
 	for _, c := range hazards.Cases() {
 		t.Run(c.Name, func(t *testing.T) {
-			dir := writeTree(t, map[string]string{"10-a.yaml": doc("10-a", "worker", "")})
+			dir := testkit.WriteTree(t, map[string]string{"10-a.yaml": doc("10-a", "worker", "")})
 			if c.Unprivileged {
 				hazards.Searchable(t, dir)
 			}
@@ -125,7 +126,7 @@ func TestReadStopsPastTheLimit(t *testing.T) {
 // The files of a tree together are bounded too: the file that would pass
 // the limit is named, and nothing after it is read.
 func TestLoadTreeLimit(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testkit.WriteTree(t, map[string]string{
 		"10-a.yaml": doc("10-a", "worker", ""),
 		"20-b.yaml": doc("20-b", "worker", ""),
 		"30-c.yaml": doc("30-c", "worker", ""),
@@ -163,7 +164,7 @@ func TestLoadNamedFIFO(t *testing.T) {
 // with no warning; hidden directories are not read, even when a visible link
 // to one is.
 func TestWalkTreeLinks(t *testing.T) {
-	dir := writeTree(t, map[string]string{".hidden/10-a.yaml": doc("10-a", "worker", "")})
+	dir := testkit.WriteTree(t, map[string]string{".hidden/10-a.yaml": doc("10-a", "worker", "")})
 	for _, name := range []string{"one", "two"} {
 		if err := os.Symlink(".hidden", filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
@@ -229,7 +230,7 @@ metadata:
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := writeTree(t, map[string]string{"99-worker-x.bu": bu + strings.ReplaceAll(c.body, "LOCAL", "tree/local")})
+			dir := testkit.WriteTree(t, map[string]string{"99-worker-x.bu": bu + strings.ReplaceAll(c.body, "LOCAL", "tree/local")})
 			os.Mkdir(filepath.Join(dir, "tree"), 0o755)
 			if stop := hazards.Named(c.hazard).Make(t, filepath.Join(dir, "tree", "local")); stop != nil {
 				defer stop()
@@ -254,7 +255,7 @@ metadata:
 // admin knows what to raise (and the per-file limit is not the 1.5 MiB a
 // rendered MachineConfig may take: TestSizeLimit).
 func TestSizeLimitNamesSetting(t *testing.T) {
-	dir := writeTree(t, map[string]string{"10-a.yaml": doc("10-a", "worker", file("/etc/big", "data:,"+strings.Repeat("x", 400)))})
+	dir := testkit.WriteTree(t, map[string]string{"10-a.yaml": doc("10-a", "worker", strings.Repeat("x", 400))})
 	for _, c := range []struct {
 		lim  Limits
 		want string
@@ -271,7 +272,7 @@ func TestSizeLimitNamesSetting(t *testing.T) {
 }
 
 func TestLoadFollowsSymlinks(t *testing.T) {
-	real := writeTree(t, map[string]string{"mc.yaml": doc("10-a", "worker", "")})
+	real := testkit.WriteTree(t, map[string]string{"mc.yaml": doc("10-a", "worker", "")})
 	dir := t.TempDir()
 	if err := os.Symlink(real, filepath.Join(dir, "linked")); err != nil {
 		t.Skip(err)
