@@ -227,13 +227,6 @@ func TestOpenCheckedFIFO(t *testing.T) {
 // The files a Butane config embeds are held to the same rules before Butane,
 // which reads them unchecked, gets to them.
 func TestLoadButaneLocalHazards(t *testing.T) {
-	const bu = `variant: openshift
-version: 4.14.0
-metadata:
-  name: 99-worker-x
-  labels:
-    machineconfiguration.openshift.io/role: worker
-`
 	cases := []struct {
 		name, body, hazard, path, want string
 	}{
@@ -248,7 +241,7 @@ metadata:
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := testkit.WriteTree(t, map[string]string{"99-worker-x.bu": bu + strings.ReplaceAll(c.body, "LOCAL", "tree/local")})
+			dir := testkit.WriteTree(t, map[string]string{"99-worker-x.bu": butaneHead + strings.ReplaceAll(c.body, "LOCAL", "tree/local")})
 			os.Mkdir(filepath.Join(dir, "tree"), 0o755)
 			if stop := hazards.Named(c.hazard).Make(t, filepath.Join(dir, "tree", "local")); stop != nil {
 				defer stop()
