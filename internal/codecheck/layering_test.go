@@ -17,6 +17,10 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"serve", "source/kube", "the server serves any source"},
 	{"serve", "controller", "the server and the controller are apart"},
 	{"controller", "serve", "the controller writes configs, it does not serve them"},
+	{"releases", "render", "the table of releases knows no MachineConfigs"},
+	{"admit", "serve", "admission rewrites what is stored, it serves nothing"},
+	{"admit", "source", "admission sees each write as the API server sends it"},
+	{"admit", "controller", "admission and the controller are apart"},
 }
 
 func TestLayering(t *testing.T) {
