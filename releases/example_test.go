@@ -16,7 +16,7 @@ func ExampleCeilingOf() {
 		{Version: "4.19.2", State: configv1.PartialUpdate},
 		{Version: "4.18.7", State: configv1.CompletedUpdate},
 	}
-	target, _ := releases.RollbackTarget(history)
+	target := history[1].Version
 	c, err := releases.CeilingOf(history)
 	if err != nil {
 		fmt.Println(err)
@@ -37,15 +37,15 @@ func ExampleCeilingOf() {
 func ExampleFind() {
 	var l releases.Lookup
 	l, _ = releases.Find("4.13.10")
-	fmt.Println(l.Spec(), l.Row.Accepts, l.Row.Ignition)
-	fmt.Println(l.Source())
+	fmt.Println(l.Row.Spec, l.Row.Accepts, l.Row.Ignition)
+	fmt.Println(l.Row.Ignition != "")
 
 	_, err := releases.Find("4.5.3")
 	var re *releases.ReleaseError
 	fmt.Println(errors.As(err, &re), err)
 	// Output:
 	// 3.2.0 3.4.0 v2.15.0
-	// openshift/machine-config-operator release-4.13 at a57ca2912354: go.mod pins ignition/v2 v2.15.0; pkg/controller/common/helpers.go IgnParseWrapper parses into spec 3.2.0
+	// true
 	// true OpenShift release "4.5.3": releases before 4.6 read Ignition spec 2.2 only
 }
 
@@ -53,7 +53,7 @@ func ExampleFind() {
 func ExampleTable() {
 	var rows []releases.Row = releases.Table
 	for _, r := range rows[len(rows)-3:] {
-		fmt.Println(r.Release, r.Spec, r.Source() != "")
+		fmt.Println(r.Release, r.Spec, r.Commit != "")
 	}
 	// Output:
 	// 5.0 3.5.0 true

@@ -29,8 +29,8 @@ type Row struct {
 	Commit string
 }
 
-// Source says where a row's facts were read.
-func (r Row) Source() string {
+// source says where a row's facts were read.
+func (r Row) source() string {
 	return fmt.Sprintf("openshift/machine-config-operator release-%s at %s: go.mod pins ignition/v2 %s; pkg/controller/common/helpers.go IgnParseWrapper parses into spec %s", r.Release, r.Commit, r.Ignition, r.Spec)
 }
 
@@ -112,15 +112,12 @@ type Lookup struct {
 	Assumed bool
 }
 
-// Spec is the newest spec the release reads whole.
-func (l Lookup) Spec() convert.Version { return l.Row.Spec }
-
-// Source says where the answer comes from.
-func (l Lookup) Source() string {
+// source says where the answer comes from.
+func (l Lookup) source() string {
 	if l.Assumed {
-		return fmt.Sprintf("release %s is newer than the table's newest row (%s); assumed to read at least what %s reads (%s)", l.Version, l.Row.Release, l.Row.Release, l.Row.Source())
+		return fmt.Sprintf("release %s is newer than the table's newest row (%s); assumed to read at least what %s reads (%s)", l.Version, l.Row.Release, l.Row.Release, l.Row.source())
 	}
-	return l.Row.Source()
+	return l.Row.source()
 }
 
 // Find looks an OpenShift version up in Table. A version before 4.6 (spec

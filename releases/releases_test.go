@@ -70,11 +70,11 @@ func TestFind(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l.Spec() != c.want || l.Assumed != c.assumed {
-				t.Errorf("Find(%q) = spec %s assumed %v; want %s %v", c.version, l.Spec(), l.Assumed, c.want, c.assumed)
+			if l.Row.Spec != c.want || l.Assumed != c.assumed {
+				t.Errorf("Find(%q) = spec %s assumed %v; want %s %v", c.version, l.Row.Spec, l.Assumed, c.want, c.assumed)
 			}
-			if !strings.Contains(l.Source(), "release-"+l.Row.Release) {
-				t.Errorf("source %q does not name the branch read", l.Source())
+			if !strings.Contains(l.source(), "release-"+l.Row.Release) {
+				t.Errorf("source %q does not name the branch read", l.source())
 			}
 		})
 	}

@@ -34,14 +34,14 @@ func (c Ceiling) Source() string {
 	if !c.Rollback {
 		how = fmt.Sprintf("ClusterVersion status.history: the current release %s sets it (no Completed version before it reads less)", c.Current)
 	}
-	return fmt.Sprintf("spec %s: %s; %s", c.Spec, how, c.Release.Source())
+	return fmt.Sprintf("spec %s: %s; %s", c.Spec, how, c.Release.source())
 }
 
-// RollbackTarget is the version a rollback would return to, given a
+// rollbackTarget is the version a rollback would return to, given a
 // ClusterVersion's status.history (newest first, as the cluster-version
 // operator writes it): the last Completed version before the current one,
 // the newest entry. ok is false when no earlier version completed.
-func RollbackTarget(history []configv1.UpdateHistory) (version string, ok bool) {
+func rollbackTarget(history []configv1.UpdateHistory) (version string, ok bool) {
 	for _, h := range history[min(1, len(history)):] {
 		if h.State == configv1.CompletedUpdate && h.Version != "" {
 			return h.Version, true
@@ -65,8 +65,8 @@ func CeilingOf(history []configv1.UpdateHistory) (Ceiling, error) {
 	if err != nil {
 		return Ceiling{}, err
 	}
-	c.Release, c.Spec = cur, cur.Spec()
-	target, ok := RollbackTarget(history)
+	c.Release, c.Spec = cur, cur.Row.Spec
+	target, ok := rollbackTarget(history)
 	if !ok {
 		return c, nil
 	}
@@ -74,8 +74,8 @@ func CeilingOf(history []configv1.UpdateHistory) (Ceiling, error) {
 	if err != nil {
 		return Ceiling{}, err
 	}
-	if !cur.Spec().Less(back.Spec()) {
-		c.Release, c.Spec, c.Rollback = back, back.Spec(), true
+	if !cur.Row.Spec.Less(back.Row.Spec) {
+		c.Release, c.Spec, c.Rollback = back, back.Row.Spec, true
 	}
 	return c, nil
 }
