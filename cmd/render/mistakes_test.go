@@ -45,6 +45,10 @@ func TestMistakes(t *testing.T) {
 		// One pool of a tree is a List like two; one --pool is its MachineConfig.
 		{"one-pool-tree-is-a-list", []string{"--pretty", tree("no-pools")}},
 		{"one-pool-asked-is-a-machineconfig", []string{"--pretty", "--pool", "worker", tree("no-pools")}},
+		// A mistyped pool is a usage error with the pool meant, never a
+		// diff of nothing that passes every --fail-on condition.
+		{"diff-pool-typo", []string{"diff", "--pool", "Worker", "--fail-on", "any-change,era-loss", filepath.Join(diffDir, "base"), filepath.Join(diffDir, "luks-discard")}},
+		{"pool-typo-did-you-mean", []string{"--pool", "wroker", filepath.Join("fixtures", "cluster")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errs, code := cli(t, "", tc.args...)

@@ -28,3 +28,29 @@ func TestTruncate(t *testing.T) {
 		})
 	}
 }
+
+func TestClosest(t *testing.T) {
+	pools := []string{"master", "worker", "infra"}
+	for _, tc := range []struct {
+		name, word string
+		list       []string
+		want       string
+	}{
+		{"case", "Worker", pools, "worker"},
+		{"letter missed", "workr", pools, "worker"},
+		{"letters swapped", "wroker", pools, "worker"},
+		{"letter changed", "mastor", pools, "master"},
+		{"kind", "MachineConfg", []string{"MachineConfig", "MachineConfigPool", "ControllerConfig"}, "MachineConfig"},
+		{"long prefix", "kernelArgumentsList", []string{"kernelArguments", "kernelType"}, "kernelArguments"},
+		{"too far", "database", pools, ""},
+		{"short names need case alone", "inf", pools, ""},
+		{"known", "worker", pools, ""},
+		{"empty", "", pools, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Closest(tc.word, tc.list); got != tc.want {
+				t.Errorf("Closest(%q) = %q, want %q", tc.word, got, tc.want)
+			}
+		})
+	}
+}
