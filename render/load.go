@@ -683,7 +683,7 @@ func (l *Loader) build() (*Set, error) {
 			}
 		}
 		if !selected {
-			if x, isErr := l.orphan(s, e); isErr {
+			if x, isErr := orphan(e, selectors(s.pools, s.defaulted), l.FromAPIServer); isErr {
 				errs.add(x)
 			} else {
 				s.notices = append(s.notices, x)

@@ -57,16 +57,16 @@ func kindTypo(o rawObject) *Error {
 // orphan is the problem of a MachineConfig no pool selects: a notice, or
 // in files an error when one of its labels is a typo of what a pool selects
 // (role: wroker), which would leave it out of the pool without a word.
-func (l *Loader) orphan(s *Set, e *entry) (x *Error, isErr bool) {
+func orphan(e *entry, selectors map[string][]string, fromAPIServer bool) (x *Error, isErr bool) {
 	x = &Error{File: e.mc.Source, Line: e.doc.line(convert.NewPath("metadata", "labels")), Object: KindMachineConfig + "/" + e.mc.Metadata.Name,
 		Path: convert.NewPath("metadata", "labels"), Message: "notice: no pool selects this MachineConfig; it is not rendered"}
-	key, typo := labelTypo(e.mc.Metadata.Labels, s.selectors())
+	key, typo := labelTypo(e.mc.Metadata.Labels, selectors)
 	if typo == "" {
 		return x, false
 	}
 	x.Path = convert.NewPath("metadata", "labels", key)
 	x.Line = e.doc.line(x.Path)
-	if l.FromAPIServer {
+	if fromAPIServer {
 		x.Message = "notice: " + typo + ": no pool selects this MachineConfig; it is not rendered"
 		return x, false
 	}
@@ -78,9 +78,8 @@ func (l *Loader) orphan(s *Set, e *entry) (x *Error, isErr bool) {
 // selectors are the labels each pool selects by, key to the values it
 // accepts; a tree without pools has both default pools' even when one was
 // not made.
-func (s *Set) selectors() map[string][]string {
-	pools := s.pools
-	if s.defaulted {
+func selectors(pools []*MachineConfigPool, defaulted bool) map[string][]string {
+	if defaulted {
 		pools = defaultPools()
 	}
 	out := map[string][]string{}
