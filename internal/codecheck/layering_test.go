@@ -53,5 +53,8 @@ func TestLayering(t *testing.T) {
 		if slices.Contains(is, "flag") && !strings.HasPrefix(pkg, "cmd/") {
 			t.Errorf("%s imports flag: flags live in cmd/", pkg)
 		}
+		if slices.Contains(is, module+"internal/promrules") {
+			t.Errorf("%s imports internal/promrules: a test harness, for tests only", pkg)
+		}
 	}
 }
