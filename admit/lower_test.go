@@ -9,13 +9,14 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // realdataRendered is OpenShift's rendered config of a realdata pool as
 // OpenShift writes it today: at spec 3.5.0.
 func realdataRendered(tb testing.TB, set, pool string) *render.MachineConfig {
 	tb.Helper()
-	s, err := render.Load(shareddata.Path(tb, "realdata", set))
+	s, err := tree.Load(shareddata.Path(tb, "realdata", set))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
-
 // storedConfigs runs a controller with opts over the cluster's objects
 // until every pool names a rendered config, and returns the Ignition
 // configs of those it stored.

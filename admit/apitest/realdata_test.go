@@ -23,6 +23,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/releases"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // readerVersion is the Ignition release of the rollback reader: its
@@ -65,7 +66,7 @@ func realdataObjects(t *testing.T, set string) []*unstructured.Unstructured {
 			}
 		}
 	}
-	s, err := render.Load(dir)
+	s, err := tree.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
