@@ -18,8 +18,9 @@ import (
 
 // limited serves accepted connections of a listener under lim on
 // 127.0.0.1 by holding them open until the client closes; it returns the
-// address and the table.
-func limited(t *testing.T, lim Limits) (string, *Table) {
+// address and the table. Its connections are idle, or with busy all busy
+// (never idle), as slow readers' are.
+func limited(t *testing.T, lim Limits, busy ...bool) (string, *Table) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +34,11 @@ func limited(t *testing.T, lim Limits) (string, *Table) {
 			if err != nil {
 				return
 			}
-			ConnState(c, http.StateNew)
+			if len(busy) > 0 && busy[0] {
+				ConnState(c, http.StateActive)
+			} else {
+				ConnState(c, http.StateNew)
+			}
 			go func() { io.Copy(io.Discard, c); c.Close() }()
 		}
 	}()
@@ -80,34 +85,11 @@ func TestConnectionLimits(t *testing.T) {
 	}
 }
 
-// busy is a listener under lim whose connections are all busy (never
-// idle), as slow readers' are; it returns the address and the table.
-func busy(t *testing.T, lim Limits) (string, *Table) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct := NewTable(lim, nil, slog.New(slog.DiscardHandler), nil)
-	l := ct.Listener(ln)
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			ConnState(c, http.StateActive)
-			go func() { io.Copy(io.Discard, c); c.Close() }()
-		}
-	}()
-	return ln.Addr().String(), ct
-}
-
 // At --max-connections with no connection idle, an address holding less
 // than its share gets in: the oldest connection of the address holding the
 // most is closed for it. An address at its share is refused.
 func TestFairShareAtMax(t *testing.T) {
-	addr, ct := busy(t, Limits{Max: 8})
+	addr, ct := limited(t, Limits{Max: 8}, true)
 	var heavy []net.Conn
 	for i := range 6 {
 		heavy = append(heavy, dialFrom(t, "127.0.0.2", addr))
