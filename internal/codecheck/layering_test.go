@@ -18,6 +18,7 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"serve", "source/kube", "the server serves any source"},
 	{"serve", "controller", "the server and the controller are apart"},
 	{"controller", "serve", "the controller writes configs, it does not serve them"},
+	{"nodefail", "serve", "node reports are taken by the server, not the other way"},
 }
 
 func TestLayering(t *testing.T) {
