@@ -35,12 +35,12 @@ var secretCases = map[string]struct{ in, gone, kept string }{
 func TestRedact(t *testing.T) {
 	for name, c := range secretCases {
 		t.Run(name, func(t *testing.T) {
-			got := Redact(c.in)
+			got := redact(c.in)
 			if strings.Contains(got, c.gone) || !strings.Contains(got, redacted) {
-				t.Errorf("Redact(%q) = %q: %q not redacted", c.in, got, c.gone)
+				t.Errorf("redact(%q) = %q: %q not redacted", c.in, got, c.gone)
 			}
 			if !strings.Contains(got, c.kept) {
-				t.Errorf("Redact(%q) = %q: lost %q", c.in, got, c.kept)
+				t.Errorf("redact(%q) = %q: lost %q", c.in, got, c.kept)
 			}
 		})
 	}
@@ -50,8 +50,8 @@ func TestRedact(t *testing.T) {
 		"error running systemd-run --unit machine-config-daemon-update-rpmostree-via-container",
 		"/etc/machine-config-daemon/node-annotations.json",
 	} {
-		if got := Redact(keep); got != keep {
-			t.Errorf("Redact(%q) = %q", keep, got)
+		if got := redact(keep); got != keep {
+			t.Errorf("redact(%q) = %q", keep, got)
 		}
 	}
 }
@@ -61,11 +61,11 @@ func FuzzRedact(f *testing.F) {
 		f.Add(c.in)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		once := Redact(s)
-		if Redact(once) != once {
-			t.Fatalf("Redact is not stable on %q: %q", s, once)
+		once := redact(s)
+		if redact(once) != once {
+			t.Fatalf("redact is not stable on %q: %q", s, once)
 		}
-		if et := errorText(s); len([]rune(et)) > ErrorMax+len("... (truncated)") {
+		if et := errorText(s); len([]rune(et)) > errorMax+len("... (truncated)") {
 			t.Fatalf("errorText(%q) is %d characters", s, len([]rune(et)))
 		}
 	})
@@ -78,8 +78,8 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		r, err := decode(strings.NewReader(body))
 		if err != nil {
-			if fe, ok := err.(*FieldError); !ok || fe.Field == "" {
-				t.Fatalf("decode(%q): %v, not a FieldError naming a field", body, err)
+			if fe, ok := err.(*fieldError); !ok || fe.Field == "" {
+				t.Fatalf("decode(%q): %v, not a fieldError naming a field", body, err)
 			}
 			return
 		}
@@ -92,7 +92,7 @@ func FuzzDecode(f *testing.F) {
 func TestErrorText(t *testing.T) {
 	long := strings.Repeat("é", 500) + " token=abc"
 	got := errorText(long)
-	if !strings.HasSuffix(got, "... (truncated)") || len([]rune(got)) != ErrorMax+len("... (truncated)") {
+	if !strings.HasSuffix(got, "... (truncated)") || len([]rune(got)) != errorMax+len("... (truncated)") {
 		t.Errorf("errorText of 510 characters = %d characters: %q", len([]rune(got)), got)
 	}
 	// Redacted before it is cut: a secret straddling character 200 leaves
@@ -141,7 +141,7 @@ func TestDecode(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := decode(strings.NewReader(c.body))
-			fe, _ := err.(*FieldError)
+			fe, _ := err.(*fieldError)
 			switch {
 			case c.field == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -197,9 +197,9 @@ func TestHandler(t *testing.T) {
 	if w := post(rs, "10.0.0.1:1", "GET", ""); w.Code != 405 || w.Header().Get("Allow") != "POST" {
 		t.Errorf("GET: %d %v", w.Code, w.Header())
 	}
-	big := `{"pool":"worker","nodeID":"n1","stage":"s","errorMessage":"` + strings.Repeat("a", BodyMax) + `"}`
+	big := `{"pool":"worker","nodeID":"n1","stage":"s","errorMessage":"` + strings.Repeat("a", bodyMax) + `"}`
 	if w := post(rs, "10.0.0.1:1", "POST", big); w.Code != 413 || !strings.Contains(w.Body.String(), "body") {
-		t.Errorf("a body over %d bytes: %d %s", BodyMax, w.Code, w.Body)
+		t.Errorf("a body over %d bytes: %d %s", bodyMax, w.Code, w.Body)
 	}
 }
 
@@ -235,14 +235,14 @@ func TestFlood(t *testing.T) {
 	if len(told) != 5 {
 		t.Errorf("%d notices after a minute and another address, want 5", len(told))
 	}
-	// Every report of another node is a new key: at most EntriesMax kept,
+	// Every report of another node is a new key: at most entriesMax kept,
 	// and unknown pools and stages are counted as "other", never told.
-	for i := range 2 * EntriesMax {
+	for i := range 2 * entriesMax {
 		c.t = c.t.Add(time.Second)
 		post(rs, fmt.Sprintf("10.1.0.%d:1", i), "POST",
 			`{"pool":"guess`+string(rune('a'+i%26))+`","nodeID":"n`+strings.Repeat("x", i)+`","stage":"made-up"}`)
 	}
-	if st := rs.Status(); len(st.Reports) != EntriesMax || st.Reports[0].Told || st.Reports[0].Last != c.t {
+	if st := rs.Status(); len(st.Reports) != entriesMax || st.Reports[0].Told || st.Reports[0].Last != c.t {
 		t.Errorf("%d reports kept, newest %+v", len(st.Reports), st.Reports[0])
 	}
 	if n, err := testutil.GatherAndCount(reg, "mcs_node_failure_reports_total"); err != nil || n != 2 {
@@ -258,7 +258,7 @@ func TestAddressesBounded(t *testing.T) {
 	var told []source.Notice
 	rs, _ := newReports(t, c, &told)
 	for i := range addressesMax + 10 {
-		rs.take("a"+strings.Repeat("x", i%7)+string(rune(i)), Report{Pool: "worker", NodeID: "n", Stage: "s"})
+		rs.take("a"+strings.Repeat("x", i%7)+string(rune(i)), nodeReport{Pool: "worker", NodeID: "n", Stage: "s"})
 	}
 	if n := len(rs.addresses); n > addressesMax {
 		t.Errorf("%d limiters kept, at most %d", n, addressesMax)

@@ -8,9 +8,9 @@ import (
 	"github.com/ignition-mcs/mcs/internal/text"
 )
 
-// ErrorMax is how much of a report's error message is kept, after
+// errorMax is how much of a report's error message is kept, after
 // redaction: as machine-config-operator PR #6124 cuts it.
-const ErrorMax = 200
+const errorMax = 200
 
 // redacted stands for what was removed.
 const redacted = "[REDACTED]"
@@ -60,11 +60,11 @@ func blob(s string) bool {
 	return digit && (upper || b64) && !hex
 }
 
-// Redact removes credentials and registry secrets from s: userinfo in
+// redact removes credentials and registry secrets from s: userinfo in
 // URLs, authorization headers, bearer and basic credentials, pull-secret
 // and token fields, key=value secrets, OAuth and service-account tokens
 // and long base64 blobs. What is removed reads [REDACTED].
-func Redact(s string) string {
+func redact(s string) string {
 	for i, re := range secrets {
 		last := i == len(secrets)-1
 		s = re.ReplaceAllStringFunc(s, func(m string) string {
@@ -79,7 +79,7 @@ func Redact(s string) string {
 }
 
 // errorText is a report's error as an Event shows it: redacted, then cut
-// to ErrorMax characters, control characters made spaces.
+// to errorMax characters, control characters made spaces.
 func errorText(msg string) string {
 	msg = strings.TrimSpace(msg)
 	if msg == "" {
@@ -90,9 +90,9 @@ func errorText(msg string) string {
 			return ' '
 		}
 		return r
-	}, Redact(msg))
-	if n := len([]rune(msg)); n > ErrorMax {
-		msg = string([]rune(msg)[:ErrorMax]) + "... (truncated)"
+	}, redact(msg))
+	if n := len([]rune(msg)); n > errorMax {
+		msg = string([]rune(msg)[:errorMax]) + "... (truncated)"
 	}
 	return msg
 }

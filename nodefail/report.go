@@ -12,9 +12,9 @@ import (
 	"unicode/utf8"
 )
 
-// Report is the body a node POSTs, as the PR's machine-config-daemon
+// nodeReport is the body a node POSTs, as the PR's machine-config-daemon
 // sends it. Pool, NodeID and Stage are required.
-type Report struct {
+type nodeReport struct {
 	Pool         string `json:"pool"`
 	NodeID       string `json:"nodeID"`
 	Stage        string `json:"stage"`
@@ -22,20 +22,20 @@ type Report struct {
 	ErrorMessage string `json:"errorMessage"`
 }
 
-// BodyMax bounds a report's body: the PR's daemon sends well under 1 KiB
+// bodyMax bounds a report's body: the PR's daemon sends well under 1 KiB
 // (its error is cut to 200 characters here anyway).
-const BodyMax = 16 << 10
+const bodyMax = 16 << 10
 
-// FieldError is a report refused for one field, which it names.
-type FieldError struct {
+// fieldError is a report refused for one field, which it names.
+type fieldError struct {
 	Field  string
 	Reason string
 	Err    error // what reading the body failed with, if that was it
 }
 
-func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+func (e *fieldError) Error() string { return e.Field + ": " + e.Reason }
 
-func (e *FieldError) Unwrap() error { return e.Err }
+func (e *fieldError) Unwrap() error { return e.Err }
 
 var (
 	// poolName is a MachineConfigPool's name: a DNS subdomain.
@@ -45,45 +45,45 @@ var (
 )
 
 // decode reads and checks a report from body (bounded by the caller). A
-// refusal is a *FieldError naming the field ("body" for the body as a
+// refusal is a *fieldError naming the field ("body" for the body as a
 // whole), wrapping the reader's error when reading failed.
-func decode(body io.Reader) (Report, error) {
-	var r Report
+func decode(body io.Reader) (nodeReport, error) {
+	var r nodeReport
 	if err := json.NewDecoder(body).Decode(&r); err != nil {
 		var te *json.UnmarshalTypeError
 		var big *http.MaxBytesError
 		switch {
 		case errors.As(err, &big):
-			return r, &FieldError{"body", fmt.Sprintf("over %d bytes", big.Limit), err}
+			return r, &fieldError{"body", fmt.Sprintf("over %d bytes", big.Limit), err}
 		case errors.As(err, &te) && te.Field != "":
-			return r, &FieldError{te.Field, "want a string, got a JSON " + te.Value, nil}
+			return r, &fieldError{te.Field, "want a string, got a JSON " + te.Value, nil}
 		case errors.Is(err, io.EOF):
-			return r, &FieldError{"body", "empty: want a JSON object with pool, nodeID, stage, imageURL and errorMessage", nil}
+			return r, &fieldError{"body", "empty: want a JSON object with pool, nodeID, stage, imageURL and errorMessage", nil}
 		}
-		return r, &FieldError{"body", "not a JSON object: " + err.Error(), nil}
+		return r, &fieldError{"body", "not a JSON object: " + err.Error(), nil}
 	}
 	return r, r.check()
 }
 
 // check refuses a report missing a required field, or whose pool, node or
 // stage is not a name.
-func (r Report) check() error {
+func (r nodeReport) check() error {
 	for _, f := range []struct{ name, value string }{{"pool", r.Pool}, {"nodeID", r.NodeID}, {"stage", r.Stage}} {
 		if strings.TrimSpace(f.value) == "" {
-			return &FieldError{f.name, "missing: pool, nodeID and stage are required", nil}
+			return &fieldError{f.name, "missing: pool, nodeID and stage are required", nil}
 		}
 	}
 	switch {
 	case !poolName.MatchString(r.Pool):
-		return &FieldError{"pool", "not a MachineConfigPool name (lower-case letters, digits, '-' and '.', at most 253)", nil}
+		return &fieldError{"pool", "not a MachineConfigPool name (lower-case letters, digits, '-' and '.', at most 253)", nil}
 	case len(r.NodeID) > 253 || !printable(r.NodeID):
-		return &FieldError{"nodeID", "not a node name or address (printable, at most 253 bytes)", nil}
+		return &fieldError{"nodeID", "not a node name or address (printable, at most 253 bytes)", nil}
 	case !stageName.MatchString(r.Stage):
-		return &FieldError{"stage", "not a stage name (letters, digits, '.', '_' and '-', at most 63)", nil}
+		return &fieldError{"stage", "not a stage name (letters, digits, '.', '_' and '-', at most 63)", nil}
 	case len(r.ImageURL) > 4096 || !printable(r.ImageURL):
-		return &FieldError{"imageURL", "not an image reference (printable, at most 4096 bytes)", nil}
+		return &fieldError{"imageURL", "not an image reference (printable, at most 4096 bytes)", nil}
 	case !utf8.ValidString(r.ErrorMessage):
-		return &FieldError{"errorMessage", "not UTF-8", nil}
+		return &fieldError{"errorMessage", "not UTF-8", nil}
 	}
 	return nil
 }
@@ -98,9 +98,9 @@ func printable(s string) bool {
 }
 
 // message is the Event's message, the PR's words with what it sanitizes
-// sanitized: the node, the stage, the redacted error cut to ErrorMax and
+// sanitized: the node, the stage, the redacted error cut to errorMax and
 // the image's registry.
-func (r Report) message() string {
+func (r nodeReport) message() string {
 	return fmt.Sprintf("Node %s failed during firstboot at stage '%s': %s (image: %s)",
-		Redact(r.NodeID), r.Stage, errorText(r.ErrorMessage), Redact(imageText(r.ImageURL)))
+		redact(r.NodeID), r.Stage, errorText(r.ErrorMessage), redact(imageText(r.ImageURL)))
 }

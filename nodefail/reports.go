@@ -17,16 +17,16 @@ import (
 	"github.com/ignition-mcs/mcs/source"
 )
 
-// Stages are the stage label values of the metric; any other stage is
+// stages are the stage label values of the metric; any other stage is
 // counted as "other". The PR's daemon reports firstboot-update; its
 // comments name the others.
-var Stages = []string{"firstboot-update", "pivot", "kargs", "updateLayeredOS"}
+var stages = []string{"firstboot-update", "pivot", "kargs", "updateLayeredOS"}
 
 // Bounds of what reports can make the server keep.
 const (
-	// EntriesMax bounds the reports kept for /status (by pool, node and
+	// entriesMax bounds the reports kept for /status (by pool, node and
 	// stage); past it the least recently reported is forgotten.
-	EntriesMax = 64
+	entriesMax = 64
 	// addressesMax bounds the per-address limiters; when full, idle ones
 	// go, then all.
 	addressesMax = 4096
@@ -117,16 +117,16 @@ func New(cfg Config) (*Reports, error) {
 // ServeHTTP answers a report as the PR does: 202 {"status":"accepted"}
 // for any well-formed report, whatever becomes of it (never a 5xx: the
 // node must not retry-loop), 400 {"error","field"} naming the field of a
-// bad one, 413 for a body over BodyMax, 405 for anything but POST.
+// bad one, 413 for a body over bodyMax, 405 for anything but POST.
 func (rs *Reports) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		answer(w, http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed: " + r.Method + "; POST a report"})
 		return
 	}
-	rep, err := decode(http.MaxBytesReader(w, r.Body, BodyMax))
+	rep, err := decode(http.MaxBytesReader(w, r.Body, bodyMax))
 	if err != nil {
-		var fe *FieldError
+		var fe *fieldError
 		errors.As(err, &fe)
 		code := http.StatusBadRequest
 		if errors.As(err, new(*http.MaxBytesError)) {
@@ -153,7 +153,7 @@ func answer(w http.ResponseWriter, code int, body map[string]string) {
 // take records a well-formed report from the address host: past the
 // address's limit it is only counted; else it is counted by pool and
 // stage, kept for /status and, for a served pool, told.
-func (rs *Reports) take(host string, rep Report) {
+func (rs *Reports) take(host string, rep nodeReport) {
 	now := rs.cfg.Now()
 	known := rs.cfg.Known(rep.Pool)
 	rs.mu.Lock()
@@ -167,7 +167,7 @@ func (rs *Reports) take(host string, rep Report) {
 		return
 	}
 	msg := rep.message()
-	k := key{rep.Pool, Redact(rep.NodeID), rep.Stage}
+	k := key{rep.Pool, redact(rep.NodeID), rep.Stage}
 	rs.mu.Lock()
 	e := rs.entries[k]
 	first := e == nil
@@ -182,7 +182,7 @@ func (rs *Reports) take(host string, rep Report) {
 	if known {
 		pool = rep.Pool
 	}
-	if slices.Contains(Stages, rep.Stage) {
+	if slices.Contains(stages, rep.Stage) {
 		stage = rep.Stage
 	}
 	rs.reports.WithLabelValues(pool, stage).Inc()
@@ -215,10 +215,10 @@ func (rs *Reports) limiter(host string) *rate.Limiter {
 	return l
 }
 
-// makeRoom forgets the least recently reported entry when EntriesMax are
+// makeRoom forgets the least recently reported entry when entriesMax are
 // kept; rs.mu is held.
 func (rs *Reports) makeRoom() {
-	if len(rs.entries) < EntriesMax {
+	if len(rs.entries) < entriesMax {
 		return
 	}
 	var oldest key

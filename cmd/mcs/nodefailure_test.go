@@ -68,7 +68,27 @@ func TestNodeFailureReports(t *testing.T) {
 		t.Errorf("the Event: %s %q", typ, msg)
 	}
 
-	// The flood, with nodes fetching their configs beside it.
+	floodReports(t, in, dyn, host)
+
+	for body, field := range map[string]string{
+		`{"nodeID":"n","stage":"firstboot-update"}`:    "pool",
+		`{"pool":"worker","stage":"firstboot-update"}`: "nodeID",
+		`{"pool":"worker","nodeID":"n","stage":7}`:     "stage",
+		`not json`: "body",
+	} {
+		code, answer := postReport(t, in.base, body)
+		var got map[string]string
+		if code != http.StatusBadRequest || json.Unmarshal([]byte(answer), &got) != nil || got["field"] != field || !strings.HasPrefix(got["error"], field+": ") {
+			t.Errorf("%s: %d %s, want 400 naming %s", body, code, answer, field)
+		}
+	}
+}
+
+// floodReports sends 1,000 copies of failedReport from one address, with
+// nodes fetching their configs beside it: all fetches served, the reports
+// past the address's limit only counted, still one Event.
+func floodReports(t *testing.T, in *instance, dyn dynamic.Interface, host string) {
+	t.Helper()
 	stop := make(chan struct{})
 	var fetches, failed int
 	var wg sync.WaitGroup
@@ -127,18 +147,6 @@ func TestNodeFailureReports(t *testing.T) {
 	count, _, _ := unstructured.NestedInt64(evs[0].Object, "count")
 	t.Logf("1,000 reports in %v: one Event, count %d; %d limited; %d node fetches served meanwhile", took.Round(time.Millisecond), count, st.NodeFailures.Limited, fetches)
 
-	for body, field := range map[string]string{
-		`{"nodeID":"n","stage":"firstboot-update"}`:    "pool",
-		`{"pool":"worker","stage":"firstboot-update"}`: "nodeID",
-		`{"pool":"worker","nodeID":"n","stage":7}`:     "stage",
-		`not json`: "body",
-	} {
-		code, answer := postReport(t, in.base, body)
-		var got map[string]string
-		if code != http.StatusBadRequest || json.Unmarshal([]byte(answer), &got) != nil || got["field"] != field || !strings.HasPrefix(got["error"], field+": ") {
-			t.Errorf("%s: %d %s, want 400 naming %s", body, code, answer, field)
-		}
-	}
 }
 
 func postReport(t *testing.T, base, body string) (int, string) {
