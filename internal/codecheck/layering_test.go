@@ -19,6 +19,8 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"serve", "controller", "the server and the controller are apart"},
 	{"controller", "serve", "the controller writes configs, it does not serve them"},
 	{"nodefail", "serve", "node reports are taken by the server, not the other way"},
+	{"netlimit", "serve", "connection limits know nothing of what is served"},
+	{"netlimit", "render", "connection limits know nothing of what is served"},
 }
 
 func TestLayering(t *testing.T) {
