@@ -22,6 +22,7 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"admit", "serve", "admission rewrites what is stored, it serves nothing"},
 	{"admit", "source", "admission sees each write as the API server sends it"},
 	{"admit", "controller", "admission and the controller are apart"},
+	{"nodefail", "serve", "node reports are taken by the server, not the other way"},
 	{"netlimit", "serve", "connection limits know nothing of what is served"},
 	{"netlimit", "render", "connection limits know nothing of what is served"},
 }
