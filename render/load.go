@@ -423,8 +423,8 @@ func butaneError(file, name string, p intake.Problem, prefix string, err error) 
 }
 
 func (l *Loader) object(o rawObject) {
-	group, _, _ := strings.Cut(o.APIVersion, "/")
-	ours := o.APIVersion == "" || group == "machineconfiguration.openshift.io"
+	g, _, _ := strings.Cut(o.APIVersion, "/")
+	ours := o.APIVersion == "" || g == group
 	switch {
 	case o.Kind == KindMachineConfig && ours:
 		l.machineConfig(o)
@@ -439,6 +439,10 @@ func (l *Loader) object(o rawObject) {
 	case o.Kind == "":
 		l.notices = append(l.notices, &Error{File: o.File, Path: convert.NewPath("kind"), Message: "notice: object has no kind; skipped"})
 	default:
+		if x := kindTypo(o); x != nil && !l.FromAPIServer {
+			l.errs.add(x)
+			return
+		}
 		l.notices = append(l.notices, o.problem(fmt.Sprintf("notice: %s %s is not used for rendering; skipped", o.APIVersion, o.Kind), nil))
 	}
 }
@@ -635,8 +639,11 @@ func (l *Loader) build() (*Set, error) {
 			}
 		}
 		if !selected {
-			s.notices = append(s.notices, &Error{File: e.mc.Source, Line: e.doc.line(convert.NewPath("metadata", "labels")), Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: convert.NewPath("metadata", "labels"),
-				Message: "notice: no pool selects this MachineConfig; it is not rendered"})
+			if x, isErr := orphan(e, selectors(s.pools, s.defaulted), l.FromAPIServer); isErr {
+				errs.add(x)
+			} else {
+				s.notices = append(s.notices, x)
+			}
 		}
 	}
 	if len(errs.List) > 0 {

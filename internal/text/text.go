@@ -2,6 +2,7 @@
 package text
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -30,19 +31,30 @@ func Truncate(s string, n int, tail string) string {
 }
 
 // Closest is the word of list a person most likely meant by name, for
-// "did you mean": the same word in other case, else one at most two edits
-// away (a letter missed, added, changed or two swapped) when name has four
-// letters or more, else the one sharing the longest prefix of at least
-// four letters (case aside); "" when none does or name is in list.
+// "did you mean": Near's answer, else the word sharing the longest prefix
+// of at least four letters (case aside); "" when none does or name is in
+// list.
 func Closest(name string, list []string) string {
-	if name == "" {
+	if name == "" || slices.Contains(list, name) {
+		return ""
+	}
+	if m := Near(name, list); m != "" {
+		return m
+	}
+	return longestPrefix(name, list)
+}
+
+// Near is the word of list name is a typo of: the same word in other case,
+// else the nearest one at most two edits away (a letter missed, added,
+// changed, or two swapped) when both have four letters or more; "" when
+// none is or name is in list. Stricter than Closest: for names where a
+// shared prefix means nothing (label keys under one domain).
+func Near(name string, list []string) string {
+	if name == "" || slices.Contains(list, name) {
 		return ""
 	}
 	best, bestDist := "", 3
 	for _, k := range list {
-		if k == name {
-			return ""
-		}
 		if strings.EqualFold(k, name) {
 			return k
 		}
@@ -53,10 +65,7 @@ func Closest(name string, list []string) string {
 			best, bestDist = k, d
 		}
 	}
-	if best != "" {
-		return best
-	}
-	return longestPrefix(name, list)
+	return best
 }
 
 // longestPrefix is the word of list sharing the longest prefix (at least

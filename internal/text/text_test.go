@@ -54,3 +54,20 @@ func TestClosest(t *testing.T) {
 		})
 	}
 }
+
+func TestNear(t *testing.T) {
+	role := []string{"machineconfiguration.openshift.io/role"}
+	for _, tc := range []struct {
+		name, word string
+		want       string
+	}{
+		{"key missing a letter", "machineconfiguration.openshift.io/rol", role[0]},
+		{"key in the same domain", "machineconfiguration.openshift.io/mco-built-in", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Near(tc.word, role); got != tc.want {
+				t.Errorf("Near(%q) = %q, want %q", tc.word, got, tc.want)
+			}
+		})
+	}
+}
