@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -63,10 +64,16 @@ func (c *Cutover) Apply(ctx context.Context, p *Plan) error {
 // and ServiceAccount of its DaemonSet).
 func (c *Cutover) apply(ctx context.Context, o *unstructured.Unstructured) error {
 	r, err := c.resource(o)
+	if meta.IsNoMatchError(err) {
+		// mcs's PrometheusRule on a cluster without monitoring: the
+		// server runs the same, its alerts are not installed.
+		c.log.Warn("not served by this API server: skipped", "kind", o.GetKind(), "name", o.GetName(), "err", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	if _, err := r.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	if _, err := r.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
 		return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
 	}
 	c.log.Info("applied", "kind", o.GetKind(), "name", o.GetName(), "namespace", o.GetNamespace())
@@ -77,7 +84,7 @@ func (c *Cutover) apply(ctx context.Context, o *unstructured.Unstructured) error
 func (c *Cutover) scaleOperator(ctx context.Context, n int32) error {
 	deps := c.cfg.Kube.AppsV1().Deployments(Namespace)
 	s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: Operator, Namespace: Namespace}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}
-	if _, err := deps.UpdateScale(ctx, Operator, s, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := deps.UpdateScale(ctx, Operator, s, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 		return fmt.Errorf("scaling Deployment %s/%s to %d: %w", Namespace, Operator, n, err)
 	}
 	c.log.Info("operator scaled", "replicas", n)

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -43,6 +44,9 @@ func (c *Cutover) Back(ctx context.Context) error {
 			continue // the operator's own now
 		}
 		r, err := c.resource(o)
+		if meta.IsNoMatchError(err) {
+			continue // never applied: see apply
+		}
 		if err != nil {
 			return err
 		}

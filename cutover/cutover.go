@@ -24,10 +24,10 @@ const (
 	Namespace    = "openshift-machine-config-operator"
 	Operator     = "machine-config-operator"
 	DaemonSet    = "machine-config-server"
-	FieldManager = "mcs-cutover"
-	// Command is the mcs container's command: a DaemonSet whose first
+	fieldManager = "mcs-cutover"
+	// command is the mcs container's command: a DaemonSet whose first
 	// container runs it is mcs's, any other the operator's.
-	Command = "/usr/bin/mcs"
+	command = "/usr/bin/mcs"
 
 	// annotationReplicas on mcs's DaemonSet keeps the operator's replica
 	// count from before, for going back.
@@ -38,8 +38,8 @@ const (
 	annotationOverride = "mcs.openshift.io/override-added"
 )
 
-// ClusterVersions is config.openshift.io's ClusterVersion resource.
-var ClusterVersions = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusterversions"}
+// clusterVersions is config.openshift.io's ClusterVersion resource.
+var clusterVersions = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusterversions"}
 
 // Config is what a cutover runs with.
 type Config struct {
@@ -147,7 +147,7 @@ func serverOf(ds *appsv1.DaemonSet) (State, []string) {
 		return StateOpenShift, nil
 	}
 	state := StateOpenShift
-	if slices.Contains(cs[0].Command, Command) {
+	if slices.Contains(cs[0].Command, command) {
 		state = StateMCS
 	}
 	return state, slices.Clone(cs[0].Args)

@@ -35,7 +35,7 @@ type patchOp struct {
 // the resourceVersion read, so an edit made meanwhile fails the patch
 // rather than being lost.
 func (c *Cutover) planOverride(ctx context.Context, p *Plan) error {
-	cv, err := c.cfg.Dynamic.Resource(ClusterVersions).Get(ctx, "version", metav1.GetOptions{})
+	cv, err := c.cfg.Dynamic.Resource(clusterVersions).Get(ctx, "version", metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading ClusterVersion version (the cutover is for OpenShift): %w", err)
 	}
@@ -75,7 +75,7 @@ func (c *Cutover) patchOverride(ctx context.Context, p *Plan) error {
 	if p.Patch == nil {
 		return nil
 	}
-	_, err := c.cfg.Dynamic.Resource(ClusterVersions).Patch(ctx, "version", types.JSONPatchType, p.Patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err := c.cfg.Dynamic.Resource(clusterVersions).Patch(ctx, "version", types.JSONPatchType, p.Patch, metav1.PatchOptions{FieldManager: fieldManager})
 	if err != nil {
 		return fmt.Errorf("ClusterVersion version: setting the override (it may have changed since it was read: run again): %w", err)
 	}
@@ -85,7 +85,7 @@ func (c *Cutover) patchOverride(ctx context.Context, p *Plan) error {
 // removeOverride removes the operator's entry from spec.overrides, and
 // nothing else, when apply added it and it is as apply left it.
 func (c *Cutover) removeOverride(ctx context.Context) (removed bool, err error) {
-	cv, err := c.cfg.Dynamic.Resource(ClusterVersions).Get(ctx, "version", metav1.GetOptions{})
+	cv, err := c.cfg.Dynamic.Resource(clusterVersions).Get(ctx, "version", metav1.GetOptions{})
 	if err != nil {
 		return false, fmt.Errorf("reading ClusterVersion version: %w", err)
 	}
@@ -100,7 +100,7 @@ func (c *Cutover) removeOverride(ctx context.Context) (removed bool, err error) 
 		if err != nil {
 			return false, err
 		}
-		if _, err := c.cfg.Dynamic.Resource(ClusterVersions).Patch(ctx, "version", types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		if _, err := c.cfg.Dynamic.Resource(clusterVersions).Patch(ctx, "version", types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
 			return false, fmt.Errorf("ClusterVersion version: removing the override (it may have changed since it was read: run again): %w", err)
 		}
 		return true, nil

@@ -170,8 +170,8 @@ func (c *cutoverCommand) writePlan(w io.Writer, p *cutover.Plan) error {
 		cutover.StateNoServer:  "none: no DaemonSet " + cutover.Namespace + "/" + cutover.DaemonSet,
 	}[p.State])
 	fmt.Fprintf(w, "arguments: %s\n", strings.Join(p.Args, " "))
-	fmt.Fprintf(w, "operator: Deployment %s/%s, %d replicas\n", cutover.Namespace, cutover.Operator, p.OperatorReplicas)
-	fmt.Fprintf(w, "ClusterVersion overrides: %d other entries, kept\n", p.OtherOverrides)
+	fmt.Fprintf(w, "operator: Deployment %s/%s, replicas %d (apply scales it to 0, back to %d)\n", cutover.Namespace, cutover.Operator, p.OperatorReplicas, max(p.OperatorReplicas, 1))
+	fmt.Fprintf(w, "ClusterVersion overrides of others, kept: %d\n", p.OtherOverrides)
 	if p.Patch != nil {
 		fmt.Fprintf(w, "JSON patch apply sends ClusterVersion version:\n  %s\n", p.Patch)
 	} else if p.Override != nil {

@@ -18,6 +18,9 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"serve", "source/kube", "the server serves any source"},
 	{"serve", "controller", "the server and the controller are apart"},
 	{"controller", "serve", "the controller writes configs, it does not serve them"},
+	{"cutover", "render", "the cutover moves a DaemonSet; it renders nothing"},
+	{"cutover", "serve", "the cutover moves a DaemonSet; it serves nothing"},
+	{"deploy", "render", "the manifests are data"},
 }
 
 func TestLayering(t *testing.T) {
