@@ -21,6 +21,9 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"cutover", "render", "the cutover moves a DaemonSet; it renders nothing"},
 	{"cutover", "serve", "the cutover moves a DaemonSet; it serves nothing"},
 	{"deploy", "render", "the manifests are data"},
+	{"nodefail", "serve", "node reports are taken by the server, not the other way"},
+	{"netlimit", "serve", "connection limits know nothing of what is served"},
+	{"netlimit", "render", "connection limits know nothing of what is served"},
 }
 
 func TestLayering(t *testing.T) {
