@@ -62,22 +62,10 @@ func newCutoverCommand(verb string, stderr io.Writer) *cutoverCommand {
 
 // runCutover is mcs cutover plan|apply|back.
 func runCutover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	verbs := []string{"plan", "apply", "back"}
-	if len(args) == 0 || !strings.Contains(" plan apply back ", " "+args[0]+" ") {
-		switch {
-		case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
-			return cmdline.Parse(newCutoverCommand("plan|apply|back", stderr).fs, args[:1])
-		case len(args) > 0 && (args[0] == "-version" || args[0] == "--version"):
-			return cmdline.ErrVersion
-		}
-		what := "no verb"
-		if len(args) > 0 {
-			what = fmt.Sprintf("unknown verb %q", args[0])
-		}
-		fmt.Fprintf(stderr, "mcs cutover: %s: want one of %s\nRun 'mcs cutover --help' for usage.\n", what, strings.Join(verbs, ", "))
-		return cmdline.ErrUsage
+	verb, err := verbOf("mcs cutover", []string{"plan", "apply", "back"}, args, func() *flag.FlagSet { return newCutoverCommand("plan|apply|back", stderr).fs }, stderr)
+	if err != nil {
+		return err
 	}
-	verb := args[0]
 	c := newCutoverCommand(verb, stderr)
 	if err := cmdline.Parse(c.fs, args[1:]); err != nil {
 		return err

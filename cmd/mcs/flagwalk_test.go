@@ -116,7 +116,7 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"controller", "--keep", "-1"}, "--keep: want 0 or more"},
 		{[]string{"prune", "--count", "-2"}, "--keep and --count: want 0 or more"},
 		{[]string{"contoller", "--kubeconfig", "x"}, `mcs: unknown command "contoller" (did you mean controller?): want one of controller, prune, pki, start, bootstrap, preflight`},
-		{[]string{"pki", "rotat"}, `mcs pki: unknown verb "rotat": want status or rotate`},
+		{[]string{"pki", "rotat"}, `mcs pki: unknown verb "rotat" (did you mean rotate?): want status or rotate`},
 		{[]string{"pki"}, `mcs pki: no verb: want status or rotate`},
 		{[]string{"--dir", "x", "extra", "--poll", "1s"}, `mcs: unexpected arguments: extra --poll 1s (the flags after "extra" were not read: flags stop at the first argument)`},
 	} {

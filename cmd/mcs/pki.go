@@ -82,21 +82,10 @@ func newPKICommand(verb string, stderr io.Writer) *pkiCommand {
 
 // runPKI is `mcs pki status` and `mcs pki rotate [--confirm]`.
 func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "status" && args[0] != "rotate") {
-		switch {
-		case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
-			return cmdline.Parse(newPKICommand("status|rotate", stderr).fs, args[:1])
-		case len(args) > 0 && (args[0] == "-version" || args[0] == "--version"):
-			return cmdline.ErrVersion
-		}
-		what := "no verb"
-		if len(args) > 0 {
-			what = fmt.Sprintf("unknown verb %q", args[0])
-		}
-		fmt.Fprintf(stderr, "mcs pki: %s: want status or rotate\nUsage: mcs pki status|rotate [flags]   (see 'mcs pki --help')\n", what)
-		return cmdline.ErrUsage
+	verb, err := verbOf("mcs pki", []string{"status", "rotate"}, args, func() *flag.FlagSet { return newPKICommand("status|rotate", stderr).fs }, stderr)
+	if err != nil {
+		return err
 	}
-	verb := args[0]
 	c := newPKICommand(verb, stderr)
 	if err := cmdline.Parse(c.fs, args[1:]); err != nil {
 		return err
