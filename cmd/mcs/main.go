@@ -52,6 +52,7 @@ func commands() []command {
 		{"bootstrap", "OpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it", serving(parseBootstrapFlags)},
 		{"preflight", "read a cluster, changing nothing, and report what mcs start needs and would serve", noStdin(runPreflight)},
 		{"cutover", "plan|apply|back: OpenShift's machine-config-server DaemonSet to mcs start and back", noStdin(runCutover)},
+		{"admit", "mutating admission webhook: every MachineConfig stored at the lowest spec", noStdin(runAdmit)},
 	}
 }
 
