@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
 	"github.com/ignition-mcs/mcs/pki"
@@ -42,7 +43,7 @@ func (c *apiClients) pki() pki.Clients { return pki.Clients{Kube: c.kube, Dynami
 
 // startPKI is `mcs controller --manage-pki`: the PKI manager beside the
 // render controller, until ctx ends or stop is called (which waits for it).
-func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logger) (stop func(), err error) {
+func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logger, reg prometheus.Registerer) (stop func(), err error) {
 	if !o.manage {
 		return func() {}, nil
 	}
@@ -50,7 +51,7 @@ func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	m, err := pki.New(pki.Config{Clients: api.pki(), Lifetimes: o.lifetimes, Tokens: o.tokens, Resync: o.resync, Logger: log})
+	m, err := pki.New(pki.Config{Clients: api.pki(), Lifetimes: o.lifetimes, Tokens: o.tokens, Resync: o.resync, Logger: log, Registry: reg})
 	if err != nil {
 		return nil, err
 	}
