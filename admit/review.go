@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -127,11 +128,16 @@ func review(req *admissionv1.AdmissionRequest, c Ceiling, deny bool) (*admission
 // it holds the same config at the same spec as the lowered one: an update
 // that changes nothing (OpenShift's render controller re-applying its
 // 3.5.0 bytes on every sync) then stores the same bytes, which the API
-// server does not write, whatever encoding stored them.
+// server does not write, whatever encoding stored them (an older webhook's,
+// say). The common case, the same JSON with keys in another order, is told
+// without parsing Ignition.
 func keepStored(oldRaw []byte, res *Result) []byte {
 	var old reviewed
-	if json.Unmarshal(oldRaw, &old) != nil || len(old.Spec.Config) == 0 || bytes.Equal(old.Spec.Config, res.Config) {
+	if json.Unmarshal(oldRaw, &old) != nil || len(old.Spec.Config) == 0 {
 		return res.Config
+	}
+	if sameJSON(old.Spec.Config, res.Config) {
+		return old.Spec.Config
 	}
 	po, err := convert.Parse(old.Spec.Config)
 	if err != nil || po.Version != res.Stored {
@@ -147,6 +153,21 @@ func keepStored(oldRaw []byte, res *Result) []byte {
 		return res.Config
 	}
 	return old.Spec.Config
+}
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	if da.Decode(&va) != nil || db.Decode(&vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
 }
 
 // patchConfig is a JSON patch replacing spec.config, and nothing else.

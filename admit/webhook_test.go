@@ -90,6 +90,22 @@ func TestReviewLowers(t *testing.T) {
 	if got := patched(t, resp); got != stored {
 		t.Errorf("update patched to %s, want the stored %s", got, stored)
 	}
+	// Stored by another encoding (keys in another order, or an empty list
+	// written out): the same config at the same spec, so kept as stored.
+	for _, other := range []string{
+		`{"kernelArguments":{"shouldExist":["nosmt"]},"ignition":{"version":"3.3.0"}}`,
+		`{"ignition":{"version":"3.3.0"},"kernelArguments":{"shouldExist":["nosmt"],"shouldNotExist":[]}}`,
+	} {
+		_, resp = post(t, w, reviewBody(admissionv1.Update, "x", mcObject("99-kargs", kargs35), mcObject("99-kargs", other)))
+		if got := patched(t, resp); got != other {
+			t.Errorf("update over %s patched to %s, want it kept", other, got)
+		}
+	}
+	// A real change is stored.
+	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", mcObject("99-kargs", kargs35), mcObject("99-kargs", `{"ignition":{"version":"3.3.0"},"kernelArguments":{"shouldExist":["nosmt","quiet"]}}`)))
+	if got := patched(t, resp); got != low {
+		t.Errorf("a changed config patched to %s, want %s", got, low)
+	}
 	// Already lowest: no patch at all.
 	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", mcObject("99-kargs", stored), mcObject("99-kargs", stored)))
 	if resp.Patch != nil {
