@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -30,8 +26,6 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/promrules"
-	"github.com/ignition-mcs/mcs/internal/syncbuf"
-	"github.com/ignition-mcs/mcs/internal/testpki"
 )
 
 var admitDeployDir = filepath.Join("..", "..", "deploy", "openshift", "admit")
@@ -253,8 +247,13 @@ status:
 	var rec kubetest.Recorder
 	kc := writeKubeconfig(t, rec.Proxy(t, sa))
 	d := typed[appsv1.Deployment](t, objs["Deployment/mcs-admit"])
-	args := append(slices.Clone(d.Spec.Template.Spec.Containers[0].Args), "--kubeconfig", kc)
-	wh := startAdmit(t, args)
+	args := []string{"--kubeconfig", kc}
+	for _, a := range d.Spec.Template.Spec.Containers[0].Args[1:] {
+		if !strings.HasPrefix(a, "--listen=") && !strings.HasPrefix(a, "--cert=") && !strings.HasPrefix(a, "--key=") {
+			args = append(args, a) // startAdmit's address and certificate instead
+		}
+	}
+	addr, c, _ := startAdmit(t, args...)
 
 	// The watch, against the rollback release's 3.4: 50-files, 50-kargs
 	// and 50-cex, all of pool worker.
@@ -262,15 +261,15 @@ status:
 		Stored *stored.Report `json:"stored"`
 	}
 	kubetest.Eventually(t, time.Minute, "the stored MachineConfigs in /status", func() error {
-		if err := wh.getJSON("/status", &st); err != nil {
-			return err
+		if code, body := admitGet(t, c, addr, "/status"); code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil {
+			return fmt.Errorf("/status: %d %s", code, body)
 		}
 		if st.Stored == nil || st.Stored.Pools["worker"] != 3 || st.Stored.Ceiling != convert.V3_4 {
 			return fmt.Errorf("stored %+v", st.Stored)
 		}
 		return nil
 	})
-	wh.reviewAboveCeiling(t)
+	reviewAboveCeiling(t, c, addr)
 	kubetest.Eventually(t, time.Minute, "an Event for OpenShift's write above the ceiling", func() error {
 		l, err := cp.Kube.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
 		if err != nil || len(l.Items) == 0 {
@@ -278,104 +277,23 @@ status:
 		}
 		return nil
 	})
-	scrape, err := wh.get("/metrics")
-	if err != nil {
-		t.Fatal(err)
+	code, scrape := admitGet(t, c, addr, "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
 	}
-	exposed, err := promrules.Exposed(bytes.NewReader(scrape))
+	exposed, err := promrules.Exposed(strings.NewReader(scrape))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, miss := range promrules.Unexposed(promrules.Load(t, admitRulesManifest), exposed) {
 		t.Error(miss)
 	}
-	wh.stop(t)
 	kubetest.ExactlyGranted(t, kubetest.Granted(t, list, "openshift-mcs-admit", "mcs-admit"), rec.Calls())
-}
-
-// admitInstance is mcs admit run in this process, serving TLS on loopback.
-type admitInstance struct {
-	base   string
-	client *http.Client
-	cancel context.CancelFunc
-	done   chan error
-	out    *syncbuf.Buffer
-}
-
-// startAdmit runs mcs admit with args, but listening on a loopback port
-// with a certificate of a new CA.
-func startAdmit(t *testing.T, args []string) *admitInstance {
-	t.Helper()
-	ca := testpki.NewCA(t)
-	pair := ca.Serving(t)
-	dir := t.TempDir()
-	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	for f, b := range map[string][]byte{cert: pair.CertPEM, key: pair.KeyPEM} {
-		if err := os.WriteFile(f, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	args = append(args, "--listen", "127.0.0.1:0", "--cert", cert, "--key", key)
-	ctx, cancel := context.WithCancel(context.Background())
-	in := &admitInstance{cancel: cancel, done: make(chan error, 1), out: &syncbuf.Buffer{}}
-	go func() { in.done <- dispatch(ctx, args, nil, in.out, in.out) }()
-	t.Cleanup(func() { in.stop(t) })
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.PEM)
-	in.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	addr := regexp.MustCompile(`listening on https://(\S+)/mutate`)
-	kubetest.Eventually(t, 30*time.Second, "mcs admit listening", func() error {
-		m := addr.FindStringSubmatch(in.out.String())
-		if m == nil {
-			return fmt.Errorf("output %q", in.out.String())
-		}
-		in.base = "https://" + m[1]
-		return nil
-	})
-	return in
-}
-
-func (in *admitInstance) stop(t *testing.T) {
-	t.Helper()
-	if in.cancel == nil {
-		return
-	}
-	in.cancel()
-	in.cancel = nil
-	select {
-	case err := <-in.done:
-		if err != nil {
-			t.Errorf("mcs admit: %v\n%s", err, in.out.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Errorf("mcs admit did not stop\n%s", in.out.String())
-	}
-}
-
-func (in *admitInstance) get(path string) ([]byte, error) {
-	resp, err := in.client.Get(in.base + path)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("%s: %s: %s", path, resp.Status, b)
-	}
-	return b, err
-}
-
-func (in *admitInstance) getJSON(path string, v any) error {
-	b, err := in.get(path)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
 }
 
 // reviewAboveCeiling sends the webhook, as the API server would, the
 // machine-config-controller's create of a MachineConfig that needs 3.5.
-func (in *admitInstance) reviewAboveCeiling(t *testing.T) {
+func reviewAboveCeiling(t *testing.T, c *http.Client, addr string) {
 	t.Helper()
 	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"5f0c7d2e-0000-4000-8000-0000000000aa",
 "kind":{"group":"machineconfiguration.openshift.io","version":"v1","kind":"MachineConfig"},
@@ -383,7 +301,7 @@ func (in *admitInstance) reviewAboveCeiling(t *testing.T) {
 "operation":"CREATE","userInfo":{"username":"system:serviceaccount:openshift-machine-config-operator:machine-config-controller"},
 "object":{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"99-worker-cex"},
 "spec":{"config":{"ignition":{"version":"3.5.0"},"storage":{"luks":[{"name":"root","device":"/dev/sda","cex":{"enabled":true}}]}}}}}}`
-	resp, err := in.client.Post(in.base+"/mutate", "application/json", strings.NewReader(review))
+	resp, err := c.Post("https://"+addr+"/mutate", "application/json", strings.NewReader(review))
 	if err != nil {
 		t.Fatal(err)
 	}
