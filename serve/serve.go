@@ -55,6 +55,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	router   *chi.Mux
+	nodes    *chi.Mux // router without /status and /metrics
 	snap     atomic.Pointer[Snapshot]
 	draining atomic.Bool // shutting down: not ready, still serving
 	rec      *recorder
@@ -90,12 +91,13 @@ func New(cfg Config) (*Server, error) {
 	s.clients.vec = m.clients
 	s.counters.m = m
 	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: &s.rec.waiting}
-	s.router = s.routes()
+	s.router, s.nodes = s.routes(true), s.routes(false)
 	return s, nil
 }
 
-// routes registers every route, in one place.
-func (s *Server) routes() *chi.Mux {
+// routes registers every route, in one place; without admin, only what
+// nodes and probes use.
+func (s *Server) routes(admin bool) *chi.Mux {
 	r := chi.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusNotFound, "not found: "+r.URL.Path) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
@@ -115,6 +117,9 @@ func (s *Server) routes() *chi.Mux {
 		r.Get("/readyz", s.readyz)
 		r.Head("/readyz", s.readyz)
 	})
+	if !admin {
+		return r
+	}
 	r.Group(func(r chi.Router) {
 		r.Use(instrument(s.m.duration.WithLabelValues("admin")), adminAuth(s.cfg.Tokens))
 		r.Get("/status", statusHandler(s.rec))
@@ -124,6 +129,13 @@ func (s *Server) routes() *chi.Mux {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { withState(s.router, w, r) }
+
+// NodeHandler serves only what nodes and probes use (/config/, /healthz,
+// /readyz), as OpenShift's server: for the node ports of mcs start, whose
+// /status and /metrics are on an admin listener of their own.
+func (s *Server) NodeHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { withState(s.nodes, w, r) })
+}
 
 // AdminHandler serves /status, /metrics and the probes without a token,
 // for a listener of its own (loopback, or a port only Prometheus reaches)
