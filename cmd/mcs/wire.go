@@ -74,7 +74,7 @@ func newTokens(ctx context.Context, o *options, log *slog.Logger) (func() []serv
 	if o.authTokenFile != "" {
 		tf := &fileCache{path: o.authTokenFile, parse: parseTokens}
 		if _, err := tf.get(); err != nil {
-			return nil, fmt.Errorf("--auth-token-file: %w", err)
+			return nil, fmt.Errorf("--auth-token-file %s: %w", o.authTokenFile, err)
 		}
 		file = func() []serve.Token {
 			v, err := tf.get()
@@ -160,6 +160,9 @@ func parseTokens(b []byte) (any, error) {
 			if !validPool(p) {
 				return nil, fmt.Errorf("line %d: %q is not a pool name", i+1, p)
 			}
+		}
+		if bits := serve.TokenBits([]byte(fields[0])); bits < serve.MinTokenBits {
+			return nil, fmt.Errorf("line %d: the token has about %.0f bits of entropy, want at least %d: a guesser could find it (make one with `openssl rand -base64 24`)", i+1, bits, serve.MinTokenBits)
 		}
 		out = append(out, serve.Token{Secret: []byte(fields[0]), Pools: fields[1:]})
 	}
