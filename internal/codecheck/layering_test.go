@@ -18,6 +18,11 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"serve", "source/kube", "the server serves any source"},
 	{"serve", "controller", "the server and the controller are apart"},
 	{"controller", "serve", "the controller writes configs, it does not serve them"},
+	{"releases", "render", "the table of releases knows no MachineConfigs"},
+	{"admit", "serve", "admission rewrites what is stored, it serves nothing"},
+	{"admit", "source", "admission sees each write as the API server sends it"},
+	{"admit", "controller", "admission and the controller are apart"},
+	{"nodefail", "serve", "node reports are taken by the server, not the other way"},
 	{"netlimit", "serve", "connection limits know nothing of what is served"},
 	{"netlimit", "render", "connection limits know nothing of what is served"},
 }
