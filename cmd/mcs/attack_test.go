@@ -1,3 +1,5 @@
+//go:build attack
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+//go:build attack
+
 package main
 
 import (
@@ -230,9 +232,23 @@ func (p *proc) cpu(t *testing.T) time.Duration {
 
 // memory is the process's resident set now and its peak, in bytes.
 func (p *proc) memory(t *testing.T) (rss, peak int64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	rss, peak, err := memoryOfPid(p.cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return rss, peak
+}
+
+// memoryOf is a process's resident set now.
+func memoryOf(pid int) (int64, error) {
+	rss, _, err := memoryOfPid(pid)
+	return rss, err
+}
+
+func memoryOfPid(pid int) (rss, peak int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
@@ -247,7 +263,7 @@ func (p *proc) memory(t *testing.T) (rss, peak int64) {
 			peak = kb << 10
 		}
 	}
-	return rss, peak
+	return rss, peak, nil
 }
 
 // hostPort is the plain listener's address.
@@ -361,6 +377,12 @@ func percentile(sorted []time.Duration, pct int) time.Duration {
 func slowReaders(t *testing.T, p *proc, n int, request string) (stop func() int64) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), slowReadersEnv+"="+strconv.Itoa(n), "MCS_ATTACK_ADDR="+p.hostPort(), "MCS_ATTACK_REQUEST="+request)
+	return attacker(t, cmd)
+}
+
+// attacker runs cmd, this test binary as an attacker (see TestMain),
+// until stop, which reports how many connections it opened.
+func attacker(t *testing.T, cmd *exec.Cmd) (stop func() int64) {
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -404,6 +426,12 @@ func TestMain(m *testing.M) {
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { io.Copy(io.Discard, os.Stdin); cancel() }()
 		fmt.Println(attackSlowly(ctx, n, os.Getenv("MCS_ATTACK_ADDR"), os.Getenv("MCS_ATTACK_REQUEST")))
+		os.Exit(0)
+	}
+	if spec := os.Getenv(rateReadersEnv); spec != "" {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { io.Copy(io.Discard, os.Stdin); cancel() }()
+		fmt.Println(readAtRate(ctx, spec, os.Getenv("MCS_ATTACK_ADDR")))
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
