@@ -37,8 +37,8 @@ const (
 	RSA2048   KeyType = "rsa-2048"
 )
 
-// KeyTypes are the serving key types, the default first.
-var KeyTypes = []KeyType{ECDSAP256, RSA2048}
+// keyTypes are the serving key types, the default first.
+var keyTypes = []KeyType{ECDSAP256, RSA2048}
 
 func (k KeyType) orDefault() KeyType {
 	if k == "" {
@@ -55,7 +55,7 @@ func (k KeyType) generate() (crypto.Signer, error) {
 	case RSA2048:
 		return rsa.GenerateKey(rand.Reader, keyBits)
 	}
-	return nil, fmt.Errorf("unknown key type %q: want one of %v", k, KeyTypes)
+	return nil, fmt.Errorf("unknown key type %q: want one of %v", k, keyTypes)
 }
 
 // keyTypeOf is c's key type, or its algorithm's name when mcs makes none

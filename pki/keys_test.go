@@ -55,7 +55,7 @@ func BenchmarkHandshake(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, kt := range KeyTypes {
+	for _, kt := range keyTypes {
 		s, err := newServing(ca, []string{"localhost"}, now, time.Hour, kt)
 		if err != nil {
 			b.Fatal(err)

@@ -44,8 +44,8 @@ var DefaultLifetimes = Lifetimes{
 // validate refuses lifetimes that cannot work: a refresh must come before
 // the expiry, and a certificate must live at least a few seconds.
 func (l Lifetimes) validate() error {
-	if !slices.Contains(KeyTypes, l.ServingKey.orDefault()) {
-		return fmt.Errorf("serving key type %q: want one of %v", l.ServingKey, KeyTypes)
+	if !slices.Contains(keyTypes, l.ServingKey.orDefault()) {
+		return fmt.Errorf("serving key type %q: want one of %v", l.ServingKey, keyTypes)
 	}
 	for _, c := range []struct {
 		what              string

@@ -18,8 +18,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The slow-reader attack across a real link: mcs in a network namespace of
@@ -175,10 +173,7 @@ func readAtRate(ctx context.Context, spec, addr string) int64 {
 	for i := range addrs * perAddr {
 		src := net.ParseIP(fmt.Sprintf("10.77.1.%d", 30+i%addrs))
 		wg.Go(func() {
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 5 * time.Second,
-				Control: func(_, _ string, rc syscall.RawConn) error {
-					return rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4096) })
-				}}
+			d := attackDialer(src)
 			buf := make([]byte, 8<<10)
 			for ctx.Err() == nil {
 				c, err := d.DialContext(ctx, "tcp", addr)

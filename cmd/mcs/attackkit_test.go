@@ -422,19 +422,23 @@ func attacker(t *testing.T, cmd *exec.Cmd) (stop func() int64) {
 const slowReadersEnv = "MCS_ATTACK_SLOW_READERS"
 
 func TestMain(m *testing.M) {
+	addr := os.Getenv("MCS_ATTACK_ADDR")
 	if n, err := strconv.Atoi(os.Getenv(slowReadersEnv)); err == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() { io.Copy(io.Discard, os.Stdin); cancel() }()
-		fmt.Println(attackSlowly(ctx, n, os.Getenv("MCS_ATTACK_ADDR"), os.Getenv("MCS_ATTACK_REQUEST")))
-		os.Exit(0)
+		runAttacker(func(ctx context.Context) int64 { return attackSlowly(ctx, n, addr, os.Getenv("MCS_ATTACK_REQUEST")) })
 	}
 	if spec := os.Getenv(rateReadersEnv); spec != "" {
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() { io.Copy(io.Discard, os.Stdin); cancel() }()
-		fmt.Println(readAtRate(ctx, spec, os.Getenv("MCS_ATTACK_ADDR")))
-		os.Exit(0)
+		runAttacker(func(ctx context.Context) int64 { return readAtRate(ctx, spec, addr) })
 	}
 	os.Exit(m.Run())
+}
+
+// runAttacker runs attack until stdin closes, prints how many connections
+// it opened and exits.
+func runAttacker(attack func(context.Context) int64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { io.Copy(io.Discard, os.Stdin); cancel() }()
+	fmt.Println(attack(ctx))
+	os.Exit(0)
 }
 
 // attackSlowly is the slow readers' loop, until ctx ends; it returns how
@@ -464,11 +468,16 @@ func attackSlowly(ctx context.Context, n int, addr, request string) int64 {
 }
 
 func slowConn(addr string) (net.Conn, error) {
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(attackerAddr)}, Timeout: 5 * time.Second,
+	return attackDialer(net.ParseIP(attackerAddr)).Dial("tcp", addr)
+}
+
+// attackDialer dials from src with a 4 KiB receive buffer: nothing of a
+// response is absorbed beyond what the attacker reads.
+func attackDialer(src net.IP) *net.Dialer {
+	return &net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 5 * time.Second,
 		Control: func(_, _ string, rc syscall.RawConn) error {
 			return rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4096) })
 		}}
-	return d.Dial("tcp", addr)
 }
 
 // holdUntilClosed holds c, reading nothing, until ctx ends or the server

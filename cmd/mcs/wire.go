@@ -74,7 +74,7 @@ func newTokens(ctx context.Context, o *options, log *slog.Logger) (func() []serv
 	if o.authTokenFile != "" {
 		tf := &fileCache{path: o.authTokenFile, parse: parseTokens}
 		if _, err := tf.get(); err != nil {
-			return nil, fmt.Errorf("--auth-token-file %s: %w", o.authTokenFile, err)
+			return nil, fmt.Errorf("--auth-token-file: %w", err)
 		}
 		file = func() []serve.Token {
 			v, err := tf.get()
