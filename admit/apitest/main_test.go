@@ -253,7 +253,8 @@ func client(t *testing.T, cp *kubetest.ControlPlane, user string) (dynamic.Inter
 	w := &warnings{}
 	rc.WarningHandler = w
 	if user != "" {
-		rc.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+		// RBAC is not under test: each user may write MachineConfigs.
+		rc.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters", "system:authenticated"}}
 	}
 	d, err := dynamic.NewForConfig(rc)
 	if err != nil {
@@ -272,3 +273,5 @@ func jsonCanonical(t *testing.T, b []byte) string {
 	out, _ := json.Marshal(v)
 	return string(out)
 }
+
+func ptr(h http.Handler) *http.Handler { return &h }
