@@ -138,8 +138,9 @@ func TestKeyCoversEveryField(t *testing.T) {
 		// A cluster changes a pool's labels and annotations all the time; the
 		// render reads its MachineConfig selector, not its node selector.
 		"MachineConfigPool": {"APIVersion", "Kind", "Metadata.Labels", "Metadata.Annotations", "Metadata.Extra", "Spec.NodeSelector"},
-		// The CAs are served beside the render (NodeFiles.Key has them).
-		"ControllerConfig": {"KubeAPIServerServingCAData", "CloudProviderCAData", "RootCAData", "Source", "Name"},
+		// The CAs and the server's URL are served beside the render
+		// (NodeFiles.Key has them).
+		"ControllerConfig": {"KubeAPIServerServingCAData", "CloudProviderCAData", "RootCAData", "ServerURL", "Source", "Name"},
 	} {
 		for _, f := range fields {
 			notRead[input+"."+f] = true

@@ -20,6 +20,7 @@ type recorder struct {
 	m           *renderMetrics
 	gate        *skewgate.Gate // shown, never changed here; nil: none
 	source      string
+	maxSpec     string
 	notify      func(source.Notice) // nil: nobody is told
 	served      func() *Snapshot
 	servingCert func() (*tls.Certificate, error) // nil: no TLS listener
