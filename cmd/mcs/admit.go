@@ -8,12 +8,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
@@ -67,6 +69,8 @@ func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer klogTo(ctx, log)()
+	// The certificate watcher logs through controller-runtime's logger.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
