@@ -34,7 +34,7 @@ type admitOptions struct {
 
 func parseAdmitFlags(args []string, stderr io.Writer) (*admitOptions, error) {
 	o := &admitOptions{}
-	fs := cmdline.NewFlagSet("mcs admit", "Usage: mcs admit [flags]\n\nA mutating admission webhook for MachineConfigs: stores each one's spec.config at the lowest\nIgnition spec able to express it, proven lossless, beside OpenShift's own controllers\n(docs/admission.md). Every flag can also be set as MCS_<FLAG>.\n", stderr)
+	fs := cmdline.NewFlagSet("mcs admit", "Usage: mcs admit [flags]\n       mcs admit lower-existing [--confirm] [flags]   (see 'mcs admit lower-existing --help')\n\nA mutating admission webhook for MachineConfigs: stores each one's spec.config at the lowest\nIgnition spec able to express it, proven lossless, beside OpenShift's own controllers\n(docs/admission.md). lower-existing stores again, the same way, those stored before it.\nEvery flag can also be set as MCS_<FLAG>.\n", stderr)
 	fs.StringVar(&o.listen, "listen", ":9443", "address of the webhook (HTTPS: /mutate, /status, /metrics, /healthz, /readyz)")
 	fs.StringVar(&o.cert, "cert", "/etc/ssl/mcs-admit/tls.crt", "serving certificate (PEM), re-read when it changes")
 	fs.StringVar(&o.key, "key", "/etc/ssl/mcs-admit/tls.key", "serving key (PEM), re-read when it changes")

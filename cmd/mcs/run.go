@@ -82,5 +82,8 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if err := registered(); err != nil {
 		return err
 	}
+	if o.start != nil { // as OpenShift's server: /config/ and the probes only
+		ls.nodes = srv.NodeHandler()
+	}
 	return lifecycle(ctx, o, srv, rl, ls, reloadPolicy, log, stdout)
 }
