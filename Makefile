@@ -37,6 +37,15 @@ vet:
 test: fmt-check vet ignition-clients kube-tools rollback-reader container-engine chromium promtool
 	$(GO) test -race -count=1 -timeout 30m ./...
 
+# Attacks and load thresholds on the real binary, out of `make test`: the
+# slow-reader attack across a veth pair between two network namespaces
+# (root), then TestAttacks (slow readers, idle connections, log and
+# ?pretty=1 floods, a bad certificate, smuggling). CI runs it after `make test`.
+.PHONY: attack
+attack:
+	$(GO) vet -tags attack ./cmd/mcs
+	$(GO) test -tags attack -count=1 -timeout 20m -v -run '^(TestSlowReadersVeth|TestAttacks)$$' ./cmd/mcs
+
 # Go benchmarks, then the load test: mcs against a bare server writing the
 # same bytes, with wrk on loopback (installed here when missing).
 bench: wrk

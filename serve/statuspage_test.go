@@ -304,7 +304,7 @@ func TestStatusPageProblemsStuckAndSkipped(t *testing.T) {
 func TestStatusPageWaitingNodes(t *testing.T) {
 	s := worker(t, tokensCfg(Config{}))
 	for range 2 {
-		get(t, s, http.MethodGet, "/config/worker", "User-Agent", "Ignition/v2.27.0")
+		get(t, s, http.MethodGet, "/config/worker", "User-Agent", "Ignition/v2.27.0", "Authorization", "Bearer infra-token")
 	}
 	w := get(t, s, http.MethodGet, "/status?format=html", "Authorization", "Bearer new-token")
 	doc, err := html.Parse(bytes.NewReader(w.Body.Bytes()))
@@ -312,7 +312,7 @@ func TestStatusPageWaitingNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	problems := textOf(byID(t, doc, "problems"))
-	for _, want := range []string{"Nodes wait, answered 511 (token-missing) for pool worker: 2 requests from 1 address(es)", "add the token"} {
+	for _, want := range []string{"Nodes wait, answered 511 (token-other-pool) for pool worker: 2 requests from 1 address(es)", "add the pool"} {
 		if !strings.Contains(problems, want) {
 			t.Errorf("problems lack %q: %s", want, problems)
 		}
@@ -324,7 +324,7 @@ func TestStatusPageWaitingNodes(t *testing.T) {
 func TestStatusPageWholeRenderFails(t *testing.T) {
 	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	st := Status{Ready: true, Pools: []PoolStatus{{Name: "worker", Rendered: "rendered-worker-1"}},
-		LastError: &renderError{Time: now, Since: now, Message: "97-x.yaml:3: invalid YAML"}}
+		LastError: &RenderError{Time: now, Since: now, Message: "97-x.yaml:3: invalid YAML"}}
 	w := httptest.NewRecorder()
 	statusPage(w, st, slog.New(slog.DiscardHandler))
 	doc, err := html.Parse(w.Body)
