@@ -178,6 +178,13 @@ func checkWaiting(t *testing.T, s *Server, a contractRow, logs string) {
 		t.Errorf("want one WARN naming the cause for three retries, got %d:\n%s", warns, logs)
 	}
 	listed, want := st.Waiting, "True"
+	if unauthenticated(a.Cause) {
+		// Anyone can send it: logged and counted, never listed.
+		if len(st.Waiting) != 0 || len(st.UnknownPools) != 0 {
+			t.Errorf("a request without an accepted token is listed: %+v %+v", st.Waiting, st.UnknownPools)
+		}
+		return
+	}
 	if a.Cause == CauseUnknownPool {
 		// A name anyone can send: counted apart, no condition.
 		listed, want = st.UnknownPools, "False"

@@ -66,6 +66,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	router   *chi.Mux
+	nodes    *chi.Mux // router without /status and /metrics
 	snap     atomic.Pointer[Snapshot]
 	draining atomic.Bool // shutting down: not ready, still serving
 	rec      *recorder
@@ -107,29 +108,37 @@ func New(cfg Config) (*Server, error) {
 	s.clients.vec = m.clients
 	s.counters.m = m
 	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: &s.rec.waiting}
-	s.router = s.routes()
+	s.router, s.nodes = s.routes(true), s.routes(false)
 	return s, nil
 }
 
 // index is what / answers: what this server serves, for whoever browses
-// to it.
-const index = `mcs, a machine-config-server:
+// to it; the admin lines only where they are served.
+func index(admin bool) string {
+	adminLines := ""
+	if admin {
+		adminLines = `  /status          pools, renders, refused and waiting nodes (JSON; a page in a browser)
+  /metrics         Prometheus metrics
+`
+	}
+	return `mcs, a machine-config-server:
   /config/<pool>   a pool's Ignition config (Accept: application/vnd.coreos.ignition+json;version=X.Y.Z,
                    or ?version=X.Y.Z; ?pretty indents it)
-  /status          pools, renders, refused and waiting nodes (JSON; a page in a browser)
-  /metrics         Prometheus metrics
-  /healthz         the process answers
+` + adminLines + `  /healthz         the process answers
   /readyz          a render is served
   /v1/node-failure nodes report a failed first boot (POST)
 `
+}
 
-// routes registers every route, in one place.
-func (s *Server) routes() *chi.Mux {
+// routes registers every route, in one place; without admin, only what
+// nodes and probes use.
+func (s *Server) routes(admin bool) *chi.Mux {
 	r := chi.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusNotFound, "not found: "+r.URL.Path+" (GET / lists what this server serves)")
 	})
-	r.Get("/", func(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusOK, index) })
+	idx := index(admin)
+	r.Get("/", func(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusOK, idx) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
 		plain(w, http.StatusMethodNotAllowed, "method not allowed: "+r.Method)
@@ -151,6 +160,9 @@ func (s *Server) routes() *chi.Mux {
 		r.Get("/readyz", s.readyz)
 		r.Head("/readyz", s.readyz)
 	})
+	if !admin {
+		return r
+	}
 	r.Group(func(r chi.Router) {
 		r.Use(instrument(s.m.duration.WithLabelValues("admin")), adminAuth(s.cfg.Tokens))
 		r.Get("/status", statusHandler(s.rec))
@@ -160,6 +172,13 @@ func (s *Server) routes() *chi.Mux {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { withState(s.router, w, r) }
+
+// NodeHandler serves only what nodes and probes use (/config/, /healthz,
+// /readyz, /v1/node-failure), as OpenShift's server: for the node ports of mcs start, whose
+// /status and /metrics are on an admin listener of their own.
+func (s *Server) NodeHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { withState(s.nodes, w, r) })
+}
 
 // AdminHandler serves /status, /metrics and the probes without a token,
 // for a listener of its own (loopback, or a port only Prometheus reaches)

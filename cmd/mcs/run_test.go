@@ -137,7 +137,7 @@ func TestServeDirectory(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "50-worker-hello.yaml", workerMC("one"))
 	tokens := filepath.Join(t.TempDir(), "tokens")
-	os.WriteFile(tokens, []byte("# rotated weekly\ns3cret\nmaster-only master arbiter\n"), 0o600)
+	os.WriteFile(tokens, []byte("# rotated weekly\n"+s3cret+"\n"+masterOnly+" master arbiter\n"), 0o600)
 	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "",
 		"--poll", "20ms", "--debounce", "20ms", "--auth-token-file", tokens, "--log-format", "json")
 	fetchAs := func(path, token string) (int, string) {
@@ -153,7 +153,7 @@ func TestServeDirectory(t *testing.T) {
 	}
 	fetch := func(path string, auth bool) (int, string) {
 		if auth {
-			return fetchAs(path, "s3cret")
+			return fetchAs(path, s3cret)
 		}
 		return fetchAs(path, "")
 	}
@@ -161,7 +161,7 @@ func TestServeDirectory(t *testing.T) {
 	if c, _ := fetch("/config/worker", false); c != 511 {
 		t.Fatalf("without token: %d", c)
 	}
-	if c, _ := fetchAs("/config/worker", "master-only"); c != 511 {
+	if c, _ := fetchAs("/config/worker", masterOnly); c != 511 {
 		t.Fatalf("a master-only token fetching worker: %d", c)
 	}
 	for _, path := range []string{"/status", "/metrics"} {
@@ -192,7 +192,7 @@ func TestServeDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := in.stderr.String()
-	if strings.Contains(logs, "s3cret") || strings.Contains(logs, "data:,") {
+	if strings.Contains(logs, s3cret) || strings.Contains(logs, "data:,") {
 		t.Fatal("logs carry a token or config contents")
 	}
 	if !strings.Contains(logs, `"msg":"config request"`) {
@@ -412,15 +412,25 @@ func TestEmptySpecValues(t *testing.T) {
 	}
 }
 
+// Tokens of the tests, 128 bits and more.
+const (
+	s3cret     = "s3cret-Hq7Wm2Xp9Ks4Vt8Nz3Lb"
+	masterOnly = "master-only-Rf5Gk8Jd2Pw6Yc9M"
+	allPools   = "all-pools-Tn4Bx7Qe1Uh5Za8S"
+	workerTok  = "worker-tok-Lm3Vc6Ry9Fk2Wp5D"
+	bothTok    = "both-Ej8Hs1Nq4Xt7Gb3Kv6"
+)
+
 // --auth-token-file: TOKEN [POOL…], comments and blank lines skipped; a
-// pool list that is not pool names is an error naming the line.
+// pool list that is not pool names, or a token under 128 bits, is an error
+// naming the line.
 func TestParseTokens(t *testing.T) {
-	v, err := parseTokens([]byte("# admins\nall-pools\n\nworker-tok worker\nboth master  arbiter\n"))
+	v, err := parseTokens([]byte("# admins\n" + allPools + "\n\n" + workerTok + " worker\n" + bothTok + " master  arbiter\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := v.([]serve.Token)
-	want := []serve.Token{{Secret: []byte("all-pools"), Pools: []string{}}, {Secret: []byte("worker-tok"), Pools: []string{"worker"}}, {Secret: []byte("both"), Pools: []string{"master", "arbiter"}}}
+	want := []serve.Token{{Secret: []byte(allPools), Pools: []string{}}, {Secret: []byte(workerTok), Pools: []string{"worker"}}, {Secret: []byte(bothTok), Pools: []string{"master", "arbiter"}}}
 	if len(got) != len(want) {
 		t.Fatalf("%d tokens", len(got))
 	}
@@ -429,14 +439,18 @@ func TestParseTokens(t *testing.T) {
 			t.Errorf("line %d: %+v", i, got[i])
 		}
 	}
-	for name, in := range map[string]string{"comma list": "tok worker,master\n", "no tokens": "# none\n"} {
+	for name, in := range map[string]string{"comma list": workerTok + " worker,master\n", "no tokens": "# none\n",
+		"one character": "x\n", "16 hex digits": "0123456789abcdef0123456789abcde\n", "a word": "s3cret worker\n"} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := parseTokens([]byte(in)); err == nil {
 				t.Errorf("%q accepted", in)
 			}
 		})
 	}
-	if _, err := parseTokens([]byte("tok worker,master\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, err := parseTokens([]byte(workerTok + " worker,master\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("error does not name the line: %v", err)
+	}
+	if _, err := parseTokens([]byte("# short\n" + allPools + "\nhunter2 worker\n")); err == nil || !strings.Contains(err.Error(), "line 3: the token has about 36 bits of entropy, want at least 128") {
+		t.Errorf("a short token: %v", err)
 	}
 }
