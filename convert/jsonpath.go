@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 )
 
 // jsonSyntax turns a JSON syntax error into one with a line and column, and
@@ -35,7 +36,33 @@ func typeError(raw []byte, t reflect.Type) *Problem {
 	if err := json.Unmarshal(raw, reflect.New(t).Interface()); !errors.As(err, &te) {
 		return nil
 	}
-	return &Problem{Path: pathAt(raw, te.Offset), Message: fmt.Sprintf("want a %s, not a JSON %s", te.Type, te.Value)}
+	path := pathAt(raw, te.Offset)
+	return &Problem{Path: path, Message: typeMistake(te, path)}
+}
+
+// typeMistake says what a value of the wrong type should have been, in
+// JSON's words rather than Go's ("a whole number", not "a int").
+func typeMistake(te *json.UnmarshalTypeError, path Path) string {
+	want := "a " + te.Type.String()
+	switch te.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "a whole number"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.String:
+		want = "a string"
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	}
+	msg := fmt.Sprintf("want %s, not a JSON %s", want, te.Value)
+	if s := path.String(); strings.HasSuffix(s, ".mode") && te.Value == "string" {
+		msg += `: a mode is a decimal number in Ignition (0644 is 420; in YAML, an unquoted 0644 reads as 420)`
+	}
+	return msg
 }
 
 // pathAt returns the JSON path of the innermost value that ends at or

@@ -324,7 +324,7 @@ func TestStatusPageWaitingNodes(t *testing.T) {
 func TestStatusPageWholeRenderFails(t *testing.T) {
 	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	st := Status{Ready: true, Pools: []PoolStatus{{Name: "worker", Rendered: "rendered-worker-1"}},
-		LastError: &renderError{Time: now, Since: now, Message: "97-x.yaml:3: invalid YAML"}}
+		LastError: &RenderError{Time: now, Since: now, Message: "97-x.yaml:3: invalid YAML"}}
 	w := httptest.NewRecorder()
 	statusPage(w, st, slog.New(slog.DiscardHandler))
 	doc, err := html.Parse(w.Body)

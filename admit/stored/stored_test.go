@@ -501,4 +501,7 @@ spec: {config: {ignition: {version: 3.5.0}}}
 	waitGauge(t, w, reg, map[string]int{"worker": 0})
 	set(convert.Version{})
 	waitGauge(t, w, reg, map[string]int{"worker": 2, noPool: 1})
+	if b, err := json.Marshal(w.Status()); err != nil || strings.Contains(string(b), "ceiling") || !strings.Contains(string(b), `"50-nobody"`) {
+		t.Errorf("/status's section with no ceiling: %s %v", b, err)
+	}
 }

@@ -69,6 +69,9 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if err := startInsights(ctx, o.kubeAPIConfig, src, srv, log); err != nil {
+		return err
+	}
 	rl := &serve.Reloader{Source: startSource(o, src, log), Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
 	cm, err := netlimit.NewMetrics(reg)
 	if err != nil {
