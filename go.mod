@@ -18,6 +18,7 @@ require (
 	github.com/vincent-petithory/dataurl v1.0.0
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/net v0.59.0
+	golang.org/x/sync v0.23.0
 	golang.org/x/sys v0.48.0
 	k8s.io/api v0.36.2
 	k8s.io/apimachinery v0.36.2
