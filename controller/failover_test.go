@@ -53,6 +53,33 @@ func (l *writeLog) count() int {
 	return len(l.writes)
 }
 
+// changeWhileKilled adds n MachineConfigs, a writing each of the first
+// half before the next comes, and kills a after the half: it returns their
+// names and when a was killed.
+func changeWhileKilled(t *testing.T, cp *kubetest.ControlPlane, log *writeLog, a *running, n int) ([]string, time.Time) {
+	var killed time.Time
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("60-worker-%02d", i)
+		names = append(names, name)
+		writes := log.count()
+		cp.Apply(t, mcObject(t, name, "worker", name))
+		if i < n/2 {
+			kubetest.Eventually(t, 30*time.Second, "a writes "+name, func() error {
+				if log.count() == writes {
+					return fmt.Errorf("no write")
+				}
+				return nil
+			})
+		}
+		if i == n/2 {
+			a.stop()
+			killed = time.Now()
+		}
+	}
+	return names, killed
+}
+
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
@@ -77,28 +104,7 @@ func TestLeaderKilledMidRun(t *testing.T) {
 	cfg.Identity, cfg.REST = "b", log.wrap("b", cp.Admin)
 	b := startController(t, cp, cfg)
 
-	const changes = 12
-	var killed time.Time
-	var want []string
-	for i := range changes {
-		name := fmt.Sprintf("60-worker-%02d", i)
-		want = append(want, name)
-		writes := log.count()
-		cp.Apply(t, mcObject(t, name, "worker", name))
-		if i < changes/2 {
-			// a writes each change before the next: the kill comes mid-run.
-			kubetest.Eventually(t, 30*time.Second, "a writes "+name, func() error {
-				if log.count() == writes {
-					return fmt.Errorf("no write")
-				}
-				return nil
-			})
-		}
-		if i == changes/2 {
-			a.stop()
-			killed = time.Now()
-		}
-	}
+	want, killed := changeWhileKilled(t, cp, &log, a, 12)
 	server := newServerSource(t, cp, kube.ModeSelf, render.Options{})
 	for _, p := range []string{"worker", "infra"} {
 		srcs := append([]string{"50-worker"}, want...)

@@ -255,14 +255,12 @@ func valueKeysOnce(dec *json.Decoder) error {
 // wait returns as soon as it holds.
 func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return
+	testkit.Eventually(t, time.Minute, what, func() error {
+		if !ok() {
+			return errors.New("not yet")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
+		return nil
+	})
 }
 
 // Whether --listen-tls was asked for is what was given, not whether its
@@ -344,6 +342,8 @@ type slowSource struct {
 func (s *slowSource) Load(ctx context.Context) (*source.Input, error) {
 	close(s.started)
 	<-ctx.Done()
+	// A source that ignores ctx for a while: the reloader's own goroutine,
+	// which a fake clock cannot reach while lifecycle listens for signals.
 	time.Sleep(s.linger)
 	s.returned.Store(true)
 	return nil, ctx.Err()

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/source"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
@@ -133,25 +135,28 @@ func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) 
 // A rotated token (a Secret volume's files change) makes a reload, so the
 // next node gets it without a restart.
 func TestTokenRotationReloads(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "token"), []byte("one"), 0o600)
-	w := &filesWatched{Source: idleSource{}, paths: tokenFiles(dir), every: 10 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	changed := make(chan struct{}, 1)
-	go w.Watch(ctx, changed)
-	time.Sleep(50 * time.Millisecond)
-	select {
-	case <-changed:
-		t.Fatal("a change signalled before any")
-	default:
-	}
-	os.WriteFile(filepath.Join(dir, "token"), []byte("two-longer"), 0o600)
-	select {
-	case <-changed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the rotated token signalled no change")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "token"), []byte("one"), 0o600)
+		w := &filesWatched{Source: idleSource{}, paths: tokenFiles(dir), every: 10 * time.Millisecond}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		changed := make(chan struct{}, 1)
+		go w.Watch(ctx, changed)
+		testkit.Advance(time.Minute) // many polls, on the bubble's clock
+		select {
+		case <-changed:
+			t.Fatal("a change signalled before any")
+		default:
+		}
+		os.WriteFile(filepath.Join(dir, "token"), []byte("two-longer"), 0o600)
+		testkit.Advance(time.Second)
+		select {
+		case <-changed:
+		default:
+			t.Fatal("the rotated token signalled no change")
+		}
+	})
 }
 
 // idleSource is a source that never changes.

@@ -1,12 +1,15 @@
 package testkit
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -159,4 +162,26 @@ func TestMissingSkips(t *testing.T) {
 	if ran {
 		t.Error("the test went on past Missing")
 	}
+}
+
+// A reserved address refuses connections until listen, then accepts them.
+func TestReservedAddr(t *testing.T) {
+	addr, listen := ReservedAddr(t)
+	if c, err := net.Dial("tcp", addr); err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("dial before listen: %v, want connection refused", err)
+	}
+	ln := listen()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial after listen: %v", err)
+	}
+	c.Close()
 }
