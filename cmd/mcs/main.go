@@ -12,17 +12,27 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/internal/buildinfo"
+	"github.com/ignition-mcs/mcs/internal/gctune"
 )
 
-func main() {
-	if os.Getenv("GOGC") == "" {
-		tuneGC(gcBaseFor(os.Args[1:]))
+// gcPolicyFor is the GC target of the command args run (see gctune).
+func gcPolicyFor(args []string) gctune.Policy {
+	if len(args) > 0 && args[0] == "controller" {
+		return gctune.Controller
 	}
+	return gctune.Server
+}
+
+func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if os.Getenv("GOGC") == "" {
+		go gctune.Run(ctx, gcPolicyFor(os.Args[1:]), time.Second, gctune.Process())
+	}
 	ctx = installKlog(ctx, slog.NewTextHandler(os.Stderr, nil))
 	if err := dispatch(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		if !cmdline.Said(err) {
