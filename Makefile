@@ -31,7 +31,7 @@ vet:
 # (once; cached under $(TOOLS)), with the rollback rehearsal's reader, a
 # container engine and Chromium installed; tests that need them fail, not
 # skip, under CI=true.
-test: fmt-check vet ignition-clients kube-tools rollback-reader container-engine chromium
+test: fmt-check vet ignition-clients kube-tools rollback-reader container-engine chromium promtool
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Go benchmarks, then the load test: mcs against a bare server writing the
@@ -52,6 +52,12 @@ scale:
 
 wrk:
 	@command -v wrk >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq wrk; }
+
+# promtool (Debian's prometheus package) checks and unit-tests the
+# PrometheusRule manifests (internal/promrules); installed when missing.
+.PHONY: promtool
+promtool:
+	@command -v promtool >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq prometheus >/dev/null; }
 
 # Headless Chromium renders /status in the status page's browser test.
 .PHONY: chromium

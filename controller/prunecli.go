@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
+
+	"github.com/ignition-mcs/mcs/render"
 )
 
 // PruneOptions are `mcs prune`'s, shaped like `oc adm prune
@@ -42,7 +44,7 @@ func Prune(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, 
 		return nil, err
 	}
 	if o.Pool != "" && !slices.Contains(inv.Pools, o.Pool) {
-		return nil, fmt.Errorf("MachineConfigPool %q not found (the pools are %s)", o.Pool, strings.Join(inv.Pools, ", "))
+		return nil, errors.New(render.UnknownPool(o.Pool, inv.Pools, false))
 	}
 	plan := inv.Plan(o.Keep, o.Pool, o.Count)
 	rep := &PruneReport{}

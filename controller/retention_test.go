@@ -133,6 +133,11 @@ func TestRetention(t *testing.T) {
 
 	checkPruneList(t, cp, meta, names)
 
+	// A mistyped --pool-name prunes nothing and says which pool was meant.
+	if _, err := Prune(ctx, cp.Dynamic, meta, PruneOptions{Pool: "Worker", Confirm: true}); err == nil ||
+		!strings.Contains(err.Error(), `unknown pool "Worker" (did you mean worker?)`) {
+		t.Errorf("--pool-name Worker: %v", err)
+	}
 	dry, err := Prune(ctx, cp.Dynamic, meta, PruneOptions{Keep: 2})
 	if err != nil {
 		t.Fatal(err)

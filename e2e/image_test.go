@@ -18,6 +18,7 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // TestImage builds the image exactly as `make image` does and runs it as
@@ -114,7 +115,7 @@ func checkServedPool(t *testing.T, url, dir, pool string) {
 	if err != nil {
 		t.Fatalf("served body does not parse: %v", err)
 	}
-	set, err := render.Load(dir)
+	set, err := tree.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 func loadCached(t *testing.T, dir string, c *ParseCache) []*Result {
 	t.Helper()
 	l := &Loader{Cache: c}
-	l.Path(dir)
+	readPath(l, dir)
 	set, err := l.Set()
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func BenchmarkLoadRealdataCached(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		l := &Loader{Cache: c}
-		l.Path(dir)
+		readPath(l, dir)
 		if _, err := l.Set(); err != nil {
 			b.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestDecodedKeptButane(t *testing.T) {
 	for _, want := range []string{"one", "two"} {
 		write(t, dir, "f.txt", want)
 		l := &Loader{Cache: c}
-		l.Path(dir)
+		readPath(l, dir)
 		set, err := l.Set()
 		if err != nil {
 			t.Fatal(err)

@@ -97,7 +97,7 @@ func (k *keeping) keep() {
 		return
 	}
 	l, m := k.l, k.from
-	if now := markOf(l); now.notices != m.notices || now.errs != m.errs || now.skipped != m.skipped {
+	if now := markOf(l); now.notices != m.notices || now.errs != m.errs {
 		return
 	}
 	d := &decodedData{
@@ -115,10 +115,10 @@ func (k *keeping) keep() {
 }
 
 // loaderMark is how far a loader's lists were.
-type loaderMark struct{ configs, pools, ccs, streams, notices, errs, skipped int }
+type loaderMark struct{ configs, pools, ccs, streams, notices, errs int }
 
 func markOf(l *Loader) loaderMark {
-	return loaderMark{len(l.configs), len(l.pools), len(l.ccs), len(l.streams), len(l.notices), len(l.errs.List), len(l.skipped)}
+	return loaderMark{len(l.configs), len(l.pools), len(l.ccs), len(l.streams), len(l.notices), len(l.errs.List)}
 }
 
 // decodedRef is one MachineConfig of a kept decoding.

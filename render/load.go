@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -63,35 +61,23 @@ type entry struct {
 	parsedKey [32]byte
 }
 
-// Load reads MachineConfigs (.yaml, .yml, .json: one object, several
-// documents, or a List), MachineConfigPools, Butane files (.bu, openshift
-// variant) and a ControllerConfig from files and directory trees. Objects of
-// other kinds are skipped with a notice. The error, when not nil, is an
-// *Errors listing every problem found.
-func Load(paths ...string) (*Set, error) {
-	var l Loader
-	for _, p := range paths {
-		l.Path(p)
-	}
-	return l.Set()
-}
-
-// Loader gathers objects from several places (files, trees, in-memory
-// streams) into one Set; Load is a Loader over paths.
+// Loader gathers objects from in-memory streams (files a source read, API
+// objects) into one Set. It reads no files: source/tree reads trees into it.
 type Loader struct {
 	// Cache, when set, keeps parsed configs from one load to the next.
 	Cache *ParseCache
-	// Limits bound the bytes read from files; zero fields take the defaults.
-	Limits Limits
-	// Reading, when set, is told each file's path before it is opened, so
-	// a load that hangs (on a dead NFS server, say) can be named.
-	Reading func(path string)
 	// FromAPIServer says the objects come from a Kubernetes API server, not
 	// from files a person wrote: a MachineConfig field this release does
 	// not know (a newer release's CRD may carry one) is then a warning
 	// naming it, never a failed pool; in files it is an error at its line,
 	// as a typo that would silently drop content.
 	FromAPIServer bool
+	// Butane translates a Butane config (see intake.Butane). Butane reads
+	// the files a config embeds (local:) itself, so a source reading a
+	// tree sets one that checks them first (source/tree); nil translates
+	// with no files directory, and a config embedding a file fails as
+	// Butane fails it. An *Errors it returns is passed on as it is.
+	Butane func(file, name string, data []byte) ([]byte, []intake.Problem, error)
 
 	configs []*MachineConfig
 	docs    map[*MachineConfig]*docRef // where each was written
@@ -103,32 +89,14 @@ type Loader struct {
 	streams     []*osImageStream
 	notices     []*Error
 	errs        Errors
-
-	skipped []*Error // files not read: not regular, or a symlink loop
-	files   budget   // see budget: Limits are copied in as each file is read
 }
 
-// budget is the load's file budget, under its Limits as they are now.
-func (l *Loader) budget() *budget {
-	l.files.Limits = l.Limits
-	return &l.files
-}
+// Fail records problems found outside the objects' bytes (a file that
+// could not be read): the Set fails with them.
+func (l *Loader) Fail(errs ...*Error) { l.errs.add(errs...) }
 
-// Path reads a file or a directory tree, as Load does. In a tree, only
-// regular files are read (FIFOs, sockets and devices are skipped with a
-// warning, never opened); a file named here that is not one is an error.
-func (l *Loader) Path(p string) {
-	info, err := os.Stat(p)
-	if err != nil {
-		l.errs.add(fileError(p, err))
-		return
-	}
-	if !info.IsDir() {
-		l.file(p, true)
-		return
-	}
-	l.dir(p)
-}
+// Notice records a notice (a file skipped, say) with the Set's own.
+func (l *Loader) Notice(n *Error) { l.notices = append(l.notices, n) }
 
 // Data reads a stream of objects (JSON, or YAML documents) held in memory,
 // as if it were the file name; a name ending in .bu is read as Butane.
@@ -184,65 +152,6 @@ func (s *Set) MachineConfigs() []*MachineConfig {
 // Notices are what Load skipped or found odd without failing: objects of
 // other kinds, MachineConfigs no pool selects, Butane and Ignition warnings.
 func (s *Set) Notices() []*Error { return s.notices }
-
-// Extensions Load reads inside directories; a file named explicitly is read
-// whatever its name.
-var readExts = map[string]bool{".yaml": true, ".yml": true, ".json": true, ".bu": true}
-
-// dir walks a tree in lexical order. Hidden entries are skipped: editors'
-// swap files, and the ..data links Kubernetes puts in mounted ConfigMaps,
-// which would otherwise be read twice. Symbolic links are followed.
-func (l *Loader) dir(root string) {
-	WalkTree(root, func(p string, info fs.FileInfo, err error) error {
-		if p != root && strings.HasPrefix(filepath.Base(p), ".") {
-			if info != nil && info.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		switch {
-		case errors.Is(err, errSymlinkLoop):
-			l.skip(p, err)
-		case err != nil:
-			l.errs.add(fileError(p, err))
-		case !info.IsDir() && readExts[strings.ToLower(filepath.Ext(p))]:
-			l.file(p, false)
-		}
-		return nil
-	})
-}
-
-// file reads one file; named says the caller named it rather than a tree
-// holding it, so that a file which cannot be read is an error, not skipped.
-func (l *Loader) file(p string, named bool) {
-	if l.files.full {
-		return // reported once, on the file that reached the limit
-	}
-	if l.Reading != nil {
-		l.Reading(p)
-	}
-	data, err := l.budget().readFile(p)
-	switch {
-	case errors.Is(err, errNotRegular) && !named:
-		l.skip(p, err)
-	case err != nil:
-		l.errs.add(fileError(p, err))
-	default:
-		l.decode(p, data)
-	}
-}
-
-// skip records a file not read, with a warning naming it.
-func (l *Loader) skip(p string, err error) {
-	x := &Error{File: p, Message: "warning: " + err.Error() + "; skipped", Err: err}
-	l.skipped = append(l.skipped, x)
-	l.notices = append(l.notices, x)
-}
-
-// Skipped lists the files the load did not read, each with a warning: the
-// FIFOs, sockets and devices in a tree, and directory symlink loops. It is
-// set whether or not the load failed.
-func (l *Loader) Skipped() []*Error { return l.skipped }
 
 // decode reads a stream's objects, or takes them from the cache's kept
 // decoding of the same stream (see decodedData).
@@ -418,9 +327,8 @@ func describeJSON(js []byte) string {
 	return "a scalar"
 }
 
-// butane translates an openshift-variant Butane file to its MachineConfig.
-// Local file references resolve next to the Butane file, as a user running
-// butane in that directory expects. A key Butane would drop is an error
+// butane translates an openshift-variant Butane file to its MachineConfig
+// with l.Butane. A key Butane would drop is an error
 // naming its line (see intake.Butane).
 func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
 	var head intake.Head
@@ -438,13 +346,18 @@ func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
 		}
 		return nil, []*Error{{File: file, Path: convert.NewPath("variant"), Message: fmt.Sprintf("Butane variant %q does not produce a MachineConfig: use variant openshift", variant), Err: ErrInvalid}}
 	}
-	if errs := l.budget().butaneLocals(file, data); len(errs) > 0 {
-		return nil, errs
-	}
 	name := head.Name()
-	out, warnings, err := intake.Butane(name, data, butanecommon.TranslateBytesOptions{
-		TranslateOptions: butanecommon.TranslateOptions{FilesDir: filepath.Dir(file)},
-	})
+	translate := l.Butane
+	if translate == nil {
+		translate = func(_, name string, data []byte) ([]byte, []intake.Problem, error) {
+			return intake.Butane(name, data, butanecommon.TranslateBytesOptions{})
+		}
+	}
+	out, warnings, err := translate(file, name, data)
+	var es *Errors
+	if errors.As(err, &es) {
+		return nil, es.List
+	}
 	for _, w := range warnings {
 		l.notices = append(l.notices, butaneError(file, name, w, "warning: ", nil))
 	}
@@ -471,8 +384,8 @@ func butaneError(file, name string, p intake.Problem, prefix string, err error) 
 }
 
 func (l *Loader) object(o rawObject) {
-	group, _, _ := strings.Cut(o.APIVersion, "/")
-	ours := o.APIVersion == "" || group == "machineconfiguration.openshift.io"
+	g, _, _ := strings.Cut(o.APIVersion, "/")
+	ours := o.APIVersion == "" || g == group
 	switch {
 	case o.Kind == KindMachineConfig && ours:
 		l.machineConfig(o)
@@ -487,6 +400,10 @@ func (l *Loader) object(o rawObject) {
 	case o.Kind == "":
 		l.notices = append(l.notices, &Error{File: o.File, Path: convert.NewPath("kind"), Message: "notice: object has no kind; skipped"})
 	default:
+		if x := kindTypo(o); x != nil && !l.FromAPIServer {
+			l.errs.add(x)
+			return
+		}
 		l.notices = append(l.notices, o.problem(fmt.Sprintf("notice: %s %s is not used for rendering; skipped", o.APIVersion, o.Kind), nil))
 	}
 }
@@ -679,8 +596,11 @@ func (l *Loader) build() (*Set, error) {
 			}
 		}
 		if !selected {
-			s.notices = append(s.notices, &Error{File: e.mc.Source, Line: e.doc.line(convert.NewPath("metadata", "labels")), Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: convert.NewPath("metadata", "labels"),
-				Message: "notice: no pool selects this MachineConfig; it is not rendered"})
+			if x, isErr := orphan(e, selectors(s.pools, s.defaulted), l.FromAPIServer); isErr {
+				errs.add(x)
+			} else {
+				s.notices = append(s.notices, x)
+			}
 		}
 	}
 	if len(errs.List) > 0 {
@@ -735,16 +655,6 @@ func defaultPools() []*MachineConfigPool {
 		})
 	}
 	return out
-}
-
-// fileError names the file once: an *fs.PathError repeats it.
-func fileError(p string, err error) *Error {
-	msg := err.Error()
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		msg = pe.Err.Error()
-	}
-	return &Error{File: p, Message: msg, Err: err}
 }
 
 // NothingToRender is the error for a set with no pool to render, read

@@ -6,22 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+	"github.com/ignition-mcs/mcs/internal/testkit"
+)
 
 func loadErrs(t *testing.T, paths ...string) []*Error {
 	t.Helper()
@@ -34,7 +21,7 @@ func loadErrs(t *testing.T, paths ...string) []*Error {
 }
 
 func TestLoadDocumentForms(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testkit.WriteTree(t, map[string]string{
 		"multi.yaml": "# leading comment\n---\n" + doc("10-a", "worker", "") + "---\n# only a comment\n---\n" + doc("20-b", "worker", "") + "...\n",
 		"list.yml": `apiVersion: v1
 kind: List
@@ -81,7 +68,7 @@ items:
 }
 
 func TestLoadDuplicates(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testkit.WriteTree(t, map[string]string{
 		"a.yaml":  doc("99-worker-ssh", "worker", ""),
 		"b.yaml":  doc("99-worker-ssh", "worker", ""),
 		"p1.yaml": "kind: MachineConfigPool\nmetadata: {name: worker}\nspec: {machineConfigSelector: {matchLabels: {a: b}}}\n",
@@ -104,7 +91,7 @@ func TestLoadDuplicates(t *testing.T) {
 }
 
 func TestLoadErrorsAreLocated(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testkit.WriteTree(t, map[string]string{
 		"bad-yaml.yaml": doc("10-a", "worker", "") + "---\nkind: MachineConfig\nmetadata:\n  name: [unclosed\n",
 		"bad-type.yaml": doc("20-b", "worker", "", "kernelArguments: nosmt"),
 		"bad-pool.yaml": "kind: MachineConfigPool\nmetadata: {name: p}\nspec:\n  machineConfigSelector:\n    matchExpressions:\n    - {key: a, operator: Sometimes}\n",
@@ -130,7 +117,7 @@ func TestLoadErrorsAreLocated(t *testing.T) {
 }
 
 func TestLoadControllerConfig(t *testing.T) {
-	dir := writeTree(t, map[string]string{"cc.yaml": `apiVersion: machineconfiguration.openshift.io/v1
+	dir := testkit.WriteTree(t, map[string]string{"cc.yaml": `apiVersion: machineconfiguration.openshift.io/v1
 kind: ControllerConfig
 metadata:
   name: machine-config-controller
@@ -162,7 +149,7 @@ spec:
 }
 
 func TestLoadButane(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testkit.WriteTree(t, map[string]string{
 		"99-worker-x.bu": `variant: openshift
 version: 4.14.0
 metadata:
@@ -249,31 +236,6 @@ func TestLoadPoolsAndSelection(t *testing.T) {
 			}
 		}
 	})
-}
-
-func TestLoadFollowsSymlinks(t *testing.T) {
-	real := writeTree(t, map[string]string{"mc.yaml": doc("10-a", "worker", "")})
-	dir := t.TempDir()
-	if err := os.Symlink(real, filepath.Join(dir, "linked")); err != nil {
-		t.Skip(err)
-	}
-	if err := os.Symlink(filepath.Join(real, "mc.yaml"), filepath.Join(dir, "also.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	errs := loadErrs(t, dir) // the same config twice, through two links
-	if len(errs) != 1 || !errors.Is(errs[0], errDuplicateName) {
-		t.Fatalf("errors %v", errs)
-	}
-	if _, err := Load(filepath.Join(dir, "linked")); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestLoadMissingPath(t *testing.T) {
-	errs := loadErrs(t, filepath.Join(t.TempDir(), "nope"))
-	if len(errs) != 1 || !errors.Is(errs[0], os.ErrNotExist) {
-		t.Fatalf("errors %v", errs)
-	}
 }
 
 func TestSplitDocuments(t *testing.T) {

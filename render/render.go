@@ -10,6 +10,7 @@ import (
 	"github.com/coreos/ignition/v2/config/validate"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // Render renders every pool, in name order. Pools that fail are left out of
@@ -96,18 +97,29 @@ func (j *Job) Render() (*Result, error) {
 
 // unknownPool says why pool is not one of the set's, and which are.
 func (s *Set) unknownPool(pool string) string {
-	have := "the pools are " + strings.Join(s.PoolNames(), ", ")
-	if len(s.pools) == 0 {
+	return UnknownPool(pool, s.PoolNames(), s.defaulted)
+}
+
+// UnknownPool says why pool is not one of pools (the pools a tree has;
+// defaulted: made because the tree defines none), which one was likely
+// meant, and which there are.
+func UnknownPool(pool string, pools []string, defaulted bool) string {
+	have := "the pools are " + strings.Join(pools, ", ")
+	if len(pools) == 0 {
 		have = "there are none"
 	}
-	if !s.defaulted {
-		return fmt.Sprintf("unknown pool %q: %s", pool, have)
+	unknown := fmt.Sprintf("unknown pool %q", pool)
+	if m := text.Closest(pool, pools); m != "" {
+		unknown += " (did you mean " + m + "?)"
+	}
+	if !defaulted {
+		return unknown + ": " + have
 	}
 	if pool != "master" && pool != "worker" {
-		return fmt.Sprintf("unknown pool %q: no MachineConfigPool is defined, so only the default pools master and worker can be rendered; %s", pool, have)
+		return unknown + ": no MachineConfigPool is defined, so only the default pools master and worker can be rendered; " + have
 	}
-	return fmt.Sprintf("unknown pool %q: no MachineConfigPool is defined, so the default pools master and worker are made, each only when a MachineConfig has its role label (%s: %s); %s",
-		pool, roleLabel, pool, have)
+	return fmt.Sprintf("%s: no MachineConfigPool is defined, so the default pools master and worker are made, each only when a MachineConfig has its role label (%s: %s); %s",
+		unknown, roleLabel, pool, have)
 }
 
 type renderer struct {

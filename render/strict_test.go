@@ -86,3 +86,42 @@ func TestOverrides(t *testing.T) {
 		t.Errorf("overrides:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A kind or label a typo away from what render reads is an error in files
+// (the MachineConfig would drop out of every pool without a word), and from
+// an API server, where kinds are exact and a MachineConfig no pool selects
+// is the cluster's own business, a notice saying what was likely meant.
+func TestSelectionTypos(t *testing.T) {
+	base := doc("50-base", "worker", "")
+	for _, tc := range []struct {
+		name, doc string
+		want      string
+	}{
+		{"kind", strings.Replace(doc("51-a", "worker", ""), "kind: MachineConfig", "kind: MachineConfg", 1), "in/00.yaml:2: MachineConfg/51-a: $.kind: unknown kind MachineConfg (did you mean MachineConfig?)"},
+		{"role value", doc("51-a", "wroker", ""), "in/00.yaml:6: MachineConfig/51-a: $.metadata.labels.machineconfiguration.openshift.io/role: label machineconfiguration.openshift.io/role: wroker (did you mean worker?)"},
+		{"role key", strings.Replace(doc("51-a", "worker", ""), "openshift.io/role:", "openshift.io/rol:", 1), "label machineconfiguration.openshift.io/rol (did you mean machineconfiguration.openshift.io/role?)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l Loader
+			l.Data("in/00.yaml", []byte(tc.doc))
+			l.Data("in/01.yaml", []byte(base))
+			_, err := l.Set()
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("got %v\nwant %q", err, tc.want)
+			}
+			if tc.name == "kind" {
+				return // an API server serves no such kind
+			}
+			api := Loader{FromAPIServer: true}
+			api.Data("kubernetes", []byte(tc.doc+"---\n"+base))
+			s, err := api.Set()
+			if err != nil {
+				t.Fatalf("from the API server: %v", err)
+			}
+			_, typo, _ := strings.Cut(tc.want, ": label ")
+			if len(s.Notices()) != 1 || !strings.Contains(s.Notices()[0].Error(), "notice: label "+typo) {
+				t.Errorf("notices: %v", s.Notices())
+			}
+		})
+	}
+}

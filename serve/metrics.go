@@ -34,6 +34,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"route"}),
 		refusals: f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_config_refusals_total", Help: "Config requests answered without a config, by cause (docs/reliability.md); Ignition retries the 5xx causes."}, []string{"cause"}),
 	}
+	// Every cause is exposed from the start, at 0: an alert's increase()
+	// then sees a node's first refusal, not only those after it.
+	for _, a := range contract {
+		m.refusals.WithLabelValues(string(a.Cause))
+	}
 	return m, registered()
 }
 

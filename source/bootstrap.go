@@ -15,6 +15,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // bootstrapPools are the pools OpenShift's bootstrap server serves: the
@@ -42,7 +43,7 @@ func (b *Bootstrap) String() string { return "bootstrap " + b.Dir }
 func (b *Bootstrap) Load(ctx context.Context) (*Input, error) {
 	ccFile := filepath.Join(b.Dir, "controller-config", "machine-config-controller.yaml")
 	Reading(ctx, ccFile)
-	var l render.Loader
+	var l tree.Loader
 	l.Path(ccFile)
 	set, err := l.Set()
 	if err != nil {
@@ -91,7 +92,7 @@ func (b *Bootstrap) pool(pool, poolFile string) (*render.Result, error) {
 		return nil, &render.Error{File: poolFile, Object: render.KindMachineConfigPool + "/" + pool, Path: convert.NewPath("status", "configuration", "name"),
 			Message: fmt.Sprintf("want the name of a rendered MachineConfig in machine-configs/, got %q", name), Err: render.ErrNoConfigs}
 	}
-	var l render.Loader
+	var l tree.Loader
 	l.Path(filepath.Join(b.Dir, "machine-configs", name+".yaml"))
 	set, err := l.Set()
 	if err != nil {

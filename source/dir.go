@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // Dir is a directory of MachineConfigs, pools, Butane files and a ControllerConfig.
@@ -19,7 +20,7 @@ type Dir struct {
 	Path    string
 	Options render.Options
 	// Limits bound the bytes a load reads (per file, whole tree).
-	Limits render.Limits
+	Limits tree.Limits
 
 	cache    render.ParseCache // parsed configs, kept from one load to the next
 	renderer Renderer          // re-renders only the pools whose inputs changed
@@ -68,7 +69,7 @@ func (d *Dir) loadStable(ctx context.Context) (*render.Set, []*render.Error, err
 	for range stableTries {
 		Reading(ctx, d.Path)
 		before := d.entries()
-		l := &render.Loader{Cache: &d.cache, Limits: d.Limits, Reading: func(p string) { Reading(ctx, p) }}
+		l := &tree.Loader{Loader: render.Loader{Cache: &d.cache}, Limits: d.Limits, Reading: func(p string) { Reading(ctx, p) }}
 		l.Path(d.Path)
 		set, err := l.Set()
 		skipped = l.Skipped()
@@ -130,7 +131,7 @@ func (d *Dir) entries() []string {
 	// what it resolves to, so a swap shows even between identical trees.
 	root, err := filepath.EvalSymlinks(d.Path)
 	out := []string{fmt.Sprintf("root\x00%s %v", root, err)}
-	render.WalkTree(d.Path, func(p string, info fs.FileInfo, err error) error {
+	tree.Walk(d.Path, func(p string, info fs.FileInfo, err error) error {
 		if err != nil {
 			out = append(out, fmt.Sprintf("%s\x00err %v", p, err))
 			return nil

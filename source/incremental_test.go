@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 func byPool(in *Input) map[string]*render.Result {
@@ -112,7 +113,7 @@ func TestRendererOptionsRerenderAll(t *testing.T) {
 
 func mustSet(t *testing.T, dir string) *render.Set {
 	t.Helper()
-	set, err := render.Load(dir)
+	set, err := tree.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source/kube"
+	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 type options struct {
@@ -146,7 +147,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.BoolVar(&o.http2, "http2", false, "allow HTTP/2 on TLS (off by default: Ignition speaks HTTP/1.1)")
 	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")
 	fs.DurationVar(&o.debounce, "debounce", 200*time.Millisecond, "quiet time after a change before re-rendering")
-	o.maxFileSize, o.maxTreeSize = render.DefaultMaxFileSize, render.DefaultMaxTreeSize
+	o.maxFileSize, o.maxTreeSize = tree.DefaultMaxFileSize, tree.DefaultMaxTreeSize
 	fs.Func("max-file-size", "largest file read from --dir, in bytes or with a Ki/Mi/Gi suffix (default 16Mi); whatever it is, a pool's rendered MachineConfig may be at most 1.5 MiB, OpenShift's limit", sizeFlag(&o.maxFileSize))
 	fs.Func("max-tree-size", "most bytes read from all files of --dir together (default 256Mi)", sizeFlag(&o.maxTreeSize))
 	fs.DurationVar(&o.reloadTimeout, "reload-timeout", serve.DefaultReloadTimeout, "time a load and render may take before /status, mcs_reload_stuck and a WARN log report it stuck")

@@ -23,6 +23,7 @@ import (
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
+	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // logger is the logger --log-format and --log-level ask for, lines an
@@ -218,7 +219,7 @@ func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.R
 			return nil, err
 		}
 		return &source.Dir{Path: o.dir, Poll: o.poll, Options: ro,
-			Limits: render.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize, FileSetting: "--max-file-size", TreeSetting: "--max-tree-size"}}, nil
+			Limits: tree.Limits{MaxFileSize: o.maxFileSize, MaxTreeSize: o.maxTreeSize, FileSetting: "--max-file-size", TreeSetting: "--max-tree-size"}}, nil
 	}
 	rc, err := restConfig(o.kubeAPIConfig)
 	if err != nil {

@@ -80,9 +80,19 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "render diff: %v\nRun 'render diff --help' for usage.\n", err)
 		return fail(exitUsage, err)
 	}
+	var sets [2]*render.Set
+	for i, p := range paths {
+		if sets[i], err = loadSide(p, stdin, stderr); err != nil {
+			return err
+		}
+	}
+	if err := d.checkPools(sets); err != nil {
+		fmt.Fprintf(stderr, "render diff: %v\nRun 'render diff --help' for usage.\n", err)
+		return fail(exitUsage, err)
+	}
 	var sides [2]*impact.Tree
 	for i, p := range paths {
-		if sides[i], err = d.side(p, stdin, opts, stderr); err != nil {
+		if sides[i], err = d.side(p, sets[i], opts, stderr); err != nil {
 			return err
 		}
 	}
@@ -129,9 +139,8 @@ func (d *diffOptions) check(paths []string) ([]string, render.Options, error) {
 	return failOn, opts, nil
 }
 
-// side loads and renders one tree, every pool (or --pool) without a
-// ceiling, and builds the server that would serve it.
-func (d *diffOptions) side(path string, stdin io.Reader, opts render.Options, stderr io.Writer) (*impact.Tree, error) {
+// loadSide loads one tree and prints its notices.
+func loadSide(path string, stdin io.Reader, stderr io.Writer) (*render.Set, error) {
 	set, err := load([]string{path}, stdin)
 	if err != nil {
 		printErr(stderr, err)
@@ -140,6 +149,32 @@ func (d *diffOptions) side(path string, stdin io.Reader, opts render.Options, st
 	for _, n := range set.Notices() {
 		fmt.Fprintln(stderr, n)
 	}
+	return set, nil
+}
+
+// checkPools refuses a --pool neither tree has: a typo would otherwise
+// compare nothing and pass every --fail-on condition.
+func (d *diffOptions) checkPools(sets [2]*render.Set) error {
+	var names []string
+	for _, s := range sets {
+		for _, n := range s.PoolNames() {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	for _, p := range d.pools {
+		if !slices.Contains(names, p) {
+			return fmt.Errorf("--pool: %s", render.UnknownPool(p, names, false))
+		}
+	}
+	return nil
+}
+
+// side renders one tree, every pool (or --pool) without a ceiling, and
+// builds the server that would serve it.
+func (d *diffOptions) side(path string, set *render.Set, opts render.Options, stderr io.Writer) (*impact.Tree, error) {
 	uncapped := opts
 	uncapped.MaxSpec = convert.Newest
 	all, errs := set.Render(uncapped)

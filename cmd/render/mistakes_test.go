@@ -45,6 +45,18 @@ func TestMistakes(t *testing.T) {
 		// One pool of a tree is a List like two; one --pool is its MachineConfig.
 		{"one-pool-tree-is-a-list", []string{"--pretty", tree("no-pools")}},
 		{"one-pool-asked-is-a-machineconfig", []string{"--pretty", "--pool", "worker", tree("no-pools")}},
+		// A mistyped pool is a usage error with the pool meant, never a
+		// diff of nothing that passes every --fail-on condition.
+		{"diff-pool-typo", []string{"diff", "--pool", "Worker", "--fail-on", "any-change,era-loss", filepath.Join(diffDir, "base"), filepath.Join(diffDir, "luks-discard")}},
+		// Typos that would drop a MachineConfig from every pool: refused
+		// with what was meant; a kind of the group render does not read
+		// stays a notice.
+		{"kind-typo", []string{tree("kind-typo")}},
+		{"apiversion-typo", []string{tree("apiversion-typo")}},
+		{"role-value-typo", []string{tree("role-value-typo")}},
+		{"role-key-typo", []string{tree("role-key-typo")}},
+		{"other-kind-skipped", []string{"--pool", "worker", tree("other-kind-skipped")}},
+		{"pool-typo-did-you-mean", []string{"--pool", "wroker", filepath.Join("fixtures", "cluster")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errs, code := cli(t, "", tc.args...)

@@ -17,6 +17,7 @@ import (
 	"github.com/ignition-mcs/mcs/impact"
 	"github.com/ignition-mcs/mcs/internal/buildinfo"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/tree"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -311,7 +312,7 @@ func checkBounds(ro render.Options) error {
 }
 
 func load(paths []string, stdin io.Reader) (*render.Set, error) {
-	var l render.Loader
+	var l tree.Loader
 	for _, p := range paths {
 		if p != "-" {
 			l.Path(p)

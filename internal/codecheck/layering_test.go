@@ -13,6 +13,7 @@ import (
 var layering = []struct{ pkg, notOn, why string }{
 	{"render", "serve", "a render knows nothing of how it is served"},
 	{"render", "source", "sources feed renders, not the other way"},
+	{"render", "source/tree", "sources read files and feed renders, not the other way"},
 	{"convert", "render", "Ignition conversion knows no MachineConfigs"},
 	{"serve", "source/kube", "the server serves any source"},
 	{"serve", "controller", "the server and the controller are apart"},
@@ -51,6 +52,9 @@ func TestLayering(t *testing.T) {
 	for pkg, is := range imports {
 		if slices.Contains(is, "flag") && !strings.HasPrefix(pkg, "cmd/") {
 			t.Errorf("%s imports flag: flags live in cmd/", pkg)
+		}
+		if slices.Contains(is, module+"internal/promrules") {
+			t.Errorf("%s imports internal/promrules: a test harness, for tests only", pkg)
 		}
 	}
 }

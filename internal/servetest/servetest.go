@@ -10,6 +10,7 @@ import (
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
+	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // kubeconfig is the bootstrap kubeconfig the servers of Handler give nodes.
@@ -18,7 +19,7 @@ var kubeconfig = []byte("apiVersion: v1\nkind: Config\n")
 // Render loads dir and renders every pool with opts; any error fails tb.
 func Render(tb testing.TB, dir string, opts render.Options) (*render.Set, []*render.Result) {
 	tb.Helper()
-	set, err := render.Load(dir)
+	set, err := tree.Load(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -231,3 +231,20 @@ func Golden(t testing.TB, path, got string, update bool) {
 		t.Errorf("%s differs from the output (run with -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
+
+// WriteTree writes files (relative path -> contents) under a new temporary
+// directory, making the directories they need, and returns it.
+func WriteTree(tb testing.TB, files map[string]string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}

@@ -2,6 +2,7 @@
 package text
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -29,9 +30,47 @@ func Truncate(s string, n int, tail string) string {
 	return s[:cut] + tail
 }
 
-// Closest is the word of list sharing the longest prefix (at least four
-// letters, case aside) with name, for "did you mean"; "" when none does.
+// Closest is the word of list a person most likely meant by name, for
+// "did you mean": Near's answer, else the word sharing the longest prefix
+// of at least four letters (case aside); "" when none does or name is in
+// list.
 func Closest(name string, list []string) string {
+	if name == "" || slices.Contains(list, name) {
+		return ""
+	}
+	if m := Near(name, list); m != "" {
+		return m
+	}
+	return longestPrefix(name, list)
+}
+
+// Near is the word of list name is a typo of: the same word in other case,
+// else the nearest one at most two edits away (a letter missed, added,
+// changed, or two swapped) when both have four letters or more; "" when
+// none is or name is in list. Stricter than Closest: for names where a
+// shared prefix means nothing (label keys under one domain).
+func Near(name string, list []string) string {
+	if name == "" || slices.Contains(list, name) {
+		return ""
+	}
+	best, bestDist := "", 3
+	for _, k := range list {
+		if strings.EqualFold(k, name) {
+			return k
+		}
+		if len(name) < 4 || len(k) < 4 {
+			continue
+		}
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// longestPrefix is the word of list sharing the longest prefix (at least
+// four letters, case aside) with name.
+func longestPrefix(name string, list []string) string {
 	best, n := "", 3
 	for _, k := range list {
 		i := 0
@@ -43,4 +82,31 @@ func Closest(name string, list []string) string {
 		}
 	}
 	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b: the
+// fewest insertions, deletions, substitutions and swaps of two adjacent
+// bytes that turn a into b.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }

@@ -28,3 +28,46 @@ func TestTruncate(t *testing.T) {
 		})
 	}
 }
+
+func TestClosest(t *testing.T) {
+	pools := []string{"master", "worker", "infra"}
+	for _, tc := range []struct {
+		name, word string
+		list       []string
+		want       string
+	}{
+		{"case", "Worker", pools, "worker"},
+		{"letter missed", "workr", pools, "worker"},
+		{"letters swapped", "wroker", pools, "worker"},
+		{"letter changed", "mastor", pools, "master"},
+		{"kind", "MachineConfg", []string{"MachineConfig", "MachineConfigPool", "ControllerConfig"}, "MachineConfig"},
+		{"long prefix", "kernelArgumentsList", []string{"kernelArguments", "kernelType"}, "kernelArguments"},
+		{"too far", "database", pools, ""},
+		{"short names need case alone", "inf", pools, ""},
+		{"known", "worker", pools, ""},
+		{"empty", "", pools, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Closest(tc.word, tc.list); got != tc.want {
+				t.Errorf("Closest(%q) = %q, want %q", tc.word, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNear(t *testing.T) {
+	role := []string{"machineconfiguration.openshift.io/role"}
+	for _, tc := range []struct {
+		name, word string
+		want       string
+	}{
+		{"key missing a letter", "machineconfiguration.openshift.io/rol", role[0]},
+		{"key in the same domain", "machineconfiguration.openshift.io/mco-built-in", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Near(tc.word, role); got != tc.want {
+				t.Errorf("Near(%q) = %q, want %q", tc.word, got, tc.want)
+			}
+		})
+	}
+}

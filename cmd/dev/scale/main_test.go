@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // The generated tree renders: master, worker and n custom pools, each custom
@@ -17,7 +18,7 @@ func TestGenerate(t *testing.T) {
 	if err := generate("../../../fixtures/cluster", dir, n); err != nil {
 		t.Fatal(err)
 	}
-	set, err := render.Load(dir)
+	set, err := tree.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

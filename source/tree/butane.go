@@ -1,4 +1,4 @@
-package render
+package tree
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/render"
 )
 
 // butaneLocals checks the files a Butane config embeds from beside it
@@ -17,20 +18,20 @@ import (
 // Butane reads them, as it does with no limit and no check of their type: a
 // FIFO there would block it, /dev/zero never end. Anything else wrong with
 // them (missing, outside the directory) is left for Butane to report.
-func (b *budget) butaneLocals(file string, data []byte) []*Error {
+func (b *budget) butaneLocals(file string, data []byte) []*render.Error {
 	var doc any
 	if yaml.Unmarshal(data, &doc) != nil {
 		return nil // Butane reports it
 	}
 	dir := filepath.Dir(file)
-	var errs []*Error
+	var errs []*render.Error
 	eachLocal(doc, convert.NewPath(), func(at convert.Path, local string, tree bool) {
 		p := filepath.Join(dir, filepath.FromSlash(local))
 		if rel, err := filepath.Rel(dir, p); err != nil || strings.HasPrefix(rel, "..") {
 			return
 		}
 		if err := b.checkLocal(p, tree); err != nil {
-			errs = append(errs, &Error{File: file, Path: at, Message: err.Error(), Err: err})
+			errs = append(errs, &render.Error{File: file, Path: at, Message: err.Error(), Err: err})
 		}
 	})
 	return errs
