@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -107,10 +109,12 @@ func newTokens(ctx context.Context, o *options, log *slog.Logger) (func() []serv
 }
 
 // joinTokens is the file's tokens then the pool tokens, one slice until
-// either changes (the auth middleware notices rotations by its identity).
+// either's content changes: the file's tokens are keyed by what they hold
+// (tokensKey), the pool tokens by the watch's generation, which changes
+// whenever they do.
 func joinTokens(file func() []serve.Token, w *pki.TokenWatch) func() []serve.Token {
 	type key struct {
-		file *serve.Token
+		file [sha256.Size]byte
 		gen  uint64
 	}
 	var mu sync.Mutex
@@ -118,10 +122,7 @@ func joinTokens(file func() []serve.Token, w *pki.TokenWatch) func() []serve.Tok
 	var joined []serve.Token
 	return func() []serve.Token {
 		f := file()
-		k := key{gen: w.Generation()}
-		if len(f) > 0 {
-			k.file = &f[0]
-		}
+		k := key{file: tokensKey(f), gen: w.Generation()}
 		mu.Lock()
 		defer mu.Unlock()
 		if joined != nil && k == last {
@@ -134,6 +135,13 @@ func joinTokens(file func() []serve.Token, w *pki.TokenWatch) func() []serve.Tok
 		joined, last = out, k
 		return joined
 	}
+}
+
+// tokensKey hashes tokens' secrets and pools (their JSON, which cannot
+// run two fields together).
+func tokensKey(tokens []serve.Token) [sha256.Size]byte {
+	b, _ := json.Marshal(tokens) // of []byte and []string: cannot fail
+	return sha256.Sum256(b)
 }
 
 // servingCert is the TLS listener's certificate, for /status; nil without

@@ -31,8 +31,8 @@ var Server = Policy{Base: 50, Headroom: 8 << 20}
 // renders (render BenchmarkWorkerEdit, docs/performance.md).
 var Controller = Policy{Base: 100, Headroom: 8 << 20}
 
-// Percent is the GC target for live bytes (0: nothing measured yet).
-func (p Policy) Percent(live uint64) int {
+// percent is the GC target for live bytes (0: nothing measured yet).
+func (p Policy) percent(live uint64) int {
 	if live == 0 {
 		return p.Base
 	}
@@ -67,7 +67,7 @@ func Run(ctx context.Context, p Policy, every time.Duration, rt Runtime) {
 			continue
 		}
 		seen = cycles
-		if want := p.Percent(live); want != current {
+		if want := p.percent(live); want != current {
 			rt.SetGCPercent(want)
 			current = want
 		}

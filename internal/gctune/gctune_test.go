@@ -26,8 +26,8 @@ func TestPercent(t *testing.T) {
 		{"102 pools", 80 << 20, 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Server.Percent(tc.live); got != tc.want {
-				t.Errorf("Percent(%d) = %d, want %d", tc.live, got, tc.want)
+			if got := Server.percent(tc.live); got != tc.want {
+				t.Errorf("percent(%d) = %d, want %d", tc.live, got, tc.want)
 			}
 		})
 	}
