@@ -408,11 +408,10 @@ func TestEmptySpecValues(t *testing.T) {
 // --auth-token-file: TOKEN [POOL…], comments and blank lines skipped; a
 // pool list that is not pool names is an error naming the line.
 func TestParseTokens(t *testing.T) {
-	v, err := parseTokens([]byte("# admins\nall-pools\n\nworker-tok worker\nboth master  arbiter\n"))
+	got, err := parseTokens([]byte("# admins\nall-pools\n\nworker-tok worker\nboth master  arbiter\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := v.([]serve.Token)
 	want := []serve.Token{{Secret: []byte("all-pools"), Pools: []string{}}, {Secret: []byte("worker-tok"), Pools: []string{"worker"}}, {Secret: []byte("both"), Pools: []string{"master", "arbiter"}}}
 	if len(got) != len(want) {
 		t.Fatalf("%d tokens", len(got))

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
+	"github.com/ignition-mcs/mcs/internal/reload"
 	"github.com/ignition-mcs/mcs/pki"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
@@ -74,16 +75,15 @@ func newGate(o *options, log *slog.Logger) (gate *skewgate.Gate, reload func(), 
 func newTokens(ctx context.Context, o *options, log *slog.Logger) (func() []serve.Token, error) {
 	file := func() []serve.Token { return nil }
 	if o.authTokenFile != "" {
-		tf := &fileCache{path: o.authTokenFile, parse: parseTokens}
-		if _, err := tf.get(); err != nil {
+		tf := &reload.File[[]serve.Token]{Path: o.authTokenFile, Parse: parseTokens}
+		if _, _, err := tf.Get(); err != nil {
 			return nil, fmt.Errorf("--auth-token-file: %w", err)
 		}
 		file = func() []serve.Token {
-			v, err := tf.get()
+			t, _, err := tf.Get()
 			if err != nil {
 				log.Error("reading auth tokens; keeping the previous ones", "err", err)
 			}
-			t, _ := v.([]serve.Token)
 			return t
 		}
 	}
@@ -150,14 +150,23 @@ func servingCert(o *options) func() (*tls.Certificate, error) {
 	if o.cert == "" || o.listenTLS == "" {
 		return nil
 	}
-	cr := &certReloader{cert: o.cert, key: o.key}
-	return func() (*tls.Certificate, error) { return cr.get(nil) }
+	pair := &reload.File[*tls.Certificate]{Path: o.cert, Parse: func([]byte) (*tls.Certificate, error) {
+		c, err := tls.LoadX509KeyPair(o.cert, o.key)
+		return &c, err
+	}}
+	return func() (*tls.Certificate, error) {
+		c, ok, err := pair.Get()
+		if !ok {
+			return nil, fmt.Errorf("TLS certificate %s and key %s (--cert, --key): %w", o.cert, o.key, err)
+		}
+		return c, nil
+	}
 }
 
 // parseTokens reads --auth-token-file: a token a line, then the pools it
 // may fetch, separated by blanks; a token without pools fetches every pool
 // and reads /status and /metrics. # starts a comment line.
-func parseTokens(b []byte) (any, error) {
+func parseTokens(b []byte) ([]serve.Token, error) {
 	var out []serve.Token
 	for i, line := range bytes.Split(b, []byte("\n")) {
 		fields := strings.Fields(string(line))
