@@ -4,22 +4,15 @@ import (
 	"context"
 	"net"
 	"net/http"
+
+	"github.com/ignition-mcs/mcs/netlimit"
 )
 
-// headerHolder is a connection that can keep one write back and send it in
-// the writev of the body written after it (cmd/mcs's connection limit).
-// net/http writes a response's header in a write of its own before it hands
-// the body to the connection (ReadFrom); kept back, the header goes out with
-// the body: one system call and one packet a response fewer, where a bare
-// server writing one contiguous body makes two (perf: the header's own
-// write was ~1.8 µs of user time a response, and a wakeup of the client).
-type headerHolder interface {
-	// HoldHeader keeps the next write back for the ReadFrom that follows.
-	HoldHeader()
-	// SendHeld writes what is still kept back (no body took it) and stops
-	// holding.
-	SendHeld() error
-}
+// A connection that is a netlimit.HeaderHolder sends a response's header
+// in the writev of its body: one system call and one packet a response
+// fewer, where a bare server writing one contiguous body makes two (perf:
+// the header's own write was ~1.8 µs of user time a response, and a wakeup
+// of the client).
 
 type connKey struct{}
 
@@ -28,14 +21,14 @@ type connKey struct{}
 // it. TLS connections cannot (the header is encrypted in a record of its
 // own), and get nothing.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
-	if _, ok := c.(headerHolder); !ok {
+	if _, ok := c.(netlimit.HeaderHolder); !ok {
 		return ctx
 	}
 	return context.WithValue(ctx, connKey{}, c)
 }
 
 // holderOf is r's connection when it can hold a header back, else nil.
-func holderOf(r *http.Request) headerHolder {
-	h, _ := r.Context().Value(connKey{}).(headerHolder)
+func holderOf(r *http.Request) netlimit.HeaderHolder {
+	h, _ := r.Context().Value(connKey{}).(netlimit.HeaderHolder)
 	return h
 }

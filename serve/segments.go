@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"unique"
 	"unsafe"
+
+	"github.com/ignition-mcs/mcs/netlimit"
 )
 
 // body is a served body held as the pieces it is written from: the
@@ -101,6 +103,8 @@ type pieceReader struct {
 	bufs net.Buffers // what is left to write: WriteTo and Read consume it
 	all  net.Buffers // bufs's backing array: a slot for Prefix, then the body's pieces
 }
+
+var _ netlimit.Prefixer = (*pieceReader)(nil)
 
 var pieceReaders = sync.Pool{New: func() any { return new(pieceReader) }}
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/testkit"
+	"github.com/ignition-mcs/mcs/netlimit"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -202,7 +203,7 @@ func (c recordingConn) Write(b []byte) (int, error) {
 }
 
 func (c recordingConn) ReadFrom(r io.Reader) (int64, error) {
-	_, ok := r.(interface{ Prefix([]byte) bool })
+	_, ok := r.(netlimit.Prefixer)
 	c.add(fmt.Sprintf("read-from prefix=%v", ok))
 	return c.Conn.(io.ReaderFrom).ReadFrom(r)
 }

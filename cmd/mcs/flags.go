@@ -47,6 +47,7 @@ type options struct {
 	maxInFlight            int
 	maxConns, maxPerClient int
 	writeStall             time.Duration
+	minWriteRate           int64 // bytes a second
 	tls                    tlsOptions
 
 	// start and bootstrap are set by mcs start and mcs bootstrap:
@@ -157,7 +158,9 @@ func (o *options) define(fs *flag.FlagSet) {
 	// broken or hostile client holding a connection.
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client gets to send its request headers")
 	fs.DurationVar(&o.writeTimeout, "write-timeout", 60*time.Second, "time a whole response may take to write")
-	fs.DurationVar(&o.writeStall, "write-stall-timeout", 10*time.Second, "time one write of 64 KiB may take: a client that stops reading is cut off after it (0: only --write-timeout)")
+	fs.DurationVar(&o.writeStall, "write-stall-timeout", 5*time.Second, "how far a response may fall behind --min-write-rate: one of n bytes must be written within this plus n over the rate, so a client that stops or reads slowly is cut off in seconds (0: only --write-timeout)")
+	o.minWriteRate = 64 << 10
+	fs.Func("min-write-rate", "bytes a second a client must read a response at, after --write-stall-timeout, with a Ki/Mi suffix (default 64Ki; a booting node reads megabytes a second)", sizeFlag(&o.minWriteRate))
 	fs.IntVar(&o.maxConns, "max-connections", 4096, "client connections open at once, both listeners together (lowered to fit the open-file limit); past it an idle one is closed, else the new one (0: no bound)")
 	fs.IntVar(&o.maxPerClient, "max-connections-per-client", 256, "client connections open at once from one address, so that no client takes every slot; raise it behind a proxy that hides node addresses (0: no bound)")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 90*time.Second, "time an idle keep-alive connection is kept")

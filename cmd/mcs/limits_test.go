@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,100 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/promauto"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
-
-// limited serves accepted connections of a listener under lim on
-// 127.0.0.1 by holding them open; it returns the address and the table.
-func limited(t *testing.T, lim connLimits) (string, *connTable) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct := newConnTable(lim, slog.New(slog.DiscardHandler), newConnMetrics(promauto.With(nil)))
-	l := ct.listener(ln)
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			connState(c, http.StateNew)
-			go func() { io.Copy(io.Discard, c); c.Close() }()
-		}
-	}()
-	return ln.Addr().String(), ct
-}
-
-func dialFrom(t *testing.T, src, addr string) net.Conn {
-	c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}).Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// closedByServer reports whether the server closed c within a second.
-func closedByServer(c net.Conn) bool {
-	c.SetReadDeadline(time.Now().Add(time.Second))
-	_, err := c.Read(make([]byte, 1))
-	return err == io.EOF || (err != nil && !isTimeout(err))
-}
-
-func TestConnectionLimits(t *testing.T) {
-	addr, ct := limited(t, connLimits{max: 3, perClient: 2})
-	a1, a2 := dialFrom(t, "127.0.0.1", addr), dialFrom(t, "127.0.0.1", addr)
-	a3 := dialFrom(t, "127.0.0.1", addr)
-	if !closedByServer(a3) {
-		t.Error("a third connection from one address was kept, over --max-connections-per-client 2")
-	}
-	b1 := dialFrom(t, "127.0.0.2", addr)
-	if closedByServer(b1) {
-		t.Error("another address's connection was refused")
-	}
-	// At the overall cap, the connection idle longest makes room.
-	b2 := dialFrom(t, "127.0.0.2", addr)
-	if closedByServer(b2) {
-		t.Error("at the cap, the new connection was refused though others were idle")
-	}
-	if !closedByServer(a1) || closedByServer(a2) {
-		t.Error("the connection idle longest was not the one closed")
-	}
-	if v := testutil.ToFloat64(ct.m.refused.WithLabelValues("per-client")); v != 1 {
-		t.Errorf("refused per-client %v, want 1", v)
-	}
-}
-
-// A client that stops reading is cut off after the stall timeout, not the
-// whole write timeout.
-func TestWriteStall(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct := newConnTable(connLimits{stall: 200 * time.Millisecond}, slog.New(slog.DiscardHandler), newConnMetrics(promauto.With(nil)))
-	l := ct.listener(ln)
-	defer l.Close()
-	dialFrom(t, "127.0.0.1", ln.Addr().String())
-	c, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetWriteDeadline(time.Now().Add(time.Minute)) // the server's own, long
-	start := time.Now()
-	_, err = c.Write(make([]byte, 64<<20))
-	if !isTimeout(err) || time.Since(start) > 10*time.Second {
-		t.Fatalf("write to a client that reads nothing: %v after %v", err, time.Since(start))
-	}
-	if v := testutil.ToFloat64(ct.m.stalled); v != 1 {
-		t.Errorf("mcs_connection_write_stalls_total %v", v)
-	}
-}
 
 // A line with a cause passes 20 times in 10 s; the first after says how
 // many were dropped; lines without a cause are never held back; net/http's

@@ -10,9 +10,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promauto"
-
 	"github.com/ignition-mcs/mcs/internal/reload"
+	"github.com/ignition-mcs/mcs/netlimit"
 	"github.com/ignition-mcs/mcs/serve"
 )
 
@@ -42,19 +41,30 @@ func newHTTPServer(o *options, h http.Handler, log *slog.Logger) *http.Server {
 		// Its lines (TLS handshakes failing, bad requests) are anyone's to
 		// cause: the throttle of newLogger keys them by their text.
 		ErrorLog:  slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		ConnState: connState,
+		ConnState: netlimit.ConnState,
 		// A body of pieces finds its connection there, to send the
 		// header in its writev (serve.ConnContext).
 		ConnContext: serve.ConnContext,
 	}
 }
 
+// connLimits are the options' limits, --max-connections lowered to what
+// the open-file limit leaves.
+func (o *options) connLimits(log *slog.Logger) netlimit.Limits {
+	lim := netlimit.Limits{Max: o.maxConns, PerClient: o.maxPerClient, Slack: o.writeStall, MinRate: o.minWriteRate}
+	if fit, lowered := netlimit.FitOpenFiles(lim.Max); lowered {
+		log.Info("--max-connections lowered to fit the open-file limit", "max-connections", fit, "reserved", netlimit.FDReserve)
+		lim.Max = fit
+	}
+	return lim
+}
+
 // listenDeps is what listen needs besides the options; a zero field gets
 // a default.
 type listenDeps struct {
-	conns      *connTable   // default: a table of its own, with the options' limits
-	certReport func(error)  // told each change of the certificate's reload outcome
-	admin      http.Handler // served on --listen-admin
+	conns      *netlimit.Table // default: a table of its own, with the options' limits
+	certReport func(error)     // told each change of the certificate's reload outcome
+	admin      http.Handler    // served on --listen-admin
 }
 
 // listen opens the listeners the options ask for. The
@@ -63,7 +73,7 @@ type listenDeps struct {
 // MCS_LISTEN_TLS).
 func listen(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (out []server, err error) {
 	if ls.conns == nil {
-		ls.conns = newConnTable(o.connLimits(log), log, newConnMetrics(promauto.With(nil)))
+		ls.conns = netlimit.NewTable(o.connLimits(log), nil, log, nil)
 	}
 	conns := ls.conns
 	defer func() {
@@ -78,7 +88,7 @@ func listen(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (out []
 		if err != nil {
 			return out, fmt.Errorf("--listen-plain: %w", err)
 		}
-		out = append(out, server{srv: newHTTPServer(o, h, log), ln: conns.listener(ln), desc: "http://" + ln.Addr().String()})
+		out = append(out, server{srv: newHTTPServer(o, h, log), ln: conns.Listener(ln), desc: "http://" + ln.Addr().String()})
 	}
 	switch {
 	case o.listenTLS != "" && o.cert != "":
@@ -132,7 +142,7 @@ func listenTLS(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (ser
 		s.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 		s.TLSConfig.NextProtos = []string{"http/1.1"}
 	}
-	return server{srv: s, ln: ls.conns.listener(ln), tls: true, desc: "https://" + ln.Addr().String()}, nil
+	return server{srv: s, ln: ls.conns.Listener(ln), tls: true, desc: "https://" + ln.Addr().String()}, nil
 }
 
 // certRecheck is how often the certificate files are read again: a

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ignition-mcs/mcs/internal/prom"
+	"github.com/ignition-mcs/mcs/netlimit"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
@@ -69,8 +70,12 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 		return err
 	}
 	rl := &serve.Reloader{Source: startSource(o, src, log), Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
+	cm, err := netlimit.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
 	f, registered := prom.With(reg)
-	ls := listenDeps{conns: newConnTable(o.connLimits(log), log, newConnMetrics(f)), certReport: certReport(log, newCertMetrics(f), srv), admin: srv.AdminHandler()}
+	ls := listenDeps{conns: netlimit.NewTable(o.connLimits(log), nil, log, cm), certReport: certReport(log, newCertMetrics(f), srv), admin: srv.AdminHandler()}
 	if err := registered(); err != nil {
 		return err
 	}

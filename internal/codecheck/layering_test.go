@@ -18,6 +18,8 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"serve", "source/kube", "the server serves any source"},
 	{"serve", "controller", "the server and the controller are apart"},
 	{"controller", "serve", "the controller writes configs, it does not serve them"},
+	{"netlimit", "serve", "connection limits know nothing of what is served"},
+	{"netlimit", "render", "connection limits know nothing of what is served"},
 }
 
 func TestLayering(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package netlimit
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -29,24 +28,25 @@ func (r *socketWrites) WriteTo(w io.Writer) (int64, error) {
 }
 
 // connPair returns the server side of a loopback TCP connection, admitted
-// by a table with the given stall timeout, and the client side.
-func connPair(t *testing.T, stall time.Duration) (*limitConn, net.Conn, *connTable) {
+// by a table with the given slack and a floor rate of rate bytes a second,
+// and the client side.
+func connPair(t *testing.T, slack time.Duration, rate int64) (*conn, net.Conn, *Table) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	table := newConnTable(connLimits{stall: stall}, slog.New(slog.DiscardHandler), newConnMetrics(promauto.With(nil)))
+	table := NewTable(Limits{Slack: slack, MinRate: rate}, nil, slog.New(slog.DiscardHandler), nil)
 	client, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := table.listener(ln).Accept()
+	c, err := table.Listener(ln).Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close(); c.Close() })
-	return c.(*limitConn), client, table
+	return c.(*conn), client, table
 }
 
 // readSlowly reads n bytes from c, chunk bytes every period, and sends
@@ -70,32 +70,32 @@ func readSlowly(c net.Conn, n, chunk int, period time.Duration) chan []byte {
 }
 
 // A body handed to ReadFrom goes to the socket itself in one WriteTo
-// (serve's pieces: one writev), and a reader slower than the stall timeout
-// but faster than writeChunk per stall period gets all of it; one slower
-// than that, or one that stops reading, is cut off, through ReadFrom as
-// through Write.
+// (serve's pieces: one writev), and a reader above the floor rate gets all
+// of it, however long that takes beyond the slack; one below it, or one
+// that stops reading, is cut off, through ReadFrom as through Write.
 //
-// The readers that must get everything have stall timeouts well above the
-// time a loaded CI machine may leave their goroutine unscheduled (a 1 s
-// timeout cut the fast reader off once under -race at load 16); the slow
-// one still takes longer in all than its timeout.
+// The readers that must get everything have slacks well above the time a
+// loaded CI machine may leave their goroutine unscheduled (a 1 s timeout
+// cut the fast reader off once under -race at load 16); the slow one takes
+// longer in all than its slack.
 func TestLimitConnReadFrom(t *testing.T) {
 	body := bytes.Repeat([]byte("0123456789abcdef"), 32<<20/16) // more than the socket buffers hold
 	for _, tc := range []struct {
 		name   string
-		stall  time.Duration
+		slack  time.Duration
+		rate   int64
 		size   int
 		chunk  int // the client reads this much each period
 		period time.Duration
 		cut    bool
 	}{
-		{"fast", 10 * time.Second, len(body), 1 << 20, 0, false},
-		{"slow, above the rate", 2 * time.Second, 12 << 20, 16 * writeChunk, 250 * time.Millisecond, false},
-		{"below the rate", time.Second, len(body), writeChunk / 8, 500 * time.Millisecond, true},
-		{"stopped", time.Second, len(body), 0, 0, true},
+		{"fast", 10 * time.Second, 64 << 10, len(body), 1 << 20, 0, false},
+		{"slow, above the rate", time.Second, 1 << 20, 12 << 20, 1 << 20, 250 * time.Millisecond, false},
+		{"below the rate", time.Second, 1 << 20, len(body), 8 << 10, 500 * time.Millisecond, true},
+		{"stopped", time.Second, 1 << 20, len(body), 0, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, client, table := connPair(t, tc.stall)
+			c, client, table := connPair(t, tc.slack, tc.rate)
 			var got chan []byte
 			if tc.chunk > 0 {
 				got = readSlowly(client, tc.size, tc.chunk, tc.period)
@@ -145,19 +145,19 @@ func TestLimitConnHoldHeader(t *testing.T) {
 	header, body := []byte("HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n"), []byte("hello world")
 	for _, tc := range []struct {
 		name  string
-		stall time.Duration
+		slack time.Duration
 		write []byte
 		body  io.Reader // nil: SendHeld, no body
 		kept  bool      // the write must not reach the client before the body
 	}{
 		{"prefix", 10 * time.Second, header, &prefixable{bufs: net.Buffers{body[:5], body[5:]}}, true},
-		{"prefix, no stall timeout", 0, header, &prefixable{bufs: net.Buffers{body}}, true},
+		{"prefix, no schedule", 0, header, &prefixable{bufs: net.Buffers{body}}, true},
 		{"no prefix", 10 * time.Second, header, &socketWrites{Reader: bytes.NewReader(body)}, true},
 		{"no body", 10 * time.Second, header, nil, true},
 		{"too large to keep", 10 * time.Second, bytes.Repeat([]byte("h"), heldMax+1), &prefixable{bufs: net.Buffers{body}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, client, _ := connPair(t, tc.stall)
+			c, client, _ := connPair(t, tc.slack, 64<<10)
 			c.HoldHeader()
 			if n, err := c.Write(tc.write); n != len(tc.write) || err != nil {
 				t.Fatalf("Write: %d, %v", n, err)
