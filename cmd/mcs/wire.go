@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
+	"github.com/ignition-mcs/mcs/internal/logthrottle"
 	"github.com/ignition-mcs/mcs/internal/reload"
 	"github.com/ignition-mcs/mcs/pki"
 	"github.com/ignition-mcs/mcs/render"
@@ -30,7 +31,7 @@ import (
 )
 
 // logger is the logger --log-format and --log-level ask for, lines an
-// outsider can repeat at will throttled (see throttle).
+// outsider can repeat at will throttled (see logthrottle).
 func (l logOptions) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(l.level)); err != nil {
@@ -39,9 +40,9 @@ func (l logOptions) logger(w io.Writer) (*slog.Logger, error) {
 	ho := &slog.HandlerOptions{Level: level}
 	switch l.format {
 	case "text":
-		return slog.New(newThrottle(slog.NewTextHandler(w, ho))), nil
+		return slog.New(logthrottle.New(slog.NewTextHandler(w, ho), nil)), nil
 	case "json":
-		return slog.New(newThrottle(slog.NewJSONHandler(w, ho))), nil
+		return slog.New(logthrottle.New(slog.NewJSONHandler(w, ho), nil)), nil
 	}
 	return nil, fmt.Errorf("--log-format: %q is not text or json", l.format)
 }
