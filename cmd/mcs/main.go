@@ -17,6 +17,7 @@ import (
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/internal/buildinfo"
 	"github.com/ignition-mcs/mcs/internal/gctune"
+	"github.com/ignition-mcs/mcs/internal/klogbridge"
 )
 
 // gcPolicyFor is the GC target of the command args run (see gctune).
@@ -33,7 +34,7 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		go gctune.Run(ctx, gcPolicyFor(os.Args[1:]), time.Second, gctune.Process())
 	}
-	ctx = installKlog(ctx, slog.NewTextHandler(os.Stderr, nil))
+	ctx = klogbridge.Install(ctx, slog.NewTextHandler(os.Stderr, nil))
 	if err := dispatch(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		if !cmdline.Said(err) {
 			fmt.Fprintln(os.Stderr, "mcs:", err)

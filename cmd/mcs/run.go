@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/ignition-mcs/mcs/internal/klogbridge"
 	"github.com/ignition-mcs/mcs/internal/prom"
 	"github.com/ignition-mcs/mcs/netlimit"
 	"github.com/ignition-mcs/mcs/serve"
@@ -38,7 +39,7 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	defer klogTo(ctx, log)()
+	defer klogbridge.To(ctx, log)()
 	ro := o.render
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
