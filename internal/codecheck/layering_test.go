@@ -20,6 +20,13 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"controller", "serve", "the controller writes configs, it does not serve them"},
 	{"netlimit", "serve", "connection limits know nothing of what is served"},
 	{"netlimit", "render", "connection limits know nothing of what is served"},
+	{"preflight", "serve", "preflight reads a cluster as mcs start would, serving nothing"},
+	{"preflight", "controller", "preflight changes nothing"},
+	{"internal/reload", "render", "reloading files knows nothing of what they hold"},
+	{"internal/reload", "serve", "reloading files knows nothing of the server"},
+	{"internal/logthrottle", "serve", "the throttle knows only log records"},
+	{"internal/klogbridge", "serve", "the bridge knows only log records"},
+	{"internal/gctune", "render", "GC tuning knows only the runtime"},
 }
 
 func TestLayering(t *testing.T) {
