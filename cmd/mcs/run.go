@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -80,5 +83,9 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if err := registered(); err != nil {
 		return err
 	}
-	return lifecycle(ctx, o, srv, rl, ls, reloadPolicy, log, stdout)
+	// Registered before anything runs: SIGHUP's default action ends the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	return runLifecycle(ctx, o, srv, rl, ls, hup, reloadPolicy, log, stdout)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/mctest"
@@ -302,39 +302,11 @@ func TestListenTLSWithoutCertificate(t *testing.T) {
 	}
 }
 
-// A listener that fails ends serving, and the other listeners are shut
-// down before serveUntil returns.
-func TestServeUntilListenerFails(t *testing.T) {
-	good, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad.Close() // its Serve fails at once
-	ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }
-	servers := []server{
-		{srv: &http.Server{Handler: http.HandlerFunc(ok)}, ln: good},
-		{srv: &http.Server{Handler: http.HandlerFunc(ok)}, ln: bad},
-	}
-	err = serveUntil(context.Background(), servers, shutdown{drain: func() {}, grace: 5 * time.Second}, slog.New(slog.DiscardHandler))
-	if err == nil || !strings.Contains(err.Error(), "closed") {
-		t.Fatalf("serveUntil = %v, want the failed listener's error", err)
-	}
-	if c, err := net.Dial("tcp", good.Addr().String()); err == nil {
-		c.Close()
-		t.Fatal("the other listener still accepts connections")
-	}
-	if err := servers[0].srv.Serve(good); !errors.Is(err, http.ErrServerClosed) {
-		t.Fatalf("the other server was not shut down: Serve = %v", err)
-	}
-}
-
-// slowSource's first load runs until ctx ends and then takes a while more.
+// slowSource's first load runs until ctx ends and then takes linger more,
+// on the synctest bubble's clock.
 type slowSource struct {
 	started  chan struct{}
+	done     chan struct{}
 	returned atomic.Bool
 	linger   time.Duration
 }
@@ -342,17 +314,16 @@ type slowSource struct {
 func (s *slowSource) Load(ctx context.Context) (*source.Input, error) {
 	close(s.started)
 	<-ctx.Done()
-	// A source that ignores ctx for a while: the reloader's own goroutine,
-	// which a fake clock cannot reach while lifecycle listens for signals.
-	time.Sleep(s.linger)
+	time.Sleep(s.linger) // the bubble's clock: a source ignoring ctx
 	s.returned.Store(true)
+	close(s.done)
 	return nil, ctx.Err()
 }
 func (s *slowSource) Watch(ctx context.Context, _ chan<- struct{}) { <-ctx.Done() }
 func (s *slowSource) String() string                               { return "slow" }
 
-// lifecycle returns only once the reloader has stopped, or after the
-// shutdown grace when it does not stop.
+// runLifecycle returns only once the reloader has stopped, or after the
+// shutdown grace when it does not stop; on a synctest bubble's clock.
 func TestLifecycleWaitsForReloader(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -363,30 +334,28 @@ func TestLifecycleWaitsForReloader(t *testing.T) {
 		{"stuck past the grace", 3 * time.Second, 200 * time.Millisecond, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := &options{listenPlain: "127.0.0.1:0", shutdownGrace: tc.grace}
-			src := &slowSource{started: make(chan struct{}), linger: tc.linger}
-			log := slog.New(slog.DiscardHandler)
-			srv, err := serve.New(serve.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rl := &serve.Reloader{Source: src, Server: srv, Logger: log}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- lifecycle(ctx, o, srv, rl, listenDeps{}, func() {}, log, io.Discard) }()
-			<-src.started
-			cancel()
-			select {
-			case err := <-done:
+			synctest.Test(t, func(t *testing.T) {
+				o := &options{listenPlain: "127.0.0.1:0", shutdownGrace: tc.grace}
+				src := &slowSource{started: make(chan struct{}), done: make(chan struct{}), linger: tc.linger}
+				log := slog.New(slog.DiscardHandler)
+				srv, err := serve.New(serve.Config{})
 				if err != nil {
 					t.Fatal(err)
 				}
-			case <-time.After(20 * time.Second):
-				t.Fatal("lifecycle did not return")
-			}
-			if src.returned.Load() != tc.waited {
-				t.Fatalf("the load had returned: %v, want %v", src.returned.Load(), tc.waited)
-			}
+				rl := &serve.Reloader{Source: src, Server: srv, Logger: log}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- runLifecycle(ctx, o, srv, rl, listenDeps{}, nil, func() {}, log, io.Discard) }()
+				<-src.started
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if src.returned.Load() != tc.waited {
+					t.Fatalf("the load had returned: %v, want %v", src.returned.Load(), tc.waited)
+				}
+				<-src.done // the stuck load ends before the bubble does
+			})
 		})
 	}
 }

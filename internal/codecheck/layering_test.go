@@ -27,6 +27,7 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"internal/logthrottle", "serve", "the throttle knows only log records"},
 	{"internal/klogbridge", "serve", "the bridge knows only log records"},
 	{"internal/gctune", "render", "GC tuning knows only the runtime"},
+	{"internal/lifecycle", "serve", "the lifecycle runs any HTTP server"},
 }
 
 func TestLayering(t *testing.T) {
