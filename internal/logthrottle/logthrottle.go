@@ -41,21 +41,21 @@ type window struct {
 // and client (serve), so 20 in 10 s is a score of nodes at once; the rest
 // are counted, and listed in /status.
 const (
-	Burst = 20
-	Every = 10 * time.Second
+	defaultBurst = 20
+	defaultEvery = 10 * time.Second
 	// maxKeys bounds the causes remembered; past it every new cause
 	// shares one window.
 	maxKeys = 1024
 )
 
-// New throttles next's lines: Burst per cause every Every on c (nil: the
+// New throttles next's lines: defaultBurst per cause every defaultEvery on c (nil: the
 // wall clock). A line's cause is its "cause" attribute, or net/http's
 // message without addresses and numbers; lines without one pass.
 func New(next slog.Handler, c clock.PassiveClock) *Handler {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Handler{next: next, throttleState: &throttleState{burst: Burst, every: Every, clock: c, keys: map[string]*window{}}}
+	return &Handler{next: next, throttleState: &throttleState{burst: defaultBurst, every: defaultEvery, clock: c, keys: map[string]*window{}}}
 }
 
 func (h *Handler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }

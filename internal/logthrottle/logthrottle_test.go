@@ -27,16 +27,16 @@ func TestThrottle(t *testing.T) {
 		errLog.Printf("http: TLS handshake error from 10.0.0.%d:%d: EOF", i, 40000+i)
 	}
 	out := buf.String()
-	if n := strings.Count(out, "node waiting"); n != Burst {
-		t.Errorf("%d lines of one cause passed, want %d", n, Burst)
+	if n := strings.Count(out, "node waiting"); n != defaultBurst {
+		t.Errorf("%d lines of one cause passed, want %d", n, defaultBurst)
 	}
 	if n := strings.Count(out, "config request"); n != 25 {
 		t.Errorf("%d lines without a cause passed, want all 25", n)
 	}
-	if n := strings.Count(out, "TLS handshake error"); n != Burst {
-		t.Errorf("%d net/http lines passed, want %d", n, Burst)
+	if n := strings.Count(out, "TLS handshake error"); n != defaultBurst {
+		t.Errorf("%d net/http lines passed, want %d", n, defaultBurst)
 	}
-	clk.SetTime(clk.Now().Add(Every))
+	clk.SetTime(clk.Now().Add(defaultEvery))
 	buf.Reset()
 	log.Warn("node waiting", "cause", "token-missing")
 	if !strings.Contains(buf.String(), "dropped=5") {
@@ -56,7 +56,7 @@ func TestThrottleKeysBounded(t *testing.T) {
 	if n := len(h.keys); n > maxKeys+1 {
 		t.Errorf("%d causes remembered, want at most %d", n, maxKeys+1)
 	}
-	if n := strings.Count(buf.String(), "refused"); n != maxKeys+Burst {
-		t.Errorf("%d lines passed, want %d: the first %d causes, then %d of the shared window", n, maxKeys+Burst, maxKeys, Burst)
+	if n := strings.Count(buf.String(), "refused"); n != maxKeys+defaultBurst {
+		t.Errorf("%d lines passed, want %d: the first %d causes, then %d of the shared window", n, maxKeys+defaultBurst, maxKeys, defaultBurst)
 	}
 }

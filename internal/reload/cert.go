@@ -42,8 +42,8 @@ func (p *CertPair) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate,
 	return p.w.GetCertificate(hello)
 }
 
-// Check reads the pair again and reports a change of outcome.
-func (p *CertPair) Check() {
+// check reads the pair again and reports a change of outcome.
+func (p *CertPair) check() {
 	p.observe(p.w.ReadCertificate())
 }
 
@@ -56,7 +56,7 @@ func (p *CertPair) Run(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			p.Check()
+			p.check()
 		}
 	}
 }

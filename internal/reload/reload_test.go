@@ -91,16 +91,16 @@ func TestCertPair(t *testing.T) {
 	}
 	first := serving()
 	install(keyFile, b.KeyPEM)
-	p.Check()
+	p.check()
 	if string(serving()) != string(first) {
 		t.Error("a pair that does not match replaced the one serving")
 	}
 	install(certFile, b.CertPEM)
-	p.Check()
+	p.check()
 	if string(serving()) == string(first) {
 		t.Error("the new pair does not serve")
 	}
-	p.Check() // no change: nothing reported
+	p.check() // no change: nothing reported
 	mu.Lock()
 	defer mu.Unlock()
 	if len(reports) != 2 || reports[0] == nil || !strings.Contains(reports[0].Error(), keyFile) || reports[1] != nil {
