@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -30,29 +28,6 @@ func TestRefuseBodies(t *testing.T) {
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/config/worker", nil))
 	if w.Code != 200 {
 		t.Errorf("a request without a body: %d", w.Code)
-	}
-}
-
-// The default TLS 1.2 suites are OpenShift's Intermediate profile's that Go
-// has: AEAD and forward secret only, no CBC, no SHA-1.
-func TestIntermediateSuites(t *testing.T) {
-	var tls12 []uint16
-	for _, s := range tls.CipherSuites() {
-		if slices.Contains(intermediateSuites(), s.ID) && slices.Contains(s.SupportedVersions, tls.VersionTLS12) {
-			tls12 = append(tls12, s.ID)
-		}
-	}
-	if len(tls12) != 6 {
-		t.Errorf("%d TLS 1.2 suites, want the profile's 6 ECDHE AEAD suites", len(tls12))
-	}
-	for _, id := range intermediateSuites() {
-		name := tls.CipherSuiteName(id)
-		if strings.HasPrefix(name, "TLS_AES_") || strings.HasPrefix(name, "TLS_CHACHA20_") {
-			continue // TLS 1.3's, not configurable: Go ignores them here
-		}
-		if strings.Contains(name, "CBC") || strings.HasSuffix(name, "_SHA") || !strings.HasPrefix(name, "TLS_ECDHE_") {
-			t.Errorf("default suite %s", name)
-		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/testkit"
+	"github.com/ignition-mcs/mcs/internal/tlsnames"
 	"github.com/ignition-mcs/mcs/source"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
@@ -46,7 +47,7 @@ func TestStartFlags(t *testing.T) {
 	if err != nil || o.listenTLS != ":9443" || o.listenPlain != ":9080" {
 		t.Fatalf("%v %+v", err, o)
 	}
-	intermediate := intermediateSuites()
+	intermediate := tlsnames.Intermediate()
 	if got := o.tls.config(); got.MinVersion != tls.VersionTLS12 || !slices.Equal(got.CipherSuites, intermediate) {
 		t.Errorf("defaults: min %x suites %x", got.MinVersion, got.CipherSuites)
 	}
@@ -106,27 +107,6 @@ users:
 	os.Remove(filepath.Join(dir, "ca.crt"))
 	if _, err := nodeKubeconfig(dir, "u", nil); err == nil {
 		t.Error("no CA anywhere: no error")
-	}
-}
-
-// Suites are read by OpenSSL's names as by IANA's, and TLS versions by
-// OpenShift's, OpenSSL's and plain names.
-func TestCipherNames(t *testing.T) {
-	for ossl, iana := range map[string]string{"ECDHE-RSA-AES128-GCM-SHA256": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-		"ECDHE-ECDSA-CHACHA20-POLY1305": "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "AES128-SHA": "TLS_RSA_WITH_AES_128_CBC_SHA"} {
-		a, err1 := suitesNamed([]string{ossl})
-		b, err2 := suitesNamed([]string{iana})
-		if err1 != nil || err2 != nil || len(a) != 1 || !slices.Equal(a, b) {
-			t.Errorf("%s / %s: %v %v %v %v", ossl, iana, a, b, err1, err2)
-		}
-	}
-	if _, err := suitesNamed([]string{"DHE-RSA-AES128-GCM-SHA256"}); err == nil {
-		t.Error("a suite Go does not have: no error")
-	}
-	for in, want := range map[string]uint16{"VersionTLS12": tls.VersionTLS12, "TLSv1.3": tls.VersionTLS13, "1.1": tls.VersionTLS11, "VersionTLS10": tls.VersionTLS10} {
-		if got, err := tlsVersion(in); err != nil || got != want {
-			t.Errorf("%s: %x %v", in, got, err)
-		}
 	}
 }
 

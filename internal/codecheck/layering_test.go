@@ -28,6 +28,7 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"internal/klogbridge", "serve", "the bridge knows only log records"},
 	{"internal/gctune", "render", "GC tuning knows only the runtime"},
 	{"internal/lifecycle", "serve", "the lifecycle runs any HTTP server"},
+	{"internal/tlsnames", "serve", "TLS names know nothing of what is served"},
 }
 
 func TestLayering(t *testing.T) {
