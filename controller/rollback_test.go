@@ -1,14 +1,9 @@
 package controller
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,58 +16,6 @@ import (
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
-
-// rollbackReader is what `make rollback-reader` builds: Ignition v2.10.1's
-// config.Parse, whose newest stable spec is 3.2.
-func rollbackReader(t *testing.T) string {
-	t.Helper()
-	bin := testkit.ToolsDir("rollback", "rollback-reader-v2.10.1")
-	if !testkit.Executable(bin) {
-		testkit.Missing(t, "no rollback reader at %s; run `make rollback-reader`", bin)
-	}
-	return bin
-}
-
-// readerVerdicts runs the old reader over each config and returns, per
-// name, "" when it parsed or the reader's error.
-func readerVerdicts(t *testing.T, reader string, configs map[string][]byte) map[string]string {
-	t.Helper()
-	dir := t.TempDir()
-	var args []string
-	byFile := map[string]string{}
-	for name, cfg := range configs {
-		f := filepath.Join(dir, name+".ign")
-		if err := os.WriteFile(f, cfg, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		args = append(args, f)
-		byFile[f] = name
-	}
-	out, err := exec.Command(reader, args...).Output()
-	if err != nil {
-		t.Fatalf("%s: %v", reader, err)
-	}
-	verdicts := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var r struct {
-			File  string `json:"file"`
-			OK    bool   `json:"ok"`
-			Error string `json:"error"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("reader output %q: %v", sc.Text(), err)
-		}
-		verdicts[byFile[r.File]] = r.Error
-		if !r.OK && r.Error == "" {
-			verdicts[byFile[r.File]] = "failed"
-		}
-	}
-	if len(verdicts) != len(configs) {
-		t.Fatalf("the reader answered for %d of %d configs", len(verdicts), len(configs))
-	}
-	return verdicts
-}
 
 // storedConfigs runs a controller with opts over the cluster's objects
 // until every pool names a rendered config, and returns the Ignition
@@ -115,12 +58,12 @@ func storedConfigs(t *testing.T, dir string, opts render.Options) map[string][]b
 // pool readable; the same pools stored at the newest spec, as OpenShift
 // stores them, do not parse.
 func TestRollbackRehearsal(t *testing.T) {
-	reader := rollbackReader(t)
+	reader := testkit.RollbackReader(t, "v2.10.1")
 	for _, cluster := range []string{"aws", "none"} {
 		t.Run(cluster, func(t *testing.T) {
 			dir := clusterDir(t, cluster)
 			low := storedConfigs(t, dir, render.Options{})
-			for name, verdict := range readerVerdicts(t, reader, low) {
+			for name, verdict := range testkit.ReaderVerdicts(t, reader, low) {
 				if verdict != "" {
 					t.Errorf("%s does not parse with the 3.2 reader: %s", name, verdict)
 				}
@@ -133,7 +76,7 @@ func TestRollbackRehearsal(t *testing.T) {
 				}
 			}
 			newest := storedConfigs(t, dir, render.Options{Spec: convert.V3_5})
-			for name, verdict := range readerVerdicts(t, reader, newest) {
+			for name, verdict := range testkit.ReaderVerdicts(t, reader, newest) {
 				if !strings.Contains(verdict, "unsupported config version") {
 					t.Errorf("%s at spec 3.5.0: the 3.2 reader says %q, want it refused", name, verdict)
 				}

@@ -252,8 +252,8 @@ func TestUnknownPoolNoise(t *testing.T) {
 	if c := condition(st, "NodesWaiting"); c.Status != "True" || strings.Contains(c.Message, "scan") {
 		t.Errorf("NodesWaiting %+v", c)
 	}
-	if testutil.CollectAndCount(s.m.refusals) != 1 {
-		t.Error("the refusal metric has a series per pool")
+	if n := testutil.CollectAndCount(s.m.refusals); n != len(contract) {
+		t.Errorf("the refusal metric has %d series, want one per cause (%d), none per pool", n, len(contract))
 	}
 	s.rec.waiting.mu.Lock()
 	for _, e := range s.rec.waiting.entries {

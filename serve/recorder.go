@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ignition-mcs/mcs/nodefail"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -23,8 +24,9 @@ type recorder struct {
 	served      func() *Snapshot
 	servingCert func() (*tls.Certificate, error) // nil: no TLS listener
 
-	waiting waitingNodes
-	fetches fetchLog
+	waiting  waitingNodes
+	fetches  fetchLog
+	failures func() nodefail.Status // nil: none
 
 	mu      sync.Mutex // guards the render health below
 	lastErr *renderError

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/nodefail"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -37,9 +38,10 @@ type Config struct {
 	Gate *skewgate.Gate
 	// Source names what is served, for /status.
 	Source string
-	// Notify, when set, is told about refused nodes, failed renders and
-	// first fetches (the Kubernetes source turns them into Events). It is
-	// called on the request path and must not block.
+	// Notify, when set, is told about refused nodes, failed renders, first
+	// fetches and nodes' first-boot failure reports (the Kubernetes source
+	// turns them into Events). It is called on the request path and must
+	// not block.
 	Notify func(source.Notice)
 	// ServingCert, when set, returns the certificate chain the TLS listener
 	// serves, for /status's tls section.
@@ -65,6 +67,7 @@ type Server struct {
 	clients  clients
 	counters counters
 	refuser  refuser
+	failures *nodefail.Reports
 }
 
 // New returns a Server with every route registered, or the error
@@ -86,7 +89,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, m: m}
-	s.rec = &recorder{log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, notify: cfg.Notify, served: s.Snapshot, servingCert: cfg.ServingCert}
+	s.failures, err = nodefail.New(nodefail.Config{Notify: cfg.Notify, Known: func(pool string) bool { return s.knownPool(pool) != "-" },
+		Logger: cfg.Logger, Registry: cfg.Registry})
+	if err != nil {
+		return nil, err
+	}
+	s.rec = &recorder{failures: s.failures.Status, log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, notify: cfg.Notify, served: s.Snapshot, servingCert: cfg.ServingCert}
 	s.clients.vec = m.clients
 	s.counters.m = m
 	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: &s.rec.waiting}
@@ -108,6 +116,10 @@ func (s *Server) routes() *chi.Mux {
 		r.Get("/config/{pool}", s.serveConfig)
 		r.Head("/config/{pool}", s.serveConfig)
 	})
+	// Nodes report a failed first boot here (machine-config-operator PR
+	// #6124): without a token, as its daemon sends none, rate-limited per
+	// address by the handler, any method answered (405 but for POST).
+	r.With(instrument(s.m.duration.WithLabelValues("node-failure"))).Handle(nodeFailurePath, s.failures)
 	r.Group(func(r chi.Router) {
 		r.Use(instrument(s.m.duration.WithLabelValues("probe")))
 		r.Get("/healthz", healthz)
@@ -135,8 +147,12 @@ func (s *Server) AdminHandler() http.Handler {
 	r.Get("/readyz", s.readyz)
 	r.Get("/status", statusHandler(s.rec))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{Registry: s.cfg.Registry}))
+	r.With(instrument(s.m.duration.WithLabelValues("node-failure"))).Handle(nodeFailurePath, s.failures)
 	return r
 }
+
+// nodeFailurePath is where nodes POST a failed first boot, on every port.
+const nodeFailurePath = "/v1/node-failure"
 
 // Swap makes snap the served generation and records it as the newest
 // render, clearing the render error.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/nodefail"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
@@ -50,6 +51,9 @@ type Status struct {
 	// TLS is the served certificate and until when a pointer config
 	// trusting each CA boots a node (with a TLS listener).
 	TLS *TLSStatus `json:"tls,omitempty"`
+	// NodeFailures are the first-boot failures nodes reported lately
+	// (POST /v1/node-failure), by pool, node and stage.
+	NodeFailures nodefail.Status `json:"nodeFailures"`
 	// VersionOverride says what ?version= does, for whoever reads this
 	// while debugging with it.
 	VersionOverride string `json:"versionOverride"`
@@ -106,6 +110,10 @@ func (rec *recorder) status() Status {
 	failingSince := maps.Clone(rec.failingSince)
 	rec.mu.Unlock()
 	st.TLS = rec.tls()
+	st.NodeFailures.Reports = []nodefail.Entry{}
+	if rec.failures != nil {
+		st.NodeFailures = rec.failures()
+	}
 	if snap := rec.served(); snap != nil {
 		st.Ready, st.Generation = true, snap.Generation
 		t := snap.Built

@@ -246,6 +246,10 @@ func renderProblems(st Status, now time.Time) []problem {
 		}
 		out = append(out, problem{Title: title + "; it serves its last good render, " + ps.Rendered, Detail: ps.Error, Anchor: "pool-" + ps.Name})
 	}
+	for _, f := range st.NodeFailures.Reports {
+		out = append(out, problem{Title: fmt.Sprintf("Node %s of pool %s failed its first boot at stage %s (%d reports, last %s)", f.Node, f.Pool, f.Stage, f.Count, ago(f.Last, now)),
+			Detail: f.Message, Anchor: "node-failures"})
+	}
 	e := st.LastError
 	if e == nil {
 		return out

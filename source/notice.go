@@ -14,6 +14,9 @@ const (
 	// NoticeCertificateReloadFailed: the TLS serving certificate on disk
 	// could not be loaded; the previous one is served.
 	NoticeCertificateReloadFailed NoticeKind = "CertificateReloadFailed"
+	// NoticeFirstbootFailed: a node reported that its first boot failed
+	// (POST /v1/node-failure, machine-config-operator PR #6124).
+	NoticeFirstbootFailed NoticeKind = "FirstbootFailed"
 )
 
 // Notice is something the people running the cluster should hear about,

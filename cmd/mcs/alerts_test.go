@@ -20,7 +20,7 @@ const (
 
 // updatePrechecks are the alerts that make an update or a rollback unsafe:
 // OpenShift's cluster-version operator turns them into update risks.
-var updatePrechecks = []string{"MCSBootImageSkewRefused", "MCSRenderFailing"}
+var updatePrechecks = []string{"MCSBootImageSkewRefused", "MCSRenderFailing", "MCSNodeFirstBootFailed"}
 
 // Every alert is complete for an admin and for OpenShift (severity,
 // summary, description, a runbook_url into its own section of
@@ -83,12 +83,15 @@ func mustRead(t *testing.T, path string) []byte {
 
 // Every metric each rule reads is one the real server exposes: mcs serving
 // a pool that needs spec 3.4, asked once by an Ignition that reads only
-// 3.2 (the skew stub), then scraped.
+// 3.2 (the skew stub), told of a failed first boot, then scraped.
 func TestAlertMetricsExposed(t *testing.T) {
 	in := start(t, "--dir", "../../fixtures/features/tang-advertisement-3.4", "--listen-plain", "127.0.0.1:0", "--listen-tls", "")
 	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
 	if code, body, err := in.get("/config/worker", "User-Agent", "Ignition/v2.9.0", "Accept", "application/vnd.coreos.ignition+json;version=3.2.0"); err != nil || code != 200 || !strings.Contains(string(body), "mcs-cannot-join") {
 		t.Fatalf("an Ignition v2.9.0 request: %d %v, want the skew stub:\n%s", code, err, body)
+	}
+	if code, body := postReport(t, in.base, `{"pool":"worker","nodeID":"n1","stage":"firstboot-update"}`); code != 202 {
+		t.Fatalf("a first-boot failure report: %d %s", code, body)
 	}
 	code, scrape, err := in.get("/metrics")
 	if err != nil || code != 200 {

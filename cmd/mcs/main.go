@@ -61,6 +61,7 @@ func commands() []command {
 		{"start", "OpenShift's machine-config-server start, as its DaemonSet runs it", serving(parseStartFlags)},
 		{"bootstrap", "OpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it", serving(parseBootstrapFlags)},
 		{"preflight", "read a cluster, changing nothing, and report what mcs start needs and would serve", noStdin(runPreflight)},
+		{"admit", "mutating admission webhook: every MachineConfig stored at the lowest spec", noStdin(runAdmit)},
 	}
 }
 

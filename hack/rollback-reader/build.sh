@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the rollback reader the controller's rollback rehearsal runs into
-# OUT (default $HOME/.cache/mcs-tools/rollback): Ignition v2.10.1's
-# config.Parse, whose newest stable spec is 3.2, from the scratch module next
-# to this script, through the Go module proxy. Rebuilt only when the binary
-# is missing or its stamp (a hash of the module) no longer matches.
+# Builds the rollback readers the rollback rehearsals run into OUT (default
+# $HOME/.cache/mcs-tools/rollback): the config.Parse of Ignition v2.10.1
+# (newest stable spec 3.2; the module next to this script) and of v2.19.0
+# (newest 3.4, as OpenShift 4.14 to 4.18 read; the module in v2.19.0/, same
+# main.go), through the Go module proxy. Each is rebuilt only when missing or
+# its stamp (a hash of its module) no longer matches.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -11,13 +12,16 @@ out=${1:-${HOME}/.cache/mcs-tools/rollback}
 # shellcheck source=../lib/tools.sh
 source "$here/../lib/tools.sh"
 
-version=v2.10.1
-bin=$out/rollback-reader-$version
-stamp=$(module_stamp "$here" main.go "" GOOS GOARCH)
-
 mkdir -p "$out"
-if up_to_date "$bin" "$stamp"; then
-	echo "rollback-reader: up to date in $out"
-	exit 0
-fi
-build_verified rollback-reader "$here" . 0 "" "$version" "$bin" "$stamp"
+for version in v2.10.1 v2.19.0; do
+	dir=$here
+	[[ $version == v2.10.1 ]] || dir=$here/$version
+	ldflags="-X main.version=$version"
+	bin=$out/rollback-reader-$version
+	stamp=$(module_stamp "$dir" main.go "$ldflags" GOOS GOARCH)
+	if up_to_date "$bin" "$stamp"; then
+		echo "rollback-reader $version: up to date in $out"
+		continue
+	fi
+	(build_verified "rollback-reader $version" "$dir" . 0 "$ldflags" "$version" "$bin" "$stamp")
+done

@@ -1,4 +1,4 @@
-// Command rollback-reader parses Ignition configs with the config package of Ignition v2.10.1, the newest stable spec of which is 3.2, as the operator of the release before a 3.4-writing one would.
+// Command rollback-reader parses Ignition configs with the config package of one Ignition release (v2.10.1, newest stable spec 3.2; or v2.19.0, newest 3.4), as the operator of a release rolled back to would.
 package main
 
 import (
@@ -9,8 +9,9 @@ import (
 	"github.com/coreos/ignition/v2/config"
 )
 
-// version is the Ignition release whose config package this links; go.mod pins it.
-const version = "v2.10.1"
+// version is the Ignition release whose config package this links: the
+// go.mod it is built with pins it, and the build sets it to match.
+var version = "v2.10.1"
 
 type result struct {
 	File  string `json:"file"`

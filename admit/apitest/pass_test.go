@@ -1,0 +1,49 @@
+package apitest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ignition-mcs/mcs/admit"
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+// TestPassedWithWarning: what the webhook does not rewrite (spec 2, a
+// config with a key no spec knows) is stored as sent, and the writer is
+// told why.
+func TestPassedWithWarning(t *testing.T) {
+	s := setup(t)
+	d, warned := client(t, s.cp, "")
+	for _, c := range []struct {
+		name, config, kind, says string
+	}{
+		{"spec2", `{"ignition":{"version":"2.2.0"},"storage":{"files":[{"filesystem":"root","path":"/etc/a","contents":{"source":"data:,a"}}]}}`, admit.PassSpec2, "it is spec 2.2.0"},
+		{"unknown-key", `{"ignition":{"version":"3.5.0"},"storage":{"filez":[]}}`, admit.PassInvalid, "does not parse"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := admit.Lower([]byte(c.config), convert.Version{})
+			var pe *admit.PassError
+			if !errors.As(err, &pe) || pe.Kind != c.kind {
+				t.Fatalf("Lower: %v, want a %s PassError", err, c.kind)
+			}
+			got, err := createConfig(d, "pass-"+c.name, c.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = s.cp.Dynamic.Resource(machineConfigs).Delete(context.Background(), got.GetName(), metav1.DeleteOptions{})
+			})
+			if sent := jsonCanonical(t, []byte(c.config)); string(configOf(got)) != sent {
+				t.Errorf("stored %s, want as sent %s", configOf(got), sent)
+			}
+			ws := warned.take()
+			if len(ws) != 1 || !strings.Contains(ws[0], "MachineConfig pass-"+c.name+": spec.config stored as written") || !strings.Contains(ws[0], c.says) {
+				t.Errorf("warnings %q", ws)
+			}
+		})
+	}
+}

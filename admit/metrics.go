@@ -1,0 +1,61 @@
+package admit
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+type metrics struct {
+	reviews  *prometheus.CounterVec
+	latency  prometheus.Histogram
+	above    *prometheus.CounterVec
+	ceilingG *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcs_admit_reviews_total",
+			Help: "AdmissionReviews answered, by outcome: lowered, unchanged, denied, ignored (not a MachineConfig write), bad (not a review), spec2, invalid, unprovable (stored as written).",
+		}, []string{"outcome"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mcs_admit_review_duration_seconds",
+			Help:    "Time to answer one AdmissionReview, body read included.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
+		above: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcs_admit_above_ceiling_writes_total",
+			Help: "MachineConfig writes needing a spec above the ceiling, by writer (openshift: its machine-config controller or operator; other) and outcome (denied, or what was stored).",
+		}, []string{"actor", "outcome"}),
+		ceilingG: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mcs_admit_ceiling_info",
+			Help: "1 for the ceiling in force (spec \"none\" without one).",
+		}, []string{"spec"}),
+	}
+	reg.MustRegister(m.reviews, m.latency, m.above, m.ceilingG)
+	return m
+}
+
+func (m *metrics) observe(outcome string, d time.Duration) {
+	m.reviews.WithLabelValues(outcome).Inc()
+	m.latency.Observe(d.Seconds())
+}
+
+func (m *metrics) ceiling(c Ceiling) {
+	m.ceilingG.Reset()
+	m.ceilingG.WithLabelValues(specOrNone(c.Spec)).Set(1)
+}
+
+// uidOf is an object's metadata.uid, or "".
+func uidOf(raw []byte) types.UID {
+	var o struct {
+		Metadata struct {
+			UID types.UID `json:"uid"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(raw, &o)
+	return o.Metadata.UID
+}

@@ -1,0 +1,204 @@
+package admit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/text"
+)
+
+// OpenShift's own writers of MachineConfigs: never refused.
+var openShiftWriters = map[string]bool{
+	"system:serviceaccount:openshift-machine-config-operator:machine-config-controller": true,
+	"system:serviceaccount:openshift-machine-config-operator:machine-config-operator":   true,
+}
+
+// machineConfigs is what the webhook rewrites; anything else it is sent
+// passes untouched.
+const mcGroup, mcResource = "machineconfiguration.openshift.io", "machineconfigs"
+
+// Outcomes of a review, for metrics and /status.
+const (
+	outcomeLowered   = "lowered"   // patched to a lower spec
+	outcomeUnchanged = "unchanged" // already at its lowest spec, or empty
+	outcomeDenied    = "denied"    // above the ceiling, refused
+	outcomeIgnored   = "ignored"   // not a MachineConfig CREATE or UPDATE
+	outcomeBad       = "bad"       // not an AdmissionReview the webhook can answer
+	// and PassSpec2, PassInvalid, PassUnprovable
+)
+
+// maxListed bounds the fields named in a warning or refusal.
+const maxListed = 5
+
+// verdict is what one review decided, beyond the response.
+type verdict struct {
+	outcome   string
+	above     bool   // needs more than the ceiling
+	openShift bool   // written by OpenShift's own controllers
+	name      string // the MachineConfig
+	message   string // the above-ceiling text
+}
+
+// reviewed holds the parts of a MachineConfig a review reads.
+type reviewed struct {
+	Metadata struct {
+		Name         string `json:"name"`
+		GenerateName string `json:"generateName"`
+	} `json:"metadata"`
+	Spec struct {
+		Config json.RawMessage `json:"config"`
+	} `json:"spec"`
+}
+
+// decodeReview reads an AdmissionReview v1 request.
+func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
+	var r admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("not an AdmissionReview: %w", err)
+	}
+	if r.APIVersion != "admission.k8s.io/v1" || r.Kind != "AdmissionReview" {
+		return nil, fmt.Errorf("want an admission.k8s.io/v1 AdmissionReview, not %s %s", r.APIVersion, r.Kind)
+	}
+	if r.Request == nil || r.Request.UID == "" {
+		return nil, errors.New("the AdmissionReview has no request, or no request uid")
+	}
+	return &r, nil
+}
+
+// review decides one request given the ceiling and whether to refuse
+// writes above it.
+func review(req *admissionv1.AdmissionRequest, c Ceiling, deny bool) (*admissionv1.AdmissionResponse, verdict) {
+	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	v := verdict{outcome: outcomeIgnored, openShift: openShiftWriters[req.UserInfo.Username]}
+	if req.Resource.Group != mcGroup || req.Resource.Resource != mcResource || req.SubResource != "" ||
+		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		return resp, v
+	}
+	var mc reviewed
+	if err := json.Unmarshal(req.Object.Raw, &mc); err != nil {
+		v.outcome = PassInvalid
+		resp.Warnings = []string{fmt.Sprintf("MachineConfig %s: stored as written: the object does not decode: %v", orUnnamed(req.Name), err)}
+		return resp, v
+	}
+	v.name = firstOf(mc.Metadata.Name, req.Name, mc.Metadata.GenerateName+"*")
+	res, err := Lower(mc.Spec.Config, c.Spec)
+	var pe *PassError
+	switch {
+	case errors.As(err, &pe):
+		v.outcome = pe.Kind
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("MachineConfig %s: spec.config %v", v.name, err))
+	case err != nil:
+		v.outcome = PassInvalid // Lower fails with PassErrors only
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("MachineConfig %s: spec.config stored as written: %v", v.name, err))
+	case res.Changed():
+		v.outcome = outcomeLowered
+		value := res.Config
+		if req.Operation == admissionv1.Update {
+			value = keepStored(req.OldObject.Raw, res)
+		}
+		resp.Patch = patchConfig(value)
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.PatchType = &pt
+	default:
+		v.outcome = outcomeUnchanged
+	}
+	if len(res.Above) == 0 {
+		return resp, v
+	}
+	v.above = true
+	v.message = aboveText(v.name, res, c)
+	resp.Warnings = append(resp.Warnings, aboveWarnings(v.name, res, c)...)
+	if deny && !v.openShift {
+		v.outcome = outcomeDenied
+		resp.Allowed, resp.Patch, resp.PatchType = false, nil, nil
+		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden, Message: v.message}
+	}
+	return resp, v
+}
+
+// keepStored returns the stored spec.config of an UPDATE's old object when
+// it holds the same config at the same spec as the lowered one: an update
+// that changes nothing (OpenShift's render controller re-applying its
+// 3.5.0 bytes on every sync) then stores the same bytes, which the API
+// server does not write, whatever encoding stored them.
+func keepStored(oldRaw []byte, res *Result) []byte {
+	var old reviewed
+	if json.Unmarshal(oldRaw, &old) != nil || len(old.Spec.Config) == 0 || bytes.Equal(old.Spec.Config, res.Config) {
+		return res.Config
+	}
+	po, err := convert.Parse(old.Spec.Config)
+	if err != nil || po.Version != res.Stored {
+		return res.Config
+	}
+	pn, err := convert.Parse(res.Config)
+	if err != nil {
+		return res.Config
+	}
+	a, err1 := convert.Marshal(po.Config, false)
+	b, err2 := convert.Marshal(pn.Config, false)
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		return res.Config
+	}
+	return old.Spec.Config
+}
+
+// patchConfig is a JSON patch replacing spec.config, and nothing else.
+func patchConfig(config []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString(`[{"op":"replace","path":"/spec/config","value":`)
+	b.Write(config)
+	b.WriteString(`}]`)
+	return b.Bytes()
+}
+
+// aboveWarnings is one warning per field above the ceiling (oc and kubectl
+// print each on its own line), at most maxListed.
+func aboveWarnings(name string, res *Result, c Ceiling) []string {
+	var out []string
+	for i, r := range res.Above {
+		if i == maxListed {
+			out = append(out, fmt.Sprintf("MachineConfig %s: %d more fields need a spec above %s", name, len(res.Above)-maxListed, c.Spec))
+			break
+		}
+		out = append(out, fmt.Sprintf("MachineConfig %s: %s: %s need%s Ignition spec %s; %s reads only up to %s",
+			name, machinePath(r.Path), r.What, text.VerbS(r.What), r.Version, c.Reader, c.Spec))
+	}
+	return out
+}
+
+// aboveText is the refusal (and Event) text: every field above the ceiling.
+func aboveText(name string, res *Result, c Ceiling) string {
+	fields := make([]string, 0, min(len(res.Above), maxListed))
+	for i, r := range res.Above {
+		if i == maxListed {
+			fields = append(fields, fmt.Sprintf("and %d more", len(res.Above)-maxListed))
+			break
+		}
+		fields = append(fields, fmt.Sprintf("%s (%s, spec %s)", machinePath(r.Path), r.What, r.Version))
+	}
+	return fmt.Sprintf("MachineConfig %s needs Ignition spec %s, above the ceiling %s: %s could not read it; fields: %s",
+		name, res.Needs, c.Spec, c.Reader, strings.Join(fields, "; "))
+}
+
+// machinePath places a path of the config inside the MachineConfig.
+func machinePath(p convert.Path) string {
+	return "$.spec.config" + strings.TrimPrefix(p.String(), "$")
+}
+
+func orUnnamed(name string) string { return firstOf(name, "(unnamed)") }
+
+func firstOf(s ...string) string {
+	for _, x := range s {
+		if x != "" && x != "*" {
+			return x
+		}
+	}
+	return ""
+}

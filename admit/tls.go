@@ -1,0 +1,79 @@
+package admit
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+)
+
+// TLSConfig is how ServeTLS serves.
+type TLSConfig struct {
+	CertFile, KeyFile string
+	Logger            *slog.Logger
+	// OnReload, if not nil, is called (on its own goroutine) with each
+	// certificate pair loaded after the first.
+	OnReload func(tls.Certificate)
+}
+
+// ServeTLS serves h over TLS on ln until ctx ends, then shuts down,
+// letting answers under way finish for a few seconds. The certificate
+// pair is read at start (an error if it cannot be) and again whenever its
+// files change (controller-runtime's certwatcher: file events, and a poll
+// every 10 s), so a renewed serving certificate is used without a restart.
+func ServeTLS(ctx context.Context, ln net.Listener, h http.Handler, c TLSConfig) error {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	cw, err := certwatcher.New(c.CertFile, c.KeyFile)
+	if err != nil {
+		return fmt.Errorf("serving certificate: %w", err)
+	}
+	cw.RegisterCallback(func(cert tls.Certificate) {
+		c.Logger.Info("serving certificate reloaded", "cert", c.CertFile)
+		if c.OnReload != nil {
+			c.OnReload(cert)
+		}
+	})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watchErr := make(chan error, 1)
+	go func() { watchErr <- cw.Start(ctx) }()
+	srv := &http.Server{
+		Handler:           h,
+		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cw.GetCertificate, NextProtos: []string{"h2", "http/1.1"}},
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          slog.NewLogLogger(c.Logger.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-served:
+		return err
+	case err := <-watchErr:
+		_ = srv.Close()
+		if err != nil {
+			return fmt.Errorf("watching the serving certificate: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	shutdown, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer stop()
+	if err := srv.Shutdown(shutdown); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

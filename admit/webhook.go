@@ -1,0 +1,202 @@
+package admit
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// defaultMaxBody bounds an AdmissionReview: an UPDATE carries the object
+// twice, and the API server takes requests up to 3 MiB.
+const defaultMaxBody = 8 << 20
+
+// MutatePath is where the API server sends AdmissionReviews.
+const MutatePath = "/mutate"
+
+// Recorder writes Kubernetes Events; client-go's record.EventRecorder is one.
+type Recorder interface {
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
+}
+
+// Config configures a Webhook.
+type Config struct {
+	Logger   *slog.Logger
+	Registry prometheus.Registerer // metrics; nil: a private registry
+	Gatherer prometheus.Gatherer   // served at /metrics; nil: none served
+	// Deny refuses a person's write above the ceiling; OpenShift's own
+	// controllers are warned instead.
+	Deny bool
+	// Recorder gets an Event for each write above the ceiling by
+	// OpenShift's own controllers (none on dry runs); nil: none.
+	Recorder Recorder
+	MaxBody  int64            // default defaultMaxBody
+	Now      func() time.Time // default time.Now
+}
+
+// Webhook is the admission webhook: New's handler.
+type Webhook struct {
+	cfg     Config
+	metrics *metrics
+	mux     http.Handler
+
+	mu      sync.Mutex
+	ceiling Ceiling
+	known   bool // a ceiling was set: ready
+	counts  map[string]int64
+}
+
+// New returns the webhook's handler: POST MutatePath (AdmissionReview v1),
+// GET /status, /metrics, /healthz and /readyz. It is ready once SetCeiling
+// was called.
+func New(cfg Config) *Webhook {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = defaultMaxBody
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	w := &Webhook{cfg: cfg, metrics: newMetrics(cfg.Registry), counts: map[string]int64{}}
+	r := chi.NewRouter()
+	r.Use(recoverer(cfg.Logger))
+	r.Post(MutatePath, w.mutate)
+	r.Get("/status", w.status)
+	r.Get("/healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(rw, "ok\n") })
+	r.Get("/readyz", w.readyz)
+	if cfg.Gatherer != nil {
+		r.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	w.mux = r
+	return w
+}
+
+func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) { w.mux.ServeHTTP(rw, r) }
+
+// SetCeiling sets the ceiling reviews warn (or refuse) above.
+func (w *Webhook) SetCeiling(c Ceiling) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ceiling, w.known = c, true
+	w.metrics.ceiling(c)
+}
+
+func (w *Webhook) current() Ceiling {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ceiling
+}
+
+func (w *Webhook) readyz(rw http.ResponseWriter, _ *http.Request) {
+	w.mu.Lock()
+	known := w.known
+	w.mu.Unlock()
+	if !known {
+		http.Error(rw, "the ceiling is not known yet", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = io.WriteString(rw, "ok\n")
+}
+
+// mutate answers one AdmissionReview. A body it cannot read as one is a
+// 4xx, which the API server treats as the webhook failing: with
+// failurePolicy Ignore, the write goes on unchanged.
+func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
+	start := w.cfg.Now()
+	outcome := outcomeBad
+	defer func() {
+		w.metrics.observe(outcome, w.cfg.Now().Sub(start))
+		w.count(outcome)
+	}()
+	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, w.cfg.MaxBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		http.Error(rw, "AdmissionReview too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	if err != nil {
+		http.Error(rw, "reading the AdmissionReview: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	in, err := decodeReview(body)
+	if err != nil {
+		w.cfg.Logger.Warn("bad admission review", "err", err, "remote", r.RemoteAddr)
+		http.Error(rw, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c := w.current()
+	resp, v := review(in.Request, c, w.cfg.Deny)
+	outcome = v.outcome
+	w.after(in.Request, v)
+	out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: resp}
+	rw.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(rw).Encode(&out); err != nil {
+		w.cfg.Logger.Debug("writing the admission response", "err", err)
+	}
+}
+
+// after logs, counts and tells the cluster what a review found.
+func (w *Webhook) after(req *admissionv1.AdmissionRequest, v verdict) {
+	if v.outcome != outcomeIgnored && v.outcome != outcomeUnchanged && v.outcome != outcomeLowered {
+		w.cfg.Logger.Info("MachineConfig stored as written", "name", v.name, "outcome", v.outcome, "user", req.UserInfo.Username)
+	}
+	if !v.above {
+		return
+	}
+	actor := "other"
+	if v.openShift {
+		actor = "openshift"
+	}
+	w.metrics.above.WithLabelValues(actor, v.outcome).Inc()
+	w.cfg.Logger.Warn("MachineConfig above the ceiling", "name", v.name, "user", req.UserInfo.Username, "outcome", v.outcome, "detail", v.message)
+	if v.openShift && w.cfg.Recorder != nil && (req.DryRun == nil || !*req.DryRun) {
+		// A created object has no uid yet; an updated one has.
+		ref := &corev1.ObjectReference{APIVersion: mcGroup + "/v1", Kind: "MachineConfig", Name: v.name, UID: uidOf(req.Object.Raw)}
+		w.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, "AboveRollbackSpec", "%s", v.message)
+	}
+}
+
+func (w *Webhook) count(outcome string) {
+	w.mu.Lock()
+	w.counts[outcome]++
+	w.mu.Unlock()
+}
+
+// statusDoc is /status.
+type statusDoc struct {
+	Ceiling      Ceiling          `json:"ceiling"`
+	CeilingKnown bool             `json:"ceilingKnown"`
+	AboveCeiling string           `json:"aboveCeiling"` // "warn" or "deny"
+	Reviews      map[string]int64 `json:"reviews"`
+}
+
+func (w *Webhook) status(rw http.ResponseWriter, _ *http.Request) {
+	w.mu.Lock()
+	doc := statusDoc{Ceiling: w.ceiling, CeilingKnown: w.known, AboveCeiling: "warn", Reviews: make(map[string]int64, len(w.counts))}
+	for k, n := range w.counts {
+		doc.Reviews[k] = n
+	}
+	w.mu.Unlock()
+	if w.cfg.Deny {
+		doc.AboveCeiling = "deny"
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(rw)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(&doc)
+}

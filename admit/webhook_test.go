@@ -1,0 +1,253 @@
+package admit
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+const kargs35 = `{"ignition":{"version":"3.5.0"},"kernelArguments":{"shouldExist":["nosmt"]}}`
+
+func mcObject(name, config string) []byte {
+	return []byte(`{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"` + name + `","uid":"u-1"},"spec":{"config":` + config + `,"fips":false}}`)
+}
+
+func reviewBody(op admissionv1.Operation, user string, obj, old []byte) []byte {
+	r := admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID: "req-1", Operation: op, Name: "x",
+			Resource: metav1.GroupVersionResource{Group: mcGroup, Version: "v1", Resource: mcResource},
+			UserInfo: authnv1.UserInfo{Username: user},
+			Object:   runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: old},
+		},
+	}
+	b, _ := json.Marshal(r)
+	return b
+}
+
+func post(t *testing.T, h http.Handler, body []byte) (*http.Response, *admissionv1.AdmissionResponse) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, MutatePath, bytes.NewReader(body)))
+	res := rec.Result()
+	if res.StatusCode != http.StatusOK {
+		return res, nil
+	}
+	var out admissionv1.AdmissionReview
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || out.Response == nil {
+		t.Fatalf("response: %v", err)
+	}
+	if out.Response.UID != "req-1" {
+		t.Errorf("response uid %q", out.Response.UID)
+	}
+	return res, out.Response
+}
+
+// patched applies a response's patch the only way the webhook writes one.
+func patched(t *testing.T, resp *admissionv1.AdmissionResponse) string {
+	t.Helper()
+	var ops []struct {
+		Op, Path string
+		Value    json.RawMessage
+	}
+	if err := json.Unmarshal(resp.Patch, &ops); err != nil || len(ops) != 1 || ops[0].Op != "replace" || ops[0].Path != "/spec/config" {
+		t.Fatalf("patch %s: want one replace of /spec/config (%v)", resp.Patch, err)
+	}
+	return string(ops[0].Value)
+}
+
+func TestReviewLowers(t *testing.T) {
+	w := New(Config{})
+	w.SetCeiling(Ceiling{Spec: convert.V3_4, Reader: "OpenShift 4.18.7", Source: "test"})
+	_, resp := post(t, w, reviewBody(admissionv1.Create, "alice", mcObject("99-kargs", kargs35), nil))
+	if !resp.Allowed || len(resp.Warnings) != 0 {
+		t.Fatalf("allowed %v, warnings %v", resp.Allowed, resp.Warnings)
+	}
+	low := patched(t, resp)
+	if !strings.Contains(low, `"version":"3.3.0"`) {
+		t.Errorf("patched to %s, want 3.3.0", low)
+	}
+	// The render controller's re-apply: 3.5.0 bytes again over what is
+	// stored (as the API server re-encodes it: keys sorted): the stored
+	// bytes, whatever their encoding, are kept.
+	stored := `{"ignition":{"version":"3.3.0"},"kernelArguments":{"shouldExist":["nosmt"]}}`
+	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", mcObject("99-kargs", kargs35), mcObject("99-kargs", stored)))
+	if got := patched(t, resp); got != stored {
+		t.Errorf("update patched to %s, want the stored %s", got, stored)
+	}
+	// Already lowest: no patch at all.
+	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", mcObject("99-kargs", stored), mcObject("99-kargs", stored)))
+	if resp.Patch != nil {
+		t.Errorf("lowest already, yet patched: %s", resp.Patch)
+	}
+}
+
+func TestReviewIgnores(t *testing.T) {
+	w := New(Config{})
+	for _, c := range []struct {
+		name string
+		body func() []byte
+	}{
+		{"delete", func() []byte { return reviewBody(admissionv1.Delete, "x", nil, mcObject("a", kargs35)) }},
+		{"another resource", func() []byte {
+			var r admissionv1.AdmissionReview
+			_ = json.Unmarshal(reviewBody(admissionv1.Create, "x", mcObject("a", kargs35), nil), &r)
+			r.Request.Resource.Resource = "machineconfigpools"
+			b, _ := json.Marshal(r)
+			return b
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, resp := post(t, w, c.body())
+			if !resp.Allowed || resp.Patch != nil || len(resp.Warnings) != 0 {
+				t.Errorf("allowed %v patch %s warnings %v", resp.Allowed, resp.Patch, resp.Warnings)
+			}
+		})
+	}
+}
+
+func TestReviewPassesWithWarning(t *testing.T) {
+	w := New(Config{})
+	_, resp := post(t, w, reviewBody(admissionv1.Create, "x", mcObject("old", `{"ignition":{"version":"2.2.0"}}`), nil))
+	if !resp.Allowed || resp.Patch != nil || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "MachineConfig old: spec.config stored as written: it is spec 2.2.0") {
+		t.Errorf("allowed %v patch %s warnings %q", resp.Allowed, resp.Patch, resp.Warnings)
+	}
+}
+
+func TestAboveCeiling(t *testing.T) {
+	const controllerSA = "system:serviceaccount:openshift-machine-config-operator:machine-config-controller"
+	for _, c := range []struct {
+		name, user string
+		deny       bool
+		allowed    bool
+		events     int
+	}{
+		{name: "warn a person", user: "alice", allowed: true},
+		{name: "deny a person", user: "alice", deny: true},
+		{name: "deny spares OpenShift", user: controllerSA, deny: true, allowed: true, events: 1},
+		{name: "warn OpenShift", user: controllerSA, allowed: true, events: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := record.NewFakeRecorder(10)
+			reg := prometheus.NewRegistry()
+			w := New(Config{Deny: c.deny, Recorder: rec, Registry: reg})
+			w.SetCeiling(Ceiling{Spec: convert.V3_2, Reader: "OpenShift 4.13.10 (the release a rollback returns to)", Source: "test"})
+			_, resp := post(t, w, reviewBody(admissionv1.Create, c.user, mcObject("99-kargs", kargs35), nil))
+			if resp.Allowed != c.allowed {
+				t.Fatalf("allowed %v, want %v (%+v)", resp.Allowed, c.allowed, resp.Result)
+			}
+			want := "MachineConfig 99-kargs: $.spec.config.kernelArguments.shouldExist: kernel arguments need Ignition spec 3.3.0; OpenShift 4.13.10 (the release a rollback returns to) reads only up to 3.2.0"
+			if len(resp.Warnings) != 1 || resp.Warnings[0] != want {
+				t.Errorf("warnings %q\nwant %q", resp.Warnings, want)
+			}
+			if !c.allowed {
+				if resp.Patch != nil || resp.Result == nil || resp.Result.Code != 403 || !strings.Contains(resp.Result.Message, "needs Ignition spec 3.3.0, above the ceiling 3.2.0: OpenShift 4.13.10") {
+					t.Errorf("refusal %+v patch %s", resp.Result, resp.Patch)
+				}
+			} else if patched(t, resp) == "" {
+				t.Error("allowed but not lowered")
+			}
+			if len(rec.Events) != c.events {
+				t.Errorf("%d events, want %d", len(rec.Events), c.events)
+			}
+			actor := "other"
+			if c.events > 0 {
+				actor = "openshift"
+			}
+			if n := testutil.CollectAndCount(w.metrics.above); n != 1 || testutil.ToFloat64(w.metrics.above.WithLabelValues(actor, map[bool]string{true: outcomeLowered, false: outcomeDenied}[c.allowed])) != 1 {
+				t.Errorf("above-ceiling metric not counted for %s", actor)
+			}
+		})
+	}
+}
+
+func TestBadReviews(t *testing.T) {
+	w := New(Config{MaxBody: 1 << 10})
+	for _, c := range []struct {
+		name string
+		body string
+		code int
+	}{
+		{"garbage", "{not json", 400},
+		{"v1beta1", `{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"a"}}`, 400},
+		{"no request", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, 400},
+		{"too large", `{"x":"` + strings.Repeat("a", 2<<10) + `"}`, 413},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, _ := post(t, w, []byte(c.body))
+			if res.StatusCode != c.code {
+				t.Errorf("status %d, want %d", res.StatusCode, c.code)
+			}
+		})
+	}
+	if n := testutil.ToFloat64(w.metrics.reviews.WithLabelValues(outcomeBad)); n != 4 {
+		t.Errorf("bad reviews counted %v, want 4", n)
+	}
+}
+
+func TestStatusAndProbes(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	w := New(Config{Registry: reg, Gatherer: reg})
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		w.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		b, _ := io.ReadAll(rec.Result().Body)
+		return rec.Code, string(b)
+	}
+	if code, _ := get("/readyz"); code != 503 {
+		t.Errorf("ready before a ceiling: %d", code)
+	}
+	w.SetCeiling(Ceiling{Source: "no ClusterVersion in the cluster (not OpenShift): lowest spec, no ceiling"})
+	if code, _ := get("/readyz"); code != 200 {
+		t.Errorf("readyz %d", code)
+	}
+	post(t, w, reviewBody(admissionv1.Create, "x", mcObject("a", kargs35), nil))
+	code, body := get("/status")
+	var doc statusDoc
+	if err := json.Unmarshal([]byte(body), &doc); err != nil || code != 200 {
+		t.Fatalf("status %d %v: %s", code, err, body)
+	}
+	if !doc.CeilingKnown || !doc.Ceiling.Spec.IsZero() || !strings.Contains(doc.Ceiling.Source, "no ceiling") || doc.Reviews[outcomeLowered] != 1 || doc.AboveCeiling != "warn" {
+		t.Errorf("status %s", body)
+	}
+	_, metrics := get("/metrics")
+	for _, name := range []string{"mcs_admit_reviews_total", "mcs_admit_review_duration_seconds", "mcs_admit_ceiling_info{spec=\"none\"} 1"} {
+		if !strings.Contains(metrics, name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+}
+
+// FuzzReview feeds the handler arbitrary bodies, and reviews of arbitrary
+// objects: it answers, never panics, and patches spec.config only.
+func FuzzReview(f *testing.F) {
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"a"}}`), []byte(kargs35))
+	f.Add(reviewBody(admissionv1.Create, "x", mcObject("a", kargs35), nil), []byte(`{"ignition":{"version":"2.2.0"}}`))
+	f.Add([]byte(`{`), []byte(`null`))
+	w := New(Config{Recorder: record.NewFakeRecorder(1000)})
+	w.SetCeiling(Ceiling{Spec: convert.V3_2, Reader: "r", Source: "s"})
+	f.Fuzz(func(t *testing.T, body, config []byte) {
+		for _, b := range [][]byte{body, reviewBody(admissionv1.Update, "x", mcObject("a", string(config)), mcObject("a", string(config)))} {
+			rec := httptest.NewRecorder()
+			w.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, MutatePath, bytes.NewReader(b)))
+			if rec.Code == http.StatusInternalServerError {
+				t.Fatalf("500 for %q", b)
+			}
+		}
+	})
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ignition-mcs/mcs/admit"
+	"github.com/ignition-mcs/mcs/convert"
+
+	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
+)
+
+type admitOptions struct {
+	listen, cert, key string
+	kubeconfig        string
+	maxSpec           convert.Version
+	aboveCeiling      string
+	recheck           time.Duration
+	log               logOptions
+}
+
+func parseAdmitFlags(args []string, stderr io.Writer) (*admitOptions, error) {
+	o := &admitOptions{}
+	fs := cmdline.NewFlagSet("mcs admit", "Usage: mcs admit [flags]\n\nA mutating admission webhook for MachineConfigs: stores each one's spec.config at the lowest\nIgnition spec able to express it, proven lossless, beside OpenShift's own controllers\n(docs/admission.md). Every flag can also be set as MCS_<FLAG>.\n", stderr)
+	fs.StringVar(&o.listen, "listen", ":9443", "address of the webhook (HTTPS: /mutate, /status, /metrics, /healthz, /readyz)")
+	fs.StringVar(&o.cert, "cert", "/etc/ssl/mcs-admit/tls.crt", "serving certificate (PEM), re-read when it changes")
+	fs.StringVar(&o.key, "key", "/etc/ssl/mcs-admit/tls.key", "serving key (PEM), re-read when it changes")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+	fs.Var(cmdline.Version(&o.maxSpec), "max-spec", "warn above this spec `VERSION` (default: the newest spec the release a rollback returns to reads, from the ClusterVersion; none without one)")
+	cmdline.Choice(fs, &o.aboveCeiling, "above-ceiling", "warn", "a person's MachineConfig that needs more than the ceiling: warn, or deny it (OpenShift's own controllers are only warned)", "warn", "deny")
+	fs.DurationVar(&o.recheck, "recheck", 5*time.Minute, "how often the ClusterVersion is read again for the ceiling")
+	o.log.define(fs)
+	if err := cmdline.Parse(fs, args); err != nil {
+		return nil, err
+	}
+	if o.recheck <= 0 {
+		return nil, cmdline.Mistake(fs, fmt.Errorf("--recheck: want a positive duration (got %s)", o.recheck))
+	}
+	if !o.maxSpec.IsZero() && (o.maxSpec.Major != 3 || !convert.IsOutputVersion(o.maxSpec)) {
+		return nil, cmdline.Mistake(fs, fmt.Errorf("--max-spec %s: want a spec-3 version mcs writes: %s", o.maxSpec, convert.VersionList(convert.OutputVersions[1:])))
+	}
+	return o, nil
+}
+
+// runAdmit is `mcs admit`: the webhook until ctx ends.
+func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseAdmitFlags(args, stderr)
+	if err != nil || o == nil {
+		return err
+	}
+	log, err := o.log.logger(stderr)
+	if err != nil {
+		return err
+	}
+	defer klogTo(ctx, log)()
+	rc, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	api, err := newAPIClients(rc)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	events := record.NewBroadcaster()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: api.kube.CoreV1().Events("")})
+	defer events.Shutdown()
+	host, _ := os.Hostname()
+	w := admit.New(admit.Config{
+		Logger: log, Registry: reg, Gatherer: reg, Deny: o.aboveCeiling == "deny",
+		Recorder: events.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: "mcs-admit", Host: host}),
+	})
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	if o.maxSpec.IsZero() {
+		ticker := time.NewTicker(o.recheck)
+		defer ticker.Stop()
+		read := func(ctx context.Context) (admit.Ceiling, error) { return admit.CeilingFromCluster(ctx, api.dynamic) }
+		go w.FollowCeiling(ctx, read, ticker.C)
+	} else {
+		w.SetCeiling(admit.Ceiling{Spec: o.maxSpec, Reader: "the release a rollback returns to (--max-spec " + o.maxSpec.String() + ")", Source: "--max-spec " + o.maxSpec.String()})
+	}
+	fmt.Fprintf(stdout, "mcs admit: listening on https://%s%s (above the ceiling: %s; ceiling: %s)\n", ln.Addr(), admit.MutatePath, o.aboveCeiling, ceilingWords(o.maxSpec))
+	return admit.ServeTLS(ctx, ln, w, admit.TLSConfig{CertFile: o.cert, KeyFile: o.key, Logger: log})
+}
+
+// ceilingWords says at start where the ceiling comes from.
+func ceilingWords(maxSpec convert.Version) string {
+	if !maxSpec.IsZero() {
+		return "--max-spec " + maxSpec.String()
+	}
+	return "from the ClusterVersion's history, re-read every --recheck; without a ClusterVersion, none: lowest spec only (see /status)"
+}

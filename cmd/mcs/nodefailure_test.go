@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/source/kube"
+)
+
+// A report whose error holds a pull secret's auth, a bearer token and a
+// registry password in a URL, as a failing pull can print them.
+const (
+	pullSecretAuth = "a3ViZWFkbWluOnN1cGVyLXNlY3JldC1wdWxsLXRva2VuLTEyMzQ1Njc4OTA="
+	bearerToken    = "sha256~Qm9ndXNUb2tlbkZvclRoZVRlc3Q"
+	registryPass   = "Rob0tPassw0rd"
+	failedReport   = `{"pool":"worker","nodeID":"ip-10-0-1-215","stage":"firstboot-update",
+	  "imageURL":"https://robot:` + registryPass + `@quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:0123",
+	  "errorMessage":"error running podman pull --authfile /var/lib/kubelet/config.json: {\"auths\":{\"quay.io\":{\"auth\":\"` + pullSecretAuth + `\"}}} Authorization: Bearer ` + bearerToken + `"}`
+)
+
+// Against a real kube-apiserver: a node's report becomes one
+// FirstbootFailed Event on its pool, redacted; a flood of 1,000 reports
+// from one address within 10 s stays that one Event (its count grown by
+// the few within the address's limit), the server's state stays bounded
+// and nodes' fetches are served throughout; a bad body is refused 400
+// naming the field.
+func TestNodeFailureReports(t *testing.T) {
+	kubeconfig, dyn, apply := controlPlane(t, true)
+	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
+  spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
+	apply(kube.MachineConfigs, workerMC("one"))
+	in := start(t, "--source", "kube", "--kubeconfig", kubeconfig, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--debounce", "20ms")
+	waitFor(t, "the worker pool served", func() bool { c, _, _ := in.get("/config/worker"); return c == 200 })
+	host, _ := os.Hostname()
+
+	if code, body := postReport(t, in.base, failedReport); code != http.StatusAccepted || !strings.Contains(body, "accepted") {
+		t.Fatalf("a report: %d %s", code, body)
+	}
+	var ev *unstructured.Unstructured
+	waitFor(t, "a FirstbootFailed Event on pool worker", func() bool {
+		evs := firstbootEvents(t, dyn, host)
+		if len(evs) == 1 {
+			ev = evs[0]
+		}
+		return ev != nil
+	})
+	msg, _, _ := unstructured.NestedString(ev.Object, "message")
+	typ, _, _ := unstructured.NestedString(ev.Object, "type")
+	for _, secret := range []string{pullSecretAuth, bearerToken, registryPass, "robot"} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("the Event shows %q: %s", secret, msg)
+		}
+	}
+	if typ != "Warning" || !strings.HasPrefix(msg, "Node ip-10-0-1-215 failed during firstboot at stage 'firstboot-update': error running podman pull") ||
+		!strings.Contains(msg, "[REDACTED]") || !strings.HasSuffix(msg, "(image: quay.io)") {
+		t.Errorf("the Event: %s %q", typ, msg)
+	}
+
+	floodReports(t, in, dyn, host)
+
+	for body, field := range map[string]string{
+		`{"nodeID":"n","stage":"firstboot-update"}`:    "pool",
+		`{"pool":"worker","stage":"firstboot-update"}`: "nodeID",
+		`{"pool":"worker","nodeID":"n","stage":7}`:     "stage",
+		`not json`: "body",
+	} {
+		code, answer := postReport(t, in.base, body)
+		var got map[string]string
+		if code != http.StatusBadRequest || json.Unmarshal([]byte(answer), &got) != nil || got["field"] != field || !strings.HasPrefix(got["error"], field+": ") {
+			t.Errorf("%s: %d %s, want 400 naming %s", body, code, answer, field)
+		}
+	}
+}
+
+// floodReports sends 1,000 copies of failedReport from one address, with
+// nodes fetching their configs beside it: all fetches served, the reports
+// past the address's limit only counted, still one Event.
+func floodReports(t *testing.T, in *instance, dyn dynamic.Interface, host string) {
+	t.Helper()
+	stop := make(chan struct{})
+	var fetches, failed int
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			code, _, err := in.get("/config/worker", "User-Agent", "Ignition/v2.27.0", "Accept", "application/vnd.coreos.ignition+json;version=3.5.0")
+			fetches++
+			if err != nil || code != 200 {
+				failed++
+			}
+		}
+	}()
+	began := time.Now()
+	for i := range 1000 {
+		if code, body := postReport(t, in.base, failedReport); code != http.StatusAccepted {
+			t.Fatalf("report %d of the flood: %d %s", i, code, body)
+		}
+	}
+	took := time.Since(began)
+	close(stop)
+	wg.Wait()
+	if took > 10*time.Second {
+		t.Errorf("1,000 reports took %v, want them within 10 s", took)
+	}
+	if fetches == 0 || failed > 0 {
+		t.Errorf("node fetches during the flood: %d of %d failed", failed, fetches)
+	}
+	var st serve.Status
+	_, raw, _ := in.get("/status")
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	if r := st.NodeFailures.Reports; len(r) != 1 || r[0].Count > 5 || st.NodeFailures.Limited < 995 || strings.Contains(r[0].Message, pullSecretAuth) {
+		t.Errorf("/status nodeFailures after the flood: %+v", st.NodeFailures)
+	}
+	_, metrics, _ := in.get("/metrics")
+	if !bytes.Contains(metrics, []byte(`mcs_node_failure_reports_total{pool="worker",stage="firstboot-update"} `)) {
+		t.Error("/metrics does not count the reports by pool and stage")
+	}
+	waitFor(t, "the Event counting the reports within the limit", func() bool {
+		evs := firstbootEvents(t, dyn, host)
+		count, _, _ := unstructured.NestedInt64(evs[0].Object, "count")
+		return len(evs) == 1 && count == int64(st.NodeFailures.Reports[0].Count)
+	})
+	evs := firstbootEvents(t, dyn, host)
+	if len(evs) != 1 {
+		t.Fatalf("%d FirstbootFailed Events after the flood, want 1", len(evs))
+	}
+	count, _, _ := unstructured.NestedInt64(evs[0].Object, "count")
+	t.Logf("1,000 reports in %v: one Event, count %d; %d limited; %d node fetches served meanwhile", took.Round(time.Millisecond), count, st.NodeFailures.Limited, fetches)
+
+}
+
+func postReport(t *testing.T, base, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/node-failure", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	return resp.StatusCode, b.String()
+}
+
+// firstbootEvents are the FirstbootFailed Events this host wrote on pool
+// worker.
+func firstbootEvents(t *testing.T, dyn dynamic.Interface, host string) []*unstructured.Unstructured {
+	t.Helper()
+	l, err := dyn.Resource(kube.Events).Namespace(metav1.NamespaceDefault).List(context.Background(),
+		metav1.ListOptions{FieldSelector: "involvedObject.kind=MachineConfigPool,involvedObject.name=worker,reason=FirstbootFailed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	for i := range l.Items {
+		if h, _, _ := unstructured.NestedString(l.Items[i].Object, "source", "host"); h == host {
+			out = append(out, &l.Items[i])
+		}
+	}
+	return out
+}
