@@ -17,6 +17,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/klogbridge"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -63,7 +64,7 @@ func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	defer klogTo(ctx, log)()
+	defer klogbridge.To(ctx, log)()
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err

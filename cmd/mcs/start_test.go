@@ -65,7 +65,6 @@ func TestStartFlags(t *testing.T) {
 	}
 }
 
-
 // A rotated token (a Secret volume's files change) makes a reload, so the
 // next node gets it without a restart.
 func TestTokenRotationReloads(t *testing.T) {
