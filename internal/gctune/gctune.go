@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Policy is a GC target for a live heap: it may grow by Base percent of
@@ -54,24 +56,17 @@ func Run(ctx context.Context, p Policy, every time.Duration, rt Runtime) {
 	current := p.Base
 	rt.SetGCPercent(current)
 	var seen uint64
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	wait.UntilWithContext(ctx, func(context.Context) {
 		cycles, live := rt.Sample()
 		if cycles == seen {
-			continue
+			return
 		}
 		seen = cycles
 		if want := p.percent(live); want != current {
 			rt.SetGCPercent(want)
 			current = want
 		}
-	}
+	}, every)
 }
 
 // Process is this process's runtime (runtime/metrics, debug.SetGCPercent).

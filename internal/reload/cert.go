@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 )
 
@@ -49,16 +50,7 @@ func (p *CertPair) check() {
 
 // Run checks the pair every interval until ctx ends.
 func (p *CertPair) Run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			p.check()
-		}
-	}
+	wait.UntilWithContext(ctx, func(context.Context) { p.check() }, every)
 }
 
 // observe reports err when it differs from the last outcome reported.
