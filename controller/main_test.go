@@ -223,3 +223,13 @@ func serviceAccount(t testing.TB, cp *kubetest.ControlPlane) *rest.Config {
 }
 
 var testLogger = kubetest.Logger
+
+// findCondition is the first condition of the type in conds, or nil.
+func findCondition(conds []any, typ string) map[string]any {
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
