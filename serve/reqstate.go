@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -16,8 +15,11 @@ import (
 // middleware needs no context of its own: a request costs one copy of
 // *http.Request, not three, and no allocation of ours (pprof: the context
 // copies were most of the handler's garbage, and the garbage is GC work
-// that a bare server does not have). Pooled as chi pools its route
-// context: nothing keeps a request's context once its handler returns.
+// that a bare server does not have). It is made anew for every request,
+// never pooled: a middleware that goes on asynchronously (a timeout
+// handler, a goroutine logging after the response) may still hold the
+// request's context after its handler returned, and must not find another
+// request's route and info in it.
 type requestState struct {
 	parent context.Context
 	route  chi.Context
@@ -41,18 +43,12 @@ func (s *requestState) Value(key any) any {
 	return s.parent.Value(key)
 }
 
-var requestStates = sync.Pool{New: func() any { return new(requestState) }}
-
-// withState serves r through mux with a pooled requestState in its
+// withState serves r through mux with a requestState of its own in its
 // context.
 func withState(mux *chi.Mux, w http.ResponseWriter, r *http.Request) {
-	st := requestStates.Get().(*requestState)
-	st.parent = r.Context()
+	st := &requestState{parent: r.Context()}
 	st.route.Routes = mux
 	mux.ServeHTTP(w, r.WithContext(st))
-	st.route.Reset() // keeps its slices' arrays
-	st.parent, st.info, st.writer = nil, requestInfo{}, loggedWriter{}
-	requestStates.Put(st)
 }
 
 // stateOf is the request's state, or nil when it came in some other way

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	_ "net/http/pprof" // registers /debug/pprof on http.DefaultServeMux
 	"os"
-
-	"github.com/ignition-mcs/mcs/internal/pprofenv"
 )
 
-// A binary built with -tags pprof serves pprof on the loopback address in
-// MCS_PPROF (hack/loadtest's PROFILE=1).
+// A binary built with -tags pprof serves net/http/pprof on the loopback
+// address in MCS_PPROF (hack/loadtest's PROFILE=1): profiles and traces of
+// the server under load, never in a released binary.
 func init() {
 	addr := os.Getenv("MCS_PPROF")
 	if addr == "" {
@@ -23,5 +23,5 @@ func init() {
 		fmt.Fprintln(os.Stderr, "mcs: MCS_PPROF:", err)
 		os.Exit(2)
 	}
-	go http.Serve(ln, pprofenv.Handler())
+	go http.Serve(ln, nil)
 }

@@ -1,4 +1,4 @@
-// Package klogbridge routes client-go's klog lines through the running command's slog logger, so that one log format and level hold for every line.
+// Package klogbridge routes client-go's klog lines (and controller-runtime's) through the running command's slog logger, so that one log format and level hold for every line.
 package klogbridge
 
 import (
@@ -7,7 +7,9 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // bridge is the handler client-go's klog writes through, installed
@@ -30,6 +32,9 @@ type ctxKey struct{}
 func Install(ctx context.Context, fallback slog.Handler) context.Context {
 	b := &bridge{target: new(atomic.Pointer[slog.Handler]), fallback: fallback}
 	klog.SetSlogLogger(slog.New(b))
+	// controller-runtime's certwatcher (internal/reload) logs through its
+	// own root logger, which complains on stderr until one is set.
+	ctrllog.SetLogger(logr.FromSlogHandler(b))
 	return context.WithValue(ctx, ctxKey{}, b)
 }
 
