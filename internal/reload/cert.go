@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -31,7 +32,11 @@ type CertPair struct {
 // NewCertPair loads the pair; it fails when the pair does not load.
 // report (nil: nobody) is told of each change of outcome from then on.
 func NewCertPair(cert, key string, report func(error)) (*CertPair, error) {
-	w, err := certwatcher.New(cert, key)
+	_, err := os.Stat(cert)
+	var w *certwatcher.CertWatcher
+	if err == nil {
+		w, err = certwatcher.New(cert, key)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("TLS certificate %s and key %s (--cert, --key): %w", cert, key, err)
 	}

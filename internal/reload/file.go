@@ -55,6 +55,9 @@ func (f *File[T]) Get() (v T, ok bool, err error) {
 
 // load reads the file and parses it if its content changed; under f.mu.
 func (f *File[T]) load() error {
+	if _, err := os.Stat(f.Path); err != nil {
+		return err // as a stat says it: the file is not there
+	}
 	b, err := os.ReadFile(f.Path)
 	if err != nil {
 		return err
