@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -99,11 +100,13 @@ func review(req *admissionv1.AdmissionRequest, c Ceiling, deny bool) (*admission
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf("MachineConfig %s: spec.config stored as written: %v", v.name, err))
 	case res.Changed():
 		v.outcome = outcomeLowered
-		value := res.Config
+		value, managedFields := res.Config, []byte(nil)
 		if req.Operation == admissionv1.Update {
-			value = keepStored(req.OldObject.Raw, res)
+			if c, mf := noOpUpdate(req, res); c != nil {
+				value, managedFields = c, mf
+			}
 		}
-		resp.Patch = patchConfig(value)
+		resp.Patch = patchConfig(value, managedFields)
 		pt := admissionv1.PatchTypeJSONPatch
 		resp.PatchType = &pt
 	default:
@@ -123,37 +126,98 @@ func review(req *admissionv1.AdmissionRequest, c Ceiling, deny bool) (*admission
 	return resp, v
 }
 
-// keepStored returns the stored spec.config of an UPDATE's old object when
-// it holds the same config at the same spec as the lowered one: an update
-// that changes nothing (OpenShift's render controller re-applying its
-// 3.5.0 bytes on every sync) then stores the same bytes, which the API
-// server does not write, whatever encoding stored them.
-func keepStored(oldRaw []byte, res *Result) []byte {
-	var old reviewed
-	if json.Unmarshal(oldRaw, &old) != nil || len(old.Spec.Config) == 0 || bytes.Equal(old.Spec.Config, res.Config) {
-		return res.Config
+// noOpUpdate makes an UPDATE that changes nothing but spec.config's
+// encoding store nothing. OpenShift's render controller re-applies its
+// 3.5.0 bytes on every pool sync; lowered, they are the config stored, so
+// the stored bytes are kept (whatever encoding stored them: an older
+// webhook's, say). And since the API server records field ownership before
+// mutating admission, the request's managedFields carry a new time for the
+// re-applying manager (it "set" spec.config): where everything else equals
+// the stored object, the stored managedFields are returned to be restored,
+// so the API server writes nothing. Both results are nil where unneeded.
+func noOpUpdate(req *admissionv1.AdmissionRequest, res *Result) (config, managedFields []byte) {
+	obj, old := decodeObject(req.Object.Raw), decodeObject(req.OldObject.Raw)
+	oldCfg := nested(old, "spec", "config")
+	if obj == nil || old == nil || oldCfg == nil {
+		return nil, nil
 	}
-	po, err := convert.Parse(old.Spec.Config)
+	spec, _ := obj["spec"].(map[string]any)
+	lowered := decodeObject(res.Config)
+	switch {
+	case spec == nil:
+		return nil, nil
+	case reflect.DeepEqual(lowered, oldCfg), storedIsLowered(oldCfg, res):
+		spec["config"] = oldCfg
+		config, _ = json.Marshal(oldCfg)
+	default:
+		return nil, nil
+	}
+	mNew, mOld := nested(obj, "metadata", "managedFields"), nested(old, "metadata", "managedFields")
+	if mOld == nil || reflect.DeepEqual(mNew, mOld) {
+		return config, nil
+	}
+	obj["metadata"].(map[string]any)["managedFields"] = mOld
+	if !reflect.DeepEqual(obj, old) {
+		return config, nil
+	}
+	managedFields, _ = json.Marshal(mOld)
+	return config, managedFields
+}
+
+// storedIsLowered reports whether a stored config (decoded JSON) is the lowered
+// one at the same spec, written otherwise.
+func storedIsLowered(stored any, res *Result) bool {
+	raw, err := json.Marshal(stored)
+	if err != nil {
+		return false
+	}
+	po, err := convert.Parse(raw)
 	if err != nil || po.Version != res.Stored {
-		return res.Config
+		return false
 	}
 	pn, err := convert.Parse(res.Config)
 	if err != nil {
-		return res.Config
+		return false
 	}
 	a, err1 := convert.Marshal(po.Config, false)
 	b, err2 := convert.Marshal(pn.Config, false)
-	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
-		return res.Config
-	}
-	return old.Spec.Config
+	return err1 == nil && err2 == nil && bytes.Equal(a, b)
 }
 
-// patchConfig is a JSON patch replacing spec.config, and nothing else.
-func patchConfig(config []byte) []byte {
+// decodeObject decodes a JSON object (numbers kept as written), or nil.
+func decodeObject(raw []byte) map[string]any {
+	var m map[string]any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&m) != nil {
+		return nil
+	}
+	return m
+}
+
+// nested is the value at a path of maps, or nil.
+func nested(m map[string]any, path ...string) any {
+	var v any = m
+	for _, p := range path {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = mm[p]
+	}
+	return v
+}
+
+// patchConfig is a JSON patch replacing spec.config and, when not nil,
+// metadata.managedFields (see noOpUpdate); nothing else.
+func patchConfig(config, managedFields []byte) []byte {
 	var b bytes.Buffer
 	b.WriteString(`[{"op":"replace","path":"/spec/config","value":`)
 	b.Write(config)
+	if managedFields != nil {
+		b.WriteString(`},{"op":"replace","path":"/metadata/managedFields","value":`)
+		b.Write(managedFields)
+	}
 	b.WriteString(`}]`)
 	return b.Bytes()
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -90,11 +91,49 @@ func TestReviewLowers(t *testing.T) {
 	if got := patched(t, resp); got != stored {
 		t.Errorf("update patched to %s, want the stored %s", got, stored)
 	}
+	// Stored by another encoding (keys in another order, or an empty list
+	// written out): the same config at the same spec, so kept as stored.
+	for _, other := range []string{
+		`{"kernelArguments":{"shouldExist":["nosmt"]},"ignition":{"version":"3.3.0"}}`,
+		`{"ignition":{"version":"3.3.0"},"kernelArguments":{"shouldExist":["nosmt"],"shouldNotExist":[]}}`,
+	} {
+		_, resp = post(t, w, reviewBody(admissionv1.Update, "x", mcObject("99-kargs", kargs35), mcObject("99-kargs", other)))
+		if got := patched(t, resp); !jsonEqual(got, other) {
+			t.Errorf("update over %s patched to %s, want it kept", other, got)
+		}
+	}
+	// A real change is stored.
+	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", mcObject("99-kargs", kargs35), mcObject("99-kargs", `{"ignition":{"version":"3.3.0"},"kernelArguments":{"shouldExist":["nosmt","quiet"]}}`)))
+	if got := patched(t, resp); got != low {
+		t.Errorf("a changed config patched to %s, want %s", got, low)
+	}
+	// The re-apply as the API server sends it: field ownership recorded
+	// first, so the manager's time is new; restored with the stored config,
+	// the object is the stored one.
+	withFields := func(config, time string) []byte {
+		return []byte(`{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"r","managedFields":[{"manager":"machine-config-controller","operation":"Update","time":"` + time + `"}]},"spec":{"config":` + config + `}}`)
+	}
+	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", withFields(kargs35, "2026-11-27T10:00:09Z"), withFields(stored, "2026-11-27T10:00:00Z")))
+	if want := `[{"op":"replace","path":"/spec/config","value":` + stored + `},{"op":"replace","path":"/metadata/managedFields","value":[{"manager":"machine-config-controller","operation":"Update","time":"2026-11-27T10:00:00Z"}]}]`; string(resp.Patch) != want {
+		t.Errorf("re-apply patch %s\nwant %s", resp.Patch, want)
+	}
+	// A real change besides: the new times stay.
+	changed := bytes.Replace(withFields(kargs35, "2026-11-27T10:00:09Z"), []byte(`"name":"r"`), []byte(`"name":"r","labels":{"a":"b"}`), 1)
+	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", changed, withFields(stored, "2026-11-27T10:00:00Z")))
+	if got := patched(t, resp); got != stored {
+		t.Errorf("with a label change patched to %s", got)
+	}
 	// Already lowest: no patch at all.
 	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", mcObject("99-kargs", stored), mcObject("99-kargs", stored)))
 	if resp.Patch != nil {
 		t.Errorf("lowest already, yet patched: %s", resp.Patch)
 	}
+}
+
+// jsonEqual reports whether a and b are the same JSON value.
+func jsonEqual(a, b string) bool {
+	var va, vb any
+	return json.Unmarshal([]byte(a), &va) == nil && json.Unmarshal([]byte(b), &vb) == nil && reflect.DeepEqual(va, vb)
 }
 
 func TestReviewIgnores(t *testing.T) {

@@ -92,6 +92,7 @@ func (c *comparison) compareSet(category string, old, new set, o, n *render.Resu
 			if mc := s.mcs[ch.MachineConfig]; mc != nil {
 				path, _ := at(mc, name)
 				ch.At = c.at(s, ch.MachineConfig, path)
+				ch.Local = mc.Locals[category+" "+name]
 			}
 		}
 		out = append(out, ch)

@@ -112,6 +112,9 @@ type Change struct {
 	// MachineConfig supplies it (the old tree's, when removed).
 	MachineConfig string   `json:"machineConfig,omitempty"`
 	At            Location `json:"at"`
+	// Local is the file its contents came from when that MachineConfig
+	// is a Butane file's that embeds one (local:, contents_local:).
+	Local string `json:"local,omitempty"`
 	// Fields are what changed inside it (Op changed).
 	Fields []*Field `json:"fields,omitempty"`
 }

@@ -101,7 +101,7 @@ func writePool(b *bufio.Writer, p *Pool) {
 	if len(p.Changes) > 0 {
 		fmt.Fprintf(b, "  changes:\n")
 		for _, ch := range p.Changes {
-			fmt.Fprintf(b, "    %s %s%s\n", opMark[ch.Op], ch.subject(), origin(ch.MachineConfig, ch.At))
+			fmt.Fprintf(b, "    %s %s%s%s\n", opMark[ch.Op], ch.subject(), origin(ch.MachineConfig, ch.At), fromLocal(ch.Local))
 			for _, f := range ch.Fields {
 				fmt.Fprintf(b, "        %s\n", f.describe())
 			}
@@ -178,6 +178,14 @@ func origin(mc string, at Location) string {
 		return ""
 	}
 	return " (MachineConfig " + mc + where(at) + ")"
+}
+
+// fromLocal names the local file a thing's contents came from, or "".
+func fromLocal(local string) string {
+	if local == "" {
+		return ""
+	}
+	return ", contents from " + local
 }
 
 // where is " in FILE:LINE", or "" without a file.

@@ -14,6 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ignition-mcs/mcs/internal/prom"
 )
 
 // Config configures a Manager.
@@ -29,6 +33,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Registry, when set, receives the metrics of Run's passes.
+	Registry prometheus.Registerer
 }
 
 // Manager keeps the CA, bundle, serving certificate, user-data pointer
@@ -38,6 +44,9 @@ type Manager struct {
 	cfg  Config
 	log  *slog.Logger
 	kick chan struct{}
+	// worksUntil is, per user-data Secret, when a node booting with its
+	// pointer config stops reaching the server (0: it does not now).
+	worksUntil *prometheus.GaugeVec
 }
 
 // New checks cfg and returns a Manager.
@@ -60,7 +69,26 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger.With("component", "pki"), kick: make(chan struct{}, 1)}, nil
+	f, registered := prom.With(cfg.Registry)
+	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "pki"), kick: make(chan struct{}, 1),
+		worksUntil: f.NewGaugeVec(prometheus.GaugeOpts{Name: "mcs_pki_pointer_config_works_until_timestamp_seconds",
+			Help: "Per user-data Secret, when a node booting with its pointer config stops reaching the server (its CAs expire, or what they verify is replaced); 0 when it does not now."}, []string{"secret"})}
+	if err := registered(); err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	return m, nil
+}
+
+// observe sets the metrics from a pass's report: a Secret gone is dropped.
+func (m *Manager) observe(r *Report) {
+	m.worksUntil.Reset()
+	for _, p := range r.Pointers {
+		v := 0.0
+		if !p.WorksUntil.IsZero() {
+			v = float64(p.WorksUntil.Unix())
+		}
+		m.worksUntil.WithLabelValues(p.Secret).Set(v)
+	}
 }
 
 // Run passes until ctx ends: at start, every Resync, when a pool is added
@@ -90,8 +118,12 @@ func (m *Manager) Run(ctx context.Context) error {
 	t := time.NewTicker(m.cfg.Resync)
 	defer t.Stop()
 	for {
-		if _, err := m.Sync(ctx, false, false); err != nil && ctx.Err() == nil {
+		r, err := m.Sync(ctx, false, false)
+		if err != nil && ctx.Err() == nil {
 			m.log.Error("pki pass failed; retried at the next", "err", err)
+		}
+		if r != nil {
+			m.observe(r)
 		}
 		select {
 		case <-ctx.Done():

@@ -29,6 +29,11 @@ type MachineConfig struct {
 	// Source is where the object was read from ("dir/99-worker-ssh.yaml",
 	// "dir/x.bu", "kubernetes"); not serialised.
 	Source string `json:"-"`
+	// Locals maps what a Butane config filled from local files ("files
+	// /etc/motd", as render diff names it) to the file's path (the Butane
+	// file's directory joined with the name it gives); nil for any other
+	// source. Not serialised.
+	Locals map[string]string `json:"-"`
 
 	// Extra holds top-level fields this package does not model (status, ...).
 	Extra map[string]json.RawMessage `json:"-"`

@@ -134,7 +134,9 @@ func TestKeyCoversEveryField(t *testing.T) {
 	for input, fields := range map[string][]string{
 		// Kinds and API versions are checked when loading; Extra is what this
 		// package does not model (status, uid, ownerReferences): never rendered.
-		"MachineConfig": {"APIVersion", "Kind", "Extra", "Metadata.Extra"},
+		// Locals are for render diff, which reads them from the Set's
+		// MachineConfigs, never from a Result.
+		"MachineConfig": {"APIVersion", "Kind", "Extra", "Metadata.Extra", "Locals"},
 		// A cluster changes a pool's labels and annotations all the time; the
 		// render reads its MachineConfig selector, not its node selector
 		// (poolSpecNotRead).

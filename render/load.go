@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -182,6 +181,9 @@ type rawObject struct {
 	APIVersion string
 	Name       string
 	doc        *docRef // where it was written; nil when unknown
+	// locals, for a Butane file's object, are the local files it embeds
+	// (see MachineConfig.Locals).
+	locals map[string]string
 }
 
 // problem is an *Error about the whole object, named "Kind/name" (the kind
@@ -195,7 +197,23 @@ func (o rawObject) problem(msg string, err error) *Error {
 	return x
 }
 
-var docSep = regexp.MustCompile(`^---(\s|$)`)
+// isDocSep says whether a line starts a YAML document: "---" alone or
+// followed by a space (as the regexp ^---(\s|$) would; without one: a
+// regexp allocates per match where its pool does not reuse, as under the
+// race detector, and a stream has a line per file of a config).
+func isDocSep(ln []byte) bool {
+	if !bytes.HasPrefix(ln, []byte("---")) {
+		return false
+	}
+	if len(ln) == 3 {
+		return true
+	}
+	switch ln[3] {
+	case ' ', '\t', '\n', '\f', '\r':
+		return true
+	}
+	return false
+}
 
 // splitDocuments splits a YAML stream at "---" lines and returns each
 // document with the line it starts on, so errors keep file line numbers.
@@ -215,7 +233,7 @@ func splitDocuments(data []byte) (docs [][]byte, starts []int) {
 		}
 		ln := data[i:end]
 		switch {
-		case docSep.Match(ln):
+		case isDocSep(ln):
 			// Content after "--- " on the same line starts the next document.
 			flush(i, i+3)
 			start = line
@@ -246,6 +264,10 @@ func decodeDocuments(file string, data []byte, lines bool) ([]rawObject, []*Erro
 	docs, starts := splitDocuments(data)
 	for i, doc := range docs {
 		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		if x := yamlTooLarge(file, doc, starts[i]); x != nil {
+			errs = append(errs, x)
 			continue
 		}
 		js, err := intake.YAMLToJSON(doc, starts[i])
@@ -375,8 +397,25 @@ func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
 	objs, errs := decodeDocuments(file, out, false)
 	for i := range objs {
 		objs[i].doc = newDocRef(data, 1, convert.NewPath(), true)
+		objs[i].locals = localsOf(file, data)
 	}
 	return objs, errs
+}
+
+// localsOf maps the items a Butane config fills from local files to those
+// files, named as the config names them beside file.
+func localsOf(file string, data []byte) map[string]string {
+	var out map[string]string
+	for _, l := range ButaneLocals(data) {
+		if l.Item == "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[l.Item] = filepath.Join(filepath.Dir(file), filepath.FromSlash(l.Name))
+	}
+	return out
 }
 
 func butaneError(file, name string, p intake.Problem, prefix string, err error) *Error {
@@ -431,7 +470,11 @@ func objectError(o rawObject, err error) *Error {
 // machineConfig decodes a MachineConfig, refusing (in files) or reporting
 // (from an API server) the fields it does not know.
 func (l *Loader) machineConfig(o rawObject) {
-	mc := &MachineConfig{Source: o.File}
+	if x := tooLarge(o); x != nil {
+		l.errs.add(x)
+		return
+	}
+	mc := &MachineConfig{Source: o.File, Locals: o.locals}
 	if err := json.Unmarshal(o.JSON, mc); err != nil {
 		l.errs.add(objectError(o, err))
 		return

@@ -69,7 +69,7 @@ func (m MachineConfig) MarshalRendered() ([]byte, error) {
 
 // UnmarshalJSON reads known fields and keeps the rest in Extra.
 func (m *MachineConfig) UnmarshalJSON(b []byte) error {
-	*m = MachineConfig{Source: m.Source}
+	*m = MachineConfig{Source: m.Source, Locals: m.Locals}
 	return decodeObject(b, convert.NewPath(), &m.Extra, map[string]fieldDecoder{
 		"apiVersion": into(&m.APIVersion),
 		"kind":       into(&m.Kind),

@@ -53,9 +53,11 @@ func TestEmptyConfigs(t *testing.T) {
 
 func TestSizeLimit(t *testing.T) {
 	// The error is blamed on the MachineConfig whose contents are large,
-	// at its line, not on the pool, and states the limit.
-	big := strings.Repeat("a", maxRenderedSize)
-	errs := renderErrs(t, setOf(t, doc("05-small", "worker", file("/etc/small", "data:,x")), doc("10-a", "worker", file("/etc/big", "data:,"+big))), "worker", Options{})
+	// at its line, not on the pool, and states the limit. Each is under
+	// the limit (one over it is refused as it is loaded:
+	// TestLargeMachineConfigRefusedFirst), their merge is not.
+	big := strings.Repeat("a", maxRenderedSize-2000)
+	errs := renderErrs(t, setOf(t, doc("05-small", "worker", file("/etc/small", "data:,"+strings.Repeat("b", 4000))), doc("10-a", "worker", file("/etc/big", "data:,"+big))), "worker", Options{})
 	if len(errs) != 1 || errs[0].Object != "MachineConfig/10-a" || errs[0].Path.String() != "$.spec.config" || errs[0].Line == 0 ||
 		!strings.Contains(errs[0].Message, "above the limit of 1572864 (1.5 MiB") || !strings.Contains(errs[0].Message, "Largest Ignition configs, in bytes of JSON: 10-a ") {
 		t.Fatalf("errors %v", errs)

@@ -2,11 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ignition-mcs/mcs/internal/promrules"
 )
@@ -20,7 +26,7 @@ const (
 
 // updatePrechecks are the alerts that make an update or a rollback unsafe:
 // OpenShift's cluster-version operator turns them into update risks.
-var updatePrechecks = []string{"MCSBootImageSkewRefused", "MCSRenderFailing", "MCSNodeFirstBootFailed"}
+var updatePrechecks = []string{"MCSBootImageSkewRefused", "MCSRenderFailing", "MCSNodeFirstBootFailed", "MCSPointerConfigCAExpiring"}
 
 // Every alert is complete for an admin and for OpenShift (severity,
 // summary, description, a runbook_url into its own section of
@@ -81,9 +87,11 @@ func mustRead(t *testing.T, path string) []byte {
 	return b
 }
 
-// Every metric each rule reads is one the real server exposes: mcs serving
+// Every metric each rule reads is one the real binary exposes: mcs serving
 // a pool that needs spec 3.4, asked once by an Ignition that reads only
-// 3.2 (the skew stub), told of a failed first boot, then scraped.
+// 3.2 (the skew stub), told of a failed first boot, then scraped; and `mcs
+// controller --manage-pki` against a real kube-apiserver with a user-data
+// Secret, scraped after its first pass.
 func TestAlertMetricsExposed(t *testing.T) {
 	in := start(t, "--dir", "../../fixtures/features/tang-advertisement-3.4", "--listen-plain", "127.0.0.1:0", "--listen-tls", "")
 	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
@@ -101,7 +109,31 @@ func TestAlertMetricsExposed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	maps.Copy(exposed, controllerExposed(t))
 	for _, miss := range promrules.Unexposed(promrules.Load(t, rulesManifest), exposed) {
 		t.Error(miss)
 	}
+}
+
+// controllerExposed is what `mcs controller --manage-pki` exposes once its
+// first PKI pass has seen a user-data Secret.
+func controllerExposed(t *testing.T) map[string]bool {
+	kubeconfig, kc := pkiCluster(t)
+	userData := `{"ignition":{"version":"3.1.0","config":{"merge":[{"source":"https://127.0.0.1:22623/config/worker"}]}}}`
+	if _, err := kc.CoreV1().Secrets(mapiNS).Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "worker-user-data"},
+		Data: map[string][]byte{"userData": []byte(userData)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"controller", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--manage-pki"}
+	c := launch(t, true, func(ctx context.Context, stdout, stderr io.Writer) error { return dispatch(ctx, args, nil, stdout, stderr) })
+	var exposed map[string]bool
+	waitFor(t, "the PKI manager's metrics", func() bool {
+		_, scrape, err := c.get("/metrics")
+		if err != nil {
+			return false
+		}
+		exposed, err = promrules.Exposed(bytes.NewReader(scrape))
+		return err == nil && exposed["mcs_pki_pointer_config_works_until_timestamp_seconds"]
+	})
+	return exposed
 }

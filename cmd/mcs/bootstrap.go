@@ -29,7 +29,7 @@ type bootstrapOptions struct {
 // --bootstrap-kubeconfig FILE), serving the control plane's rendered
 // configs from the installer's manifests.
 func parseBootstrapFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{bootstrap: &bootstrapOptions{}}
+	o := &options{bootstrap: &bootstrapOptions{}, refused: bootstrapRefused}
 	o, err := o.parse("mcs bootstrap", "Usage: mcs bootstrap [--server-basedir DIR] [--bootstrap-kubeconfig FILE] [flags]\n\nOpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it: serves the\nmaster and arbiter pools' rendered MachineConfigs from DIR/machine-pools and DIR/machine-configs.\n",
 		args, stderr, o.bootstrap.define, o.checkBootstrap)
 	if err != nil || o == nil {
@@ -59,8 +59,12 @@ func (bo *bootstrapOptions) define(fs *flag.FlagSet) {
 	fs.Int("v", 0, "accepted for OpenShift's command line; use --log-level")
 }
 
+// bootstrapRefused are mcs's flags that mcs bootstrap, which reads
+// --server-basedir and no API server, refuses.
+var bootstrapRefused = []string{"dir", "source", "kubeconfig", "render-mode", "controller-config", "pool-token-secrets"}
+
 func (o *options) checkBootstrap() error {
-	for _, f := range []string{"dir", "source", "kubeconfig", "render-mode"} {
+	for _, f := range bootstrapRefused {
 		if o.set[f] {
 			return fmt.Errorf("--%s is not for mcs bootstrap, which reads --server-basedir", f)
 		}

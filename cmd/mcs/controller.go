@@ -125,7 +125,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	stopPKI, err := startPKI(ctx, o.pki, rc, log)
+	stopPKI, err := startPKI(ctx, o.pki, rc, log, reg)
 	if err != nil {
 		return err
 	}

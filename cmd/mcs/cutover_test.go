@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +100,78 @@ func TestCutoverRehearsal(t *testing.T) {
 	if err := in.stop(); err != nil {
 		t.Fatalf("mcs start: %v\n%s", err, in.stderr.String())
 	}
+	c.cutover(t)
 	c.preflight(t)
+}
+
+// resourceVersions are the values a plan's JSON patch tests.
+var resourceVersions = regexp.MustCompile(`"path":"/metadata/resourceVersion","value":"[0-9]+"`)
+
+// cutover runs mcs cutover plan, apply and back as a cluster admin against
+// OpenShift's operator Deployment, its server's DaemonSet and the
+// ClusterVersion with an admin's own override
+// (testdata/cutover-openshift.yaml). No kubelet and no controller run
+// here, so no pod starts and no rollout completes: apply stops waiting for
+// its DaemonSet's rollout and back for the operator's server, each saying
+// so; everything they change before that is checked.
+func (c *cluster) cutover(t *testing.T) {
+	c.cp.ApplyFiles(t, filepath.Join("testdata", "cutover-openshift.yaml"))
+	admin := c.cp.Kubeconfig(t, "cluster-admin")
+	run := func(args ...string) (string, string, error) {
+		in := startSubcommand(t, false, append([]string{"cutover", args[0], "--kubeconfig", admin}, args[1:]...)...)
+		err := <-in.done
+		in.done <- err
+		return in.stdout.String(), in.stderr.String(), err
+	}
+	wait := []string{"--timeout", "1s", "--interval", "50ms"}
+	out, _, err := run("plan")
+	if err != nil {
+		t.Fatalf("mcs cutover plan: %v", err)
+	}
+	testkit.Golden(t, filepath.Join("testdata", "cutover-plan.txt"), resourceVersions.ReplaceAllString(out, `"path":"/metadata/resourceVersion","value":"RV"`), *update)
+
+	out, errOut, err := run(append([]string{"apply", "--image", "registry.example.com/mcs:v1"}, wait...)...)
+	if err == nil || !strings.Contains(err.Error(), "waiting for DaemonSet machine-config-server to roll out") || !strings.Contains(out, "no blockers") {
+		t.Fatalf("mcs cutover apply: %v\n%s\n%s", err, out, errOut)
+	}
+	ds, err := c.cp.Kube.AppsV1().DaemonSets(mcoNS).Get(context.Background(), "machine-config-server", metav1.GetOptions{})
+	if err != nil || ds.Spec.Template.Spec.Containers[0].Command[0] != "/usr/bin/mcs" ||
+		ds.Spec.Template.Spec.Containers[0].Args[1] != "--apiserver-url=https://api-int.rehearsal.example.com:6443" {
+		t.Fatalf("the DaemonSet after apply: %v %+v", err, ds.Spec.Template.Spec.Containers)
+	}
+	c.checkCutoverState(t, "apply", 0, []string{"cluster-monitoring-operator", "machine-config-operator"})
+
+	out, errOut, err = run(append([]string{"back"}, wait...)...)
+	if err == nil || !strings.Contains(err.Error(), "mcs keeps serving until the operator puts its server back") {
+		t.Fatalf("mcs cutover back: %v\n%s\n%s", err, out, errOut)
+	}
+	c.checkCutoverState(t, "back", 1, []string{"cluster-monitoring-operator"})
+	if _, err := c.cp.Kube.CoreV1().ServiceAccounts(mcoNS).Get(context.Background(), "mcs-server", metav1.GetOptions{}); err != nil {
+		t.Errorf("mcs's ServiceAccount deleted while mcs still serves: %v", err)
+	}
+}
+
+// checkCutoverState checks the operator's replicas and the names of the
+// ClusterVersion's overrides after verb.
+func (c *cluster) checkCutoverState(t *testing.T, verb string, replicas int32, overrides []string) {
+	t.Helper()
+	ctx := context.Background()
+	dep, err := c.cp.Kube.AppsV1().Deployments(mcoNS).Get(ctx, "machine-config-operator", metav1.GetOptions{})
+	if err != nil || *dep.Spec.Replicas != replicas {
+		t.Errorf("after %s the operator has %v replicas (%v), want %d", verb, dep.Spec.Replicas, err, replicas)
+	}
+	cv, err := c.cp.Dynamic.Resource(schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusterversions"}).Get(ctx, "version", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _, _ := unstructured.NestedSlice(cv.Object, "spec", "overrides")
+	var names []string
+	for _, o := range list {
+		names = append(names, o.(map[string]any)["name"].(string))
+	}
+	if strings.Join(names, " ") != strings.Join(overrides, " ") {
+		t.Errorf("after %s the overrides name %v, want %v", verb, names, overrides)
+	}
 }
 
 // preflight runs mcs preflight as mcs's ServiceAccount: clean on the

@@ -90,9 +90,17 @@ func TestOpenShiftRBAC(t *testing.T) {
 			t.Errorf("needed and not granted: %s", w)
 		}
 	}
+	// The manifest's URL is a placeholder mcs start refuses (mcs cutover
+	// apply puts the cluster's in); with the cluster's, its arguments are
+	// mcs start's.
+	tokens := tokenDir(t)
 	if args := daemonSetArgs(t); len(args) == 0 || args[0] != "start" {
 		t.Fatalf("arguments %q: not mcs start", args)
-	} else if _, err := parseStartFlags(args[1:], io.Discard); err != nil {
+	} else if _, err := parseStartFlags(append(args[1:], "--bootstrap-token-dir", tokens), io.Discard); err == nil {
+		t.Errorf("the DaemonSet's arguments %q: the placeholder URL accepted", args)
+	}
+	args := daemonSetArgs(t, "--apiserver-url=https://api-int.c.example.com:6443")
+	if _, err := parseStartFlags(append(args[1:], "--bootstrap-token-dir", tokens), io.Discard); err != nil {
 		t.Errorf("the DaemonSet's arguments %q: %v", args, err)
 	}
 }

@@ -57,6 +57,9 @@ type options struct {
 
 	// set names the flags given, on the command line or as MCS_<FLAG>.
 	set map[string]bool
+	// refused are the flags mcs start or mcs bootstrap shares with mcs
+	// but refuses: left out of its --help.
+	refused []string
 }
 
 // parseFlags reads the flags, then MCS_<FLAG> for those not given; it
@@ -79,6 +82,9 @@ func (o *options) parse(name, usage string, args []string, stderr io.Writer, mor
 	o.define(fs)
 	if more != nil {
 		more(fs)
+	}
+	if len(o.refused) > 0 {
+		cmdline.Hide(fs, usage, o.refused...)
 	}
 	if err := cmdline.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -186,6 +192,12 @@ func (o *options) check() error {
 	}
 	if (o.cert == "") != (o.key == "") {
 		return errors.New("--cert and --key go together")
+	}
+	// Named as typed: --secure-port is OpenShift's name for --listen-tls.
+	for _, f := range []string{"secure-port", "listen-tls"} {
+		if o.set[f] && o.listenTLS != "" && o.cert == "" {
+			return fmt.Errorf("--%s needs --cert and --key", f)
+		}
 	}
 	return nil
 }

@@ -117,8 +117,8 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"prune", "--count", "-2"}, "--keep and --count: want 0 or more"},
 		{[]string{"admit", "--recheck", "0s"}, "--recheck: want a positive duration"},
 		{[]string{"admit", "--max-spec", "2.2.0"}, "--max-spec 2.2.0: want a spec-3 version mcs writes"},
-		{[]string{"contoller", "--kubeconfig", "x"}, `mcs: unknown command "contoller": want one of controller, prune, pki, start, bootstrap, preflight, admit`},
-		{[]string{"pki", "rotat"}, `mcs pki: unknown verb "rotat": want status or rotate`},
+		{[]string{"contoller", "--kubeconfig", "x"}, `mcs: unknown command "contoller" (did you mean controller?): want one of controller, prune, pki, start, bootstrap, preflight, cutover, admit`},
+		{[]string{"pki", "rotat"}, `mcs pki: unknown verb "rotat" (did you mean rotate?): want status or rotate`},
 		{[]string{"pki"}, `mcs pki: no verb: want status or rotate`},
 		{[]string{"--dir", "x", "extra", "--poll", "1s"}, `mcs: unexpected arguments: extra --poll 1s (the flags after "extra" were not read: flags stop at the first argument)`},
 	} {

@@ -18,6 +18,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/buildinfo"
 	"github.com/ignition-mcs/mcs/internal/gctune"
 	"github.com/ignition-mcs/mcs/internal/klogbridge"
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // gcPolicyFor is the GC target of the command args run (see gctune).
@@ -61,6 +62,7 @@ func commands() []command {
 		{"start", "OpenShift's machine-config-server start, as its DaemonSet runs it", serving(parseStartFlags)},
 		{"bootstrap", "OpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it", serving(parseBootstrapFlags)},
 		{"preflight", "read a cluster, changing nothing, and report what mcs start needs and would serve", noStdin(runPreflight)},
+		{"cutover", "plan|apply|back: OpenShift's machine-config-server DaemonSet to mcs start and back", noStdin(runCutover)},
 		{"admit", "mutating admission webhook: every MachineConfig stored at the lowest spec", noStdin(runAdmit)},
 	}
 }
@@ -91,7 +93,11 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		i := slices.Index(names, args[0])
 		if i < 0 {
-			fmt.Fprintf(stderr, "mcs: unknown command %q: want one of %s, or flags only (the server)\nRun 'mcs --help' for usage.\n", args[0], strings.Join(names, ", "))
+			meant := ""
+			if m := text.Closest(args[0], names); m != "" {
+				meant = " (did you mean " + m + "?)"
+			}
+			fmt.Fprintf(stderr, "mcs: unknown command %q%s: want one of %s, or flags only (the server)\nRun 'mcs --help' for usage.\n", args[0], meant, strings.Join(names, ", "))
 			return cmdline.ErrUsage
 		}
 		run, args = commands()[i].run, args[1:]

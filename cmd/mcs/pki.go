@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
 	"github.com/ignition-mcs/mcs/pki"
@@ -42,7 +43,7 @@ func (c *apiClients) pki() pki.Clients { return pki.Clients{Kube: c.kube, Dynami
 
 // startPKI is `mcs controller --manage-pki`: the PKI manager beside the
 // render controller, until ctx ends or stop is called (which waits for it).
-func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logger) (stop func(), err error) {
+func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logger, reg prometheus.Registerer) (stop func(), err error) {
 	if !o.manage {
 		return func() {}, nil
 	}
@@ -50,7 +51,7 @@ func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	m, err := pki.New(pki.Config{Clients: api.pki(), Lifetimes: o.lifetimes, Tokens: o.tokens, Resync: o.resync, Logger: log})
+	m, err := pki.New(pki.Config{Clients: api.pki(), Lifetimes: o.lifetimes, Tokens: o.tokens, Resync: o.resync, Logger: log, Registry: reg})
 	if err != nil {
 		return nil, err
 	}
@@ -60,34 +61,37 @@ func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logg
 	return func() { cancel(); <-done }, nil
 }
 
+const pkiUsage = "Usage: mcs pki status|rotate [flags]\n\nstatus: the machine-config-server CA, bundle, serving certificate, every user-data pointer config\n(which CAs it trusts and until when it boots a node) and the pool tokens, and what the\ncontroller's next pass would change.\nrotate: a new CA now, cross-signed by the current one, and a serving certificate from it;\na dry run unless --confirm. Give the same lifetimes as the controller.\n"
+
+// pkiCommand is one `mcs pki` verb's flags.
+type pkiCommand struct {
+	fs      *flag.FlagSet
+	connect func() (*apiClients, error)
+	format  string
+	confirm *bool
+	o       pkiOptions
+}
+
+func newPKICommand(verb string, stderr io.Writer) *pkiCommand {
+	c := &pkiCommand{fs: cmdline.NewFlagSet("mcs pki "+verb, pkiUsage, stderr)}
+	c.connect = kubeconfigFlag(c.fs)
+	cmdline.Choice(c.fs, &c.format, "o", "text", "output", "text", "json")
+	c.confirm = c.fs.Bool("confirm", false, "rotate: replace the CA now; without it, a dry run says what would change")
+	pkiFlags(c.fs, &c.o)
+	return c
+}
+
 // runPKI is `mcs pki status` and `mcs pki rotate [--confirm]`.
 func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "status" && args[0] != "rotate") {
-		switch {
-		case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
-			fmt.Fprintln(stderr, "Usage: mcs pki status|rotate [flags]   (see 'mcs pki status --help')")
-			return flag.ErrHelp
-		case len(args) > 0 && (args[0] == "-version" || args[0] == "--version"):
-			return cmdline.ErrVersion
-		}
-		what := "no verb"
-		if len(args) > 0 {
-			what = fmt.Sprintf("unknown verb %q", args[0])
-		}
-		fmt.Fprintf(stderr, "mcs pki: %s: want status or rotate\nUsage: mcs pki status|rotate [flags]   (see 'mcs pki status --help')\n", what)
-		return cmdline.ErrUsage
-	}
-	verb := args[0]
-	fs := cmdline.NewFlagSet("mcs pki "+verb, "Usage: mcs pki status|rotate [flags]\n\nstatus: the machine-config-server CA, bundle, serving certificate, every user-data pointer config\n(which CAs it trusts and until when it boots a node) and the pool tokens, and what the\ncontroller's next pass would change.\nrotate: a new CA now, cross-signed by the current one, and a serving certificate from it;\na dry run unless --confirm. Give the same lifetimes as the controller.\n", stderr)
-	connect := kubeconfigFlag(fs)
-	var format string
-	cmdline.Choice(fs, &format, "o", "text", "output", "text", "json")
-	confirm := fs.Bool("confirm", false, "rotate: replace the CA now; without it, a dry run says what would change")
-	var o pkiOptions
-	pkiFlags(fs, &o)
-	if err := cmdline.Parse(fs, args[1:]); err != nil {
+	verb, err := verbOf("mcs pki", []string{"status", "rotate"}, args, func() *flag.FlagSet { return newPKICommand("status|rotate", stderr).fs }, stderr)
+	if err != nil {
 		return err
 	}
+	c := newPKICommand(verb, stderr)
+	if err := cmdline.Parse(c.fs, args[1:]); err != nil {
+		return err
+	}
+	connect, format, confirm, o := c.connect, c.format, c.confirm, c.o
 	api, err := connect()
 	if err != nil {
 		return err

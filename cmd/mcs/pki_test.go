@@ -149,7 +149,7 @@ func startRehearsal(t *testing.T, ctx context.Context) *rehearsal {
 	kubeconfig, kc := pkiCluster(t)
 	rc, _ := kube.RESTConfig(kubeconfig)
 	stop, err := startPKI(ctx, pkiOptions{manage: true, resync: time.Hour, lifetimes: pki.Lifetimes{
-		CAValidity: rehearsalCALife, CARefresh: rehearsalCALife - time.Second, CertValidity: time.Hour, CertRefresh: 50 * time.Minute}}, rc, kubetest.Logger(t))
+		CAValidity: rehearsalCALife, CARefresh: rehearsalCALife - time.Second, CertValidity: time.Hour, CertRefresh: 50 * time.Minute}}, rc, kubetest.Logger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestPoolTokenSecrets(t *testing.T) {
 	rc, _ := kube.RESTConfig(kubeconfig)
 	const rotation, grace = 6 * time.Second, 3 * time.Second
 	stop, err := startPKI(ctx, pkiOptions{manage: true, resync: 500 * time.Millisecond, lifetimes: pki.DefaultLifetimes,
-		tokens: pki.TokenPolicy{Rotation: rotation, Grace: grace}}, rc, kubetest.Logger(t))
+		tokens: pki.TokenPolicy{Rotation: rotation, Grace: grace}}, rc, kubetest.Logger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

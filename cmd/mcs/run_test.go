@@ -277,14 +277,21 @@ func TestListenTLSWithoutCertificate(t *testing.T) {
 		{name: "off", args: []string{"--listen-tls", ""}},
 		{name: "the default address given", args: []string{"--listen-tls", ":22623"}, err: "--listen-tls needs --cert and --key"},
 		{name: "another address", args: []string{"--listen-tls", "127.0.0.1:0"}, err: "--listen-tls needs --cert and --key"},
-		{name: "upstream's alias", args: []string{"--secure-port", "22623"}, err: "--listen-tls needs --cert and --key"},
+		{name: "upstream's alias", args: []string{"--secure-port", "22623"}, err: "--secure-port needs --cert and --key"},
 		{name: "from the environment", env: ":22623", err: "--listen-tls needs --cert and --key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.env != "" {
 				t.Setenv("MCS_LISTEN_TLS", tc.env)
 			}
-			o, err := parseFlags(append([]string{"--dir", t.TempDir(), "--listen-plain", "127.0.0.1:0"}, tc.args...), io.Discard)
+			var said strings.Builder
+			o, err := parseFlags(append([]string{"--dir", t.TempDir(), "--listen-plain", "127.0.0.1:0"}, tc.args...), &said)
+			if tc.err != "" && err != nil {
+				if !strings.Contains(said.String(), tc.err) {
+					t.Fatalf("refused saying %q, want %q", said.String(), tc.err)
+				}
+				return // refused as a usage error, naming the flag typed
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

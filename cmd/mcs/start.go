@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -40,7 +43,7 @@ const (
 // that only the image changes. It serves each pool's rendered MachineConfig as the cluster
 // names it, with the node kubeconfig built from the token and the URL.
 func parseStartFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{start: &startOptions{}}
+	o := &options{start: &startOptions{}, refused: startRefused}
 	usage := fmt.Sprintf("Usage: mcs start --apiserver-url URL [flags]\n\nOpenShift's machine-config-server start, as its DaemonSet runs it: serves each pool's rendered\nMachineConfig on :22623 (TLS, %s) and :22624, with the node kubeconfig built from\n%s and --apiserver-url, its CA from ConfigMap %s/%s.\n",
 		defaultCert, defaultTokenDir, kube.MCONamespace, kube.KubeconfigDataName)
 	return o.parse("mcs start", usage, args, stderr, o.start.define, o.checkStart)
@@ -59,6 +62,7 @@ func (so *startOptions) define(fs *flag.FlagSet) {
 	fs.IntVar(&so.verbosity, "v", 0, "klog verbosity as OpenShift's DaemonSet sets it: 4 or more logs at debug unless --log-level is given")
 	fs.String("vmodule", "", "accepted for OpenShift's command line; ignored")
 	fs.Bool("logtostderr", true, "accepted for OpenShift's command line; mcs always logs to stderr")
+	fs.Lookup("poll").Usage = "how often the files of --bootstrap-token-dir are checked for changes"
 }
 
 // setDefault changes a defined flag's default, as --help shows it too.
@@ -68,22 +72,74 @@ func setDefault(fs *flag.FlagSet, name, value string) {
 	f.DefValue = value
 }
 
+// startRefused are mcs's flags that mcs start, which reads the cluster,
+// refuses: those of --source dir, and a fixed node kubeconfig.
+var startRefused = []string{"dir", "source", "bootstrap-kubeconfig", "max-file-size", "max-tree-size"}
+
 func (o *options) checkStart() error {
-	for _, f := range []string{"dir", "bootstrap-kubeconfig"} {
-		if o.set[f] {
-			return fmt.Errorf("--%s is not for mcs start, which reads the cluster and builds the node kubeconfig from --bootstrap-token-dir and --apiserver-url", f)
-		}
-	}
 	if o.source != "kube" {
 		return errors.New("mcs start reads the cluster: --source must be kube")
 	}
+	for _, f := range startRefused {
+		if o.set[f] && f != "source" {
+			return fmt.Errorf("--%s is not for mcs start, which reads the cluster and builds the node kubeconfig from --bootstrap-token-dir and --apiserver-url", f)
+		}
+	}
 	if o.start.apiserverURL == "" {
-		return errors.New("--apiserver-url cannot be empty")
+		return errors.New("--apiserver-url is required: the URL nodes reach the API server at (OpenShift's: https://api-int.<cluster domain>:6443, the Infrastructure object's status.apiServerInternalURI)")
+	}
+	if err := checkAPIServerURL(o.start.apiserverURL); err != nil {
+		return fmt.Errorf("--apiserver-url %s: %w", o.start.apiserverURL, err)
+	}
+	if err := checkTokenDir(o.start.tokenDir); err != nil {
+		return fmt.Errorf("--bootstrap-token-dir %s: %w", o.start.tokenDir, err)
 	}
 	if o.start.verbosity >= 4 && !o.set["log-level"] {
 		o.log.level = "debug"
 	}
 	return o.check()
+}
+
+// placeholder matches what a template leaves for a person to fill in: an
+// upper-case word (CLUSTER.DOMAIN), <cluster>, {{.Host}}, ${HOST}.
+var placeholder = regexp.MustCompile(`(^|[.-])[A-Z][A-Z_]+([.-]|$)|[<>{}$]`)
+
+// checkAPIServerURL refuses a URL nodes could not use: mcs start writes it
+// into the kubeconfig every new node gets, so a placeholder would make
+// every node that joins fail to reach the API server, long after start.
+func checkAPIServerURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "https" || u.Hostname() == "" {
+		return errors.New("want https://HOST:PORT, the URL nodes reach the API server at (OpenShift's: https://api-int.<cluster domain>:6443)")
+	}
+	if placeholder.MatchString(u.Host) {
+		return errors.New("the host is a placeholder: give this cluster's (oc get infrastructure cluster -o jsonpath='{.status.apiServerInternalURI}'), or let mcs cutover apply copy it from OpenShift's DaemonSet")
+	}
+	return nil
+}
+
+// checkTokenDir refuses a token directory without the token: mcs start
+// builds every node's kubeconfig from it.
+func checkTokenDir(dir string) error {
+	for _, f := range tokenFiles(dir) {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("%w: mcs start builds the node kubeconfig from its token and ca.crt (OpenShift's DaemonSet mounts Secret %s/node-bootstrapper-token there)",
+				unwrapPath(err), kube.MCONamespace)
+		}
+	}
+	return nil
+}
+
+// unwrapPath names the file once: an *fs.PathError names it too.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", filepath.Base(pe.Path), pe.Err)
+	}
+	return err
 }
 
 // startSource is, for mcs start, the kube source reading what OpenShift's

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,7 +24,8 @@ import (
 // OpenShift's DaemonSet's command line is mcs start's, with OpenShift's
 // defaults for what it leaves out.
 func TestStartFlags(t *testing.T) {
-	o, err := parseStartFlags([]string{"--apiserver-url=https://api-int.c.example.com:6443", "--payload-version=4.21.0",
+	tokens := tokenDir(t)
+	o, err := parseStartFlags([]string{"--apiserver-url=https://api-int.c.example.com:6443", "--payload-version=4.21.0", "--bootstrap-token-dir=" + tokens,
 		"--tls-cipher-suites=TLS_AES_128_GCM_SHA256,ECDHE-RSA-AES128-GCM-SHA256,TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
 		"--tls-min-version=VersionTLS13", "--v=4"}, io.Discard)
 	if err != nil {
@@ -32,7 +36,7 @@ func TestStartFlags(t *testing.T) {
 		o.listenTLS != want.listenTLS || o.listenPlain != want.listenPlain || o.log.level != want.log.level {
 		t.Errorf("got %+v", o)
 	}
-	if o.start.tokenDir != defaultTokenDir || o.start.apiserverURL != "https://api-int.c.example.com:6443" || o.start.payloadVersion != "4.21.0" {
+	if o.start.tokenDir != tokens || o.start.apiserverURL != "https://api-int.c.example.com:6443" || o.start.payloadVersion != "4.21.0" {
 		t.Errorf("start options %+v", o.start)
 	}
 	cfg := o.tls.config()
@@ -42,7 +46,7 @@ func TestStartFlags(t *testing.T) {
 	}
 	// The ports as upstream's int flags, and an empty cipher list (the MCO
 	// renders --tls-cipher-suites= for an empty profile list).
-	o, err = parseStartFlags([]string{"--apiserver-url", "https://x:6443", "--secure-port", "9443", "--insecure-port=9080", "--tls-cipher-suites="}, io.Discard)
+	o, err = parseStartFlags([]string{"--apiserver-url", "https://x:6443", "--bootstrap-token-dir", tokens, "--secure-port", "9443", "--insecure-port=9080", "--tls-cipher-suites="}, io.Discard)
 	if err != nil || o.listenTLS != ":9443" || o.listenPlain != ":9080" {
 		t.Fatalf("%v %+v", err, o)
 	}
@@ -62,6 +66,66 @@ func TestStartFlags(t *testing.T) {
 		if _, err := parseStartFlags(args, io.Discard); err != cmdline.ErrUsage {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// tokenDir is a directory holding the node-bootstrapper token's files.
+func tokenDir(t *testing.T) string {
+	dir := t.TempDir()
+	for _, f := range tokenFiles(dir) {
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// What mcs start refuses, word for word: each would start a server whose
+// nodes fail later, far from the cause, or a flag it would ignore.
+func TestStartRefuses(t *testing.T) {
+	tokens := filepath.Join("testdata", "token-dir")
+	url := "--apiserver-url=https://api-int.c.example.com:6443"
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"placeholder-url", []string{"start", "--apiserver-url", "https://api-int.CLUSTER.DOMAIN:6443", "--bootstrap-token-dir", "/nonexistent"}},
+		{"angle-bracket-url", []string{"start", "--apiserver-url", "https://api-int.<cluster>:6443", "--bootstrap-token-dir", tokens}},
+		{"plain-http-url", []string{"start", "--apiserver-url", "http://api-int.c.example.com:6443", "--bootstrap-token-dir", tokens}},
+		{"no-url", []string{"start", "--bootstrap-token-dir", tokens}},
+		{"missing-token-dir", []string{"start", url, "--bootstrap-token-dir", "/nonexistent"}},
+		{"dir-only-flag", []string{"start", url, "--bootstrap-token-dir", tokens, "--max-file-size", "1Mi"}},
+		{"secure-port-without-cert", []string{"--secure-port", "22700", "--dir", "../../fixtures/cluster"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb strings.Builder
+			err := dispatch(context.Background(), tc.args, strings.NewReader(""), &out, &errb)
+			got := fmt.Sprintf("$ mcs %s\nexit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(tc.args, " "), cmdline.Code(err), out.String(), errb.String())
+			testkit.Golden(t, filepath.Join("testdata", "refused", tc.name+".txt"), got, *update)
+		})
+	}
+}
+
+// mcs start and mcs bootstrap share mcs's flag definitions: their help
+// lists none they refuse; mcs pki --help is its verbs' whole help.
+func TestHelpListsAccepted(t *testing.T) {
+	listed := regexp.MustCompile(`(?m)^  -(\S+)`)
+	for _, c := range []struct {
+		words   []string
+		refused []string
+	}{{[]string{"start"}, startRefused}, {[]string{"bootstrap"}, bootstrapRefused}} {
+		help := mcsHelp(t, c.words...)
+		for _, m := range listed.FindAllStringSubmatch(help, -1) {
+			if slices.Contains(c.refused, m[1]) {
+				t.Errorf("mcs %s --help lists --%s, which it refuses", c.words[0], m[1])
+			}
+		}
+		if !strings.Contains(help, "-cert string") {
+			t.Errorf("mcs %s --help lacks the flags it accepts:\n%s", c.words[0], help)
+		}
+	}
+	if help := mcsHelp(t, "pki"); !strings.Contains(help, "rotate: a new CA now") || !strings.Contains(help, "-pki-ca-validity") {
+		t.Errorf("mcs pki --help:\n%s", help)
 	}
 }
 

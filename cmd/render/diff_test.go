@@ -337,3 +337,36 @@ func TestExitCodesDocumented(t *testing.T) {
 		t.Errorf("render diff --help does not document its exit statuses:\n%s", diffHelp)
 	}
 }
+
+// TestDiffNamesLocalFile: a file whose contents a Butane config embeds
+// from beside it is shown with that local file, in text and JSON.
+func TestDiffNamesLocalFile(t *testing.T) {
+	toRoot(t)
+	head := t.TempDir()
+	copyTree(t, filepath.Join(diffDir, "base"), head)
+	for name, body := range map[string]string{
+		"hello.txt": "hello\n",
+		"99-worker-hello.bu": "variant: openshift\nversion: 4.14.0\nmetadata:\n  name: 99-worker-hello\n  labels:\n    machineconfiguration.openshift.io/role: worker\n" +
+			"storage:\n  files:\n    - path: /etc/motd.d/hello\n      contents:\n        local: hello.txt\n",
+	} {
+		if err := os.WriteFile(filepath.Join(head, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := diffCase{old: filepath.Join(diffDir, "base"), new: head}
+	local := filepath.Join(head, "hello.txt")
+	var ch *impact.Change
+	for _, x := range diffJSON(t, c).Pools[0].Changes {
+		if x.Name == "/etc/motd.d/hello" {
+			ch = x
+		}
+	}
+	if ch == nil || ch.Op != impact.Added || ch.MachineConfig != "99-worker-hello" || ch.Local != local {
+		t.Fatalf("change %+v", ch)
+	}
+	out, _, _ := cli(t, "", "diff", c.old, c.new)
+	if !strings.Contains(out, "+ file /etc/motd.d/hello (MachineConfig 99-worker-hello in "+filepath.Join(head, "99-worker-hello.bu")) ||
+		!strings.Contains(out, "), contents from "+local+"\n") {
+		t.Fatalf("text output:\n%s", out)
+	}
+}

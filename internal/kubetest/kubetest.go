@@ -35,8 +35,8 @@ func findAssets() (string, error) {
 // CRDFiles are the real CRDs from github.com/openshift/api: MachineConfigs
 // and MachineConfigPools (a self-managed cluster's, with
 // spec.osImageStream: the OSStreams gate is on in every feature set there),
-// and with all the ControllerConfig and the Infrastructure (the Default
-// feature set's), KubeletConfigs and ContainerRuntimeConfigs (the
+// and with all the ControllerConfig, the Infrastructure and the
+// ClusterVersion (the Default feature set's), KubeletConfigs and ContainerRuntimeConfigs (the
 // controller's guards read them), the OSImageStream and the
 // MachineConfiguration (one CRD for every feature set since the
 // BootImageSkewEnforcement gate went GA).
@@ -60,7 +60,8 @@ func CRDFiles(all bool) ([]string, error) {
 			filepath.Join(mc, "0000_80_machine-config_01_containerruntimeconfigs.crd.yaml"),
 			filepath.Join(mc, "0000_80_machine-config_01_osimagestreams-SelfManagedHA.crd.yaml"),
 			filepath.Join(api, "operator", "v1", "zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigurations.crd.yaml"),
-			filepath.Join(api, "config", "v1", "zz_generated.crd-manifests", "0000_10_config-operator_01_infrastructures-Default.crd.yaml"))
+			filepath.Join(api, "config", "v1", "zz_generated.crd-manifests", "0000_10_config-operator_01_infrastructures-Default.crd.yaml"),
+			filepath.Join(api, "config", "v1", "zz_generated.crd-manifests", "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml"))
 	}
 	return files, nil
 }

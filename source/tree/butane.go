@@ -9,32 +9,46 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
 )
 
 // butaneLocals checks the files a Butane config embeds from beside it
-// (local:, contents_local:, and storage trees) by the loader's rules before
-// Butane reads them, as it does with no limit and no check of their type: a
-// FIFO there would block it, /dev/zero never end. Anything else wrong with
-// them (missing, outside the directory) is left for Butane to report.
-func (b *budget) butaneLocals(file string, data []byte) []*render.Error {
-	var doc any
-	if yaml.Unmarshal(data, &doc) != nil {
-		return nil // Butane reports it
-	}
+// (local:, contents_local:, ssh_authorized_keys_local: and storage trees)
+// by the loader's rules before Butane reads them, as it does with no limit,
+// no check of their type (a FIFO there would block it, /dev/zero never
+// end) and no check of where a symbolic link leads: each must resolve
+// inside tree (the tree read, or the Butane file's directory). Anything
+// else wrong with them (missing, a name with ../) is left for Butane.
+func (b *budget) butaneLocals(file, tree string, data []byte) []*render.Error {
 	dir := filepath.Dir(file)
 	var errs []*render.Error
-	eachLocal(doc, convert.NewPath(), func(at convert.Path, local string, tree bool) {
-		p := filepath.Join(dir, filepath.FromSlash(local))
+	for _, local := range render.ButaneLocals(data) {
+		p := filepath.Join(dir, filepath.FromSlash(local.Name))
 		if rel, err := filepath.Rel(dir, p); err != nil || strings.HasPrefix(rel, "..") {
-			return
+			continue
 		}
-		if err := b.checkLocal(p, tree); err != nil {
-			errs = append(errs, &render.Error{File: file, Path: at, Message: err.Error(), Err: err})
+		err := outside(tree, p)
+		if err == nil {
+			err = b.checkLocal(p, local.Tree)
 		}
-	})
+		if err != nil {
+			errs = append(errs, &render.Error{File: file, Object: butaneObject(data), Path: local.At, Message: err.Error(), Err: err})
+		}
+	}
 	return errs
+}
+
+// butaneObject names the MachineConfig a Butane config makes, for errors.
+func butaneObject(data []byte) string {
+	var head struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if yaml.Unmarshal(data, &head) != nil || head.Metadata.Name == "" {
+		return ""
+	}
+	return render.KindMachineConfig + "/" + head.Metadata.Name
 }
 
 // checkLocal checks a file Butane is to read, or for a tree each regular
@@ -71,39 +85,4 @@ func (b *budget) checkLocalFile(p string, info fs.FileInfo) error {
 	}
 	b.read += info.Size()
 	return nil
-}
-
-// eachLocal calls f for every local file reference in a Butane document:
-// "local" (a directory under storage.trees) and "contents_local" strings.
-func eachLocal(v any, at convert.Path, f func(at convert.Path, local string, tree bool)) {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, c := range v {
-			s, ok := c.(string)
-			switch {
-			case ok && k == "local":
-				f(at.Append(k), s, inTrees(at))
-			case ok && k == "contents_local":
-				f(at.Append(k), s, false)
-			default:
-				eachLocal(c, at.Append(k), f)
-			}
-		}
-	case []any:
-		for i, c := range v {
-			eachLocal(c, at.Append(i), f)
-		}
-	}
-}
-
-// inTrees says whether at is inside storage.trees, whose local is a
-// directory.
-func inTrees(at convert.Path) bool {
-	parts := at.Parts()
-	for i := range len(parts) - 1 {
-		if parts[i] == "storage" && parts[i+1] == "trees" {
-			return true
-		}
-	}
-	return false
 }

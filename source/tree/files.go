@@ -142,25 +142,41 @@ func describeMode(m fs.FileMode) string {
 	return "not a regular file (" + m.Type().String() + ")"
 }
 
+// opener opens files: the whole file system (osFiles), or a tree through
+// an *os.Root, which refuses a path that leaves it, even through a link
+// swapped in after the check that named it (see outside).
+type opener interface {
+	Stat(name string) (fs.FileInfo, error)
+	OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error)
+}
+
+// osFiles opens any path.
+type osFiles struct{}
+
+func (osFiles) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
+func (osFiles) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	return os.OpenFile(name, flag, perm)
+}
+
 // openRegular opens p for reading only when it is, after following symbolic
 // links, a regular file. The open is non-blocking and the check is repeated
 // on the open descriptor, so a FIFO swapped in after the first check still
 // cannot block, nor a device be read.
-func openRegular(p string) (*os.File, fs.FileInfo, error) {
-	info, err := os.Stat(p)
+func openRegular(o opener, p string) (*os.File, fs.FileInfo, error) {
+	info, err := o.Stat(p)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !info.Mode().IsRegular() {
 		return nil, info, fmt.Errorf("%w: %s, so never opened", errNotRegular, describeMode(info.Mode()))
 	}
-	return openChecked(p)
+	return openChecked(o, p)
 }
 
 // openChecked opens p without blocking (O_NONBLOCK: a FIFO with no writer
 // opens at once) and keeps it only if the descriptor is a regular file.
-func openChecked(p string) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+func openChecked(o opener, p string) (*os.File, fs.FileInfo, error) {
+	f, err := o.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -255,9 +271,9 @@ func (b *budget) over(se *sizeError) bool {
 	return tree
 }
 
-// readFile reads a regular file within the budget.
-func (b *budget) readFile(p string) ([]byte, error) {
-	f, info, err := openRegular(p)
+// readFile reads a regular file, p as o names it, within the budget.
+func (b *budget) readFile(o opener, p string) ([]byte, error) {
+	f, info, err := openRegular(o, p)
 	if err != nil {
 		return nil, err
 	}

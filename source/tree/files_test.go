@@ -101,7 +101,7 @@ func TestReadStopsPastTheLimit(t *testing.T) {
 	if err := os.WriteFile(p, []byte("a: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, info, err := openRegular(p)
+	f, info, err := openRegular(osFiles{}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +160,24 @@ func TestLoadNamedFIFO(t *testing.T) {
 	}
 }
 
+// A device or a file whose reads fail, named explicitly (a named file is
+// not held to a tree), is refused by its type or read error.
+func TestLoadNamedDevice(t *testing.T) {
+	for _, c := range []struct{ target, want string }{
+		{"/dev/zero", "a character device, so never opened"},
+		{"/proc/self/mem", "input/output error"},
+	} {
+		p := filepath.Join(t.TempDir(), "x.yaml")
+		if err := os.Symlink(c.target, p); err != nil {
+			t.Fatal(err)
+		}
+		errs := loadErrs(t, p)
+		if len(errs) != 1 || errs[0].File != p || !strings.Contains(errs[0].Message, c.want) {
+			t.Errorf("%s: errors %v, want %q", c.target, errs, c.want)
+		}
+	}
+}
+
 // A directory reached twice through links that make no loop is read once,
 // with no warning; hidden directories are not read, even when a visible link
 // to one is.
@@ -190,7 +208,7 @@ func TestOpenCheckedFIFO(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		f, _, err := openChecked(p)
+		f, _, err := openChecked(osFiles{}, p)
 		if f != nil {
 			f.Close()
 		}
@@ -209,20 +227,13 @@ func TestOpenCheckedFIFO(t *testing.T) {
 // The files a Butane config embeds are held to the same rules before Butane,
 // which reads them unchecked, gets to them.
 func TestLoadButaneLocalHazards(t *testing.T) {
-	const bu = `variant: openshift
-version: 4.14.0
-metadata:
-  name: 99-worker-x
-  labels:
-    machineconfiguration.openshift.io/role: worker
-`
 	cases := []struct {
 		name, body, hazard, path, want string
 	}{
 		{"file contents from a FIFO", "storage:\n  files:\n    - path: /etc/x\n      contents:\n        local: LOCAL\n", "fifo",
 			"$.storage.files.0.contents.local", "a named pipe (FIFO), so not read"},
 		{"unit contents from /dev/zero", "systemd:\n  units:\n    - name: x.service\n      contents_local: LOCAL\n", "symlink to /dev/zero",
-			"$.systemd.units.0.contents_local", "a character device, so not read"},
+			"$.systemd.units.0.contents_local", "is a symbolic link to /dev/zero, outside the tree"},
 		{"a sparse 1 GB file appended", "storage:\n  files:\n    - path: /etc/x\n      append:\n        - local: LOCAL\n", "sparse 1 GB file",
 			"$.storage.files.0.append.0.local", "file is 1073741824 bytes, over the per-file limit of 16777216 bytes"},
 		{"a tree holding a sparse 1 GB file", "storage:\n  trees:\n    - local: tree\n", "sparse 1 GB file",
@@ -230,7 +241,7 @@ metadata:
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := testkit.WriteTree(t, map[string]string{"99-worker-x.bu": bu + strings.ReplaceAll(c.body, "LOCAL", "tree/local")})
+			dir := testkit.WriteTree(t, map[string]string{"99-worker-x.bu": butaneHead + strings.ReplaceAll(c.body, "LOCAL", "tree/local")})
 			os.Mkdir(filepath.Join(dir, "tree"), 0o755)
 			if stop := hazards.Named(c.hazard).Make(t, filepath.Join(dir, "tree", "local")); stop != nil {
 				defer stop()
@@ -271,14 +282,14 @@ func TestSizeLimitNamesSetting(t *testing.T) {
 	}
 }
 
+// Links inside the tree are followed: the same config through two links
+// is read twice; a root that is a link is read.
 func TestLoadFollowsSymlinks(t *testing.T) {
-	real := testkit.WriteTree(t, map[string]string{"mc.yaml": doc("10-a", "worker", "")})
-	dir := t.TempDir()
-	if err := os.Symlink(real, filepath.Join(dir, "linked")); err != nil {
-		t.Skip(err)
-	}
-	if err := os.Symlink(filepath.Join(real, "mc.yaml"), filepath.Join(dir, "also.yaml")); err != nil {
-		t.Fatal(err)
+	dir := testkit.WriteTree(t, map[string]string{"real/mc.yaml": doc("10-a", "worker", "")})
+	for link, to := range map[string]string{"linked": "real", "also.yaml": "real/mc.yaml"} {
+		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	errs := loadErrs(t, dir) // the same config twice, through two links
 	if len(errs) != 1 || !strings.Contains(errs[0].Message, "duplicate name") {

@@ -3,6 +3,7 @@ package tree
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -39,6 +40,10 @@ type Loader struct {
 
 	skipped []*render.Error // files not read: not regular, or a symlink loop
 	files   budget          // see budget: Limits are copied in as each file is read
+	// tree is what the path being read may reach through links: the
+	// directory named, or a named file's directory (its Butane files'
+	// local files must stay in it).
+	tree string
 }
 
 // budget is the load's file budget, under its Limits as they are now.
@@ -50,6 +55,10 @@ func (l *Loader) budget() *budget {
 // Path reads a file or a directory tree, as Load does. In a tree, only
 // regular files are read (FIFOs, sockets and devices are skipped with a
 // warning, never opened); a file named here that is not one is an error.
+//
+// Nothing is read through a symbolic link that leads out of the tree named
+// (for a file named, out of its directory): such a file in a tree, or a
+// local file a Butane config embeds, is an error naming the link.
 func (l *Loader) Path(p string) {
 	l.Loader.Butane = l.butane
 	info, err := os.Stat(p)
@@ -58,10 +67,18 @@ func (l *Loader) Path(p string) {
 		return
 	}
 	if !info.IsDir() {
-		l.file(p, true)
+		l.tree = filepath.Dir(p)
+		l.file(osFiles{}, p, p, true)
 		return
 	}
-	l.dir(p)
+	l.tree = p
+	root, err := os.OpenRoot(p)
+	if err != nil {
+		l.Fail(fileError(p, err))
+		return
+	}
+	defer root.Close()
+	l.dir(root, p)
 }
 
 // Extensions Load reads inside directories; a file named explicitly is read
@@ -71,36 +88,52 @@ var readExts = map[string]bool{".yaml": true, ".yml": true, ".json": true, ".bu"
 // dir walks a tree in lexical order. Hidden entries are skipped: editors'
 // swap files, and the ..data links Kubernetes puts in mounted ConfigMaps,
 // which would otherwise be read twice. Symbolic links are followed.
-func (l *Loader) dir(root string) {
-	Walk(root, func(p string, info fs.FileInfo, err error) error {
-		if p != root && strings.HasPrefix(filepath.Base(p), ".") {
+//
+// Files are opened through root, so that none is read outside the tree.
+func (l *Loader) dir(root *os.Root, dir string) {
+	Walk(dir, func(p string, info fs.FileInfo, err error) error {
+		if p != dir && strings.HasPrefix(filepath.Base(p), ".") {
 			if info != nil && info.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
+		}
+		read := err == nil && !info.IsDir() && readExts[strings.ToLower(filepath.Ext(p))]
+		if err == nil && (read || info.IsDir()) {
+			if err := outside(dir, p); err != nil {
+				l.Fail(&render.Error{File: p, Message: err.Error(), Err: err})
+				return fs.SkipDir // for a file, as nil: Walk goes on
+			}
 		}
 		switch {
 		case errors.Is(err, errSymlinkLoop):
 			l.skip(p, err)
 		case err != nil:
 			l.Fail(fileError(p, err))
-		case !info.IsDir() && readExts[strings.ToLower(filepath.Ext(p))]:
-			l.file(p, false)
+		case read:
+			rel, _ := filepath.Rel(dir, p)
+			l.file(root, rel, p, false)
 		}
 		return nil
 	})
 }
 
-// file reads one file; named says the caller named it rather than a tree
-// holding it, so that a file which cannot be read is an error, not skipped.
-func (l *Loader) file(p string, named bool) {
+// file reads one file, name as o opens it and p as people know it; named
+// says the caller named it rather than a tree holding it, so that a file
+// which cannot be read is an error, not skipped.
+func (l *Loader) file(o opener, name, p string, named bool) {
 	if l.files.full {
 		return // reported once, on the file that reached the limit
 	}
 	if l.Reading != nil {
 		l.Reading(p)
 	}
-	data, err := l.budget().readFile(p)
+	data, err := l.budget().readFile(o, name)
+	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
+		// os.Root's words: outside let it pass, so a link on the way is
+		// absolute, or was swapped since.
+		err = fmt.Errorf("%w: a symbolic link on its way is absolute or leads out of the tree (links in a tree must be relative and stay inside it): not read", errOutside)
+	}
 	switch {
 	case errors.Is(err, errNotRegular) && !named:
 		l.skip(p, err)
@@ -127,7 +160,7 @@ func (l *Loader) Skipped() []*render.Error { return l.skipped }
 // resolving next to it, as a user running butane in that directory expects,
 // once they are checked by the loader's rules (see butaneLocals).
 func (l *Loader) butane(file, name string, data []byte) ([]byte, []intake.Problem, error) {
-	if errs := l.budget().butaneLocals(file, data); len(errs) > 0 {
+	if errs := l.budget().butaneLocals(file, l.tree, data); len(errs) > 0 {
 		return nil, nil, &render.Errors{List: errs}
 	}
 	return intake.Butane(name, data, butanecommon.TranslateBytesOptions{

@@ -192,3 +192,21 @@ func SpecFlags(fs *flag.FlagSet, o *render.Options, minUsage, maxUsage, specUsag
 	SpecBounds(fs, o, minUsage, maxUsage)
 	fs.Var(Version(&o.Spec), "spec", specUsage)
 }
+
+// Hide leaves names out of fs's --help, which prints usage and the other
+// flags: a command sharing another's flag definitions lists only the flags
+// it accepts, and its check refuses the hidden ones saying why.
+func Hide(fs *flag.FlagSet, usage string, names ...string) {
+	fs.Usage = func() {
+		shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+		shown.SetOutput(fs.Output())
+		fs.VisitAll(func(f *flag.Flag) {
+			if !slices.Contains(names, f.Name) {
+				shown.Var(f.Value, f.Name, f.Usage)
+				shown.Lookup(f.Name).DefValue = f.DefValue
+			}
+		})
+		fmt.Fprintf(fs.Output(), "%s\nFlags:\n", usage)
+		shown.PrintDefaults()
+	}
+}
