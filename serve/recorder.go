@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"crypto/tls"
 	"log/slog"
 	"sync"
 	"time"
@@ -16,17 +15,17 @@ import (
 // the notifier. The Reloader writes it through renderHealth; the request
 // path through waiting and the fetch log.
 type recorder struct {
-	log         *slog.Logger
-	m           *renderMetrics
-	gate        *skewgate.Gate // shown, never changed here; nil: none
-	source      string
-	notify      func(source.Notice) // nil: nobody is told
-	served      func() *Snapshot
-	servingCert func() (*tls.Certificate, error) // nil: no TLS listener
+	log    *slog.Logger
+	m      *renderMetrics
+	gate   *skewgate.Gate // shown, never changed here; nil: none
+	source string
+	notify func(source.Notice) // nil: nobody is told
+	served func() *Snapshot
 
 	waiting  waitingNodes
 	fetches  fetchLog
 	failures func() nodefail.Status // nil: none
+	cert     *certificateState
 
 	mu      sync.Mutex // guards the render health below
 	lastErr *renderError
@@ -39,7 +38,6 @@ type recorder struct {
 	// pool did; zero and absent while they render.
 	errSince     time.Time
 	failingSince map[string]time.Time
-	cert         certificateState
 }
 
 // renderHealth is what a Reloader tells the status recorder, besides the

@@ -94,7 +94,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.rec = &recorder{failures: s.failures.Status, log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, notify: cfg.Notify, served: s.Snapshot, servingCert: cfg.ServingCert}
+	s.rec = &recorder{failures: s.failures.Status, log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, notify: cfg.Notify, served: s.Snapshot, cert: &certificateState{served: cfg.ServingCert}}
 	s.clients.vec = m.clients
 	s.counters.m = m
 	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: &s.rec.waiting}

@@ -109,7 +109,7 @@ func (rec *recorder) status() Status {
 	}
 	failingSince := maps.Clone(rec.failingSince)
 	rec.mu.Unlock()
-	st.TLS = rec.tls()
+	st.TLS = rec.cert.tls()
 	st.NodeFailures.Reports = []nodefail.Entry{}
 	if rec.failures != nil {
 		st.NodeFailures = rec.failures()
@@ -156,7 +156,7 @@ func (rec *recorder) status() Status {
 		waitCond.Message = fmt.Sprintf("nodes are retrying; latest: %s (%d) %s: %s; see waiting", w.Cause, w.Code, forPool(w.Pool), w.Message)
 	}
 	st.Conditions = append(st.Conditions, waitCond)
-	st.Conditions = rec.certificateCondition(st.Conditions)
+	st.Conditions = rec.cert.condition(st.Conditions)
 	if g := rec.gate; g != nil {
 		st.SkewPolicy = g.Policy()
 		c := Condition{Type: "BootImageSkew", Status: "False", Reason: "NoNodesBlocked", Message: "no node has been refused"}

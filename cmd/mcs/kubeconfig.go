@@ -7,9 +7,9 @@ import (
 
 // startNodeFiles reads, at every render, the node files of mcs start: the
 // kubeconfig with the CA the cluster's kubeconfig-data holds now.
-func startNodeFiles(o *options, src *kube.Source) func() (render.NodeFiles, error) {
+func startNodeFiles(st *startOptions, src *kube.Source) func() (render.NodeFiles, error) {
 	return func() (render.NodeFiles, error) {
-		kc, err := kube.NodeKubeconfig(o.start.tokenDir, o.start.apiserverURL, src.KubeconfigCA())
+		kc, err := kube.NodeKubeconfig(st.tokenDir, st.apiserverURL, src.KubeconfigCA())
 		return render.NodeFiles{Kubeconfig: kc}, err
 	}
 }

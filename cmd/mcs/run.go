@@ -64,12 +64,12 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	}
 	files := nodeFiles(o)
 	if ks, ok := src.(*kube.Source); ok && o.start != nil {
-		files = startNodeFiles(o, ks)
+		files = startNodeFiles(o.start, ks)
 	}
 	if o.bootstrap != nil {
 		files = bootstrapNodeFiles(o)
 	}
-	srv, err := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o)})
+	srv, err := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o.listenTLS, o.cert, o.key)})
 	if err != nil {
 		return err
 	}

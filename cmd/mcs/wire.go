@@ -147,18 +147,18 @@ func tokensKey(tokens []serve.Token) [sha256.Size]byte {
 
 // servingCert is the TLS listener's certificate, for /status; nil without
 // one.
-func servingCert(o *options) func() (*tls.Certificate, error) {
-	if o.cert == "" || o.listenTLS == "" {
+func servingCert(listenTLS, cert, key string) func() (*tls.Certificate, error) {
+	if cert == "" || listenTLS == "" {
 		return nil
 	}
-	pair := &reload.File[*tls.Certificate]{Path: o.cert, Parse: func([]byte) (*tls.Certificate, error) {
-		c, err := tls.LoadX509KeyPair(o.cert, o.key)
+	pair := &reload.File[*tls.Certificate]{Path: cert, Parse: func([]byte) (*tls.Certificate, error) {
+		c, err := tls.LoadX509KeyPair(cert, key)
 		return &c, err
 	}}
 	return func() (*tls.Certificate, error) {
 		c, ok, err := pair.Get()
 		if !ok {
-			return nil, fmt.Errorf("TLS certificate %s and key %s (--cert, --key): %w", o.cert, o.key, err)
+			return nil, fmt.Errorf("TLS certificate %s and key %s (--cert, --key): %w", cert, key, err)
 		}
 		return c, nil
 	}
