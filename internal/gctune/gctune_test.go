@@ -13,24 +13,16 @@ import (
 	"github.com/ignition-mcs/mcs/internal/testkit"
 )
 
+// The target is Base percent of a large heap, Headroom above a small one
+// (capped), Base before anything is measured.
 func TestPercent(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		live uint64
-		want int
-	}{
-		{"nothing measured yet", 0, 50},
-		{"tiny heap: capped", 100 << 10, 1000},
-		{"2 pools", 6 << 20, 133},
-		{"at the crossover", 2 * Server.Headroom, 50},
-		{"102 pools", 80 << 20, 50},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Server.percent(tc.live); got != tc.want {
-				t.Errorf("percent(%d) = %d, want %d", tc.live, got, tc.want)
-			}
-		})
-	}
+	testkit.Table(t, "percent", Server.percent, map[uint64]int{
+		0:                   50,   // nothing measured yet
+		100 << 10:           1000, // a tiny heap: capped
+		6 << 20:             133,  // 2 pools
+		2 * Server.Headroom: 50,   // the crossover
+		80 << 20:            50,   // 102 pools
+	})
 }
 
 // fakeRuntime is a heap a test sets, and the targets Run set.
