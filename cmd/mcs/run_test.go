@@ -381,30 +381,3 @@ func TestEmptySpecValues(t *testing.T) {
 	}
 }
 
-// --auth-token-file: TOKEN [POOL…], comments and blank lines skipped; a
-// pool list that is not pool names is an error naming the line.
-func TestParseTokens(t *testing.T) {
-	got, err := parseTokens([]byte("# admins\nall-pools\n\nworker-tok worker\nboth master  arbiter\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []serve.Token{{Secret: []byte("all-pools"), Pools: []string{}}, {Secret: []byte("worker-tok"), Pools: []string{"worker"}}, {Secret: []byte("both"), Pools: []string{"master", "arbiter"}}}
-	if len(got) != len(want) {
-		t.Fatalf("%d tokens", len(got))
-	}
-	for i := range want {
-		if string(got[i].Secret) != string(want[i].Secret) || strings.Join(got[i].Pools, ",") != strings.Join(want[i].Pools, ",") {
-			t.Errorf("line %d: %+v", i, got[i])
-		}
-	}
-	for name, in := range map[string]string{"comma list": "tok worker,master\n", "no tokens": "# none\n"} {
-		t.Run(name, func(t *testing.T) {
-			if _, err := parseTokens([]byte(in)); err == nil {
-				t.Errorf("%q accepted", in)
-			}
-		})
-	}
-	if _, err := parseTokens([]byte("tok worker,master\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
-		t.Errorf("error does not name the line: %v", err)
-	}
-}

@@ -1,24 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
-	"strings"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
+	"github.com/ignition-mcs/mcs/internal/authtokens"
 	"github.com/ignition-mcs/mcs/internal/logthrottle"
 	"github.com/ignition-mcs/mcs/internal/reload"
 	"github.com/ignition-mcs/mcs/pki"
@@ -76,7 +72,7 @@ func newGate(o *options, log *slog.Logger) (gate *skewgate.Gate, reload func(), 
 func newTokens(ctx context.Context, o *options, log *slog.Logger) (func() []serve.Token, error) {
 	file := func() []serve.Token { return nil }
 	if o.authTokenFile != "" {
-		tf := &reload.File[[]serve.Token]{Path: o.authTokenFile, Parse: parseTokens}
+		tf := &reload.File[[]serve.Token]{Path: o.authTokenFile, Parse: authtokens.Parse}
 		if _, _, err := tf.Get(); err != nil {
 			return nil, fmt.Errorf("--auth-token-file: %w", err)
 		}
@@ -106,43 +102,7 @@ func newTokens(ctx context.Context, o *options, log *slog.Logger) (func() []serv
 	if err != nil {
 		return nil, fmt.Errorf("--pool-token-secrets: %w", err)
 	}
-	return joinTokens(file, w), nil
-}
-
-// joinTokens is the file's tokens then the pool tokens, one slice until
-// either's content changes: the file's tokens are keyed by what they hold
-// (tokensKey), the pool tokens by the watch's generation, which changes
-// whenever they do.
-func joinTokens(file func() []serve.Token, w *pki.TokenWatch) func() []serve.Token {
-	type key struct {
-		file [sha256.Size]byte
-		gen  uint64
-	}
-	var mu sync.Mutex
-	var last key
-	var joined []serve.Token
-	return func() []serve.Token {
-		f := file()
-		k := key{file: tokensKey(f), gen: w.Generation()}
-		mu.Lock()
-		defer mu.Unlock()
-		if joined != nil && k == last {
-			return joined
-		}
-		out := append([]serve.Token{}, f...)
-		for _, t := range w.Tokens() {
-			out = append(out, serve.Token{Secret: []byte(t.Token), Pools: []string{t.Pool}})
-		}
-		joined, last = out, k
-		return joined
-	}
-}
-
-// tokensKey hashes tokens' secrets and pools (their JSON, which cannot
-// run two fields together).
-func tokensKey(tokens []serve.Token) [sha256.Size]byte {
-	b, _ := json.Marshal(tokens) // of []byte and []string: cannot fail
-	return sha256.Sum256(b)
+	return authtokens.Join(file, w), nil
 }
 
 // servingCert is the TLS listener's certificate, for /status; nil without
@@ -162,43 +122,6 @@ func servingCert(listenTLS, cert, key string) func() (*tls.Certificate, error) {
 		}
 		return c, nil
 	}
-}
-
-// parseTokens reads --auth-token-file: a token a line, then the pools it
-// may fetch, separated by blanks; a token without pools fetches every pool
-// and reads /status and /metrics. # starts a comment line.
-func parseTokens(b []byte) ([]serve.Token, error) {
-	var out []serve.Token
-	for i, line := range bytes.Split(b, []byte("\n")) {
-		fields := strings.Fields(string(line))
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
-		for _, p := range fields[1:] {
-			if !validPool(p) {
-				return nil, fmt.Errorf("line %d: %q is not a pool name", i+1, p)
-			}
-		}
-		out = append(out, serve.Token{Secret: []byte(fields[0]), Pools: fields[1:]})
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no tokens in file")
-	}
-	return out, nil
-}
-
-// validPool is a Kubernetes object name as a pool has: a typo such as a
-// comma-separated list fails loudly instead of scoping a token to nothing.
-func validPool(p string) bool {
-	if p == "" || len(p) > 253 {
-		return false
-	}
-	for _, r := range p {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
-			return false
-		}
-	}
-	return true
 }
 
 // nodeFiles reads the files served to nodes beside their config, at every

@@ -37,6 +37,7 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"internal/gctune", "render", "GC tuning knows only the runtime"},
 	{"internal/lifecycle", "serve", "the lifecycle runs any HTTP server"},
 	{"internal/tlsnames", "serve", "TLS names know nothing of what is served"},
+	{"internal/authtokens", "render", "tokens know nothing of what is rendered"},
 }
 
 func TestLayering(t *testing.T) {
