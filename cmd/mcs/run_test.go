@@ -380,4 +380,3 @@ func TestEmptySpecValues(t *testing.T) {
 		t.Errorf("options %+v, default spec %s; want %+v and none", o.render, o.defaultSpec, want)
 	}
 }
-
