@@ -42,6 +42,10 @@ type Config struct {
 	Recorder Recorder
 	MaxBody  int64            // default defaultMaxBody
 	Now      func() time.Time // default time.Now
+	// Stored, if not nil, is /status's "stored": the MachineConfigs stored
+	// before the webhook that the rollback release cannot parse
+	// (admit/stored's report).
+	Stored func() any
 }
 
 // Webhook is the admission webhook: New's handler.
@@ -183,6 +187,7 @@ type statusDoc struct {
 	CeilingKnown bool             `json:"ceilingKnown"`
 	AboveCeiling string           `json:"aboveCeiling"` // "warn" or "deny"
 	Reviews      map[string]int64 `json:"reviews"`
+	Stored       any              `json:"stored,omitempty"`
 }
 
 func (w *Webhook) status(rw http.ResponseWriter, _ *http.Request) {
@@ -194,6 +199,9 @@ func (w *Webhook) status(rw http.ResponseWriter, _ *http.Request) {
 	w.mu.Unlock()
 	if w.cfg.Deny {
 		doc.AboveCeiling = "deny"
+	}
+	if w.cfg.Stored != nil {
+		doc.Stored = w.cfg.Stored()
 	}
 	rw.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(rw)

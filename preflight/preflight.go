@@ -42,6 +42,7 @@ var needs = []need{
 	{readVerbs, kube.MachineOSConfigs, "", ""},
 	{readVerbs, kube.MachineOSBuilds, "", ""},
 	{readVerbs, kube.MachineConfigurations, "", "cluster"},
+	{[]string{"get"}, schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusterversions"}, "", "version"},
 	{readVerbs, kube.ConfigMaps, kube.MCONamespace, kube.KubeconfigDataName},
 	{readVerbs, kube.Routes, "openshift-image-registry", ""},
 	{[]string{"create", "patch"}, kube.Events, "default", ""},

@@ -155,5 +155,10 @@ type ControllerConfig struct {
 	Source                         string
 
 	Name       string
-	RootCAData []byte // decoded spec.rootCAData
+	RootCAData []byte // decoded spec.rootCAData; served as /etc/machine-config-daemon/mcs-ca-bundle.crt
+	// ServerURL is this server's URL for nodes, from spec.infra (a copy of
+	// the Infrastructure); served as the node annotation
+	// machineconfiguration.openshift.io/machineConfigServerURL. Empty when
+	// spec.infra names no internal API host.
+	ServerURL string
 }

@@ -141,9 +141,8 @@ func TestKeyCoversEveryField(t *testing.T) {
 		// render reads its MachineConfig selector, not its node selector
 		// (poolSpecNotRead).
 		"MachineConfigPool": {"APIVersion", "Kind", "Metadata.Labels", "Metadata.Annotations", "Metadata.Extra", "Spec.NodeSelector"},
-		// Where it was read and its name are only quoted in errors; the root
-		// CA is served by the pointer configs, not in a render.
-		"ControllerConfig": {"RootCAData", "Source", "Name"},
+		// Where it was read and its name are only quoted in errors.
+		"ControllerConfig": {"Source", "Name"},
 	} {
 		for _, f := range fields {
 			notRead[input+"."+f] = true

@@ -550,6 +550,9 @@ func decodeControllerConfig(o rawObject) (*ControllerConfig, error) {
 			KubeAPIServerServingCAData     []byte `json:"kubeAPIServerServingCAData"`
 			CloudProviderCAData            []byte `json:"cloudProviderCAData"`
 			RootCAData                     []byte `json:"rootCAData"`
+			Infra                          struct {
+				Status infraStatus `json:"status"`
+			} `json:"infra"`
 		} `json:"spec"`
 	}
 	if err := json.Unmarshal(o.JSON, &c); err != nil {
@@ -566,6 +569,7 @@ func decodeControllerConfig(o rawObject) (*ControllerConfig, error) {
 		KubeAPIServerServingCAData:     c.Spec.KubeAPIServerServingCAData,
 		CloudProviderCAData:            c.Spec.CloudProviderCAData,
 		RootCAData:                     c.Spec.RootCAData,
+		ServerURL:                      c.Spec.Infra.Status.serverURL(),
 		ReleaseImageVersion:            c.Metadata.Annotations[AnnotationReleaseImageVersion],
 		ControllerVersion:              c.Metadata.Annotations[AnnotationControllerConfigVersion],
 		Source:                         o.File,

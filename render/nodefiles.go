@@ -3,6 +3,8 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 
@@ -34,7 +36,11 @@ const (
 	pathCloudCA     = "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem"
 	pathAnnotations = "/etc/machine-config-daemon/node-annotations.json"
 	pathKubeconfig  = "/etc/kubernetes/kubeconfig"
-	pathContent     = "/etc/mcs-machine-config-content.json"
+	// pathServerCA is the server's root CA bundle, which the node's daemon
+	// trusts to report a failed first boot (machine-config-operator PR
+	// #6124).
+	pathServerCA = "/etc/machine-config-daemon/mcs-ca-bundle.crt"
+	pathContent  = "/etc/mcs-machine-config-content.json"
 )
 
 // Key is the key of what Files adds beside any render under cc: the
@@ -43,6 +49,7 @@ func (nf NodeFiles) Key(cc *ControllerConfig) Key {
 	in := nodeFilesInput{NodeFiles: nf}
 	if cc != nil {
 		in.KubeAPIServerServingCAData, in.CloudProviderCAData = cc.KubeAPIServerServingCAData, cc.CloudProviderCAData
+		in.RootCAData, in.ServerURL = cc.RootCAData, cc.ServerURL
 	}
 	k := newKeyer()
 	k.string("node files")
@@ -56,7 +63,8 @@ func (nf NodeFiles) Key(cc *ControllerConfig) Key {
 // render, by Files, or listed as read by neither).
 type nodeFilesInput struct {
 	NodeFiles
-	KubeAPIServerServingCAData, CloudProviderCAData []byte
+	KubeAPIServerServingCAData, CloudProviderCAData, RootCAData []byte
+	ServerURL                                                   string
 }
 
 // Files are the files OpenShift's server adds to res's config that are the
@@ -67,12 +75,13 @@ func (nf NodeFiles) Files(res *Result, cc *ControllerConfig) ([]types.File, erro
 		return nil, fmt.Errorf("encoding rendered MachineConfig: %w", err)
 	}
 	kubeletCA := nf.KubeletCA
-	var cloudCA []byte
+	var cloudCA, serverCA []byte
+	var serverURL string
 	if cc != nil {
 		if len(kubeletCA) == 0 {
 			kubeletCA = cc.KubeAPIServerServingCAData
 		}
-		cloudCA = cc.CloudProviderCAData
+		cloudCA, serverCA, serverURL = cc.CloudProviderCAData, cc.RootCAData, cc.ServerURL
 	}
 	var files []types.File
 	if len(kubeletCA) > 0 {
@@ -81,7 +90,10 @@ func (nf NodeFiles) Files(res *Result, cc *ControllerConfig) ([]types.File, erro
 	if len(cloudCA) > 0 {
 		files = append(files, convert.DataFile(pathCloudCA, cloudCA))
 	}
-	annotations, err := json.Marshal(nodeAnnotations(res))
+	if len(serverCA) > 0 {
+		files = append(files, convert.DataFile(pathServerCA, serverCA))
+	}
+	annotations, err := json.Marshal(nodeAnnotations(res, serverURL))
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +114,9 @@ const annotationPreBuiltImage = "machineconfiguration.openshift.io/pre-built-ima
 
 // nodeAnnotations are what the node's daemon starts from, as upstream's
 // getNodeAnnotation writes them: an image-mode pool's image (the
-// pre-built-image annotation first) adds currentImage and desiredImage.
-func nodeAnnotations(res *Result) map[string]string {
+// pre-built-image annotation first) adds currentImage and desiredImage,
+// and the server's URL (PR #6124) machineConfigServerURL.
+func nodeAnnotations(res *Result, serverURL string) map[string]string {
 	a := map[string]string{
 		"machineconfiguration.openshift.io/currentConfig":    res.Name,
 		"machineconfiguration.openshift.io/desiredConfig":    res.Name,
@@ -118,5 +131,49 @@ func nodeAnnotations(res *Result) map[string]string {
 		a["machineconfiguration.openshift.io/currentImage"] = image
 		a["machineconfiguration.openshift.io/desiredImage"] = image
 	}
+	if serverURL != "" {
+		a[AnnotationServerURL] = serverURL
+	}
 	return a
+}
+
+// AnnotationServerURL is the node annotation where the node's daemon
+// finds the server to report a failed first boot to.
+const AnnotationServerURL = "machineconfiguration.openshift.io/machineConfigServerURL"
+
+// infraStatus is the part of an Infrastructure's status the server's URL
+// comes from.
+type infraStatus struct {
+	APIServerInternalURI string `json:"apiServerInternalURI"`
+	PlatformStatus       struct {
+		Type      string        `json:"type"`
+		BareMetal *internalVIPs `json:"baremetal"`
+		OpenStack *internalVIPs `json:"openstack"`
+		Ovirt     *internalVIPs `json:"ovirt"`
+		VSphere   *internalVIPs `json:"vsphere"`
+	} `json:"platformStatus"`
+}
+
+type internalVIPs struct {
+	APIServerInternalIPs []string `json:"apiServerInternalIPs"`
+}
+
+// serverURL is https://HOST:22623 as machine-config-operator PR #6124's
+// GetIgnitionHost makes it: the api-int host of apiServerInternalURI, or
+// on bare metal, OpenStack, oVirt and vSphere the first internal API IP.
+// Empty without a host.
+func (st infraStatus) serverURL() string {
+	host := ""
+	if u, err := url.Parse(st.APIServerInternalURI); err == nil {
+		host = u.Hostname()
+	}
+	ps := st.PlatformStatus
+	vips := map[string]*internalVIPs{"BareMetal": ps.BareMetal, "OpenStack": ps.OpenStack, "Ovirt": ps.Ovirt, "VSphere": ps.VSphere}[ps.Type]
+	if vips != nil && len(vips.APIServerInternalIPs) > 0 {
+		host = vips.APIServerInternalIPs[0]
+	}
+	if host == "" {
+		return ""
+	}
+	return "https://" + net.JoinHostPort(host, "22623")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/net/html"
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
@@ -248,5 +249,41 @@ func TestRefusedNotice(t *testing.T) {
 	}
 	if len(got.of(source.NoticeFirstFetch)) != 0 {
 		t.Error("a stub counted as a fetch")
+	}
+}
+
+// An admin's curl asking for a spec a node would be refused at gets the
+// same stub, but is no refused node: not in /status's refused list, not
+// told to the cluster (no NodeRefused Event), and the page's "Fetched by
+// nodes" counts no curl.
+func TestAdminCurlIsNoNode(t *testing.T) {
+	var got notices
+	s := mustNew(t, Config{Notify: got.add, Gate: skewgate.New(nil, nil)})
+	swapResults(t, s, 1, result(t, "worker", luksIgn))
+	for _, ua := range []string{"curl/8.5.0", ""} {
+		req := httptest.NewRequest(http.MethodGet, "/config/worker", nil)
+		req.Header.Set("User-Agent", ua)
+		req.Header.Set("Accept", ign+"3.1.0")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Header().Get("X-Mcs-Skew") == "" {
+			t.Fatalf("%q: not the stub a node would get: %d %s", ua, w.Code, w.Body)
+		}
+	}
+	if n := got.of(source.NoticeNodeRefused); len(n) != 0 || len(s.rec.gate.Recent()) != 0 {
+		t.Errorf("an admin's curl told as a refused node: %+v, recent %+v", n, s.rec.gate.Recent())
+	}
+
+	demo := demoServer(t, nil)
+	w := get(t, demo, http.MethodGet, "/status", "Accept", "text/html")
+	doc, err := html.Parse(w.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := textOf(byID(t, doc, "row-infra")); !strings.Contains(row, "no node yet (1 by other clients") {
+		t.Errorf("infra, fetched by curl alone, shows %q", row)
+	}
+	if row := textOf(byID(t, doc, "row-worker")); !strings.Contains(row, "3 fetches; first") {
+		t.Errorf("worker shows %q", row)
 	}
 }

@@ -52,8 +52,12 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want,
 		s.refuser.refuse(w, r, CauseStubFailed, p.name, "cannot build the skew stub config: "+d.ID)
 		return true
 	}
-	s.cfg.Gate.Record(req, d)
-	s.rec.refused(req, d)
+	if _, node := skewgate.ParseUserAgent(req.UserAgent); node {
+		// A node refused: kept for /status and told to the cluster. An
+		// admin's curl gets the same answer, but is no refused node.
+		s.cfg.Gate.Record(req, d)
+		s.rec.refused(req, d)
+	}
 	info := infoOf(r)
 	info.spec, info.decision = stubSpec.String(), "stub:"+d.ID
 	w.Header()["X-Mcs-Skew"] = []string{d.Reason + "; id=" + d.ID}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -54,5 +55,27 @@ func TestNodeFailureRoute(t *testing.T) {
 	page := get(t, s.AdminHandler(), "GET", "/status?format=html").Body.String()
 	if !strings.Contains(page, "First-boot failures") || !strings.Contains(page, "Node ip-10-0-1-2 of pool worker failed its first boot") || strings.Contains(page, "sekrit") {
 		t.Errorf("the status page does not show the report:\n%s", page)
+	}
+}
+
+// The enforcement OpenShift computed is shown beside the gate's own
+// policy and findings, in /status and on the page.
+func TestClusterSkewStatus(t *testing.T) {
+	p, err := skewgate.ParsePolicy([]byte(`{"kind":"MachineConfiguration","spec":{},
+		"status":{"bootImageSkewEnforcementStatus":{"mode":"Automatic","automatic":{"ocpVersion":"4.19.0","rhcosVersion":"9.6.20250701-0"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newTestServer(t, Config{Gate: skewgate.New(p, nil)}, result(t, "worker", plainIgn))
+	var st Status
+	if err := json.Unmarshal(get(t, s, "GET", "/status?format=json").Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if c := st.SkewPolicy.ClusterStatus; c == nil || c.Mode != "Automatic" || c.OCPVersion != "4.19.0" {
+		t.Errorf("/status skewPolicy.clusterStatus %+v", c)
+	}
+	page := get(t, s, "GET", "/status?format=html").Body.String()
+	if !strings.Contains(page, "OpenShift's enforcement (MachineConfiguration status)</dt><dd><b>Automatic</b>, boot image recorded: OpenShift 4.19.0, RHCOS 9.6.20250701-0") {
+		t.Errorf("the status page does not show OpenShift's enforcement:\n%s", page)
 	}
 }

@@ -15,12 +15,13 @@ import (
 // the notifier. The Reloader writes it through renderHealth; the request
 // path through waiting and the fetch log.
 type recorder struct {
-	log    *slog.Logger
-	m      *renderMetrics
-	gate   *skewgate.Gate // shown, never changed here; nil: none
-	source string
-	notify func(source.Notice) // nil: nobody is told
-	served func() *Snapshot
+	log     *slog.Logger
+	m       *renderMetrics
+	gate    *skewgate.Gate // shown, never changed here; nil: none
+	source  string
+	maxSpec string
+	notify  func(source.Notice) // nil: nobody is told
+	served  func() *Snapshot
 
 	waiting  waitingNodes
 	fetches  fetchLog

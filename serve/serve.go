@@ -38,6 +38,9 @@ type Config struct {
 	Gate *skewgate.Gate
 	// Source names what is served, for /status.
 	Source string
+	// MaxSpec says, for /status, the spec ceiling renders are held to and
+	// where it came from (a flag, or the cluster's rollback release).
+	MaxSpec string
 	// Notify, when set, is told about refused nodes, failed renders, first
 	// fetches and nodes' first-boot failure reports (the Kubernetes source
 	// turns them into Events). It is called on the request path and must
@@ -94,7 +97,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.rec = &recorder{failures: s.failures.Status, log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, notify: cfg.Notify, served: s.Snapshot, cert: &certificateState{served: cfg.ServingCert}}
+	s.rec = &recorder{failures: s.failures.Status, log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, maxSpec: cfg.MaxSpec, notify: cfg.Notify, served: s.Snapshot, cert: &certificateState{served: cfg.ServingCert}}
 	s.clients.vec = m.clients
 	s.counters.m = m
 	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: &s.rec.waiting}

@@ -16,8 +16,10 @@ import (
 // Status is the /status document: what is served, why at that spec, and
 // what went wrong last. It holds no config contents and no credentials.
 type Status struct {
-	Ready       bool             `json:"ready"`
-	Source      string           `json:"source,omitempty"`
+	Ready  bool   `json:"ready"`
+	Source string `json:"source,omitempty"`
+	// MaxSpec is the spec ceiling renders are held to, and why.
+	MaxSpec     string           `json:"maxSpec,omitempty"`
 	Generation  uint64           `json:"generation"`
 	RenderedAt  *time.Time       `json:"renderedAt,omitempty"`
 	BuildTime   string           `json:"buildTime,omitempty"`
@@ -95,7 +97,7 @@ type Condition struct {
 
 // status returns the current status document.
 func (rec *recorder) status() Status {
-	st := Status{Source: rec.source, Pools: []PoolStatus{}, Conditions: []Condition{}, Waiting: rec.waiting.list(false), UnknownPools: rec.waiting.list(true), VersionOverride: versionOverride}
+	st := Status{Source: rec.source, MaxSpec: rec.maxSpec, Pools: []PoolStatus{}, Conditions: []Condition{}, Waiting: rec.waiting.list(false), UnknownPools: rec.waiting.list(true), VersionOverride: versionOverride}
 	rec.mu.Lock()
 	st.LastError = rec.lastErr
 	st.SkewPolicyError = rec.policyErr

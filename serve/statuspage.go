@@ -110,6 +110,13 @@ type poolView struct {
 	PoolStatus
 	Specs   []specChip
 	Serving *RenderedFetches // the served rendered config's fetches
+	// ByNodes counts Serving's fetches by Ignition clients: an admin's
+	// curl is no node (the JSON lists every client).
+	ByNodes uint64
+	// Failing is why the pool's newest render failed, its own or the
+	// whole render's: a load that fails fails every pool, which then
+	// serves its last good render, and the table must not say ok.
+	Failing string
 }
 
 type specChip struct {
@@ -126,7 +133,11 @@ type refusedView struct {
 func newPage(st Status, now time.Time) *page {
 	p := &page{Status: st, Now: now, CSS: template.CSS(pageCSS)}
 	for _, ps := range st.Pools {
-		p.Cards = append(p.Cards, newPoolView(ps))
+		v := newPoolView(ps)
+		if e := st.LastError; v.Failing == "" && e != nil && len(e.Pools) == 0 {
+			v.Failing = "the whole render fails: " + e.Message
+		}
+		p.Cards = append(p.Cards, v)
 	}
 	for i := range st.Conditions {
 		if st.Conditions[i].Type == "BootImageSkew" {
@@ -141,7 +152,7 @@ func newPage(st Status, now time.Time) *page {
 }
 
 func newPoolView(ps PoolStatus) poolView {
-	v := poolView{PoolStatus: ps}
+	v := poolView{PoolStatus: ps, Failing: ps.Error}
 	for _, ver := range convert.OutputVersions {
 		chip := specChip{Version: ver, Chosen: ver == ps.Spec}
 		if !slices.Contains(ps.Servable, ver) {
@@ -155,6 +166,11 @@ func newPoolView(ps PoolStatus) poolView {
 	for i := range ps.Fetches {
 		if ps.Fetches[i].Serving {
 			v.Serving = &ps.Fetches[i]
+			for _, c := range v.Serving.Clients {
+				if strings.HasPrefix(c.Ignition, "v") {
+					v.ByNodes += c.Count
+				}
+			}
 		}
 	}
 	return v

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"flag"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -314,5 +315,25 @@ func TestStatusPageWaitingNodes(t *testing.T) {
 		if !strings.Contains(problems, want) {
 			t.Errorf("problems lack %q: %s", want, problems)
 		}
+	}
+}
+
+// A source that fails to load fails every pool's render: the Pools table
+// says so beside the problem, never "ok" under "Rendering fails".
+func TestStatusPageWholeRenderFails(t *testing.T) {
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	st := Status{Ready: true, Pools: []PoolStatus{{Name: "worker", Rendered: "rendered-worker-1"}},
+		LastError: &renderError{Time: now, Since: now, Message: "97-x.yaml:3: invalid YAML"}}
+	w := httptest.NewRecorder()
+	statusPage(w, st, slog.New(slog.DiscardHandler))
+	doc, err := html.Parse(w.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := textOf(byID(t, doc, "row-worker")); !strings.Contains(row, "failing: serves its last good render") || strings.Contains(row, "ok") {
+		t.Errorf("the worker's row says %q while the whole render fails", row)
+	}
+	if problems := textOf(byID(t, doc, "problems")); !strings.Contains(problems, "invalid YAML") {
+		t.Errorf("problems: %s", problems)
 	}
 }

@@ -174,8 +174,11 @@ func (g *Gate) stub(pool, reason, msg string) Decision {
 
 // Record logs a stubbed request and keeps it for /status.
 func (g *Gate) Record(r Request, d Decision) {
-	g.log.Warn("node refused: boot-image skew", "pool", r.Pool, "reason", d.Reason, "id", d.ID,
-		"remote", r.RemoteAddr, "client", r.UserAgent, "clientSpec", r.ClientSpec.String(), "neededSpec", r.NeededSpec.String())
+	attrs := []any{"pool", r.Pool, "reason", d.Reason, "id", d.ID, "remote", r.RemoteAddr, "client", r.UserAgent, "clientSpec", r.ClientSpec.String()}
+	if !r.NeededSpec.IsZero() {
+		attrs = append(attrs, "neededSpec", r.NeededSpec.String())
+	}
+	g.log.Warn("node refused: boot-image skew", attrs...)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.recent) == recentMax {

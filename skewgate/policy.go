@@ -31,8 +31,54 @@ type Policy struct {
 	// MinIgnitionVersion maps a pool ("*" for every pool) to the oldest
 	// Ignition release allowed to join it, e.g. "2.15.0".
 	MinIgnitionVersion map[string]string `json:"minIgnitionVersion,omitempty"`
+	// ClusterStatus is the enforcement OpenShift's machine-config-operator
+	// computed (the MachineConfiguration's
+	// status.bootImageSkewEnforcementStatus), shown beside the gate's own
+	// findings; nil when the policy did not come from a cluster that has
+	// one. The gate decides by the fields above.
+	ClusterStatus *EnforcementStatus `json:"clusterStatus,omitempty"`
 
 	minIgnition map[string]IgnitionVersion
+}
+
+// EnforcementStatus is a MachineConfiguration's
+// status.bootImageSkewEnforcementStatus: the mode in force (Automatic,
+// Manual, None) and the boot image the operator last recorded, the
+// automatic or the manual one.
+type EnforcementStatus struct {
+	Mode         string `json:"mode"`
+	ManualMode   string `json:"manualMode,omitempty"` // OCPVersion or RHCOSVersion
+	OCPVersion   string `json:"ocpVersion,omitempty"`
+	RHCOSVersion string `json:"rhcosVersion,omitempty"`
+}
+
+// enforcementStatus reads status.bootImageSkewEnforcementStatus leniently
+// (it is the operator's report, not a policy to refuse): nil when absent
+// or unreadable.
+func enforcementStatus(js json.RawMessage) *EnforcementStatus {
+	if isNull(js) {
+		return nil
+	}
+	var st struct {
+		Mode      string `json:"mode"`
+		Automatic struct {
+			OCPVersion   string `json:"ocpVersion"`
+			RHCOSVersion string `json:"rhcosVersion"`
+		} `json:"automatic"`
+		Manual struct {
+			Mode         string `json:"mode"`
+			OCPVersion   string `json:"ocpVersion"`
+			RHCOSVersion string `json:"rhcosVersion"`
+		} `json:"manual"`
+	}
+	if json.Unmarshal(js, &st) != nil || st.Mode == "" {
+		return nil
+	}
+	es := &EnforcementStatus{Mode: st.Mode, OCPVersion: st.Automatic.OCPVersion, RHCOSVersion: st.Automatic.RHCOSVersion}
+	if st.Mode == "Manual" {
+		es.ManualMode, es.OCPVersion, es.RHCOSVersion = st.Manual.Mode, st.Manual.OCPVersion, st.Manual.RHCOSVersion
+	}
+	return es
 }
 
 // ManualPolicy records the boot image the cluster's machines boot from.
@@ -199,6 +245,9 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 	}
 	if err := p.validate(prefix); err != nil {
 		return nil, err
+	}
+	if probe.Status != nil {
+		p.ClusterStatus = enforcementStatus(probe.Status.BootImageSkewEnforcementStatus)
 	}
 	return &p, nil
 }

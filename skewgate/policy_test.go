@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -315,4 +316,36 @@ func TestLoadPolicyErrorsAtLines(t *testing.T) {
 		fmt.Fprintf(&out, "%s---\n%s\n\n", doc, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
 	}
 	testkit.Golden(t, "testdata/policy-files.txt", out.String(), *update)
+}
+
+// The enforcement OpenShift computed (status.bootImageSkewEnforcementStatus)
+// is kept beside the policy, read leniently; a bare policy has none.
+func TestClusterStatus(t *testing.T) {
+	for name, tc := range map[string]struct {
+		doc  string
+		mode string
+		want *EnforcementStatus
+	}{
+		"spec and automatic status": {`{"kind":"MachineConfiguration","spec":{"bootImageSkewEnforcement":{"mode":"None"}},
+			"status":{"bootImageSkewEnforcementStatus":{"mode":"Automatic","automatic":{"ocpVersion":"4.19.0","rhcosVersion":"9.6.20250701-0"}}}}`,
+			"None", &EnforcementStatus{Mode: "Automatic", OCPVersion: "4.19.0", RHCOSVersion: "9.6.20250701-0"}},
+		"manual status only": {`{"kind":"MachineConfiguration","spec":{},
+			"status":{"bootImageSkewEnforcementStatus":{"mode":"Manual","manual":{"mode":"OCPVersion","ocpVersion":"4.16.0"}}}}`,
+			"Manual", &EnforcementStatus{Mode: "Manual", ManualMode: "OCPVersion", OCPVersion: "4.16.0"}},
+		"no status":   {`{"kind":"MachineConfiguration","spec":{}}`, "", nil},
+		"bare policy": {`{"mode":"None"}`, "None", nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, err := ParsePolicy([]byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Mode != tc.mode || !reflect.DeepEqual(p.ClusterStatus, tc.want) {
+				t.Errorf("mode %q, clusterStatus %+v; want %q, %+v", p.Mode, p.ClusterStatus, tc.mode, tc.want)
+			}
+		})
+	}
+	if _, err := ParsePolicy([]byte(`{"mode":"None","clusterStatus":{"mode":"None"}}`)); err == nil {
+		t.Error("a policy file setting clusterStatus: no error")
+	}
 }

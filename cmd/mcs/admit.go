@@ -56,6 +56,9 @@ func parseAdmitFlags(args []string, stderr io.Writer) (*admitOptions, error) {
 
 // runAdmit is `mcs admit`: the webhook until ctx ends.
 func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "lower-existing" {
+		return runAdmitLowerExisting(ctx, args[1:], stdout, stderr)
+	}
 	o, err := parseAdmitFlags(args, stderr)
 	if err != nil || o == nil {
 		return err
@@ -75,6 +78,10 @@ func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	watch, ceiling, err := startStoredWatch(ctx, api, reg, log, o.recheck)
+	if err != nil {
+		return err
+	}
 	events := record.NewBroadcaster()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: api.kube.CoreV1().Events("")})
 	defer events.Shutdown()
@@ -82,6 +89,7 @@ func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	w := admit.New(admit.Config{
 		Logger: log, Registry: reg, Gatherer: reg, Deny: o.aboveCeiling == "deny",
 		Recorder: events.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: "mcs-admit", Host: host}),
+		Stored:   watch.Status,
 	})
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -90,9 +98,16 @@ func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if o.maxSpec.IsZero() {
 		ticker := time.NewTicker(o.recheck)
 		defer ticker.Stop()
-		read := func(ctx context.Context) (admit.Ceiling, error) { return admit.CeilingFromCluster(ctx, api.dynamic) }
+		read := func(ctx context.Context) (admit.Ceiling, error) {
+			c, err := admit.CeilingFromCluster(ctx, api.dynamic)
+			if err == nil {
+				ceiling.set(c.Spec)
+			}
+			return c, err
+		}
 		go w.FollowCeiling(ctx, read, ticker.C)
 	} else {
+		ceiling.set(o.maxSpec)
 		w.SetCeiling(admit.Ceiling{Spec: o.maxSpec, Reader: "the release a rollback returns to (--max-spec " + o.maxSpec.String() + ")", Source: "--max-spec " + o.maxSpec.String()})
 	}
 	fmt.Fprintf(stdout, "mcs admit: listening on https://%s%s (above the ceiling: %s; ceiling: %s)\n", ln.Addr(), admit.MutatePath, o.aboveCeiling, ceilingWords(o.maxSpec))

@@ -125,7 +125,9 @@ func controllerExposed(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	args := []string{"controller", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--manage-pki"}
-	c := launch(t, true, func(ctx context.Context, stdout, stderr io.Writer) error { return dispatch(ctx, args, nil, stdout, stderr) })
+	c := launch(t, true, func(ctx context.Context, stdout, stderr io.Writer) error {
+		return dispatch(ctx, args, nil, stdout, stderr)
+	})
 	var exposed map[string]bool
 	waitFor(t, "the PKI manager's metrics", func() bool {
 		_, scrape, err := c.get("/metrics")

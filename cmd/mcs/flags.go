@@ -149,7 +149,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.skewPolicy, "skew-policy", "", "boot-image skew policy file (YAML or JSON); reloaded on SIGHUP")
 	o.log.define(fs)
 	fs.Var(cmdline.Version(&o.defaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
-	cmdline.SpecFlags(fs, &o.render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads", "render at exactly this spec `VERSION`")
+	cmdline.SpecFlags(fs, &o.render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads; reading a cluster without it, the newest the release a rollback returns to reads (its ClusterVersion history), "+convert.Newest.String()+" without one", "render at exactly this spec `VERSION`")
 	o.tls.define(fs.Func)
 	fs.BoolVar(&o.http2, "http2", false, "allow HTTP/2 on TLS (off by default: Ignition speaks HTTP/1.1)")
 	fs.DurationVar(&o.poll, "poll", time.Second, "how often --dir is checked for changes")

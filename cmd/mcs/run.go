@@ -43,7 +43,7 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 		return err
 	}
 	defer klogbridge.To(ctx, log)()
-	ro := o.render
+	ro, ceiling := maxSpec(ctx, o, o.render, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gate, reloadPolicy, err := newGate(o, log)
@@ -69,7 +69,7 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if o.bootstrap != nil {
 		files = bootstrapNodeFiles(o)
 	}
-	srv, err := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o.listenTLS, o.cert, o.key)})
+	srv, err := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), MaxSpec: ceiling, Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o.listenTLS, o.cert, o.key)})
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,8 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"admit", "serve", "admission rewrites what is stored, it serves nothing"},
 	{"admit", "source", "admission sees each write as the API server sends it"},
 	{"admit", "controller", "admission and the controller are apart"},
+	{"admit/stored", "source/kube", "the watch of stored MachineConfigs reads them itself, apart from the sources"},
+	{"admit", "admit/stored", "the review knows nothing of the watch: cmd/mcs wires them"},
 	{"nodefail", "serve", "node reports are taken by the server, not the other way"},
 	{"netlimit", "serve", "connection limits know nothing of what is served"},
 	{"netlimit", "render", "connection limits know nothing of what is served"},
@@ -37,7 +39,7 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"internal/gctune", "render", "GC tuning knows only the runtime"},
 	{"internal/lifecycle", "serve", "the lifecycle runs any HTTP server"},
 	{"internal/tlsnames", "serve", "TLS names know nothing of what is served"},
-	{"internal/authtokens", "render", "tokens know nothing of what is rendered"},
+	{"internal/authtokens", "controller", "tokens are the server's, not the controller's"},
 }
 
 func TestLayering(t *testing.T) {

@@ -48,6 +48,7 @@ func TestTriggerKeysCoverTheRender(t *testing.T) {
 			"RootCAData":                     {"spec", "rootCAData"},
 			"ReleaseImageVersion":            {"metadata", "annotations", render.AnnotationReleaseImageVersion},
 			"ControllerVersion":              {"metadata", "annotations", render.AnnotationControllerConfigVersion},
+			"ServerURL":                      {"spec", "infra", "status", "apiServerInternalURI"},
 			"Source":                         nil, // where it was read
 			"Name":                           nil, // another name is another object
 		}
@@ -63,7 +64,11 @@ func TestTriggerKeysCoverTheRender(t *testing.T) {
 				continue
 			}
 			u := base.DeepCopy()
-			setField(t, u, base64.StdEncoding.EncodeToString([]byte("changed")), path...)
+			value := base64.StdEncoding.EncodeToString([]byte("changed")) // the CAs are base64
+			if f.Name == "ServerURL" {
+				value = "https://api-int.c.example.com:6443"
+			}
+			setField(t, u, value, path...)
 			got := loadControllerConfig(t, u)
 			if reflect.DeepEqual(reflect.ValueOf(*got).FieldByName(f.Name).Interface(), reflect.ValueOf(*decoded).FieldByName(f.Name).Interface()) {
 				t.Errorf("%s: setting %v does not change it", f.Name, path)

@@ -181,3 +181,24 @@ func TestSkewPolicyReadErrors(t *testing.T) {
 		t.Errorf("error %v after a successful read", in.SkewPolicyError)
 	}
 }
+
+// The enforcement OpenShift computed rides with the policy the source
+// reads, for /status.
+func TestSkewPolicyClusterStatus(t *testing.T) {
+	s := cachedSource(t, clusterDir(t, "aws"), Config{SkewPolicy: true})
+	s.mcfgs = newStore()
+	s.policy.synced = func() bool { return true }
+	mc := machineConfiguration(t, clusterMachineConfiguration, "1", `{"mode":"None"}`)
+	mc.Object["status"] = map[string]any{"bootImageSkewEnforcementStatus": map[string]any{"mode": "Automatic",
+		"automatic": map[string]any{"ocpVersion": "4.19.0", "rhcosVersion": "9.6.20250701-0"}}}
+	if err := s.mcfgs.Add(mc); err != nil {
+		t.Fatal(err)
+	}
+	in, err := s.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := in.SkewPolicy; p == nil || p.Mode != "None" || p.ClusterStatus == nil || p.ClusterStatus.Mode != "Automatic" || p.ClusterStatus.OCPVersion != "4.19.0" {
+		t.Errorf("policy %+v", p)
+	}
+}

@@ -1,0 +1,303 @@
+package admit_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ignition-mcs/mcs/admit"
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/shareddata"
+	"github.com/ignition-mcs/mcs/internal/testpki"
+	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/tree"
+)
+
+var admitMachineConfigs = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
+
+// renderedAt35 is the rendered MachineConfig of pool in a realdata set as
+// OpenShift stores it: spec 3.5.0.
+func renderedAt35(tb testing.TB, set, pool string) []byte {
+	tb.Helper()
+	s, err := tree.Load(shareddata.Path(tb, "realdata", set))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := s.RenderPool(pool, render.Options{Spec: convert.V3_5})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := res.MachineConfig.MarshalRendered()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// reviewOf is an AdmissionReview of the create of the MachineConfig mc.
+func reviewOf(tb testing.TB, mc []byte) []byte {
+	tb.Helper()
+	b, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       types.UID("5f0c7d2e-0000-4000-8000-000000000001"),
+			Kind:      metav1.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfig"},
+			Resource:  metav1.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"},
+			Operation: admissionv1.Create,
+			UserInfo:  authenticationv1.UserInfo{Username: "system:serviceaccount:openshift-machine-config-operator:machine-config-controller"},
+			Object:    runtime.RawExtension{Raw: mc},
+		},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// quantile is the q-quantile of sorted durations, in milliseconds.
+func quantile(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(sorted)-1))
+	return float64(sorted[i]) / float64(time.Millisecond)
+}
+
+// BenchmarkReview is one review of the largest rendered configs of the
+// project's real data, as OpenShift's render controller sends them (spec
+// 3.5.0): the request read and decoded, the config lowered and proven
+// lossless, the patch written. realdata/none is platform None, the
+// bare-metal installation; realdata/aws's worker is the largest by bytes.
+// Reports CPU per review and the latency's median and 99th percentile.
+func BenchmarkReview(b *testing.B) {
+	for _, c := range []struct{ set, pool string }{{"none", "worker"}, {"aws", "worker"}} {
+		b.Run(c.set+"/"+c.pool, func(b *testing.B) {
+			body := reviewOf(b, renderedAt35(b, c.set, c.pool))
+			wh := admit.New(admit.Config{})
+			wh.SetCeiling(admit.Ceiling{Spec: convert.V3_4})
+			once := func() {
+				rec := httptest.NewRecorder()
+				wh.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, admit.MutatePath, bytes.NewReader(body)))
+				if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"patch"`)) {
+					b.Fatalf("%d %.300s", rec.Code, rec.Body.Bytes())
+				}
+			}
+			once()
+			lat := make([]time.Duration, 0, b.N)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuTime()
+			for range b.N {
+				start := time.Now()
+				once()
+				lat = append(lat, time.Since(start))
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N)/float64(time.Millisecond), "cpu-ms/op")
+			slices.Sort(lat)
+			b.ReportMetric(quantile(lat, 0.5), "p50-ms")
+			b.ReportMetric(quantile(lat, 0.99), "p99-ms")
+		})
+	}
+}
+
+// webhookServer serves wh over TLS on loopback with a certificate of a
+// new CA, until the benchmark ends; it returns the URL of MutatePath and
+// the CA.
+func webhookServer(tb testing.TB, wh http.Handler) (string, []byte) {
+	tb.Helper()
+	ca := testpki.NewCA(tb)
+	pair := ca.Serving(tb)
+	dir := tb.TempDir()
+	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(cert, pair.CertPEM, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(key, pair.KeyPEM, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- admit.ServeTLS(ctx, ln, wh, admit.TLSConfig{CertFile: cert, KeyFile: key}) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	return "https://" + ln.Addr().String() + admit.MutatePath, ca.PEM
+}
+
+// BenchmarkCreate is a MachineConfig create through a real kube-apiserver,
+// alternating, in one run, a MachineConfig the webhook reviews (over TLS)
+// with one it does not (objectSelector): the two medians and their ratio,
+// the webhook's cost to a writer. The MachineConfigs are realdata/none's
+// worker rendered config at 3.5.0 (the largest a controller writes) and
+// its generated registries config (a typical one), each created under a
+// new name and deleted.
+func BenchmarkCreate(b *testing.B) {
+	cp := kubetest.New(b, false)
+	wh := admit.New(admit.Config{})
+	wh.SetCeiling(admit.Ceiling{Spec: convert.V3_4})
+	url, caPEM := webhookServer(b, wh)
+	nullURL, nullCA := nullWebhook(b)
+	cfg := &admissionregv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "mcs-admit-bench"},
+		Webhooks:   []admissionregv1.MutatingWebhook{benchHook("mcs", url, caPEM), benchHook("null", nullURL, nullCA)},
+	}
+	ctx := context.Background()
+	if _, err := cp.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, file string }{{"rendered-worker", ""}, {"registries", "99-worker-generated-registries.yaml"}} {
+		b.Run(c.name, func(b *testing.B) { benchCreate(b, cp, machineConfigOf(b, c.file)) })
+	}
+}
+
+// machineConfigOf is realdata/none's file, or its rendered worker config
+// when file is "".
+// benchHook reviews MachineConfig creates labelled bench=webhook (name
+// "mcs") or bench=null, as deploy/openshift/admit's webhook does.
+func benchHook(name, url string, caPEM []byte) admissionregv1.MutatingWebhook {
+	ignore, timeout, none := admissionregv1.Ignore, int32(5), admissionregv1.SideEffectClassNone
+	scope := admissionregv1.ClusterScope
+	label := map[string]string{"mcs": "webhook", "null": "null"}[name]
+	return admissionregv1.MutatingWebhook{
+		Name:                    name + ".admit.mcs.ignition-mcs.io",
+		AdmissionReviewVersions: []string{"v1"},
+		ClientConfig:            admissionregv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
+		Rules: []admissionregv1.RuleWithOperations{{
+			Operations: []admissionregv1.OperationType{admissionregv1.Create, admissionregv1.Update},
+			Rule: admissionregv1.Rule{APIGroups: []string{"machineconfiguration.openshift.io"}, APIVersions: []string{"v1"},
+				Resources: []string{"machineconfigs"}, Scope: &scope},
+		}},
+		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": label}},
+		FailurePolicy:  &ignore, TimeoutSeconds: &timeout, SideEffects: &none,
+	}
+}
+
+func machineConfigOf(tb testing.TB, file string) *unstructured.Unstructured {
+	tb.Helper()
+	var data []byte
+	if file == "" {
+		data = renderedAt35(tb, "none", "worker")
+	} else {
+		var err error
+		if data, err = os.ReadFile(filepath.Join(shareddata.Path(tb, "realdata", "none"), file)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	objs := kubetest.DecodeObjects(tb, data)
+	if len(objs) != 1 {
+		tb.Fatalf("%d objects in %s", len(objs), file)
+	}
+	u := objs[0]
+	u.SetOwnerReferences(nil)
+	return u
+}
+
+func benchCreate(b *testing.B, cp *kubetest.ControlPlane, mc *unstructured.Unstructured) {
+	ctx := context.Background()
+	res := cp.Dynamic.Resource(admitMachineConfigs)
+	// Each iteration creates one of each, in a rotating order, so none
+	// always follows another; every create carries new content (a file
+	// named by the iteration), as a new rendered config does.
+	kinds := []string{"webhook", "null", "none"}
+	took := map[string][]time.Duration{}
+	create := func(i int, kind string) time.Duration {
+		u := mc.DeepCopy()
+		u.SetName(fmt.Sprintf("bench-%d-%s", i, kind))
+		u.SetLabels(map[string]string{"bench": kind})
+		files, _, _ := unstructured.NestedSlice(u.Object, "spec", "config", "storage", "files")
+		files = append(files, map[string]any{"path": fmt.Sprintf("/etc/bench-%d", i), "contents": map[string]any{"source": "data:,x"}})
+		if err := unstructured.SetNestedSlice(u.Object, files, "spec", "config", "storage", "files"); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		got, err := res.Create(ctx, u, metav1.CreateOptions{})
+		d := time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, _, _ := unstructured.NestedString(got.Object, "spec", "config", "ignition", "version")
+		if (v == "3.5.0") == (kind == "webhook") {
+			b.Fatalf("created %s at %s", kind, v)
+		}
+		if err := res.Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	for _, k := range kinds {
+		create(-1, k) // connections up, caches warm
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range kinds {
+			k := kinds[(i+j)%len(kinds)]
+			took[k] = append(took[k], create(i, k))
+		}
+	}
+	b.StopTimer()
+	for _, k := range kinds {
+		slices.Sort(took[k])
+	}
+	base := quantile(took["none"], 0.5)
+	b.ReportMetric(base, "without-p50-ms")
+	b.ReportMetric(quantile(took["webhook"], 0.5), "with-p50-ms")
+	b.ReportMetric(quantile(took["null"], 0.5), "null-p50-ms")
+	b.ReportMetric(quantile(took["webhook"], 0.5)/base, "ratio")
+	b.ReportMetric(quantile(took["null"], 0.5)/base, "null-ratio")
+	b.ReportMetric(quantile(took["none"], 0.99), "without-p99-ms")
+	b.ReportMetric(quantile(took["webhook"], 0.99), "with-p99-ms")
+}
+
+// nullWebhook answers every review allowed, unchanged, over TLS: the
+// floor any webhook costs the API server (the review's encoding, the
+// round trip, the response's decoding), to set the webhook's cost against.
+func nullWebhook(tb testing.TB) (string, []byte) {
+	tb.Helper()
+	ca := testpki.NewCA(tb)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in admissionv1.AdmissionReview
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Request == nil {
+			http.Error(w, "bad review", http.StatusBadRequest)
+			return
+		}
+		out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: &admissionv1.AdmissionResponse{UID: in.Request.UID, Allowed: true}}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&out)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Serving(tb).TLS(tb)}, NextProtos: []string{"h2", "http/1.1"}}
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	tb.Cleanup(srv.Close)
+	return srv.URL + "/null", ca.PEM
+}
