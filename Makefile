@@ -13,6 +13,9 @@ APT_UPDATE := $(SUDO) apt-get update -qq
 
 .PHONY: all build test vet fmt-check run bench wrk fuzz clean image container-engine
 RUN_DIR ?= fixtures/cluster
+# A tree whose worker pool needs spec 3.4 (LUKS discard): a node of Ignition
+# v2.9 (spec 3.2) gets the skew stub (cmd/render TestMakeRunHints).
+RUN_STUB_DIR := fixtures/features/tang-advertisement-3.4
 URL := http://$(LISTEN)
 
 all: build
@@ -33,6 +36,15 @@ vet:
 # skip, under CI=true.
 test: fmt-check vet ignition-clients kube-tools rollback-reader container-engine chromium promtool
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+# Attacks and load thresholds on the real binary, out of `make test`: the
+# slow-reader attack across a veth pair between two network namespaces
+# (root), then TestAttacks (slow readers, idle connections, log and
+# ?pretty=1 floods, a bad certificate, smuggling). CI runs it after `make test`.
+.PHONY: attack
+attack:
+	$(GO) vet -tags attack ./cmd/mcs
+	$(GO) test -tags attack -count=1 -timeout 20m -v -run '^(TestSlowReadersVeth|TestAttacks)$$' ./cmd/mcs
 
 # Go benchmarks, then the load test: mcs against a bare server writing the
 # same bytes, with wrk on loopback (installed here when missing).
@@ -79,11 +91,17 @@ fuzz:
 
 # The server on loopback over plain HTTP, serving the fixture cluster.
 run:
-	@echo "mcs: serving $(RUN_DIR) on $(URL). Try, in another terminal:"
-	@echo "  curl -s '$(URL)/config/worker?pretty=1' | head -n 20"
-	@echo "  curl -s -H 'Accept: application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1' -A Ignition/v2.9.0 -D - -o /dev/null $(URL)/config/worker"
+	@echo "mcs: building $(BIN)/mcs (the first build compiles every dependency: a few minutes; later builds take seconds)"
+	$(GO) build -o $(BIN)/mcs ./cmd/mcs
+	@echo "Try, in another terminal:"
+	@echo "  curl -s '$(URL)/config/worker?pretty' | head -n 20"
 	@echo "  curl -s $(URL)/status"
-	$(GO) run ./cmd/mcs --dir $(RUN_DIR) --listen-plain $(LISTEN) --listen-tls ''
+	@echo "What an old node gets (the skew stub) needs a pool an old client cannot read: run"
+	@echo "  make run RUN_DIR=$(RUN_STUB_DIR)"
+	@echo "and then"
+	@echo "  curl -s -H 'Accept: application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1' -A Ignition/v2.9.0 -D - $(URL)/config/worker"
+	@echo "mcs: serving $(RUN_DIR) on $(URL) as process $$$$ (stop it with Ctrl-C, or kill that PID)"; \
+	exec $(BIN)/mcs --dir $(RUN_DIR) --listen-plain $(LISTEN) --listen-tls ''
 
 # The real Ignition clients, one per boot-image era (v2.27.0 … v2.0.0, spec-2 v0.35.0), for end-to-end tests; built only when missing.
 .PHONY: ignition-clients

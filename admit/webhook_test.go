@@ -215,6 +215,23 @@ func TestAboveCeiling(t *testing.T) {
 	}
 }
 
+// A dry run has no side effects: no Event (the webhook is declared
+// sideEffects None or NoneOnDryRun).
+func TestDryRunNoEvent(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	w := New(Config{Recorder: rec})
+	w.SetCeiling(Ceiling{Spec: convert.V3_2, Reader: "r", Source: "s"})
+	var r admissionv1.AdmissionReview
+	_ = json.Unmarshal(reviewBody(admissionv1.Create, "system:serviceaccount:openshift-machine-config-operator:machine-config-operator", mcObject("a", kargs35), nil), &r)
+	dry := true
+	r.Request.DryRun = &dry
+	body, _ := json.Marshal(r)
+	_, resp := post(t, w, body)
+	if !resp.Allowed || len(resp.Warnings) != 1 || len(rec.Events) != 0 {
+		t.Errorf("allowed %v, warnings %q, %d Events; want allowed, warned, none", resp.Allowed, resp.Warnings, len(rec.Events))
+	}
+}
+
 func TestBadReviews(t *testing.T) {
 	w := New(Config{MaxBody: 1 << 10})
 	for _, c := range []struct {

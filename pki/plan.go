@@ -26,10 +26,13 @@ const (
 
 // Lifetimes say how long the CA and the serving certificate live and when
 // each is replaced (or at 80% of its life, whichever comes first, as
-// library-go does).
+// library-go does), and the serving certificate's key.
 type Lifetimes struct {
 	CAValidity, CARefresh     time.Duration
 	CertValidity, CertRefresh time.Duration
+	// ServingKey is the serving certificate's key type; a certificate of
+	// another is replaced. Zero is ECDSA P-256.
+	ServingKey KeyType
 }
 
 // DefaultLifetimes are upstream's: ten years, replaced after eight.
@@ -41,6 +44,9 @@ var DefaultLifetimes = Lifetimes{
 // validate refuses lifetimes that cannot work: a refresh must come before
 // the expiry, and a certificate must live at least a few seconds.
 func (l Lifetimes) validate() error {
+	if !slices.Contains(keyTypes, l.ServingKey.orDefault()) {
+		return fmt.Errorf("serving key type %q: want one of %v", l.ServingKey, keyTypes)
+	}
 	for _, c := range []struct {
 		what              string
 		validity, refresh time.Duration
@@ -115,7 +121,7 @@ func plan(now time.Time, cur current, hosts []string, lt Lifetimes, force bool) 
 	}
 	d.bundle = signerFirst(mergeCAs(now, slices.Concat(prev, cur.bundle, onlyCAs(cur.carried))...), d.signer.cert)
 	if why := servingDue(now, d, hosts, lt); why != "" {
-		s, err := newServing(d.signer, hosts, now, lt.CertValidity)
+		s, err := newServing(d.signer, hosts, now, lt.CertValidity, lt.ServingKey)
 		if err != nil {
 			return d, err
 		}
@@ -168,6 +174,9 @@ func servingDue(now time.Time, d desired, hosts []string, lt Lifetimes) string {
 	}
 	if missing := missingHosts(s.cert, hosts); len(missing) > 0 {
 		return fmt.Sprintf("does not name %v", missing)
+	}
+	if got := keyTypeOf(s.cert); got != lt.ServingKey.orDefault() {
+		return fmt.Sprintf("its key is %s, %s asked for", got, lt.ServingKey.orDefault())
 	}
 	if bytes.Equal(s.cert.RawIssuer, d.signer.cert.RawSubject) {
 		return ""

@@ -126,7 +126,7 @@ func TestPlanBundleKeepsCarriedCAs(t *testing.T) {
 func TestPlanAdoptedServingKept(t *testing.T) {
 	t0 := time.Now()
 	root, _ := newSigner(t0, 2*time.Hour)
-	leaf, err := newServing(root, hosts, t0, time.Hour)
+	leaf, err := newServing(root, hosts, t0, time.Hour, "")
 	if err != nil {
 		t.Fatal(err)
 	}

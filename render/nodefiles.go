@@ -132,14 +132,14 @@ func nodeAnnotations(res *Result, serverURL string) map[string]string {
 		a["machineconfiguration.openshift.io/desiredImage"] = image
 	}
 	if serverURL != "" {
-		a[AnnotationServerURL] = serverURL
+		a[annotationServerURL] = serverURL
 	}
 	return a
 }
 
-// AnnotationServerURL is the node annotation where the node's daemon
+// annotationServerURL is the node annotation where the node's daemon
 // finds the server to report a failed first boot to.
-const AnnotationServerURL = "machineconfiguration.openshift.io/machineConfigServerURL"
+const annotationServerURL = "machineconfiguration.openshift.io/machineConfigServerURL"
 
 // infraStatus is the part of an Infrastructure's status the server's URL
 // comes from.

@@ -100,7 +100,7 @@ spec:
 		}
 		d, err := dataurl.DecodeString(*f.Contents.Source)
 		var a map[string]string
-		if err != nil || json.Unmarshal(d.Data, &a) != nil || a[AnnotationServerURL] != "https://api-int.c.example.com:22623" {
+		if err != nil || json.Unmarshal(d.Data, &a) != nil || a[annotationServerURL] != "https://api-int.c.example.com:22623" {
 			t.Errorf("node annotations without the server URL: %s", *f.Contents.Source)
 		}
 	}

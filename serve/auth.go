@@ -2,15 +2,20 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"math"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-chi/chi/v5"
+	"golang.org/x/time/rate"
 )
 
 // Token is a bearer token and the pools it may fetch; no pools means every
@@ -66,6 +71,7 @@ func auth(tokens func() []Token, known func(pool string) string, ref *refuser) f
 			return next
 		}
 		var retired tokenHistory
+		fails := &failures{by: map[netip.Addr]*rate.Limiter{}}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			accepted := tokens()
 			if len(accepted) > 0 {
@@ -77,6 +83,9 @@ func auth(tokens func() []Token, known func(pool string) string, ref *refuser) f
 			if ok && tok != nil && tok.allows(name) {
 				next.ServeHTTP(w, r)
 				return
+			}
+			if tok == nil {
+				fails.wait(r.Context(), remoteAddr(r))
 			}
 			pool := known(name)
 			switch {
@@ -93,6 +102,101 @@ func auth(tokens func() []Token, known func(pool string) string, ref *refuser) f
 			}
 		})
 	}
+}
+
+// Failed token attempts from one address beyond failBurst are answered at
+// failRate a second, each waiting its turn (failWaitMax at most); a request
+// with an accepted token is never held back. A node behind a guesser's
+// address still boots, while a guesser gets failRate answers a second for
+// each request slot its address may hold (netlimit.Slots).
+const (
+	failRate    = 2
+	failBurst   = 20
+	failWaitMax = 5 * time.Second
+	failTracked = 4096 // addresses remembered; past it all are forgotten
+)
+
+// failures are the failed token attempts of each address.
+type failures struct {
+	mu sync.Mutex
+	by map[netip.Addr]*rate.Limiter
+}
+
+// wait holds a failed attempt from addr until its turn, or ctx ends.
+func (f *failures) wait(ctx context.Context, addr netip.Addr) {
+	d := f.delay(addr, time.Now())
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func (f *failures) delay(addr netip.Addr, now time.Time) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.by[addr]
+	if l == nil {
+		if len(f.by) >= failTracked {
+			clear(f.by)
+		}
+		l = rate.NewLimiter(failRate, failBurst)
+		f.by[addr] = l
+	}
+	r := l.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d <= failWaitMax {
+		return d
+	}
+	r.CancelAt(now)
+	return failWaitMax
+}
+
+// MinTokenBits is the entropy a bearer token must have at least.
+const MinTokenBits = 128
+
+// TokenBits estimates the entropy of a token drawn at random from the
+// characters it uses: its length times log2 of the size of the smallest
+// common alphabet holding them (hex, digits, letters and digits,
+// printable ASCII).
+func TokenBits(tok []byte) float64 {
+	var lower, upper, digit, other, hex bool
+	hex = true
+	for _, c := range tok {
+		switch {
+		case c >= 'a' && c <= 'z':
+			lower = true
+			hex = hex && c <= 'f'
+		case c >= 'A' && c <= 'Z':
+			upper = true
+			hex = hex && c <= 'F'
+		case c >= '0' && c <= '9':
+			digit = true
+		default:
+			other, hex = true, false
+		}
+	}
+	size := 0
+	switch {
+	case hex && (lower || upper):
+		size = 16
+	default:
+		for _, s := range []struct {
+			has bool
+			n   int
+		}{{lower, 26}, {upper, 26}, {digit, 10}, {other, 32}} {
+			if s.has {
+				size += s.n
+			}
+		}
+	}
+	if size < 2 {
+		return 0
+	}
+	return float64(len(tok)) * math.Log2(float64(size))
 }
 
 // adminAuth guards /status and /metrics when tokens are configured: they

@@ -124,6 +124,12 @@ func (ref *refuser) refuseAs(w http.ResponseWriter, r *http.Request, cause Cause
 	plain(w, a.Code, toldMsg)
 }
 
+// unauthenticated reports whether cause refuses a request that carried no
+// accepted token.
+func unauthenticated(cause Cause) bool {
+	return cause == CauseTokenMissing || cause == CauseTokenRejected || cause == CauseTokenRetired
+}
+
 // bounded keeps a request-supplied string short enough for a log and /status.
 func bounded(s string) string { return text.Truncate(s, 64, "…") }
 
@@ -170,6 +176,10 @@ type waitingNodes struct {
 	warned  map[warnKey]struct{}
 }
 
+// note records a retried answer: logged once per cause, pool and client,
+// and listed in /status, except for requests without an accepted token:
+// anyone can send those, and a guesser must not fill a pool's waiting
+// nodes (they are logged and counted only).
 func (wn *waitingNodes) note(log *slog.Logger, cause Cause, pool, client, agent, msg string) {
 	now := time.Now()
 	wn.mu.Lock()
@@ -177,26 +187,18 @@ func (wn *waitingNodes) note(log *slog.Logger, cause Cause, pool, client, agent,
 		wn.entries, wn.warned = map[waitKey]*Waiting{}, map[warnKey]struct{}{}
 	}
 	wk := waitKey{cause, pool}
-	e := wn.entries[wk]
-	if e == nil {
-		wn.forget(now)
-		// Unknown pool names come from the request: capped apart, so junk
-		// names cannot crowd a real pool's cause out of /status.
-		unknown := wn.count(CauseUnknownPool)
-		if cause == CauseUnknownPool && unknown >= unknownMax || cause != CauseUnknownPool && len(wn.entries)-unknown >= waitingMax {
-			wk.pool = unlistedPool
-		}
-		if e = wn.entries[wk]; e == nil {
-			e = &Waiting{Cause: cause, Code: answers[cause].Code, Pool: wk.pool, First: now}
-			wn.entries[wk] = e
-		}
+	var e *Waiting
+	if !unauthenticated(cause) {
+		e, wk = wn.entry(now, wk)
+		e.Requests++
+		e.Last, e.Message, e.LastAgent = now, msg, bounded(agent)
 	}
-	e.Requests++
-	e.Last, e.Message, e.LastAgent = now, msg, bounded(agent)
 	key := warnKey{wk, client}
 	_, seen := wn.warned[key]
 	if !seen {
-		e.Clients++
+		if e != nil {
+			e.Clients++
+		}
 		if len(wn.warned) >= warnedMax {
 			clear(wn.warned)
 			log.Warn(warnedOverflow)
@@ -206,8 +208,29 @@ func (wn *waitingNodes) note(log *slog.Logger, cause Cause, pool, client, agent,
 	wn.mu.Unlock()
 	if !seen {
 		log.Warn("node waiting: answered "+fmt.Sprint(answers[cause].Code)+", Ignition retries", "cause", string(cause),
-			"pool", pool, "remote", client, "client", bounded(agent), "answer", msg)
+			"pool", pool, "remote", client, "client", bounded(agent), "answer", msg, "listed", e != nil)
 	}
+}
+
+// entry is the /status entry of wk, made when new, and the key it is
+// under (unlisted pools share one). Called with mu held.
+func (wn *waitingNodes) entry(now time.Time, wk waitKey) (*Waiting, waitKey) {
+	if e := wn.entries[wk]; e != nil {
+		return e, wk
+	}
+	wn.forget(now)
+	// Unknown pool names come from the request: capped apart, so junk
+	// names cannot crowd a real pool's cause out of /status.
+	unknown := wn.count(CauseUnknownPool)
+	if wk.cause == CauseUnknownPool && unknown >= unknownMax || wk.cause != CauseUnknownPool && len(wn.entries)-unknown >= waitingMax {
+		wk.pool = unlistedPool
+	}
+	e := wn.entries[wk]
+	if e == nil {
+		e = &Waiting{Cause: wk.cause, Code: answers[wk.cause].Code, Pool: wk.pool, First: now}
+		wn.entries[wk] = e
+	}
+	return e, wk
 }
 
 // count is the number of entries for cause. Called with mu held.

@@ -65,7 +65,7 @@ var contractCases = map[Cause]contractCase{
 	}, request: getter("/config/worker"), body: "no render has succeeded yet; the newest attempt failed: pool worker (never rendered: nothing is served for it): dir/50-worker.yaml: bad"},
 	CauseOverloaded: {server: func(t *testing.T, cfg Config) *Server { cfg.MaxInFlight = 1; return worker(t, cfg) },
 		request: overloaded, body: "overloaded: 1 config requests in flight"},
-	CauseUnknownPool: {server: worker, request: getter("/config/infra"), body: `unknown pool "infra" (create the pool`},
+	CauseUnknownPool: {server: worker, request: getter("/config/infra"), body: `unknown pool "infra": the pools are worker (create the pool`},
 	CausePoolNotRendered: {server: func(t *testing.T, cfg Config) *Server {
 		s := mustNew(t, cfg)
 		snap, err := BuildSnapshot(1, []*render.Result{result(t, "worker", plainIgn)}, nil, render.NodeFiles{})
@@ -178,6 +178,13 @@ func checkWaiting(t *testing.T, s *Server, a contractRow, logs string) {
 		t.Errorf("want one WARN naming the cause for three retries, got %d:\n%s", warns, logs)
 	}
 	listed, want := st.Waiting, "True"
+	if unauthenticated(a.Cause) {
+		// Anyone can send it: logged and counted, never listed.
+		if len(st.Waiting) != 0 || len(st.UnknownPools) != 0 {
+			t.Errorf("a request without an accepted token is listed: %+v %+v", st.Waiting, st.UnknownPools)
+		}
+		return
+	}
 	if a.Cause == CauseUnknownPool {
 		// A name anyone can send: counted apart, no condition.
 		listed, want = st.UnknownPools, "False"
@@ -202,8 +209,9 @@ func checkWaiting(t *testing.T, s *Server, a contractRow, logs string) {
 // Requests for pools the server does not know (300 curls of
 // /config/scanN) are counted apart, bounded, logged once per client past
 // the bound, and expire: no problem on the status page, no NodesWaiting,
-// no real pool's cause folded into "(other)", and no caller told which
-// pools exist.
+// no real pool's cause folded into "(other)". Without tokens the answer
+// lists the pools, as the open /status does; with tokens, no caller is
+// told which pools exist (TestUnknownPoolWithTokens).
 func TestUnknownPoolNoise(t *testing.T) {
 	var logs bytes.Buffer
 	s := worker(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -213,8 +221,8 @@ func TestUnknownPoolNoise(t *testing.T) {
 			req.RemoteAddr = "10.0.0." + strconv.Itoa(client) + ":4000"
 			w := httptest.NewRecorder()
 			s.ServeHTTP(w, req)
-			if strings.Contains(w.Body.String(), "worker") {
-				t.Fatalf("the answer for an unknown pool names the server's pools: %s", w.Body.String())
+			if !strings.Contains(w.Body.String(), "the pools are worker") {
+				t.Fatalf("the answer for an unknown pool does not list the pools: %s", w.Body.String())
 			}
 		}
 	}
@@ -412,5 +420,42 @@ func TestContractDocumented(t *testing.T) {
 		if !row.Match(doc) {
 			t.Errorf("docs/reliability.md has no row `| `%s` | … | %d | %s |`", a.Cause, a.Code, retry)
 		}
+	}
+}
+
+// With tokens, /status needs one, and so does knowing which pools exist:
+// an unknown pool's answer names none, even to a token holder of another.
+func TestUnknownPoolWithTokens(t *testing.T) {
+	s := worker(t, tokensCfg(Config{}))
+	for _, path := range []string{"/config/infra", "/config/scan"} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer new-token")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if strings.Contains(w.Body.String(), "worker") {
+			t.Errorf("%s: the answer names the server's pools: %s", path, w.Body.String())
+		}
+	}
+}
+
+// What a person typing a URL by hand gets: an index at /, ?version=3.2 as
+// Accept's version=3.2, and a bare ?pretty indented.
+func TestHandTypedURLs(t *testing.T) {
+	s := worker(t, Config{})
+	if w := get(t, s, "GET", "/"); w.Code != 200 || !strings.Contains(w.Body.String(), "/config/<pool>") {
+		t.Errorf("GET /: %d %s", w.Code, w.Body)
+	}
+	if w := get(t, s, "GET", "/nope"); !strings.Contains(w.Body.String(), "GET / lists") {
+		t.Errorf("GET /nope: %s", w.Body)
+	}
+	w := get(t, s, "GET", "/config/worker?version=3.2")
+	if w.Code != 200 || !strings.Contains(w.Header().Get("Content-Type"), "version=3.2.0") {
+		t.Errorf("?version=3.2: %d %s %s", w.Code, w.Header().Get("Content-Type"), w.Body)
+	}
+	if w := get(t, s, "GET", "/config/worker?pretty"); !strings.Contains(w.Body.String(), "\n  ") {
+		t.Errorf("bare ?pretty not indented: %s", w.Body)
+	}
+	if w := get(t, s, "GET", "/config/wroker"); !strings.Contains(w.Body.String(), `unknown pool "wroker" (did you mean worker?): the pools are worker`) {
+		t.Errorf("a mistyped pool: %s", w.Body)
 	}
 }

@@ -29,7 +29,7 @@ type recorder struct {
 	cert     *certificateState
 
 	mu      sync.Mutex // guards the render health below
-	lastErr *renderError
+	lastErr *RenderError
 	// policyErr is why the source's newest skew policy was refused.
 	policyErr string
 	lastTry   time.Time
@@ -51,7 +51,8 @@ type renderHealth interface {
 	setStuck(st *stuckReload)
 }
 
-type renderError struct {
+// RenderError is why the newest render failed, for /status.
+type RenderError struct {
 	Time    time.Time `json:"time"`
 	Message string    `json:"message"`
 	// Since is when the render began failing (Time is the latest attempt).
@@ -103,7 +104,7 @@ func (rec *recorder) failed(f *failure) {
 	if rec.errSince.IsZero() {
 		rec.errSince = now
 	}
-	rec.lastErr, rec.lastTry = &renderError{Time: now, Message: err.Error(), Since: rec.errSince}, now
+	rec.lastErr, rec.lastTry = &RenderError{Time: now, Message: err.Error(), Since: rec.errSince}, now
 	for _, pf := range f.pools {
 		rec.lastErr.Pools = append(rec.lastErr.Pools, pf.pool)
 	}

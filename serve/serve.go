@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/nodefail"
+	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -60,6 +63,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	router   *chi.Mux
+	nodes    *chi.Mux // router without /status and /metrics
 	snap     atomic.Pointer[Snapshot]
 	draining atomic.Bool // shutting down: not ready, still serving
 	rec      *recorder
@@ -101,14 +105,37 @@ func New(cfg Config) (*Server, error) {
 	s.clients.vec = m.clients
 	s.counters.m = m
 	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: &s.rec.waiting}
-	s.router = s.routes()
+	s.router, s.nodes = s.routes(true), s.routes(false)
 	return s, nil
 }
 
-// routes registers every route, in one place.
-func (s *Server) routes() *chi.Mux {
+// index is what / answers: what this server serves, for whoever browses
+// to it; the admin lines only where they are served.
+func index(admin bool) string {
+	adminLines := ""
+	if admin {
+		adminLines = `  /status          pools, renders, refused and waiting nodes (JSON; a page in a browser)
+  /metrics         Prometheus metrics
+`
+	}
+	return `mcs, a machine-config-server:
+  /config/<pool>   a pool's Ignition config (Accept: application/vnd.coreos.ignition+json;version=X.Y.Z,
+                   or ?version=X.Y.Z; ?pretty indents it)
+` + adminLines + `  /healthz         the process answers
+  /readyz          a render is served
+  /v1/node-failure nodes report a failed first boot (POST)
+`
+}
+
+// routes registers every route, in one place; without admin, only what
+// nodes and probes use.
+func (s *Server) routes(admin bool) *chi.Mux {
 	r := chi.NewRouter()
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusNotFound, "not found: "+r.URL.Path) })
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		plain(w, http.StatusNotFound, "not found: "+r.URL.Path+" (GET / lists what this server serves)")
+	})
+	idx := index(admin)
+	r.Get("/", func(w http.ResponseWriter, r *http.Request) { plain(w, http.StatusOK, idx) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
 		plain(w, http.StatusMethodNotAllowed, "method not allowed: "+r.Method)
@@ -130,6 +157,9 @@ func (s *Server) routes() *chi.Mux {
 		r.Get("/readyz", s.readyz)
 		r.Head("/readyz", s.readyz)
 	})
+	if !admin {
+		return r
+	}
 	r.Group(func(r chi.Router) {
 		r.Use(instrument(s.m.duration.WithLabelValues("admin")), adminAuth(s.cfg.Tokens))
 		r.Get("/status", statusHandler(s.rec))
@@ -139,6 +169,13 @@ func (s *Server) routes() *chi.Mux {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { withState(s.router, w, r) }
+
+// NodeHandler serves only what nodes and probes use (/config/, /healthz,
+// /readyz, /v1/node-failure), as OpenShift's server: for the node ports of mcs start, whose
+// /status and /metrics are on an admin listener of their own.
+func (s *Server) NodeHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { withState(s.nodes, w, r) })
+}
 
 // AdminHandler serves /status, /metrics and the probes without a token,
 // for a listener of its own (loopback, or a port only Prometheus reaches)
@@ -200,8 +237,12 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// Which pools exist is the admin's to read (/status), not every
-		// caller's.
-		s.refuser.refuse(w, r, CauseUnknownPool, name, fmt.Sprintf("unknown pool %q", bounded(name)))
+		// caller's: named only where /status is open too (no tokens).
+		msg := fmt.Sprintf("unknown pool %q", bounded(name))
+		if s.cfg.Tokens == nil {
+			msg = render.UnknownPool(bounded(name), slices.Sorted(maps.Keys(snap.pools)), false)
+		}
+		s.refuser.refuse(w, r, CauseUnknownPool, name, msg)
 		return
 	}
 	info.pool = p.name
@@ -226,7 +267,7 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info.spec = resp.versionLabel
-	if pretty := q.Get("pretty"); pretty != "" && pretty != "0" {
+	if q.Has("pretty") && q.Get("pretty") != "0" { // bare ?pretty too
 		writeBody(w, r, resp.contentType, resp.pretty())
 		return
 	}
@@ -248,6 +289,9 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pool, version
 	var wnt want
 	var resp *response
 	if version != "" {
+		if strings.Count(version, ".") == 1 {
+			version += ".0" // ?version=3.2, as Accept's version=3.2
+		}
 		v, err := convert.ParseOutputVersion(version)
 		if err != nil {
 			s.refuser.refuse(w, r, CauseBadVersion, p.name, err.Error())

@@ -74,7 +74,7 @@ func TestRoutesAndErrors(t *testing.T) {
 		code               int
 		body               string
 	}{
-		{"unknown pool", "GET", "/config/infra", 500, `unknown pool "infra" (create the pool`},
+		{"unknown pool", "GET", "/config/infra", 500, `unknown pool "infra": the pools are master, worker (create the pool`},
 		{"post", "POST", "/config/worker", 405, "method not allowed"},
 		{"delete", "DELETE", "/config/worker", 405, "method not allowed"},
 		{"unknown path", "GET", "/nope", 404, "not found"},

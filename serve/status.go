@@ -24,7 +24,7 @@ type Status struct {
 	RenderedAt  *time.Time       `json:"renderedAt,omitempty"`
 	BuildTime   string           `json:"buildTime,omitempty"`
 	LastAttempt *time.Time       `json:"lastAttempt,omitempty"`
-	LastError   *renderError     `json:"lastError"`
+	LastError   *RenderError     `json:"lastError"`
 	Pools       []PoolStatus     `json:"pools"`
 	Conditions  []Condition      `json:"conditions"`
 	SkewPolicy  *skewgate.Policy `json:"skewPolicy,omitempty"`

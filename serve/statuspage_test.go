@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/ignition-mcs/mcs/internal/testkit"
+	"github.com/ignition-mcs/mcs/skewgate"
 )
 
 var screenshot = flag.String("screenshot", "", "write a screenshot of the status page to this PNG file (make screenshot)")
@@ -303,7 +304,7 @@ func TestStatusPageProblemsStuckAndSkipped(t *testing.T) {
 func TestStatusPageWaitingNodes(t *testing.T) {
 	s := worker(t, tokensCfg(Config{}))
 	for range 2 {
-		get(t, s, http.MethodGet, "/config/worker", "User-Agent", "Ignition/v2.27.0")
+		get(t, s, http.MethodGet, "/config/worker", "User-Agent", "Ignition/v2.27.0", "Authorization", "Bearer infra-token")
 	}
 	w := get(t, s, http.MethodGet, "/status?format=html", "Authorization", "Bearer new-token")
 	doc, err := html.Parse(bytes.NewReader(w.Body.Bytes()))
@@ -311,7 +312,7 @@ func TestStatusPageWaitingNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	problems := textOf(byID(t, doc, "problems"))
-	for _, want := range []string{"Nodes wait, answered 511 (token-missing) for pool worker: 2 requests from 1 address(es)", "add the token"} {
+	for _, want := range []string{"Nodes wait, answered 511 (token-other-pool) for pool worker: 2 requests from 1 address(es)", "add the pool"} {
 		if !strings.Contains(problems, want) {
 			t.Errorf("problems lack %q: %s", want, problems)
 		}
@@ -323,7 +324,7 @@ func TestStatusPageWaitingNodes(t *testing.T) {
 func TestStatusPageWholeRenderFails(t *testing.T) {
 	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	st := Status{Ready: true, Pools: []PoolStatus{{Name: "worker", Rendered: "rendered-worker-1"}},
-		LastError: &renderError{Time: now, Since: now, Message: "97-x.yaml:3: invalid YAML"}}
+		LastError: &RenderError{Time: now, Since: now, Message: "97-x.yaml:3: invalid YAML"}}
 	w := httptest.NewRecorder()
 	statusPage(w, st, slog.New(slog.DiscardHandler))
 	doc, err := html.Parse(w.Body)
@@ -335,5 +336,27 @@ func TestStatusPageWholeRenderFails(t *testing.T) {
 	}
 	if problems := textOf(byID(t, doc, "problems")); !strings.Contains(problems, "invalid YAML") {
 		t.Errorf("problems: %s", problems)
+	}
+}
+
+// The skew section says each thing once, and nothing a mode does not do:
+// with mode None the release's oldest boot image is not enforced, so not
+// shown; "no node has been refused" is not repeated under its heading.
+func TestStatusPageSkewSaysItOnce(t *testing.T) {
+	st := Status{Ready: true, Pools: []PoolStatus{{Name: "worker", Rendered: "rendered-worker-1"}},
+		SkewPolicy: &skewgate.Policy{Mode: "None", Release: skewgate.ReleaseLimits{OCPVersion: "4.14.0"}},
+		Conditions: []Condition{{Type: "BootImageSkew", Status: "False", Reason: "NoNodesBlocked", Message: "no node has been refused"}}}
+	w := httptest.NewRecorder()
+	statusPage(w, st, slog.New(slog.DiscardHandler))
+	doc, err := html.Parse(w.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skew := textOf(byID(t, doc, "skew"))
+	if strings.Contains(skew, "Oldest boot image supported") {
+		t.Errorf("mode None shows a boot-image limit it does not enforce: %s", skew)
+	}
+	if n := strings.Count(strings.ToLower(skew), "no node has been refused"); n != 1 {
+		t.Errorf("the skew section says no node was refused %d times: %s", n, skew)
 	}
 }

@@ -15,7 +15,7 @@ type Report struct {
 	// Ceiling is the newest spec the rollback release parses; zero when
 	// none is known (then Unreadable lists what is stored above its
 	// lowest spec).
-	Ceiling convert.Version `json:"ceiling"`
+	Ceiling convert.Version `json:"ceiling,omitzero"`
 	// Checked is how many MachineConfigs were read.
 	Checked int `json:"checked"`
 	// Pools counts Unreadable per pool: every pool, zeros included, and

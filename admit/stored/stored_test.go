@@ -23,6 +23,7 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
 	"github.com/ignition-mcs/mcs/source/tree"
@@ -248,7 +249,9 @@ func configs(t *testing.T, cp *kubetest.ControlPlane) map[string][]byte {
 	}
 	out := map[string][]byte{}
 	for i := range list.Items {
-		out[list.Items[i].GetName()] = configOf(&list.Items[i])
+		if c := configOf(&list.Items[i]); c != nil { // a config of kernel arguments alone has none
+			out[list.Items[i].GetName()] = c
+		}
 	}
 	return out
 }
@@ -327,6 +330,20 @@ func TestLowerExisting(t *testing.T) {
 	waitGauge(t, w, reg, counts(nil, "master", "worker"))
 	if again := run(t, Restore{Client: c.cp.Dynamic, Ceiling: rollback, Confirm: true}); len(again) != 0 {
 		t.Errorf("a second run finds %v", names(again))
+	}
+
+	// The release before's own reader (Ignition v2.19.0's config.Parse,
+	// specs up to 3.4) refused what was stored, and parses every one now.
+	reader := testkit.RollbackReader(t, "v2.19.0")
+	for name, verdict := range testkit.ReaderVerdicts(t, reader, sent) {
+		if _, ok := above[name]; ok != (verdict != "") {
+			t.Errorf("%s as OpenShift stored it: the reader says %q", name, verdict)
+		}
+	}
+	for name, verdict := range testkit.ReaderVerdicts(t, reader, configs(t, c.cp)) {
+		if verdict != "" {
+			t.Errorf("%s after lower-existing: the reader says %q", name, verdict)
+		}
 	}
 }
 
@@ -484,4 +501,7 @@ spec: {config: {ignition: {version: 3.5.0}}}
 	waitGauge(t, w, reg, map[string]int{"worker": 0})
 	set(convert.Version{})
 	waitGauge(t, w, reg, map[string]int{"worker": 2, noPool: 1})
+	if b, err := json.Marshal(w.Status()); err != nil || strings.Contains(string(b), "ceiling") || !strings.Contains(string(b), `"50-nobody"`) {
+		t.Errorf("/status's section with no ceiling: %s %v", b, err)
+	}
 }

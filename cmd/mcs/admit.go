@@ -8,12 +8,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
@@ -33,7 +35,7 @@ type admitOptions struct {
 
 func parseAdmitFlags(args []string, stderr io.Writer) (*admitOptions, error) {
 	o := &admitOptions{}
-	fs := cmdline.NewFlagSet("mcs admit", "Usage: mcs admit [flags]\n\nA mutating admission webhook for MachineConfigs: stores each one's spec.config at the lowest\nIgnition spec able to express it, proven lossless, beside OpenShift's own controllers\n(docs/admission.md). Every flag can also be set as MCS_<FLAG>.\n", stderr)
+	fs := cmdline.NewFlagSet("mcs admit", "Usage: mcs admit [flags]\n       mcs admit lower-existing [--confirm] [flags]   (see 'mcs admit lower-existing --help')\n\nA mutating admission webhook for MachineConfigs: stores each one's spec.config at the lowest\nIgnition spec able to express it, proven lossless, beside OpenShift's own controllers\n(docs/admission.md). lower-existing stores again, the same way, those stored before it.\nEvery flag can also be set as MCS_<FLAG>.\n", stderr)
 	fs.StringVar(&o.listen, "listen", ":9443", "address of the webhook (HTTPS: /mutate, /status, /metrics, /healthz, /readyz)")
 	fs.StringVar(&o.cert, "cert", "/etc/ssl/mcs-admit/tls.crt", "serving certificate (PEM), re-read when it changes")
 	fs.StringVar(&o.key, "key", "/etc/ssl/mcs-admit/tls.key", "serving key (PEM), re-read when it changes")
@@ -68,6 +70,8 @@ func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer klogbridge.To(ctx, log)()
+	// The certificate watcher logs through controller-runtime's logger.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err

@@ -1,3 +1,5 @@
+//go:build attack
+
 package main
 
 import (
@@ -108,7 +110,7 @@ func attackIdleConnections(t *testing.T) {
 // without the token: the log grows by a bounded amount per request.
 func attackLogFlood(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens")
-	os.WriteFile(tokens, []byte("s3cret\n"), 0o600)
+	os.WriteFile(tokens, []byte(s3cret+"\n"), 0o600)
 	p := startMCS(t, bigTree(t, 4<<10), nil, "--auth-token-file", tokens)
 	bytes0, _ := p.logs.counts()
 	ua, accept := "Ignition/"+strings.Repeat("A", 60000), specAccept+","+strings.Repeat("x/y;q=0.1,", 200)
@@ -122,7 +124,7 @@ func attackLogFlood(t *testing.T) {
 			c := client(nodeAddr, 5*time.Second)
 			h := []string{"User-Agent", ua, "Accept", accept}
 			if i%2 == 0 {
-				h = append(h, "Authorization", "Bearer s3cret")
+				h = append(h, "Authorization", "Bearer "+s3cret)
 			}
 			for time.Now().Before(deadline) {
 				code, _, err := p.fetch(c, "/config/worker", h...)

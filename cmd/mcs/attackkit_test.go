@@ -1,3 +1,5 @@
+//go:build attack
+
 package main
 
 import (
@@ -230,9 +232,23 @@ func (p *proc) cpu(t *testing.T) time.Duration {
 
 // memory is the process's resident set now and its peak, in bytes.
 func (p *proc) memory(t *testing.T) (rss, peak int64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	rss, peak, err := memoryOfPid(p.cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return rss, peak
+}
+
+// memoryOf is a process's resident set now.
+func memoryOf(pid int) (int64, error) {
+	rss, _, err := memoryOfPid(pid)
+	return rss, err
+}
+
+func memoryOfPid(pid int) (rss, peak int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
@@ -247,7 +263,7 @@ func (p *proc) memory(t *testing.T) (rss, peak int64) {
 			peak = kb << 10
 		}
 	}
-	return rss, peak
+	return rss, peak, nil
 }
 
 // hostPort is the plain listener's address.
@@ -361,6 +377,12 @@ func percentile(sorted []time.Duration, pct int) time.Duration {
 func slowReaders(t *testing.T, p *proc, n int, request string) (stop func() int64) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), slowReadersEnv+"="+strconv.Itoa(n), "MCS_ATTACK_ADDR="+p.hostPort(), "MCS_ATTACK_REQUEST="+request)
+	return attacker(t, cmd)
+}
+
+// attacker runs cmd, this test binary as an attacker (see TestMain),
+// until stop, which reports how many connections it opened.
+func attacker(t *testing.T, cmd *exec.Cmd) (stop func() int64) {
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -400,13 +422,23 @@ func slowReaders(t *testing.T, p *proc, n int, request string) (stop func() int6
 const slowReadersEnv = "MCS_ATTACK_SLOW_READERS"
 
 func TestMain(m *testing.M) {
+	addr := os.Getenv("MCS_ATTACK_ADDR")
 	if n, err := strconv.Atoi(os.Getenv(slowReadersEnv)); err == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() { io.Copy(io.Discard, os.Stdin); cancel() }()
-		fmt.Println(attackSlowly(ctx, n, os.Getenv("MCS_ATTACK_ADDR"), os.Getenv("MCS_ATTACK_REQUEST")))
-		os.Exit(0)
+		runAttacker(func(ctx context.Context) int64 { return attackSlowly(ctx, n, addr, os.Getenv("MCS_ATTACK_REQUEST")) })
+	}
+	if spec := os.Getenv(rateReadersEnv); spec != "" {
+		runAttacker(func(ctx context.Context) int64 { return readAtRate(ctx, spec, addr) })
 	}
 	os.Exit(m.Run())
+}
+
+// runAttacker runs attack until stdin closes, prints how many connections
+// it opened and exits.
+func runAttacker(attack func(context.Context) int64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { io.Copy(io.Discard, os.Stdin); cancel() }()
+	fmt.Println(attack(ctx))
+	os.Exit(0)
 }
 
 // attackSlowly is the slow readers' loop, until ctx ends; it returns how
@@ -436,11 +468,16 @@ func attackSlowly(ctx context.Context, n int, addr, request string) int64 {
 }
 
 func slowConn(addr string) (net.Conn, error) {
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(attackerAddr)}, Timeout: 5 * time.Second,
+	return attackDialer(net.ParseIP(attackerAddr)).Dial("tcp", addr)
+}
+
+// attackDialer dials from src with a 4 KiB receive buffer: nothing of a
+// response is absorbed beyond what the attacker reads.
+func attackDialer(src net.IP) *net.Dialer {
+	return &net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 5 * time.Second,
 		Control: func(_, _ string, rc syscall.RawConn) error {
 			return rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4096) })
 		}}
-	return d.Dial("tcp", addr)
 }
 
 // holdUntilClosed holds c, reading nothing, until ctx ends or the server

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
@@ -29,7 +30,11 @@ func maxSpec(ctx context.Context, o *options, ro render.Options, log *slog.Logge
 	case o.source != "kube":
 		return ro, fmt.Sprintf("%s (the newest mcs writes; set --max-spec to the newest your oldest reader reads)", convert.Newest)
 	}
-	c, err := clusterCeiling(ctx, o)
+	rc, err := restConfig(o.kubeAPIConfig)
+	if err != nil {
+		return ro, "" // the source cannot connect either, and says why
+	}
+	c, err := clusterCeiling(ctx, rc)
 	switch {
 	case err != nil:
 		log.Warn("max-spec: reading the cluster's ceiling failed; the newest mcs writes", "err", err, "maxSpec", convert.Newest.String())
@@ -43,12 +48,8 @@ func maxSpec(ctx context.Context, o *options, ro render.Options, log *slog.Logge
 	return ro, fmt.Sprintf("%s, from the cluster: %s", c.Spec, c.Source)
 }
 
-// clusterCeiling reads the ClusterVersion through --kubeconfig.
-func clusterCeiling(ctx context.Context, o *options) (admit.Ceiling, error) {
-	rc, err := restConfig(o.kubeAPIConfig)
-	if err != nil {
-		return admit.Ceiling{}, err
-	}
+// clusterCeiling reads the ClusterVersion.
+func clusterCeiling(ctx context.Context, rc *rest.Config) (admit.Ceiling, error) {
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return admit.Ceiling{}, err

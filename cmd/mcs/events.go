@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"time"
 
+	"github.com/ignition-mcs/mcs/insight"
+	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
@@ -28,4 +32,43 @@ func clusterNotifier(ctx context.Context, src source.Source) (func(source.Notice
 	}
 	context.AfterFunc(ctx, ev.Shutdown)
 	return ev.Notify, nil
+}
+
+// insightsEvery is how often, with --source kube, the health insights are
+// brought in line with /status.
+const insightsEvery = 30 * time.Second
+
+// startInsights keeps, with --source kube, the Update Status API's health
+// insights in line with what srv's /status shows, until ctx ends: only
+// where the API server serves them (openshift/api PR #2233's CRD).
+func startInsights(ctx context.Context, kubeconfig string, src source.Source, srv *serve.Server, log *slog.Logger) error {
+	if _, ok := src.(*kube.Source); !ok {
+		return nil
+	}
+	rc, err := restConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
+	w, err := kube.NewInsightWriter(rc, "mcs", nil)
+	if err != nil {
+		return err
+	}
+	go func() {
+		t := time.NewTicker(insightsEvery)
+		defer t.Stop()
+		last := ""
+		for {
+			_, err := w.Sync(ctx, insight.FromStatus(srv.Status(), time.Now()))
+			if msg := fmt.Sprint(err); err != nil && msg != last && ctx.Err() == nil {
+				log.Warn("health insights not written; retried", "err", err)
+			}
+			last = fmt.Sprint(err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return nil
 }

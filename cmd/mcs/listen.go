@@ -65,6 +65,7 @@ type listenDeps struct {
 	conns      *netlimit.Table // default: a table of its own, with the options' limits
 	certReport func(error)     // told each change of the certificate's reload outcome
 	admin      http.Handler    // served on --listen-admin
+	nodes      http.Handler    // served on the node ports instead of the whole server (mcs start)
 }
 
 // listen opens the listeners the options ask for. The
@@ -76,6 +77,9 @@ func listen(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (out []
 		ls.conns = netlimit.NewTable(o.connLimits(log), nil, log, nil)
 	}
 	conns := ls.conns
+	if ls.nodes != nil {
+		h = ls.nodes
+	}
 	defer func() {
 		if err != nil {
 			for _, s := range out {

@@ -34,6 +34,7 @@ func pkiFlags(fs *flag.FlagSet, o *pkiOptions) {
 	fs.DurationVar(&o.lifetimes.CARefresh, "pki-ca-refresh", d.CARefresh, "replace the CA this long after it starts (or at 80% of its life), cross-signed by the one it replaces")
 	fs.DurationVar(&o.lifetimes.CertValidity, "pki-cert-validity", d.CertValidity, "lifetime of the serving certificate (never past its CA)")
 	fs.DurationVar(&o.lifetimes.CertRefresh, "pki-cert-refresh", d.CertRefresh, "replace the serving certificate this long after it starts (or at 80% of its life)")
+	cmdline.Choice(fs, (*string)(&o.lifetimes.ServingKey), "pki-serving-key", string(pki.ECDSAP256), "the serving certificate's key: ecdsa-p256 (a TLS handshake costs the server a quarter of rsa-2048's CPU) or rsa-2048, for a profile that asks for RSA; a certificate of the other kind is replaced", string(pki.ECDSAP256), string(pki.RSA2048))
 	fs.DurationVar(&o.tokens.Rotation, "pool-token-rotation", 0, "keep a bearer token Secret per pool, carried by its generated pointer config, replaced this often (0: no pool tokens; HyperShift uses 5h30m)")
 	fs.DurationVar(&o.tokens.Grace, "pool-token-grace", 2*time.Hour, "how long a replaced pool token keeps working")
 	fs.DurationVar(&o.resync, "pki-resync", time.Minute, "how often the PKI is checked without a change seen")

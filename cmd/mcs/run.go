@@ -73,6 +73,9 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if err := startInsights(ctx, o.kubeAPIConfig, src, srv, log); err != nil {
+		return err
+	}
 	rl := &serve.Reloader{Source: startSource(o, src, log), Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
 	cm, err := netlimit.NewMetrics(reg)
 	if err != nil {
@@ -82,6 +85,9 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	ls := listenDeps{conns: netlimit.NewTable(o.connLimits(log), nil, log, cm), certReport: certReport(log, newCertMetrics(f), srv), admin: srv.AdminHandler()}
 	if err := registered(); err != nil {
 		return err
+	}
+	if o.start != nil { // as OpenShift's server: /config/ and the probes only
+		ls.nodes = srv.NodeHandler()
 	}
 	// Registered before anything runs: SIGHUP's default action ends the process.
 	hup := make(chan os.Signal, 1)

@@ -137,7 +137,7 @@ func TestServeDirectory(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "50-worker-hello.yaml", workerMC("one"))
 	tokens := filepath.Join(t.TempDir(), "tokens")
-	os.WriteFile(tokens, []byte("# rotated weekly\ns3cret\nmaster-only master arbiter\n"), 0o600)
+	os.WriteFile(tokens, []byte("# rotated weekly\n"+s3cret+"\n"+masterOnly+" master arbiter\n"), 0o600)
 	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "",
 		"--poll", "20ms", "--debounce", "20ms", "--auth-token-file", tokens, "--log-format", "json")
 	fetchAs := func(path, token string) (int, string) {
@@ -153,7 +153,7 @@ func TestServeDirectory(t *testing.T) {
 	}
 	fetch := func(path string, auth bool) (int, string) {
 		if auth {
-			return fetchAs(path, "s3cret")
+			return fetchAs(path, s3cret)
 		}
 		return fetchAs(path, "")
 	}
@@ -161,7 +161,7 @@ func TestServeDirectory(t *testing.T) {
 	if c, _ := fetch("/config/worker", false); c != 511 {
 		t.Fatalf("without token: %d", c)
 	}
-	if c, _ := fetchAs("/config/worker", "master-only"); c != 511 {
+	if c, _ := fetchAs("/config/worker", masterOnly); c != 511 {
 		t.Fatalf("a master-only token fetching worker: %d", c)
 	}
 	for _, path := range []string{"/status", "/metrics"} {
@@ -192,7 +192,7 @@ func TestServeDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := in.stderr.String()
-	if strings.Contains(logs, "s3cret") || strings.Contains(logs, "data:,") {
+	if strings.Contains(logs, s3cret) || strings.Contains(logs, "data:,") {
 		t.Fatal("logs carry a token or config contents")
 	}
 	if !strings.Contains(logs, `"msg":"config request"`) {
@@ -380,3 +380,12 @@ func TestEmptySpecValues(t *testing.T) {
 		t.Errorf("options %+v, default spec %s; want %+v and none", o.render, o.defaultSpec, want)
 	}
 }
+
+// Tokens of the tests, 128 bits and more.
+const (
+	s3cret     = "s3cret-Hq7Wm2Xp9Ks4Vt8Nz3Lb"
+	masterOnly = "master-only-Rf5Gk8Jd2Pw6Yc9M"
+	allPools   = "all-pools-Tn4Bx7Qe1Uh5Za8S"
+	workerTok  = "worker-tok-Lm3Vc6Ry9Fk2Wp5D"
+	bothTok    = "both-Ej8Hs1Nq4Xt7Gb3Kv6"
+)

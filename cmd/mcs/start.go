@@ -35,6 +35,7 @@ const (
 	defaultCert     = "/etc/ssl/mcs/tls.crt"
 	defaultKey      = "/etc/ssl/mcs/tls.key"
 	defaultTokenDir = "/etc/mcs/bootstrap-token"
+	defaultAdmin    = "127.0.0.1:22626"
 )
 
 // parseStartFlags is mcs start's command line: the server as OpenShift's
@@ -44,8 +45,8 @@ const (
 // names it, with the node kubeconfig built from the token and the URL.
 func parseStartFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{start: &startOptions{}, refused: startRefused}
-	usage := fmt.Sprintf("Usage: mcs start --apiserver-url URL [flags]\n\nOpenShift's machine-config-server start, as its DaemonSet runs it: serves each pool's rendered\nMachineConfig on :22623 (TLS, %s) and :22624, with the node kubeconfig built from\n%s and --apiserver-url, its CA from ConfigMap %s/%s.\n",
-		defaultCert, defaultTokenDir, kube.MCONamespace, kube.KubeconfigDataName)
+	usage := fmt.Sprintf("Usage: mcs start --apiserver-url URL [flags]\n\nOpenShift's machine-config-server start, as its DaemonSet runs it: serves each pool's rendered\nMachineConfig on :22623 (TLS, %s) and :22624, with the node kubeconfig built from\n%s and --apiserver-url, its CA from ConfigMap %s/%s; /status and /metrics\non --listen-admin (%s) only.\n",
+		defaultCert, defaultTokenDir, kube.MCONamespace, kube.KubeconfigDataName, defaultAdmin)
 	return o.parse("mcs start", usage, args, stderr, o.start.define, o.checkStart)
 }
 
@@ -56,6 +57,9 @@ func (so *startOptions) define(fs *flag.FlagSet) {
 	setDefault(fs, "key", defaultKey)
 	setDefault(fs, "source", "kube")
 	setDefault(fs, "render-mode", string(kube.ModePool))
+	// The node ports serve /config/ and the probes only, as OpenShift's
+	// server; /status and /metrics name pools, renders and node addresses.
+	setDefault(fs, "listen-admin", defaultAdmin)
 	fs.StringVar(&so.apiserverURL, "apiserver-url", "", "URL of the API server written into the kubeconfig served to nodes (required)")
 	fs.StringVar(&so.payloadVersion, "payload-version", "", "the OpenShift release's version (logged)")
 	fs.StringVar(&so.tokenDir, "bootstrap-token-dir", defaultTokenDir, "directory of the node-bootstrapper token (token, ca.crt) put into the served kubeconfig")

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/internal/tlsnames"
+	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
@@ -35,6 +38,9 @@ func TestStartFlags(t *testing.T) {
 	if o.cert != want.cert || o.key != want.key || o.source != want.source || o.renderMode != want.renderMode ||
 		o.listenTLS != want.listenTLS || o.listenPlain != want.listenPlain || o.log.level != want.log.level {
 		t.Errorf("got %+v", o)
+	}
+	if o.listenAdmin != defaultAdmin {
+		t.Errorf("--listen-admin %q, want %q", o.listenAdmin, defaultAdmin)
 	}
 	if o.start.tokenDir != tokens || o.start.apiserverURL != "https://api-int.c.example.com:6443" || o.start.payloadVersion != "4.21.0" {
 		t.Errorf("start options %+v", o.start)
@@ -162,3 +168,51 @@ type idleSource struct{}
 func (idleSource) Load(context.Context) (*source.Input, error)  { return &source.Input{}, nil }
 func (idleSource) Watch(ctx context.Context, _ chan<- struct{}) { <-ctx.Done() }
 func (idleSource) String() string                               { return "idle" }
+
+// mcs start's node ports answer /config/ and the probes only; /status and
+// /metrics are on --listen-admin. Plain mcs serves them on every port.
+func TestStartAdminOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		start      bool
+		nodeStatus int
+	}{{"mcs start", true, http.StatusNotFound}, {"mcs", false, http.StatusOK}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &options{listenPlain: "127.0.0.1:0", listenAdmin: "127.0.0.1:0"}
+			srv, err := serve.New(serve.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls := listenDeps{admin: srv.AdminHandler()}
+			if tc.start {
+				ls.nodes = srv.NodeHandler()
+			}
+			servers, err := listen(o, srv, slog.New(slog.DiscardHandler), ls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range servers {
+				go s.serve()
+				t.Cleanup(func() { s.srv.Close() })
+			}
+			code := func(s server, path string) int {
+				resp, err := http.Get("http://" + s.ln.Addr().String() + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			node, admin := servers[0], servers[1]
+			for path, want := range map[string][2]int{
+				"/status":  {tc.nodeStatus, http.StatusOK},
+				"/metrics": {tc.nodeStatus, http.StatusOK},
+				"/healthz": {http.StatusOK, http.StatusOK},
+			} {
+				if got := [2]int{code(node, path), code(admin, path)}; got != want {
+					t.Errorf("%s: node port %d, admin port %d; want %d, %d", path, got[0], got[1], want[0], want[1])
+				}
+			}
+		})
+	}
+}

@@ -29,6 +29,9 @@ func Parse(b []byte) ([]serve.Token, error) {
 				return nil, fmt.Errorf("line %d: %q is not a pool name", i+1, p)
 			}
 		}
+		if bits := serve.TokenBits([]byte(fields[0])); bits < serve.MinTokenBits {
+			return nil, fmt.Errorf("line %d: the token has about %.0f bits of entropy, want at least %d: a guesser could find it (make one with `openssl rand -base64 24`)", i+1, bits, serve.MinTokenBits)
+		}
 		out = append(out, serve.Token{Secret: []byte(fields[0]), Pools: fields[1:]})
 	}
 	if len(out) == 0 {

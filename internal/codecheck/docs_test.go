@@ -215,3 +215,34 @@ func TestGoVersionStated(t *testing.T) {
 		t.Errorf("README.md does not say %q (go.mod: go %s)", want, m[1])
 	}
 }
+
+// portForward is a port-forward command in a document.
+var portForward = regexp.MustCompile(`(?:oc|kubectl)\s+(.*?)port-forward\s+(\S+)[^\n` + "`" + `]*`)
+
+// TestDocPortForwards: a port-forward in the docs names its namespace
+// (the resources live in mcs or OpenShift's namespaces, never default)
+// and is not chained with && (it runs until stopped, so what follows never
+// runs).
+func TestDocPortForwards(t *testing.T) {
+	files, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, "../../README.md")
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range portForward.FindAllStringSubmatch(string(b), -1) {
+			n++
+			if !strings.Contains(m[0], "-n ") && !strings.Contains(m[0], "--namespace") {
+				t.Errorf("%s: %q names no namespace", f, m[0])
+			}
+			if strings.Contains(m[0], "&&") {
+				t.Errorf("%s: %q: a port-forward runs until stopped, so what follows && never runs", f, m[0])
+			}
+		}
+	}
+	if n < 3 {
+		t.Fatalf("only %d port-forward commands found: the pattern is broken", n)
+	}
+}

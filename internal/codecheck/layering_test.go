@@ -28,6 +28,7 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"admit/stored", "source/kube", "the watch of stored MachineConfigs reads them itself, apart from the sources"},
 	{"admit", "admit/stored", "the review knows nothing of the watch: cmd/mcs wires them"},
 	{"nodefail", "serve", "node reports are taken by the server, not the other way"},
+	{"serve", "insight", "the server knows nothing of who reads its status"},
 	{"netlimit", "serve", "connection limits know nothing of what is served"},
 	{"netlimit", "render", "connection limits know nothing of what is served"},
 	{"preflight", "serve", "preflight reads a cluster as mcs start would, serving nothing"},
