@@ -24,6 +24,7 @@ type recorder struct {
 	notify      func(source.Notice) // nil: nobody is told
 	served      func() *Snapshot
 	servingCert func() (*tls.Certificate, error) // nil: no TLS listener
+	backlog     func() source.Backlog            // nil: a source that cannot lag
 
 	waiting  waitingNodes
 	fetches  fetchLog

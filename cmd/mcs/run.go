@@ -10,6 +10,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/prom"
 	"github.com/ignition-mcs/mcs/netlimit"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
@@ -65,7 +66,11 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if o.bootstrap != nil {
 		files = bootstrapNodeFiles(o)
 	}
-	srv, err := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), MaxSpec: ceiling, Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o)})
+	cfg := serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), MaxSpec: ceiling, Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o)}
+	if l, ok := src.(source.Lagging); ok {
+		cfg.Backlog = l.Backlog
+	}
+	srv, err := serve.New(cfg)
 	if err != nil {
 		return err
 	}
