@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 )
 
 // jsonSyntax turns a JSON syntax error into one with a line and column, and
@@ -35,7 +36,33 @@ func typeError(raw []byte, t reflect.Type) *Problem {
 	if err := json.Unmarshal(raw, reflect.New(t).Interface()); !errors.As(err, &te) {
 		return nil
 	}
-	return &Problem{Path: pathAt(raw, te.Offset), Message: fmt.Sprintf("want a %s, not a JSON %s", te.Type, te.Value)}
+	path := pathAt(raw, te.Offset)
+	return &Problem{Path: path, Message: typeMistake(te, path)}
+}
+
+// typeMistake says what a value of the wrong type should have been, in
+// JSON's words rather than Go's ("a whole number", not "a int").
+func typeMistake(te *json.UnmarshalTypeError, path Path) string {
+	want := "a " + te.Type.String()
+	switch te.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "a whole number"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.String:
+		want = "a string"
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	}
+	msg := fmt.Sprintf("want %s, not a JSON %s", want, te.Value)
+	if s := path.String(); strings.HasSuffix(s, ".mode") && te.Value == "string" {
+		msg += `: a mode is a decimal number in Ignition (0644 is 420; in YAML, an unquoted 0644 reads as 420)`
+	}
+	return msg
 }
 
 // pathAt returns the JSON path of the innermost value that ends at or
@@ -100,4 +127,56 @@ func pathAt(raw []byte, off int64) Path {
 			next()
 		}
 	}
+}
+
+// duplicateKeys are the fields Ignition keys its lists by, in the order
+// tried: an entry's is the first it has.
+var duplicateKeys = []string{"path", "name", "device", "label"}
+
+// nameDuplicates says which key a duplicate entry repeats: Ignition's
+// "duplicate entry defined" names neither the field nor the value.
+func nameDuplicates(raw []byte, ps []Problem) []Problem {
+	var doc any
+	for i := range ps {
+		if ps[i].Message != "duplicate entry defined" {
+			continue
+		}
+		if doc == nil && json.Unmarshal(raw, &doc) != nil {
+			return ps
+		}
+		entry, ok := valueAt(doc, ps[i].Path.Path).(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, k := range duplicateKeys {
+			if v, ok := entry[k].(string); ok {
+				ps[i].Message = fmt.Sprintf("duplicate entry defined: an earlier entry of this list has the same %s %q", k, v)
+				break
+			}
+		}
+	}
+	return ps
+}
+
+// valueAt is the value at path in a decoded JSON document, or nil.
+func valueAt(doc any, path []any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := doc.(map[string]any)
+			if !ok {
+				return nil
+			}
+			doc = m[k]
+		case int:
+			l, ok := doc.([]any)
+			if !ok || k < 0 || k >= len(l) {
+				return nil
+			}
+			doc = l[k]
+		default:
+			return nil
+		}
+	}
+	return doc
 }

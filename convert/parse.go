@@ -62,7 +62,7 @@ func Parse(raw []byte) (*Parsed, error) {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			p.Path = ParsePath(te.Field)
-			p.Message = fmt.Sprintf("want a %s, not a JSON %s", te.Type, te.Value)
+			p.Message = typeMistake(te, p.Path)
 			if te.Field == "ignition.version" {
 				// YAML reads version: 3.2 as a number.
 				p.Message = fmt.Sprintf("the version is a %s, not a string: write all three parts, quoted in YAML (version: \"3.2.0\"); supported versions are %s", te.Value, VersionList(inputVersions))
@@ -96,7 +96,7 @@ func Parse(raw []byte) (*Parsed, error) {
 		if p := typeError(raw, reflect.TypeOf(typed)); p != nil {
 			return nil, &InvalidError{Version: v, Problems: []Problem{*p}}
 		}
-		return nil, &InvalidError{Version: v, Problems: problems(rpt, err)}
+		return nil, &InvalidError{Version: v, Problems: nameDuplicates(raw, problems(rpt, err))}
 	}
 	p := &Parsed{Version: v}
 	if err := p.takeWarnings(rpt); err != nil {

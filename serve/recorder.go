@@ -22,6 +22,7 @@ type recorder struct {
 	maxSpec string
 	notify  func(source.Notice) // nil: nobody is told
 	served  func() *Snapshot
+	backlog func() source.Backlog // nil: a source that cannot lag
 
 	waiting  waitingNodes
 	fetches  fetchLog

@@ -52,6 +52,9 @@ type Config struct {
 	// ServingCert, when set, returns the certificate chain the TLS listener
 	// serves, for /status's tls section.
 	ServingCert func() (*tls.Certificate, error)
+	// Backlog, when set, says what the source has seen change and not read
+	// yet (source.Lagging), for /status's backlog and SourceBehind.
+	Backlog func() source.Backlog
 	// MaxInFlight bounds the config requests answered at once; past it
 	// requests get 503 (retried). Zero means no bound.
 	MaxInFlight int
@@ -101,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.rec = &recorder{failures: s.failures.Status, log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, maxSpec: cfg.MaxSpec, notify: cfg.Notify, served: s.Snapshot, cert: &certificateState{served: cfg.ServingCert}}
+	s.rec = &recorder{failures: s.failures.Status, log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, maxSpec: cfg.MaxSpec, notify: cfg.Notify, served: s.Snapshot, cert: &certificateState{served: cfg.ServingCert}, backlog: cfg.Backlog}
 	s.clients.vec = m.clients
 	s.counters.m = m
 	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: &s.rec.waiting}

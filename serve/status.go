@@ -38,6 +38,9 @@ type Status struct {
 	// ReloadStuck says a load has run past the reload timeout, and what it
 	// was reading: "reload stuck since T, reading FILE; …".
 	ReloadStuck string `json:"reloadStuck,omitempty"`
+	// Backlog is what the source has seen change and not read yet (a
+	// Kubernetes source); absent for a source that reads all at once.
+	Backlog *SourceBacklog `json:"backlog,omitempty"`
 	// Warnings are what the newest load skipped: files that are not
 	// regular (FIFOs, sockets, devices), directory symlink loops.
 	Warnings []string `json:"warnings,omitempty"`
@@ -159,6 +162,7 @@ func (rec *recorder) status() Status {
 	}
 	st.Conditions = append(st.Conditions, waitCond)
 	st.Conditions = rec.cert.condition(st.Conditions)
+	st.Backlog, st.Conditions = backlogStatus(rec.backlog, st.Conditions)
 	if g := rec.gate; g != nil {
 		st.SkewPolicy = g.Policy()
 		c := Condition{Type: "BootImageSkew", Status: "False", Reason: "NoNodesBlocked", Message: "no node has been refused"}

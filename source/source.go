@@ -3,6 +3,7 @@ package source
 
 import (
 	"context"
+	"time"
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/skewgate"
@@ -59,3 +60,13 @@ func Reading(ctx context.Context, what string) {
 		p.Reading(what)
 	}
 }
+
+// Backlog is what a source has seen change and not read yet.
+type Backlog struct {
+	Objects int       // changed objects waiting to be read
+	Since   time.Time // when it last began to wait; zero with none
+}
+
+// Lagging is a Source that can fall behind the changes it watches (the
+// Kubernetes source reads each changed object): Backlog says how far, now.
+type Lagging interface{ Backlog() Backlog }

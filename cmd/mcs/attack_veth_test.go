@@ -60,10 +60,11 @@ func TestSlowReadersVeth(t *testing.T) {
 		ns := startVethNodes(p, 20)
 		time.Sleep(20 * time.Second)
 		ns.stop()
+		stalls, conns := p.metric(t, "mcs_connection_write_stalls_total"), p.metric(t, "mcs_connections")
 		opened := stop()
 		share, summary := ns.report()
-		t.Logf("%d attacker addresses × %d connections at 8 KB/s: %d connections opened; nodes: %s; RSS %s before, peak %s",
-			phase.addrs, phase.perAddr, opened, summary, mib(rss0), mib(peak.Load()))
+		t.Logf("%d attacker addresses × %d connections at 8 KB/s: %d connections opened, %v cut off behind the floor rate, %v open at the end; nodes: %s; RSS %s before, peak %s",
+			phase.addrs, phase.perAddr, opened, stalls, conns, summary, mib(rss0), mib(peak.Load()))
 		if share < 0.9 {
 			t.Errorf("%d attacker addresses: %.1f%% of the nodes' fetches served, want at least 90%%", phase.addrs, 100*share)
 		}

@@ -27,6 +27,9 @@ type options struct {
 	kubeAPIConfig          string // the kubeconfig mcs reads the cluster with
 	renderMode             string
 	controllerConfig       string
+	kubeQPS                float64 // the source's client rate
+	kubeBurst              int
+	kubeBacklogList        int
 	kubeconfig, kubeletCA  string
 	authTokenFile          string
 	poolTokenSecrets       bool
@@ -141,6 +144,9 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeAPIConfig, "kubeconfig", "", "kubeconfig for --source kube (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
 	cmdline.Choice(fs, &o.renderMode, "render-mode", string(kube.ModeSelf), "with --source kube: self (render each pool here) or pool (serve the rendered config the pool names, as OpenShift's server does)", string(kube.ModeSelf), string(kube.ModePool))
 	fs.StringVar(&o.controllerConfig, "controller-config", kube.DefaultControllerConfig, "with --source kube: the ControllerConfig to read")
+	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 100, "with --source kube: requests per second to the API server, sustained (client-go's default, 5, lets a steady stream of MachineConfig changes leave the source behind)")
+	fs.IntVar(&o.kubeBurst, "kube-api-burst", 300, "with --source kube: requests to the API server in a burst")
+	fs.IntVar(&o.kubeBacklogList, "kube-backlog-list", kube.DefaultBacklogList, "with --source kube: changed MachineConfigs waiting to be read that make the source read them all with one LIST rather than a GET each (see /status backlog)")
 	fs.StringVar(&o.kubeconfig, "bootstrap-kubeconfig", "", "node bootstrap kubeconfig served as /etc/kubernetes/kubeconfig")
 	fs.StringVar(&o.kubeletCA, "kubelet-ca", "", "CA bundle served as /etc/kubernetes/kubelet-ca.crt (default: the ControllerConfig's)")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "", "file of bearer tokens, one per line, each followed by the pools it may fetch (none: every pool, and /status and /metrics); /config/, /status and /metrics then require one")
@@ -186,6 +192,9 @@ func (o *options) check() error {
 		}
 		if _, err := kube.ParseMode(o.renderMode); err != nil {
 			return fmt.Errorf("--render-mode: %w", err)
+		}
+		if o.kubeQPS <= 0 || o.kubeBurst <= 0 || o.kubeBacklogList <= 0 {
+			return fmt.Errorf("--kube-api-qps, --kube-api-burst and --kube-backlog-list: want positive numbers (got %v, %d and %d)", o.kubeQPS, o.kubeBurst, o.kubeBacklogList)
 		}
 	default:
 		return fmt.Errorf("--source %q: want dir or kube", o.source)

@@ -30,8 +30,9 @@ var markerRe = regexp.MustCompile(`"/etc/(a|b)-part","contents":\{"source":"data
 
 // Soak: under load, the source is rewritten, each generation once the one
 // before is served: valid generations, then an invalid MachineConfig, then
-// valid again; midway a FIFO and a symlink to /dev/zero are dropped in,
-// named like MachineConfigs. No request fails; every body parses and is one
+// valid again; midway a FIFO and a socket are dropped in, named like
+// MachineConfigs (a link out of the tree, as to /dev/zero, fails the load:
+// TestSourceHazards). No request fails; every body parses and is one
 // whole generation (both of its files agree); each client sees generations
 // in order; during the invalid period the last good one serves and /status
 // shows the error; each hazard is warned about and the generations after it
@@ -58,7 +59,7 @@ func TestSoakRewrites(t *testing.T) {
 		}
 		return s.LastError.Message
 	}
-	hazardAt := map[int]string{10: "fifo", 14: "symlink to /dev/zero"}
+	hazardAt := map[int]string{10: "fifo", 14: "socket"}
 	for g := 1; g <= 24; g++ {
 		if name, ok := hazardAt[g]; ok {
 			dropHazard(t, in, filepath.Join(dir, fmt.Sprintf("97-hazard-%d.yaml", g)), name)

@@ -14,6 +14,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/prom"
 	"github.com/ignition-mcs/mcs/netlimit"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
@@ -69,7 +70,11 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if o.bootstrap != nil {
 		files = bootstrapNodeFiles(o)
 	}
-	srv, err := serve.New(serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), MaxSpec: ceiling, Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o.listenTLS, o.cert, o.key)})
+	cfg := serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), MaxSpec: ceiling, Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o.listenTLS, o.cert, o.key)}
+	if l, ok := src.(source.Lagging); ok {
+		cfg.Backlog = l.Backlog
+	}
+	srv, err := serve.New(cfg)
 	if err != nil {
 		return err
 	}

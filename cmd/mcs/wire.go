@@ -183,5 +183,8 @@ func newSource(o *options, ro render.Options, log *slog.Logger, reg prometheus.R
 		Registerer:       reg,
 		KubeconfigData:   o.start != nil,
 		ImageMode:        o.start != nil,
+		QPS:              float32(o.kubeQPS),
+		Burst:            o.kubeBurst,
+		BacklogList:      o.kubeBacklogList,
 	})
 }

@@ -58,6 +58,9 @@ func Cases() []Case {
 		// address 0, a regular file whose every read fails; in a tree, the
 		// link to it is refused first (TestLoadNamedDevice reads it).
 		{Name: "unreadable file (read fails)", Make: symlinkTo("/proc/self/mem"), Error: true, Want: regexp.MustCompile(`is a symbolic link to /proc/self/mem .*outside the tree`)},
+		// Under GrowLimit, over the 1.5 MiB a MachineConfig may be: refused
+		// from its size, before its 35,000 files are parsed and validated.
+		{Name: "MachineConfig of 35,000 files", Make: manyFiles(35_000), Error: true, Want: regexp.MustCompile(`MachineConfig is \d+ bytes of JSON, above the limit of 1572864 .*not parsed`)},
 		{Name: "file growing while read", Make: growing, Error: true,
 			Want: regexp.MustCompile(`over the per-file limit|grew while it was read|kept changing while it was read|invalid YAML`)},
 	}
@@ -92,6 +95,26 @@ func socket(t testing.TB, p string) func() {
 func symlinkTo(target string) func(testing.TB, string) func() {
 	return func(t testing.TB, p string) func() {
 		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+		return nil
+	}
+}
+
+// manyFiles writes a worker MachineConfig of n small files, as JSON.
+func manyFiles(n int) func(testing.TB, string) func() {
+	return func(t testing.TB, p string) func() {
+		var b strings.Builder
+		b.WriteString(`{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"97-many",` +
+			`"labels":{"machineconfiguration.openshift.io/role":"worker"}},"spec":{"config":{"ignition":{"version":"3.2.0"},"storage":{"files":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"path":"/etc/many/f%06d","mode":420,"contents":{"source":"data:,x%d"}}`, i, i)
+		}
+		b.WriteString(`]}}}}`)
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return nil

@@ -30,7 +30,8 @@ func (s *Source) run(ctx context.Context) {
 		transform := stripManagedFields
 		if gvr == MachineConfigs && s.cfg.Mode == ModeSelf {
 			transform = stripRenderedSpec
-			inf = newInformer((&selfMachineConfigs{full: s.client.Resource(gvr), meta: s.meta.Resource(gvr)}).listWatch(), gvr, inputIndexers)
+			self := &selfMachineConfigs{full: s.client.Resource(gvr), meta: s.meta.Resource(gvr), bulk: s.cfg.BacklogList, backlog: &s.backlog}
+			inf = newInformer(self.listWatch(), gvr, inputIndexers)
 		}
 		_ = inf.SetTransform(transform)
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) { onWatchErr(err) })

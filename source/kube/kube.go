@@ -108,6 +108,18 @@ type Config struct {
 	Rendered func(*render.Result)
 	// Registerer, when set, receives the source's metrics.
 	Registerer prometheus.Registerer
+	// QPS and Burst are the source's own client rate to the API server
+	// (default 100 and 300, as the controller's): client-go's default, 5
+	// a second, lets any steadier stream of MachineConfig changes grow a
+	// backlog without bound (self mode reads each changed one).
+	QPS   float32
+	Burst int
+	// BacklogList is how many changed MachineConfigs waiting to be read
+	// (self mode) make the source read them all with one LIST rather than
+	// a GET each (default DefaultBacklogList).
+	BacklogList int
+	// Now is the clock the backlog is timed by (default time.Now).
+	Now func() time.Time
 
 	// KubeconfigData follows ConfigMap kubeconfig-data in the MCO's
 	// namespace (its ca-bundle.crt is the CA of the kubeconfig served to
@@ -137,12 +149,16 @@ type Source struct {
 	cache     render.ParseCache // parsed configs, kept from one load to the next
 	fed       fedJSON           // the objects' JSON, kept from one load to the next
 	renderer  source.Renderer   // re-renders only the pools whose inputs changed
+	backlog                     // MachineConfig changes not read yet (self mode); its Backlog is the source's
 
 	caches
 	policy policyCache
 }
 
-var _ source.Source = (*Source)(nil)
+var (
+	_ source.Source  = (*Source)(nil)
+	_ source.Lagging = (*Source)(nil)
+)
 
 // New checks cfg and prepares the clients; nothing reaches the network until
 // Start.
@@ -168,7 +184,17 @@ func New(cfg Config) (*Source, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.QPS <= 0 {
+		cfg.QPS = 100
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = 300
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	rc := rest.CopyConfig(cfg.REST)
+	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
 	if rc.UserAgent == "" {
 		rc.UserAgent = "mcs"
 	}
@@ -201,6 +227,7 @@ func New(cfg Config) (*Source, error) {
 		caches: caches{synced: make(chan struct{}), controllerConfigName: cfg.ControllerConfig},
 	}
 	s.monitor = monitor{m: m, log: log, host: rc.Host, signal: s.signal, policy: &s.policy}
+	s.backlog = backlog{now: cfg.Now, gauge: m.backlog.Set}
 	return s, nil
 }
 

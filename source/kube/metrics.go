@@ -16,6 +16,8 @@ type metrics struct {
 	// policyErrors counts versions of the cluster's MachineConfiguration
 	// that did not parse as a skew policy.
 	policyErrors prometheus.Counter
+	// backlog is the MachineConfig changes seen and not read yet.
+	backlog prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -24,6 +26,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		up:           f.NewGauge(prometheus.GaugeOpts{Name: "mcs_kube_api_up", Help: "1 when the last request to the Kubernetes API server succeeded, 0 while it is failing."}),
 		errors:       f.NewCounter(prometheus.CounterOpts{Name: "mcs_kube_api_errors_total", Help: "Failed requests and broken watches to the Kubernetes API server."}),
 		events:       f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_kube_events_total", Help: "Object changes that can change what is served, by resource."}, []string{"resource"}),
+		backlog:      f.NewGauge(prometheus.GaugeOpts{Name: "mcs_kube_backlog_objects", Help: "Changed MachineConfigs the source has seen and not read yet (self mode); read with one LIST once --kube-backlog-list wait."}),
 		policyErrors: f.NewCounter(prometheus.CounterOpts{Name: "mcs_kube_skew_policy_errors_total", Help: "Versions of the cluster's MachineConfiguration whose skew policy was invalid; the last good one stays in force."}),
 	}
 	for _, r := range []schema.GroupVersionResource{MachineConfigs, MachineConfigPools, ControllerConfigs, MachineConfigurations} {

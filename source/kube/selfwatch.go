@@ -19,13 +19,17 @@ import (
 // render reads (isRendered, stripRenderedSpec), and a worker edit creates
 // one per pool, each the size of the pool's config: watched whole, the API
 // server would encode each for this watch and this process decode it, only
-// to drop the spec. Any other MachineConfig's change is read whole with a
-// GET; one that has changed again since its event waits for the event of
-// that change, so the cache never holds an object at a resourceVersion its
-// watch has not reached (a watch resumed from there misses nothing).
+// to drop the spec. Any other MachineConfig's change is read whole: with a
+// GET, or, once bulk or more wait (a burst of changes, the client's rate
+// limit), all with one LIST. One that has changed again since its event
+// waits for the event of that change, so the cache never holds an object
+// at a resourceVersion its watch has not reached (a watch resumed from
+// there misses nothing). The changes waiting are the backlog, shown.
 type selfMachineConfigs struct {
-	full dynamic.ResourceInterface
-	meta metadata.ResourceInterface
+	full    dynamic.ResourceInterface
+	meta    metadata.ResourceInterface
+	bulk    int
+	backlog *backlog
 }
 
 func (l *selfMachineConfigs) listWatch() cache.ListerWatcher {
@@ -38,7 +42,7 @@ func (l *selfMachineConfigs) listWatch() cache.ListerWatcher {
 			if err != nil {
 				return nil, err
 			}
-			return newWholeWatch(ctx, w, l.whole), nil
+			return l.newWholeWatch(ctx, w), nil
 		},
 	}
 	// The list is a List, not a watch streaming it (WatchListClient),
@@ -51,64 +55,97 @@ type listOnly struct{}
 
 func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
 
-// whole turns a metadata event into the event of the object the informer
-// caches: a rendered config's metadata as an object without a spec, any
-// other MachineConfig read whole. false drops the event: the object has
-// changed or gone since, and that event follows.
-func (l *selfMachineConfigs) whole(ctx context.Context, ev watch.Event) (watch.Event, bool) {
+// metadataEvent turns a metadata event into one of the object the
+// informer caches, without its spec: a rendered config's as it is, any
+// other's to be read whole (see needsWhole).
+func metadataEvent(ev watch.Event) watch.Event {
 	pm, ok := ev.Object.(*metav1.PartialObjectMetadata)
 	if !ok {
-		return ev, true // an error's Status
+		return ev // an error's Status
 	}
 	u, err := metadataObject(pm)
 	if err != nil {
-		return errorEvent(err), true
+		return errorEvent(err)
 	}
 	ev.Object = u
-	if (ev.Type != watch.Added && ev.Type != watch.Modified) || isRendered(u) {
-		return ev, true
-	}
-	got, err := l.full.Get(ctx, u.GetName(), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return ev, false
-	case err != nil:
-		return errorEvent(err), true
-	case got.GetResourceVersion() != u.GetResourceVersion():
-		return ev, false
-	}
-	ev.Object = got
-	return ev, true
+	return ev
 }
 
-// wholeWatch passes a watch's events on through whole, as watch.Filter
-// does, but ends when stopped even with an event in hand (watch.Filter's
-// goroutine would wait for a reader forever), and cancels a GET under way.
+// wholeWatch passes a metadata watch's events on with their objects read
+// whole. A reader queues the events as they come (pending), so the backlog
+// is counted rather than left in the connection; a worker reads the objects
+// and passes the events on in order. It ends when stopped even with an
+// event in hand (watch.Filter's goroutine would wait for a reader forever),
+// and cancels a read under way.
 type wholeWatch struct {
 	in     watch.Interface
 	out    chan watch.Event
 	cancel context.CancelFunc
 }
 
-func newWholeWatch(ctx context.Context, in watch.Interface, whole func(context.Context, watch.Event) (watch.Event, bool)) *wholeWatch {
+func (l *selfMachineConfigs) newWholeWatch(ctx context.Context, in watch.Interface) *wholeWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &wholeWatch{in: in, out: make(chan watch.Event), cancel: cancel}
+	p := &pending{wake: make(chan struct{}, 1)}
+	go func() {
+		defer func() {
+			p.mu.Lock()
+			p.done = true
+			p.mu.Unlock()
+			p.poke()
+		}()
+		for ev := range in.ResultChan() {
+			p.add(metadataEvent(ev))
+			l.backlog.set(p.len())
+		}
+	}()
 	go func() {
 		defer close(w.out)
 		defer in.Stop()
-		for ev := range in.ResultChan() {
-			ev, keep := whole(ctx, ev)
-			if !keep {
-				continue
-			}
+		defer l.backlog.set(0)
+		l.pass(ctx, p, w.out)
+	}()
+	return w
+}
+
+// pass reads and passes on the pending events until the watch ends.
+func (l *selfMachineConfigs) pass(ctx context.Context, p *pending, out chan<- watch.Event) {
+	bulk := l.bulk
+	if bulk <= 0 {
+		bulk = DefaultBacklogList
+	}
+	for {
+		evs, ended := p.take(bulk, needsWhole)
+		switch {
+		case ended:
+			return
+		case evs == nil:
 			select {
-			case w.out <- ev:
+			case <-p.wake:
+				continue
 			case <-ctx.Done():
 				return
 			}
 		}
-	}()
-	return w
+		l.backlog.set(p.len() + len(evs))
+		if len(evs) > 1 {
+			evs = l.readAll(ctx, evs)
+		} else if needsWhole(evs[0]) {
+			ev, keep := l.readOne(ctx, evs[0])
+			evs = evs[:0]
+			if keep {
+				evs = append(evs, ev)
+			}
+		}
+		for _, ev := range evs {
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+		l.backlog.set(p.len())
+	}
 }
 
 func (w *wholeWatch) ResultChan() <-chan watch.Event { return w.out }

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,7 +52,10 @@ func TestSelfWatchWhole(t *testing.T) {
 		{"deletion: metadata", watch.Event{Type: watch.Deleted, Object: meta("50-user", "8", true)}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, pass := l.whole(context.Background(), tc.ev)
+			ev, pass := metadataEvent(tc.ev), true
+			if needsWhole(ev) {
+				ev, pass = l.readOne(context.Background(), ev)
+			}
 			if pass != tc.pass {
 				t.Fatalf("passed %v, want %v", pass, tc.pass)
 			}
@@ -75,13 +80,9 @@ func TestSelfWatchWhole(t *testing.T) {
 // goroutine waits for a reader that is gone.
 func TestWholeWatchStops(t *testing.T) {
 	in := watch.NewFake()
-	inHand := make(chan struct{})
-	w := newWholeWatch(context.Background(), in, func(_ context.Context, ev watch.Event) (watch.Event, bool) {
-		close(inHand)
-		return ev, true
-	})
-	go in.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x"}})
-	<-inHand
+	l := &selfMachineConfigs{backlog: &backlog{now: time.Now}}
+	w := l.newWholeWatch(context.Background(), in)
+	in.Delete(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x"}}) // returns once read
 	w.Stop()
 	deadline := time.After(10 * time.Second)
 	for {
@@ -93,5 +94,61 @@ func TestWholeWatchStops(t *testing.T) {
 		case <-deadline:
 			t.Fatal("the watch did not end once stopped")
 		}
+	}
+}
+
+// A backlog of bulk changes or more is read with one LIST, no GET: each
+// object listed at its event's version passes whole, one changed or gone
+// since is dropped, events keep their order, and an object changed twice
+// while waiting passes once, at its newest version.
+func TestBacklogReadInBulk(t *testing.T) {
+	obj := func(name, rv string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+			"metadata": map[string]any{"name": name, "resourceVersion": rv, "labels": map[string]any{roleLabel: "worker"}},
+			"spec":     map[string]any{"config": map[string]any{"ignition": map[string]any{"version": "3.2.0"}}},
+		}}
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{MachineConfigs: "MachineConfigList"}, obj("a", "7"), obj("b", "5"))
+	var shown []int
+	bl := &backlog{now: time.Now, gauge: func(v float64) { shown = append(shown, int(v)) }}
+	l := &selfMachineConfigs{full: client.Resource(MachineConfigs), bulk: 3, backlog: bl}
+	meta := func(name, rv string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv, Labels: map[string]string{roleLabel: "worker"}}}
+	}
+	p := &pending{wake: make(chan struct{}, 1)}
+	for _, ev := range []watch.Event{
+		{Type: watch.Added, Object: meta("a", "6")},
+		{Type: watch.Added, Object: meta("c", "3")}, // gone since: not listed
+		{Type: watch.Modified, Object: meta("a", "7")},
+		{Type: watch.Deleted, Object: meta("d", "8")},
+		{Type: watch.Added, Object: meta("b", "5")},
+	} {
+		p.add(metadataEvent(ev))
+	}
+	p.done = true
+	out := make(chan watch.Event, 10)
+	l.pass(context.Background(), p, out)
+	close(out)
+	var got []string
+	for ev := range out {
+		u := ev.Object.(*unstructured.Unstructured)
+		_, whole := u.Object["spec"]
+		got = append(got, fmt.Sprintf("%s %s@%s whole=%v", ev.Type, u.GetName(), u.GetResourceVersion(), whole))
+	}
+	want := []string{"MODIFIED a@7 whole=true", "DELETED d@8 whole=false", "ADDED b@5 whole=true"}
+	if !slices.Equal(got, want) {
+		t.Errorf("passed %q, want %q", got, want)
+	}
+	var verbs []string
+	for _, a := range client.Actions() {
+		verbs = append(verbs, a.GetVerb())
+	}
+	if !slices.Equal(verbs, []string{"list"}) {
+		t.Errorf("requests %v, want one list", verbs)
+	}
+	if len(shown) == 0 || shown[0] != 4 || shown[len(shown)-1] != 0 {
+		t.Errorf("backlog shown %v, want 4 (a, c, d, b) then 0", shown)
 	}
 }
