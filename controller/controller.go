@@ -94,6 +94,9 @@ type Controller struct {
 	pruner   *pruner
 	plans    plans
 	gate     *gate
+	// afterSync, when set (by tests), is told the outcome of each pool's
+	// sync: a test waits for a sync instead of for time to pass.
+	afterSync func(pool string, err error)
 }
 
 // New checks cfg and prepares the clients; nothing reaches the network

@@ -47,6 +47,39 @@ func (l *writeLog) wrap(who string, rc *rest.Config) *rest.Config {
 	return rc
 }
 
+func (l *writeLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.writes)
+}
+
+// changeWhileKilled adds n MachineConfigs, a writing each of the first
+// half before the next comes, and kills a after the half: it returns their
+// names and when a was killed.
+func changeWhileKilled(t *testing.T, cp *kubetest.ControlPlane, log *writeLog, a *running, n int) ([]string, time.Time) {
+	var killed time.Time
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("60-worker-%02d", i)
+		names = append(names, name)
+		writes := log.count()
+		cp.Apply(t, mcObject(t, name, "worker", name))
+		if i < n/2 {
+			kubetest.Eventually(t, 30*time.Second, "a writes "+name, func() error {
+				if log.count() == writes {
+					return fmt.Errorf("no write")
+				}
+				return nil
+			})
+		}
+		if i == n/2 {
+			a.stop()
+			killed = time.Now()
+		}
+	}
+	return names, killed
+}
+
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
@@ -59,28 +92,19 @@ func TestLeaderKilledMidRun(t *testing.T) {
 	cp := needControlPlane(t)
 	cp.Apply(t, poolObject(t, "worker"), poolObject(t, "infra"), mcObject(t, "50-worker", "worker", "base"))
 	var log writeLog
-	a := startController(t, cp, Config{Identity: "a", REST: log.wrap("a", cp.Admin)})
+	cfg := Config{Identity: "a", REST: log.wrap("a", cp.Admin)}
+	fastLease(&cfg)
+	a := startController(t, cp, cfg)
 	kubetest.Eventually(t, 20*time.Second, "a leads", func() error {
 		if !a.book.copy().Leading {
 			return fmt.Errorf("leader %q", a.book.copy().Leader)
 		}
 		return nil
 	})
-	b := startController(t, cp, Config{Identity: "b", REST: log.wrap("b", cp.Admin)})
+	cfg.Identity, cfg.REST = "b", log.wrap("b", cp.Admin)
+	b := startController(t, cp, cfg)
 
-	const changes = 12
-	var killed time.Time
-	var want []string
-	for i := range changes {
-		name := fmt.Sprintf("60-worker-%02d", i)
-		want = append(want, name)
-		cp.Apply(t, mcObject(t, name, "worker", name))
-		if i == changes/2 {
-			a.stop()
-			killed = time.Now()
-		}
-		time.Sleep(150 * time.Millisecond)
-	}
+	want, killed := changeWhileKilled(t, cp, &log, a, 12)
 	server := newServerSource(t, cp, kube.ModeSelf, render.Options{})
 	for _, p := range []string{"worker", "infra"} {
 		srcs := append([]string{"50-worker"}, want...)
@@ -111,7 +135,7 @@ func TestLeaderKilledMidRun(t *testing.T) {
 	if !firstB.After(lastA) {
 		t.Errorf("two writers: b wrote at %v, before a's last write ended at %v", firstB, lastA)
 	}
-	if took := firstB.Sub(killed); took > 2*time.Second+2*time.Second {
+	if took := firstB.Sub(killed); took > cfg.LeaseDuration+2*time.Second {
 		t.Errorf("b took over %s after the kill, above the lease duration", took)
 	}
 	t.Logf("%d writes; a's last %s after the kill, b's first %s after it", len(writes), lastA.Sub(killed).Round(time.Millisecond), firstB.Sub(killed).Round(time.Millisecond))

@@ -1,16 +1,18 @@
 package controller
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -52,7 +54,7 @@ const (
 // guard returns why the pool must not be written now, or nil. res is its
 // render (its inputs are res.MachineConfigs), nil when it failed.
 func (g *gate) guard(pool *unstructured.Unstructured, res *render.Result) *wait {
-	if sel, ok, _ := unstructured.NestedMap(pool.Object, "spec", "machineConfigSelector"); ok && len(sel) == 0 {
+	if spec, err := typed[mcfgv1.MachineConfigPoolSpec](pool, "spec"); err == nil && selectsAll(spec.MachineConfigSelector) {
 		return &wait{waitSelectingAll, "This machineconfigpool is selecting all machineconfigs. A non-empty selector is required."}
 	}
 	if w := controllerConfigCompleted(g.caches.controllerConfig()); w != nil {
@@ -114,35 +116,44 @@ func controllerConfigCompleted(cc *unstructured.Unstructured) *wait {
 	if cc == nil {
 		return nil
 	}
-	observed, _, _ := unstructured.NestedInt64(cc.Object, "status", "observedGeneration")
-	if cc.GetGeneration() != observed {
-		return &wait{waitControllerConfig, fmt.Sprintf("status for ControllerConfig %s is being reported for %d, expecting it for %d", cc.GetName(), observed, cc.GetGeneration())}
+	st, err := typed[mcfgv1.ControllerConfigStatus](cc, "status")
+	if err != nil {
+		return &wait{waitControllerConfig, fmt.Sprintf("status of ControllerConfig %s: %v", cc.GetName(), err)}
 	}
-	conds, _, _ := unstructured.NestedSlice(cc.Object, "status", "conditions")
-	completed := conditionTrue(conds, "TemplateControllerCompleted")
-	running := conditionTrue(conds, "TemplateControllerRunning")
-	failing := conditionTrue(conds, "TemplateControllerFailing")
+	if cc.GetGeneration() != st.ObservedGeneration {
+		return &wait{waitControllerConfig, fmt.Sprintf("status for ControllerConfig %s is being reported for %d, expecting it for %d", cc.GetName(), st.ObservedGeneration, cc.GetGeneration())}
+	}
+	// The first condition of each type, as upstream's
+	// IsControllerConfigStatusConditionPresentAndEqual reads them.
+	isTrue := func(typ mcfgv1.ControllerConfigStatusConditionType) bool {
+		i := slices.IndexFunc(st.Conditions, func(c mcfgv1.ControllerConfigStatusCondition) bool { return c.Type == typ })
+		return i >= 0 && st.Conditions[i].Status == corev1.ConditionTrue
+	}
+	completed := isTrue(mcfgv1.TemplateControllerCompleted)
+	running := isTrue(mcfgv1.TemplateControllerRunning)
+	failing := isTrue(mcfgv1.TemplateControllerFailing)
 	if completed && !running && !failing {
 		return nil
 	}
 	return &wait{waitControllerConfig, fmt.Sprintf("ControllerConfig has not completed: completed(%v) running(%v) failing(%v)", completed, running, failing)}
 }
 
-// conditionTrue is whether the first condition of the type is True, as
-// upstream's IsControllerConfigStatusConditionPresentAndEqual reads it.
-func conditionTrue(conds []any, typ string) bool {
-	c := findCondition(conds, typ)
-	return c != nil && c["status"] == "True"
+// typed decodes o's field (spec, status) into T, one of openshift/api's
+// types; a field o has not is T's zero value.
+func typed[T any](o *unstructured.Unstructured, field string) (T, error) {
+	var out T
+	m, ok := o.Object[field].(map[string]any)
+	if !ok {
+		return out, nil
+	}
+	err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &out)
+	return out, err
 }
 
-// findCondition is the first condition of the type in conds, or nil.
-func findCondition(conds []any, typ string) map[string]any {
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			return m
-		}
-	}
-	return nil
+// selectsAll is whether a selector is given and empty: it selects every
+// MachineConfig (upstream's SelectingAll guard).
+func selectsAll(sel *metav1.LabelSelector) bool {
+	return sel != nil && len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0
 }
 
 // subControllersCompleted is upstream's
@@ -156,12 +167,10 @@ func subControllersCompleted(runtimes, kubelets []*unstructured.Unstructured, po
 		objs   []*unstructured.Unstructured
 		name   string
 		reason string
-		ok     func(last map[string]any) bool
+		read   func(o *unstructured.Unstructured) (subStatus, error)
 	}{
-		{runtimes, "ContainerRuntimeConfig", waitContainerRuntime, func(last map[string]any) bool { return last["type"] == "Success" }},
-		{kubelets, "KubeletConfig", waitKubeletConfig, func(last map[string]any) bool {
-			return (last["type"] == "Accepted" && last["status"] == "True") || last["type"] == "Success"
-		}},
+		{runtimes, "ContainerRuntimeConfig", waitContainerRuntime, runtimeStatus},
+		{kubelets, "KubeletConfig", waitKubeletConfig, kubeletStatus},
 	} {
 		slices.SortFunc(kind.objs, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
 		for _, o := range kind.objs {
@@ -172,16 +181,14 @@ func subControllersCompleted(runtimes, kubelets []*unstructured.Unstructured, po
 			if !match {
 				continue
 			}
-			observed, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
-			if o.GetGeneration() != observed {
-				return &wait{kind.reason, fmt.Sprintf("status for %s %s is being reported for %d, expecting it for %d", kind.name, o.GetName(), observed, o.GetGeneration())}
+			st, err := kind.read(o)
+			if err != nil {
+				return &wait{kind.reason, fmt.Sprintf("status of %s %s: %v", kind.name, o.GetName(), err)}
 			}
-			conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
-			var last map[string]any
-			if len(conds) > 0 {
-				last, _ = conds[len(conds)-1].(map[string]any)
+			if o.GetGeneration() != st.observed {
+				return &wait{kind.reason, fmt.Sprintf("status for %s %s is being reported for %d, expecting it for %d", kind.name, o.GetName(), st.observed, o.GetGeneration())}
 			}
-			if last == nil || !kind.ok(last) {
+			if !st.succeeded {
 				return &wait{kind.reason, fmt.Sprintf("%s has not completed (%s)", kind.name, o.GetName())}
 			}
 		}
@@ -189,23 +196,44 @@ func subControllersCompleted(runtimes, kubelets []*unstructured.Unstructured, po
 	return nil
 }
 
+// subStatus is what the guard reads of a sub-controller's status: the
+// generation it observed, and whether its last condition says it
+// succeeded.
+type subStatus struct {
+	observed  int64
+	succeeded bool
+}
+
+func runtimeStatus(o *unstructured.Unstructured) (subStatus, error) {
+	st, err := typed[mcfgv1.ContainerRuntimeConfigStatus](o, "status")
+	out := subStatus{observed: st.ObservedGeneration}
+	if n := len(st.Conditions); n > 0 {
+		out.succeeded = st.Conditions[n-1].Type == mcfgv1.ContainerRuntimeConfigSuccess
+	}
+	return out, err
+}
+
+func kubeletStatus(o *unstructured.Unstructured) (subStatus, error) {
+	st, err := typed[mcfgv1.KubeletConfigStatus](o, "status")
+	out := subStatus{observed: st.ObservedGeneration}
+	if n := len(st.Conditions); n > 0 {
+		last := st.Conditions[n-1]
+		out.succeeded = last.Type == mcfgv1.KubeletConfigSuccess || (last.Type == mcfgv1.KubeletConfigAccepted && last.Status == corev1.ConditionTrue)
+	}
+	return out, err
+}
+
 // selects says whether o's spec.machineConfigPoolSelector matches the
 // pool's labels (a missing selector matches nothing, as upstream's
 // LabelSelectorAsSelector of nil does).
 func selects(o *unstructured.Unstructured, poolLabels map[string]string) (bool, error) {
-	raw, ok, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "machineConfigPoolSelector")
-	if !ok || raw == nil {
-		return false, nil
-	}
-	js, err := json.Marshal(raw)
-	if err != nil {
+	spec, err := typed[struct {
+		MachineConfigPoolSelector *metav1.LabelSelector `json:"machineConfigPoolSelector"`
+	}](o, "spec")
+	if err != nil || spec.MachineConfigPoolSelector == nil {
 		return false, err
 	}
-	var ls metav1.LabelSelector
-	if err := json.Unmarshal(js, &ls); err != nil {
-		return false, err
-	}
-	sel, err := metav1.LabelSelectorAsSelector(&ls)
+	sel, err := metav1.LabelSelectorAsSelector(spec.MachineConfigPoolSelector)
 	if err != nil {
 		return false, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,6 +96,30 @@ type running struct {
 	reg    *prometheus.Registry
 	cancel context.CancelFunc
 	done   chan struct{}
+	syncs  syncLog
+}
+
+// syncLog counts each pool's syncs and keeps the last outcome.
+type syncLog struct {
+	mu   sync.Mutex
+	n    map[string]int
+	last map[string]error
+}
+
+func (l *syncLog) record(pool string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == nil {
+		l.n, l.last = map[string]int{}, map[string]error{}
+	}
+	l.n[pool]++
+	l.last[pool] = err
+}
+
+func (l *syncLog) get(pool string) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[pool], l.last[pool]
 }
 
 // stop ends it as a crash would when the Lease is not released on cancel:
@@ -104,9 +129,12 @@ func (r *running) stop() {
 	<-r.done
 }
 
-// fastLease makes failover quick enough for tests.
+// fastLease makes failover after a crash quick enough for the tests that
+// need one, yet leaves renewing 4 s: under -race on a loaded machine a
+// renewal took over 1.5 s, and a leader that cannot renew stops leading.
+// Other tests keep client-go's usual timing (Config's defaults).
 func fastLease(cfg *Config) {
-	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = 2*time.Second, 1500*time.Millisecond, 200*time.Millisecond
+	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = 5*time.Second, 4*time.Second, 250*time.Millisecond
 }
 
 // startController runs a controller as cfg says (REST defaults to the
@@ -122,9 +150,6 @@ func startController(t testing.TB, cp *kubetest.ControlPlane, cfg Config) *runni
 	if cfg.LeaseName == "" {
 		cfg.LeaseName = leaseName(t)
 	}
-	if cfg.LeaseDuration == 0 {
-		fastLease(&cfg)
-	}
 	cfg.Debounce = 20 * time.Millisecond
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
@@ -134,6 +159,7 @@ func startController(t testing.TB, cp *kubetest.ControlPlane, cfg Config) *runni
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{Controller: c, reg: reg, cancel: cancel, done: make(chan struct{})}
+	c.afterSync = r.syncs.record
 	go func() {
 		defer close(r.done)
 		if err := c.Run(ctx); err != nil {
@@ -197,3 +223,13 @@ func serviceAccount(t testing.TB, cp *kubetest.ControlPlane) *rest.Config {
 }
 
 var testLogger = kubetest.Logger
+
+// findCondition is the first condition of the type in conds, or nil.
+func findCondition(conds []any, typ string) map[string]any {
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}

@@ -85,10 +85,29 @@ func pruneRace(t *testing.T, lag, grace time.Duration) (*running, []missingConfi
 	go func() { defer wg.Done(); fakeNodeController(ctx, t, cp, nodes, lag, report) }()
 	go func() { defer wg.Done(); missing = checkNodesConfigs(ctx, cp) }()
 	for i := 1; i <= 25; i++ {
+		was := configuration(pool(t, cp, "worker"))
 		cp.Apply(t, mcObject(t, "50-worker", "worker", fmt.Sprint("v", i)))
-		time.Sleep(250 * time.Millisecond)
+		kubetest.Eventually(t, 20*time.Second, fmt.Sprint("edit ", i, " written"), func() error {
+			if configuration(pool(t, cp, "worker")) == was {
+				return fmt.Errorf("the pool still names %s", was)
+			}
+			return nil
+		})
 	}
-	time.Sleep(lag + 2*time.Second)
+	// The lagging view catches up: every node names the pool's last config.
+	last := configuration(pool(t, cp, "worker"))
+	kubetest.Eventually(t, 20*time.Second, "the nodes at "+last, func() error {
+		for _, n := range nodes {
+			node, err := cp.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if got := node.Annotations[annotationDesiredConfig] + node.Annotations[annotationCurrentConfig]; got != last {
+				return fmt.Errorf("node %s names %q", n, got)
+			}
+		}
+		return nil
+	})
 	cancel()
 	wg.Wait()
 	for _, f := range failures {
@@ -179,6 +198,8 @@ func fakeNodeController(ctx context.Context, t *testing.T, cp *kubetest.ControlP
 				report(fmt.Sprintf("patching node %s: %v", n, err))
 			}
 		}
+		// A node controller's own pace against a real API server: its lag
+		// is measured on the wall clock the controller's prune grace runs on.
 		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -74,7 +74,7 @@ func TestRetryRefusedWrite(t *testing.T) {
 	})
 
 	cp.Apply(t, mcObject(t, "50-worker", "worker", "v1"))
-	kubetest.Eventually(t, 5*time.Second, "worker written while infra is refused", func() error {
+	kubetest.Eventually(t, 20*time.Second, "worker written while infra is refused", func() error {
 		if n := configuration(pool(t, cp, "worker")); n == first["worker"] {
 			return fmt.Errorf("worker still %s", n)
 		}

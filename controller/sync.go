@@ -386,6 +386,9 @@ func (c *Controller) processNext(ctx context.Context, q queue) bool {
 	}
 	defer q.Done(pool)
 	err := c.syncOne(ctx, pool)
+	if c.afterSync != nil {
+		c.afterSync(pool, err)
+	}
 	if errors.Is(err, errPoolWaits) {
 		err = nil // queued again by the change it waits for, not retried
 	}

@@ -128,3 +128,55 @@ func pathAt(raw []byte, off int64) Path {
 		}
 	}
 }
+
+// duplicateKeys are the fields Ignition keys its lists by, in the order
+// tried: an entry's is the first it has.
+var duplicateKeys = []string{"path", "name", "device", "label"}
+
+// nameDuplicates says which key a duplicate entry repeats: Ignition's
+// "duplicate entry defined" names neither the field nor the value.
+func nameDuplicates(raw []byte, ps []Problem) []Problem {
+	var doc any
+	for i := range ps {
+		if ps[i].Message != "duplicate entry defined" {
+			continue
+		}
+		if doc == nil && json.Unmarshal(raw, &doc) != nil {
+			return ps
+		}
+		entry, ok := valueAt(doc, ps[i].Path.Path).(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, k := range duplicateKeys {
+			if v, ok := entry[k].(string); ok {
+				ps[i].Message = fmt.Sprintf("duplicate entry defined: an earlier entry of this list has the same %s %q", k, v)
+				break
+			}
+		}
+	}
+	return ps
+}
+
+// valueAt is the value at path in a decoded JSON document, or nil.
+func valueAt(doc any, path []any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := doc.(map[string]any)
+			if !ok {
+				return nil
+			}
+			doc = m[k]
+		case int:
+			l, ok := doc.([]any)
+			if !ok || k < 0 || k >= len(l) {
+				return nil
+			}
+			doc = l[k]
+		default:
+			return nil
+		}
+	}
+	return doc
+}

@@ -96,7 +96,7 @@ func Parse(raw []byte) (*Parsed, error) {
 		if p := typeError(raw, reflect.TypeOf(typed)); p != nil {
 			return nil, &InvalidError{Version: v, Problems: []Problem{*p}}
 		}
-		return nil, &InvalidError{Version: v, Problems: problems(rpt, err)}
+		return nil, &InvalidError{Version: v, Problems: nameDuplicates(raw, problems(rpt, err))}
 	}
 	p := &Parsed{Version: v}
 	if err := p.takeWarnings(rpt); err != nil {

@@ -3,8 +3,8 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -175,16 +175,18 @@ var seeded = map[string]bool{"/etc/passwd": true, "/etc/group": true, "/etc/shad
 func TestServerRestarts(t *testing.T) {
 	c := ignclient.Get(t, "v0.35.0")
 	h, pools := handler(t, kargsPool(t), "")
-	addr := testkit.FreeAddr(t)
+	addr, listen := testkit.ReservedAddr(t)
 	ca := testpki.NewCA(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	run := ignclient.Start(ctx, c, "https://"+addr+"/config/worker", ignclient.Options{CA: ca.PEM})
-	time.Sleep(1500 * time.Millisecond) // a few refused connections
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("the port was taken meanwhile: %v", err)
-	}
+	testkit.Eventually(t, 30*time.Second, "a refused connection", func() error {
+		if !strings.Contains(run.Log(), "connection refused") {
+			return fmt.Errorf("the client has not tried yet")
+		}
+		return nil
+	})
+	ln := listen()
 	srv := &http.Server{Handler: h, TLSConfig: tlsConf(ca.Serving(t).TLS(t))}
 	go srv.ServeTLS(ln, "", "")
 	t.Cleanup(func() { srv.Close() })

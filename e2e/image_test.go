@@ -176,20 +176,15 @@ func podmanOut(t *testing.T, podman string, args ...string) string {
 
 func waitReady(t *testing.T, url string, limit time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	var last string
-	for time.Now().Before(deadline) {
+	testkit.Eventually(t, limit, url+" ready", func() error {
 		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
+		if err != nil {
+			return err
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("%s not ready after %s: %s", url, limit, last)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s", resp.Status)
+		}
+		return nil
+	})
 }

@@ -97,6 +97,8 @@ func TestBundleAfterOldCAExpiredRealClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := serveChain(t, d1)
+	// The clients are other processes checking expiry on the machine's
+	// clock: no fake clock reaches them, so the old CA really expires.
 	time.Sleep(time.Until(d0.signer.cert.NotAfter) + time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

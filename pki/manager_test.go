@@ -163,7 +163,7 @@ func TestManagerRotateAndRevoke(t *testing.T) {
 	if err := c.Dynamic.Resource(kube.MachineConfigPools).Delete(ctx, "infra", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kubetest.Eventually(t, 5*time.Second, "infra's token deleted", func() error {
+	kubetest.Eventually(t, 20*time.Second, "infra's token deleted", func() error {
 		_, err := c.Kube.CoreV1().Secrets(mcoNamespace).Get(ctx, tokenSecretName("infra"), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil

@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"hash"
+	"reflect"
+	"slices"
+	"strings"
 )
 
 // Key identifies everything a render reads: two renders with the same key
@@ -55,24 +58,70 @@ func keyOf(fields ...[]byte) Key {
 }
 
 // key hashes the inputs of a render of pool p selecting order with opts
-// (normalized) under cc: what a render reads of the pool (not its status,
-// resourceVersion or labels, which a cluster changes all the time), of each
-// MachineConfig (entry.key) and of the ControllerConfig, and the options.
+// (normalized) under cc: what a render reads of the pool (poolInput), of
+// each MachineConfig (entry.key) and of the ControllerConfig
+// (controllerConfigInput), and the options.
 func renderKey(p *MachineConfigPool, order []*entry, cc *ControllerConfig, stream streamInput, opts Options) Key {
 	k := newKeyer()
 	k.string("render")
 	k.json(opts)
-	controllerConfigKey(k, cc)
+	k.json(controllerConfigInputOf(cc))
 	k.json(stream)
-	k.string(p.Metadata.Name)
-	k.string(p.Source)
-	k.json(p.Spec.MachineConfigSelector)
-	k.json(p.Spec.OSImageStream)
+	k.json(poolInputOf(p))
 	for _, e := range order {
 		sum := e.key()
 		k.bytes(sum[:])
 	}
 	return k.sum()
+}
+
+// poolInput is what a render reads of a pool, hashed whole: not its
+// status, resourceVersion or labels, which a cluster changes all the time,
+// nor the spec fields in poolSpecNotRead. A spec field added to the model
+// is in it unless listed there (TestKeyCoversEveryField).
+type poolInput struct {
+	Name, Source string
+	Spec         MachineConfigPoolSpec
+}
+
+// poolSpecNotRead are the JSON names of the pool spec fields no render
+// reads: the node selector picks nodes, not MachineConfigs. A source's
+// trigger key of a pool leaves them out too (PoolSpecFieldsRead).
+var poolSpecNotRead = []string{"nodeSelector"}
+
+func poolInputOf(p *MachineConfigPool) poolInput {
+	in := poolInput{Name: p.Metadata.Name, Source: p.Source, Spec: p.Spec}
+	in.Spec.NodeSelector = nil
+	return in
+}
+
+// PoolSpecFieldsRead are the JSON names of the spec fields of a pool a
+// render reads: a source signals a change of a pool when one of them
+// changes, and only then (self mode).
+func PoolSpecFieldsRead() []string {
+	var out []string
+	for f := range reflect.TypeFor[MachineConfigPoolSpec]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !slices.Contains(poolSpecNotRead, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// controllerConfigInput is what a render reads of the ControllerConfig,
+// hashed whole; the CAs the server adds are not in it (nodeFilesInput has
+// them), so rotating one does not re-render.
+type controllerConfigInput struct {
+	BaseOSContainerImage, BaseOSExtensionsContainerImage string
+	ReleaseImageVersion, ControllerVersion               string
+}
+
+func controllerConfigInputOf(cc *ControllerConfig) *controllerConfigInput {
+	if cc == nil {
+		return nil
+	}
+	return &controllerConfigInput{cc.BaseOSContainerImage, cc.BaseOSExtensionsContainerImage, cc.ReleaseImageVersion, cc.ControllerVersion}
 }
 
 // key hashes what a render reads of the MachineConfig (its name, labels,
@@ -109,19 +158,6 @@ func machineConfigKey(k keyer, mc *MachineConfig) {
 	k.json(m.Annotations)
 	k.json(mc.Spec)
 	k.string(mc.Source)
-}
-
-// controllerConfigKey hashes the fields a render reads; the CAs the server
-// adds are not among them (the node files' key has them), so rotating one
-// does not re-render.
-func controllerConfigKey(k keyer, cc *ControllerConfig) {
-	if cc == nil {
-		k.bytes(nil)
-		return
-	}
-	for _, f := range []string{cc.BaseOSContainerImage, cc.BaseOSExtensionsContainerImage, cc.ReleaseImageVersion, cc.ControllerVersion} {
-		k.string(f)
-	}
 }
 
 // renderedKey is the key of FromRendered's inputs.

@@ -121,12 +121,14 @@ func TestKeys(t *testing.T) {
 	}
 }
 
-// Every field of every input a render reads is in its key, or listed here
-// with why the render does not read it: the test sets each field, one at a
-// time, to a value it did not have and checks that the key changed. So a
-// field added to an input (a new MachineConfig spec field, a new option)
-// fails this test until it is in the key or in this list, and cannot
-// silently leave a server carrying stale bytes over.
+// Every field of every input a render or the node files read is in its
+// key (the render's, or NodeFiles.Key), or listed here with why neither
+// reads it: the test sets each field, one at a time, to a value it did not
+// have and checks that a key changed. So a field added to an input (a new
+// MachineConfig spec field, a new option, a new node file) fails this test
+// until it is in a key or in this list, and cannot silently leave a server
+// carrying stale bytes over. The sources' trigger keys are held to the
+// same inputs (source/kube TestTriggerKeysCoverTheRender).
 func TestKeyCoversEveryField(t *testing.T) {
 	notRead := map[string]bool{}
 	for input, fields := range map[string][]string{
@@ -136,50 +138,61 @@ func TestKeyCoversEveryField(t *testing.T) {
 		// MachineConfigs, never from a Result.
 		"MachineConfig": {"APIVersion", "Kind", "Extra", "Metadata.Extra", "Locals"},
 		// A cluster changes a pool's labels and annotations all the time; the
-		// render reads its MachineConfig selector, not its node selector.
+		// render reads its MachineConfig selector, not its node selector
+		// (poolSpecNotRead).
 		"MachineConfigPool": {"APIVersion", "Kind", "Metadata.Labels", "Metadata.Annotations", "Metadata.Extra", "Spec.NodeSelector"},
-		// The CAs and the server's URL are served beside the render
-		// (NodeFiles.Key has them).
-		"ControllerConfig": {"KubeAPIServerServingCAData", "CloudProviderCAData", "RootCAData", "ServerURL", "Source", "Name"},
+		// Where it was read and its name are only quoted in errors.
+		"ControllerConfig": {"Source", "Name"},
 	} {
 		for _, f := range fields {
 			notRead[input+"."+f] = true
 		}
 	}
-	base := func() (*MachineConfig, *MachineConfigPool, *ControllerConfig, *Options) {
+	if !slices.Equal(poolSpecNotRead, []string{"nodeSelector"}) {
+		t.Errorf("poolSpecNotRead %v: list it here too, with why", poolSpecNotRead)
+	}
+	base := func() []any {
 		mc := &MachineConfig{APIVersion: APIVersion, Kind: KindMachineConfig, Source: "in/50-gpu.yaml",
 			Metadata: ObjectMeta{Name: "50-gpu", Labels: map[string]string{roleLabel: "gpu"}},
 			Spec:     MachineConfigSpec{Config: []byte(`{"ignition":{"version":"3.2.0"}}`)}}
 		pool := &MachineConfigPool{Metadata: ObjectMeta{Name: "gpu"}, Source: "in/pool.yaml",
 			Spec: MachineConfigPoolSpec{MachineConfigSelector: &LabelSelector{MatchLabels: map[string]string{roleLabel: "gpu"}}}}
-		return mc, pool, &ControllerConfig{}, &Options{}
+		return []any{mc, pool, &ControllerConfig{}, &Options{}, &NodeFiles{}}
 	}
-	key := func(mc *MachineConfig, pool *MachineConfigPool, cc *ControllerConfig, opts *Options) Key {
-		return renderKey(pool, []*entry{newEntry(mc, nil)}, cc, streamInput{}, *opts)
+	key := func(in []any) [2]Key {
+		mc, pool, cc, opts, nf := in[0].(*MachineConfig), in[1].(*MachineConfigPool), in[2].(*ControllerConfig), in[3].(*Options), in[4].(*NodeFiles)
+		return [2]Key{renderKey(pool, []*entry{newEntry(mc, nil)}, cc, streamInput{}, *opts), nf.Key(cc)}
 	}
 	want := key(base())
 	seen := 0
-	for input := range 4 {
-		mc, pool, cc, opts := base()
-		typ := reflect.TypeOf([]any{mc, pool, cc, opts}[input]).Elem()
+	for input := range len(base()) {
+		typ := reflect.TypeOf(base()[input]).Elem()
 		eachLeaf(typ, typ.Name(), nil, func(name string, index []int) {
 			seen++
 			if _, ok := notRead[name]; ok {
 				delete(notRead, name)
 				return
 			}
-			mc, pool, cc, opts := base()
-			change(reflect.ValueOf([]any{mc, pool, cc, opts}[input]).Elem().FieldByIndex(index))
-			if key(mc, pool, cc, opts) == want {
-				t.Errorf("%s: setting it does not change the key; add it to the key, or to notRead with why", name)
+			in := base()
+			change(reflect.ValueOf(in[input]).Elem().FieldByIndex(index))
+			if key(in) == want {
+				t.Errorf("%s: setting it changes no key; add it to the render's or the node files' input, or to notRead with why", name)
 			}
 		})
 	}
-	if seen < 25 {
+	if seen < 30 {
 		t.Fatalf("examined %d fields", seen)
 	}
 	for name := range notRead {
 		t.Errorf("notRead lists %s, which no input has", name)
+	}
+}
+
+// Every spec field of a pool but those poolSpecNotRead names is one a
+// source's trigger key reads.
+func TestPoolSpecFieldsRead(t *testing.T) {
+	if got := PoolSpecFieldsRead(); !slices.Equal(got, []string{"machineConfigSelector", "osImageStream"}) {
+		t.Errorf("PoolSpecFieldsRead() = %v", got)
 	}
 }
 

@@ -44,17 +44,27 @@ const (
 )
 
 // Key is the key of what Files adds beside any render under cc: the
-// node files and the ControllerConfig's CAs.
+// node files and what Files reads of cc (nodeFilesInput), hashed whole.
 func (nf NodeFiles) Key(cc *ControllerConfig) Key {
-	var kube, cloud, root, url []byte
+	in := nodeFilesInput{NodeFiles: nf}
 	if cc != nil {
-		kube, cloud, root, url = cc.KubeAPIServerServingCAData, cc.CloudProviderCAData, cc.RootCAData, []byte(cc.ServerURL)
+		in.KubeAPIServerServingCAData, in.CloudProviderCAData = cc.KubeAPIServerServingCAData, cc.CloudProviderCAData
+		in.RootCAData, in.ServerURL = cc.RootCAData, cc.ServerURL
 	}
-	fields := [][]byte{nf.Kubeconfig, nf.KubeletCA, kube, cloud, root, url}
-	for _, r := range nf.RegistryCAs {
-		fields = append(fields, []byte(r.Registry), r.PEM)
-	}
-	return keyOf(fields...)
+	k := newKeyer()
+	k.string("node files")
+	k.json(in)
+	return k.sum()
+}
+
+// nodeFilesInput is what Files reads beside the render: a field of
+// NodeFiles is in it by construction, one of ControllerConfig when copied
+// here (TestKeyCoversEveryField fails until every field is read by a
+// render, by Files, or listed as read by neither).
+type nodeFilesInput struct {
+	NodeFiles
+	KubeAPIServerServingCAData, CloudProviderCAData, RootCAData []byte
+	ServerURL                                                   string
 }
 
 // Files are the files OpenShift's server adds to res's config that are the

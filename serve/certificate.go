@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"crypto/tls"
+	"sync"
 	"time"
 
 	"github.com/ignition-mcs/mcs/source"
@@ -10,6 +12,10 @@ import (
 // /status: a failed one keeps the previous pair serving, which nothing
 // else shows until it expires.
 type certificateState struct {
+	// served is the pair the TLS listener serves; nil: no TLS listener.
+	served func() (*tls.Certificate, error)
+
+	mu      sync.Mutex
 	on      bool // a certificate is reloaded at all (TLS is on)
 	message string
 	since   time.Time
@@ -22,17 +28,7 @@ type certificateState struct {
 // (Events with --source kube: every node fetching over TLS is concerned).
 func (s *Server) CertificateReload(err error) {
 	rec := s.rec
-	rec.mu.Lock()
-	was := rec.cert.message
-	rec.cert.on = true
-	switch {
-	case err == nil:
-		rec.cert.message, rec.cert.since = "", time.Time{}
-	case err.Error() != was:
-		rec.cert.message, rec.cert.since = err.Error(), time.Now()
-	}
-	rec.mu.Unlock()
-	if err == nil || err.Error() == was {
+	if !rec.cert.record(err) {
 		return
 	}
 	if snap := s.snap.Load(); snap != nil {
@@ -43,18 +39,34 @@ func (s *Server) CertificateReload(err error) {
 	}
 }
 
-// certificateCondition appends /status's CertificateReloadFailed
-// condition to cs when TLS is on.
-func (rec *recorder) certificateCondition(cs []Condition) []Condition {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if !rec.cert.on {
+// record notes a reload's outcome; true when it is a new failure, one to
+// tell the pools of.
+func (c *certificateState) record(err error) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was := c.message
+	c.on = true
+	switch {
+	case err == nil:
+		c.message, c.since = "", time.Time{}
+	case err.Error() != was:
+		c.message, c.since = err.Error(), time.Now()
+	}
+	return err != nil && err.Error() != was
+}
+
+// condition appends /status's CertificateReloadFailed condition to cs
+// when TLS is on.
+func (c *certificateState) condition(cs []Condition) []Condition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.on {
 		return cs
 	}
-	c := Condition{Type: "CertificateReloadFailed", Status: "False", Reason: "CertificateLoaded", Message: "the TLS serving certificate on disk is the one served"}
-	if rec.cert.message != "" {
-		c.Status, c.Reason = "True", "PairRefused"
-		c.Message = "since " + rec.cert.since.UTC().Format(time.RFC3339) + " the previous certificate is served: " + rec.cert.message
+	cond := Condition{Type: "CertificateReloadFailed", Status: "False", Reason: "CertificateLoaded", Message: "the TLS serving certificate on disk is the one served"}
+	if c.message != "" {
+		cond.Status, cond.Reason = "True", "PairRefused"
+		cond.Message = "since " + c.since.UTC().Format(time.RFC3339) + " the previous certificate is served: " + c.message
 	}
-	return append(cs, c)
+	return append(cs, cond)
 }

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"crypto/tls"
 	"log/slog"
 	"sync"
 	"time"
@@ -16,19 +15,19 @@ import (
 // the notifier. The Reloader writes it through renderHealth; the request
 // path through waiting and the fetch log.
 type recorder struct {
-	log         *slog.Logger
-	m           *renderMetrics
-	gate        *skewgate.Gate // shown, never changed here; nil: none
-	source      string
-	maxSpec     string
-	notify      func(source.Notice) // nil: nobody is told
-	served      func() *Snapshot
-	servingCert func() (*tls.Certificate, error) // nil: no TLS listener
-	backlog     func() source.Backlog            // nil: a source that cannot lag
+	log     *slog.Logger
+	m       *renderMetrics
+	gate    *skewgate.Gate // shown, never changed here; nil: none
+	source  string
+	maxSpec string
+	notify  func(source.Notice) // nil: nobody is told
+	served  func() *Snapshot
+	backlog func() source.Backlog // nil: a source that cannot lag
 
 	waiting  waitingNodes
 	fetches  fetchLog
 	failures func() nodefail.Status // nil: none
+	cert     *certificateState
 
 	mu      sync.Mutex // guards the render health below
 	lastErr *RenderError
@@ -41,7 +40,6 @@ type recorder struct {
 	// pool did; zero and absent while they render.
 	errSince     time.Time
 	failingSince map[string]time.Time
-	cert         certificateState
 }
 
 // renderHealth is what a Reloader tells the status recorder, besides the

@@ -64,19 +64,21 @@ func (r *loggedWriter) ReadFrom(src io.Reader) (int64, error) {
 // code. Never the body, never the Authorization header. The handlers below
 // fill in the request's info, found in its context (infoOf), so a writer
 // wrapped in between loses nothing. Its writer and info are the request's
-// state's (withState): nothing is allocated per request.
+// parts (withState): nothing is allocated per request.
 func requestLog(log *slog.Logger, count func(pool, spec string, code int)) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
-			st := stateOf(r)
-			if st == nil { // not routed by a Server (tests)
-				st = &requestState{parent: r.Context()}
+			p := partsOf(r)
+			if p == nil { // not routed by a Server (tests)
+				p = &requestParts{}
+				st := &requestState{parent: r.Context()}
+				st.parts.Store(p)
 				r = r.WithContext(st)
 			}
-			info := &st.info
-			st.writer = loggedWriter{ResponseWriter: w, info: info}
-			next.ServeHTTP(&st.writer, r)
+			info := &p.info
+			p.writer = loggedWriter{ResponseWriter: w, info: info}
+			next.ServeHTTP(&p.writer, r)
 			if info.status == 0 {
 				info.status = http.StatusOK
 			}

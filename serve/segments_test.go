@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/netlimit"
 	"github.com/ignition-mcs/mcs/render"
 )
@@ -252,14 +253,17 @@ func TestHeaderHeldForBody(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		var got string
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		// The handler's last calls on the connection may come after the
+		// client has read the body: wait for them on the real server.
+		testkit.Eventually(t, 10*time.Second, tc.target, func() error {
 			mu.Lock()
 			got = strings.Join(events, " ")
 			mu.Unlock()
 			if got == tc.want || tc.want == "" {
-				break
+				return nil
 			}
-		}
+			return fmt.Errorf("asked %q", got)
+		})
 		if tc.want == "" && strings.Contains(got, "hold") || tc.want != "" && got != tc.want {
 			t.Errorf("%s: the connection was asked %q, want %q", tc.target, got, tc.want)
 		}

@@ -114,7 +114,7 @@ func (rec *recorder) status() Status {
 	}
 	failingSince := maps.Clone(rec.failingSince)
 	rec.mu.Unlock()
-	st.TLS = rec.tls()
+	st.TLS = rec.cert.tls()
 	st.NodeFailures.Reports = []nodefail.Entry{}
 	if rec.failures != nil {
 		st.NodeFailures = rec.failures()
@@ -161,7 +161,7 @@ func (rec *recorder) status() Status {
 		waitCond.Message = fmt.Sprintf("nodes are retrying; latest: %s (%d) %s: %s; see waiting", w.Cause, w.Code, forPool(w.Pool), w.Message)
 	}
 	st.Conditions = append(st.Conditions, waitCond)
-	st.Conditions = rec.certificateCondition(st.Conditions)
+	st.Conditions = rec.cert.condition(st.Conditions)
 	st.Backlog, st.Conditions = backlogStatus(rec.backlog, st.Conditions)
 	if g := rec.gate; g != nil {
 		st.SkewPolicy = g.Policy()

@@ -30,12 +30,12 @@ type Trust struct {
 }
 
 // tls is /status's tls section; nil without a TLS listener.
-func (rec *recorder) tls() *TLSStatus {
-	if rec.servingCert == nil {
+func (c *certificateState) tls() *TLSStatus {
+	if c.served == nil {
 		return nil
 	}
-	c, err := rec.servingCert()
-	return tlsStatus(time.Now(), c, err)
+	cert, err := c.served()
+	return tlsStatus(time.Now(), cert, err)
 }
 
 func tlsStatus(now time.Time, c *tls.Certificate, err error) *TLSStatus {

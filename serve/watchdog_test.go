@@ -7,11 +7,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ignition-mcs/mcs/internal/syncbuf"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -50,37 +52,36 @@ func (s *hanging) count() (loads, maxOnce int) {
 	return s.loads, s.maxOnce
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // A load that hangs is reported stuck (in /status, the metrics and a WARN
 // log naming the file) while the last good render serves; changes meanwhile
 // start no second load; once it ends, the one change pending is loaded and
-// the report clears. The other loads are quick, but on a loaded machine
-// (-race, load 20–30) one can run past the 1 s timeout too and be reported
-// in its turn: the counts are taken from after the first render, and each
-// report beside the hung load's must be one the log shows.
+// the report clears. It runs on a synctest bubble's clock: the other loads
+// take no time on it, so only the hung one is reported.
 func TestReloadWatchdog(t *testing.T) {
+	synctest.Test(t, reloadWatchdog)
+}
+
+func reloadWatchdog(t *testing.T) {
 	logs := &syncbuf.Buffer{}
 	srv := mustNew(t, Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	src := &hanging{result: result(t, "worker", plainIgn), release: make(chan struct{})}
 	rl := &Reloader{Source: src, Server: srv, Timeout: time.Second, Debounce: time.Millisecond, Logger: srv.cfg.Logger}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	trigger := make(chan struct{}, 1)
 	go rl.Run(ctx, trigger)
 	// Logged once the first load's watch has ended.
-	eventually(t, "the first render", func() bool { return strings.Contains(logs.String(), `msg="render served" generation=1 `) })
+	synctest.Wait()
+	if !strings.Contains(logs.String(), `msg="render served" generation=1 `) {
+		t.Fatalf("no first render:\n%s", logs)
+	}
 	mark, stuck0 := len(logs.String()), testutil.ToFloat64(srv.rec.m.stuckTotal)
 
 	trigger <- struct{}{}
-	eventually(t, "the stuck report", func() bool { return strings.Contains(srv.Status().ReloadStuck, "/src/97-slow.yaml") })
+	testkit.Advance(rl.Timeout + time.Millisecond)
+	if !strings.Contains(srv.Status().ReloadStuck, "/src/97-slow.yaml") {
+		t.Fatalf("not reported stuck: %q", srv.Status().ReloadStuck)
+	}
 	st := srv.Status()
 	if !strings.HasPrefix(st.ReloadStuck, "reload stuck since ") || !strings.Contains(st.ReloadStuck, ", reading /src/97-slow.yaml; serving the last good render") {
 		t.Errorf("reloadStuck %q", st.ReloadStuck)
@@ -101,7 +102,7 @@ func TestReloadWatchdog(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	for range 50 {
 		trigger <- struct{}{}
-		time.Sleep(3 * time.Millisecond) // past the debounce: each would be a load
+		testkit.Advance(3 * time.Millisecond) // past the debounce: each would be a load
 	}
 	if loads, once := src.count(); loads != 2 || once != 1 {
 		t.Errorf("%d loads, %d at once, while one hangs; want 2, 1", loads, once)
@@ -111,12 +112,18 @@ func TestReloadWatchdog(t *testing.T) {
 	}
 
 	close(src.release)
-	eventually(t, "recovery", func() bool { return srv.Status().ReloadStuck == "" && srv.Status().Generation == 3 })
+	testkit.Advance(time.Second)
+	if st := srv.Status(); st.ReloadStuck != "" || st.Generation != 3 {
+		t.Fatalf("after release: stuck %q, generation %d, want none, 3", st.ReloadStuck, st.Generation)
+	}
 	if loads, once := src.count(); loads != 3 || once != 1 {
 		t.Errorf("%d loads, %d at once; want the hung one and one more for the changes meanwhile", loads, once)
 	}
 	l := logs.String()[mark:]
 	reports := strings.Count(l, `level=WARN msg="reload stuck;`)
+	if reports != 1 {
+		t.Errorf("%d stuck reports, want the hung load's only:\n%s", reports, l)
+	}
 	if hung := strings.Count(l, "reading=/src/97-slow.yaml"); hung != 1 {
 		t.Errorf("the hung load reported %d times, want once:\n%s", hung, l)
 	}

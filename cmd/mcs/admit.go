@@ -19,6 +19,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/klogbridge"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -68,7 +69,7 @@ func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	defer klogTo(ctx, log)()
+	defer klogbridge.To(ctx, log)()
 	// The certificate watcher logs through controller-runtime's logger.
 	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	rc, err := restConfig(o.kubeconfig)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
+	"github.com/ignition-mcs/mcs/internal/tlsnames"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -129,13 +130,13 @@ func bootstrapTLS(o *options) error {
 			spec = configv1.TLSProfiles[p.Type]
 		}
 	}
-	v, err := tlsVersion(string(spec.MinTLSVersion))
+	v, err := tlsnames.Version(string(spec.MinTLSVersion))
 	if err != nil {
 		return fmt.Errorf("%s: $.spec.tlsSecurityProfile: %w", path, err)
 	}
 	o.tls.minVersion, o.tls.names = v, nil
 	for _, c := range spec.Ciphers {
-		if _, ok := cipherSuites[c]; ok {
+		if _, ok := tlsnames.Suite(c); ok {
 			o.tls.names = append(o.tls.names, c)
 		}
 	}

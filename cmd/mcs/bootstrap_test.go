@@ -13,6 +13,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
+	"github.com/ignition-mcs/mcs/internal/tlsnames"
 	"github.com/ignition-mcs/mcs/render"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
@@ -92,11 +93,11 @@ func TestBootstrapTLSProfile(t *testing.T) {
 		min     uint16
 		suites  int
 	}{
-		"no manifest":        {"", nil, tls.VersionTLS12, len(intermediateSuites())},
+		"no manifest":        {"", nil, tls.VersionTLS12, len(tlsnames.Intermediate())},
 		"Modern":             {"{type: Modern, modern: {}}", nil, tls.VersionTLS13, 3},
 		"Old, DHE left out":  {"{type: Old, old: {}}", nil, tls.VersionTLS10, 21}, // of 29 names, Go lacks the 5 DHE and 3 CBC-SHA256/384 suites
 		"Custom":             {"{type: Custom, custom: {ciphers: [ECDHE-RSA-AES128-GCM-SHA256], minTLSVersion: VersionTLS11}}", nil, tls.VersionTLS11, 1},
-		"a flag over Modern": {"{type: Modern, modern: {}}", []string{"--tls-min-version=VersionTLS12"}, tls.VersionTLS12, len(intermediateSuites())},
+		"a flag over Modern": {"{type: Modern, modern: {}}", []string{"--tls-min-version=VersionTLS12"}, tls.VersionTLS12, len(tlsnames.Intermediate())},
 	} {
 		manifest := filepath.Join(dir, "api-server", "api-server.yaml")
 		os.RemoveAll(filepath.Dir(manifest))

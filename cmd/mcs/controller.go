@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ignition-mcs/mcs/controller"
+	"github.com/ignition-mcs/mcs/internal/klogbridge"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
 
@@ -106,7 +107,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	defer klogTo(ctx, log)()
+	defer klogbridge.To(ctx, log)()
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err

@@ -9,8 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/ignition-mcs/mcs/internal/syncbuf"
 )
+
+// Commands run in this binary do not install main's log bridge (klogbridge):
+// controller-runtime's certwatcher would complain on stderr of a root
+// logger never set.
+func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // instance is a running mcs (run() in a goroutine) for end-to-end tests.
 type instance struct {

@@ -1,55 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
-	"os"
-	"path/filepath"
-
-	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
-	"sigs.k8s.io/yaml"
-
-	"github.com/ignition-mcs/mcs/source/kube"
-
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/source/kube"
 )
-
-// nodeKubeconfig is the kubeconfig served to nodes as
-// /etc/kubernetes/kubeconfig, built as upstream's kubeconfigFromSecret
-// builds it (the same YAML, byte for byte): the node-bootstrapper token of
-// tokenDir, apiserverURL, and ca, or tokenDir's ca.crt when ca is nil.
-// Unlike upstream, the token's trailing newline, if any, is dropped: in an
-// HTTP header it would make every request of the node's kubelet fail.
-func nodeKubeconfig(tokenDir, apiserverURL string, ca []byte) ([]byte, error) {
-	if ca == nil {
-		b, err := os.ReadFile(filepath.Join(tokenDir, "ca.crt"))
-		if err != nil {
-			return nil, fmt.Errorf("node kubeconfig: no ConfigMap %s/%s with ca-bundle.crt, and %w", kube.MCONamespace, kube.KubeconfigDataName, err)
-		}
-		ca = b
-	}
-	token, err := os.ReadFile(filepath.Join(tokenDir, "token"))
-	if err != nil {
-		return nil, fmt.Errorf("node kubeconfig: %w", err)
-	}
-	token = bytes.TrimRight(token, "\r\n")
-	if len(token) == 0 {
-		return nil, fmt.Errorf("node kubeconfig: %s is empty", filepath.Join(tokenDir, "token"))
-	}
-	kc := clientcmdv1.Config{
-		Clusters:       []clientcmdv1.NamedCluster{{Name: "local", Cluster: clientcmdv1.Cluster{Server: apiserverURL, CertificateAuthorityData: ca}}},
-		AuthInfos:      []clientcmdv1.NamedAuthInfo{{Name: "kubelet", AuthInfo: clientcmdv1.AuthInfo{Token: string(token)}}},
-		Contexts:       []clientcmdv1.NamedContext{{Name: "kubelet", Context: clientcmdv1.Context{Cluster: "local", AuthInfo: "kubelet"}}},
-		CurrentContext: "kubelet",
-	}
-	return yaml.Marshal(kc)
-}
 
 // startNodeFiles reads, at every render, the node files of mcs start: the
 // kubeconfig with the CA the cluster's kubeconfig-data holds now.
-func startNodeFiles(o *options, src *kube.Source) func() (render.NodeFiles, error) {
+func startNodeFiles(st *startOptions, src *kube.Source) func() (render.NodeFiles, error) {
 	return func() (render.NodeFiles, error) {
-		kc, err := nodeKubeconfig(o.start.tokenDir, o.start.apiserverURL, src.KubeconfigCA())
+		kc, err := kube.NodeKubeconfig(st.tokenDir, st.apiserverURL, src.KubeconfigCA())
 		return render.NodeFiles{Kubeconfig: kc}, err
 	}
 }

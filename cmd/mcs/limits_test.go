@@ -1,54 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 )
-
-// A line with a cause passes 20 times in 10 s; the first after says how
-// many were dropped; lines without a cause are never held back; net/http's
-// are keyed without their addresses.
-func TestThrottle(t *testing.T) {
-	var buf bytes.Buffer
-	h := newThrottle(slog.NewTextHandler(&buf, nil))
-	now := time.Now()
-	h.now = func() time.Time { return now }
-	log := slog.New(h).With("component", "x")
-	for range 25 {
-		log.Warn("node waiting", "cause", "token-missing")
-		log.Info("config request", "cause", "")
-	}
-	errLog := slog.NewLogLogger(h, slog.LevelWarn)
-	for i := range 25 {
-		errLog.Printf("http: TLS handshake error from 10.0.0.%d:%d: EOF", i, 40000+i)
-	}
-	out := buf.String()
-	if n := strings.Count(out, "node waiting"); n != throttleBurst {
-		t.Errorf("%d lines of one cause passed, want %d", n, throttleBurst)
-	}
-	if n := strings.Count(out, "config request"); n != 25 {
-		t.Errorf("%d lines without a cause passed, want all 25", n)
-	}
-	if n := strings.Count(out, "TLS handshake error"); n != throttleBurst {
-		t.Errorf("%d net/http lines passed, want %d", n, throttleBurst)
-	}
-	now = now.Add(throttleEvery)
-	buf.Reset()
-	log.Warn("node waiting", "cause", "token-missing")
-	if !strings.Contains(buf.String(), "dropped=5") {
-		t.Errorf("the line after the drops does not count them: %s", buf.String())
-	}
-}
 
 // A request with a body (a smuggling attempt's Content-Length with
 // Transfer-Encoding among them) is answered 400 and its connection closed.
@@ -75,29 +35,6 @@ func TestRefuseBodies(t *testing.T) {
 	h.ServeHTTP(w, httptest.NewRequest("POST", "/v1/node-failure", strings.NewReader("{}")))
 	if w.Code != 200 {
 		t.Errorf("a node's report with a Content-Length: %d", w.Code)
-	}
-}
-
-// The default TLS 1.2 suites are OpenShift's Intermediate profile's that Go
-// has: AEAD and forward secret only, no CBC, no SHA-1.
-func TestIntermediateSuites(t *testing.T) {
-	var tls12 []uint16
-	for _, s := range tls.CipherSuites() {
-		if slices.Contains(intermediateSuites(), s.ID) && slices.Contains(s.SupportedVersions, tls.VersionTLS12) {
-			tls12 = append(tls12, s.ID)
-		}
-	}
-	if len(tls12) != 6 {
-		t.Errorf("%d TLS 1.2 suites, want the profile's 6 ECDHE AEAD suites", len(tls12))
-	}
-	for _, id := range intermediateSuites() {
-		name := tls.CipherSuiteName(id)
-		if strings.HasPrefix(name, "TLS_AES_") || strings.HasPrefix(name, "TLS_CHACHA20_") {
-			continue // TLS 1.3's, not configurable: Go ignores them here
-		}
-		if strings.Contains(name, "CBC") || strings.HasSuffix(name, "_SHA") || !strings.HasPrefix(name, "TLS_ECDHE_") {
-			t.Errorf("default suite %s", name)
-		}
 	}
 }
 

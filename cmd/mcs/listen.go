@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ignition-mcs/mcs/internal/reload"
 	"github.com/ignition-mcs/mcs/netlimit"
 	"github.com/ignition-mcs/mcs/serve"
 )
@@ -120,24 +122,23 @@ func listen(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (out []
 // listenTLS opens the TLS listener, serving the newest certificate on disk
 // and HTTP/1.1 only unless --http2.
 func listenTLS(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (server, error) {
-	cr := &certReloader{cert: o.cert, key: o.key}
-	if _, err := cr.get(nil); err != nil {
+	cr, err := reload.NewCertPair(o.cert, o.key, ls.certReport)
+	if err != nil {
 		return server{}, err
 	}
-	cr.report = ls.certReport
-	if cr.report != nil {
-		cr.report(nil) // TLS is on, its pair loaded
+	if ls.certReport != nil {
+		ls.certReport(nil) // TLS is on, its pair loaded
 	}
-	stop := make(chan struct{})
 	ln, err := net.Listen("tcp", o.listenTLS)
 	if err != nil {
 		return server{}, fmt.Errorf("--listen-tls: %w", err)
 	}
 	s := newHTTPServer(o, h, log)
-	s.RegisterOnShutdown(func() { close(stop) })
-	go recheck(cr, stop)
+	ctx, stop := context.WithCancel(context.Background())
+	s.RegisterOnShutdown(stop)
+	go cr.Run(ctx, certRecheck)
 	s.TLSConfig = o.tls.config()
-	s.TLSConfig.GetCertificate = cr.get
+	s.TLSConfig.GetCertificate = cr.GetCertificate
 	if o.http2 {
 		s.TLSConfig.NextProtos = []string{"h2", "http/1.1"}
 	} else {
@@ -148,20 +149,7 @@ func listenTLS(o *options, h http.Handler, log *slog.Logger, ls listenDeps) (ser
 	return server{srv: s, ln: ls.conns.Listener(ln), tls: true, desc: "https://" + ln.Addr().String()}, nil
 }
 
-// certRecheck is how often the certificate files are looked at without a
-// handshake asking: a failed rotation is reported even while no node
-// connects.
-const certRecheck = 10 * time.Second
-
-func recheck(cr *certReloader, stop <-chan struct{}) {
-	t := time.NewTicker(certRecheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			cr.get(nil)
-		}
-	}
-}
+// certRecheck is how often the certificate files are read again: a
+// rotation serves within it, and a failed one is reported even while no
+// node connects.
+const certRecheck = time.Second

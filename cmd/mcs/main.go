@@ -12,19 +12,30 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/internal/buildinfo"
+	"github.com/ignition-mcs/mcs/internal/gctune"
+	"github.com/ignition-mcs/mcs/internal/klogbridge"
 	"github.com/ignition-mcs/mcs/internal/text"
 )
 
-func main() {
-	if os.Getenv("GOGC") == "" {
-		tuneGC(gcBaseFor(os.Args[1:]))
+// gcPolicyFor is the GC target of the command args run (see gctune).
+func gcPolicyFor(args []string) gctune.Policy {
+	if len(args) > 0 && args[0] == "controller" {
+		return gctune.Controller
 	}
+	return gctune.Server
+}
+
+func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	ctx = installKlog(ctx, slog.NewTextHandler(os.Stderr, nil))
+	if os.Getenv("GOGC") == "" {
+		go gctune.Run(ctx, gcPolicyFor(os.Args[1:]), time.Second, gctune.Process())
+	}
+	ctx = klogbridge.Install(ctx, slog.NewTextHandler(os.Stderr, nil))
 	if err := dispatch(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		if !cmdline.Said(err) {
 			fmt.Fprintln(os.Stderr, "mcs:", err)

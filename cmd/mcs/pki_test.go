@@ -91,6 +91,8 @@ func mountSecret(t *testing.T, kc kubernetes.Interface, name, certFile, keyFile 
 		defer close(done)
 		for ctx.Err() == nil {
 			sync()
+			// The kubelet's own pace copying a Secret to files, against
+			// a real API server and mcs reading the files.
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
@@ -228,6 +230,7 @@ func TestRotationRehearsal(t *testing.T) {
 	// The margin says how close a slow machine came to the first CA's
 	// expiry before the steps that need it were done.
 	t.Logf("after the first CA expires (%s, %s from now)", first.Format(time.RFC3339), time.Until(first).Round(time.Second))
+	// Real Ignition clients check expiry on the machine's clock.
 	time.Sleep(time.Until(first) + 2*time.Second)
 	if st := tlsStatusOf(t, ti); !st.Trust[1].Expired {
 		t.Errorf("/status after expiry: %+v", st.Trust)

@@ -199,11 +199,11 @@ func TestSourceRemoved(t *testing.T) {
 func TestGracefulShutdownUnderLoad(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "a-part.yaml", mc("a-part", strings.Repeat("x", 200000)))
-	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--log-level", "error")
+	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "")
 	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
 	var wg sync.WaitGroup
 	var ok, failed atomic.Int64
-	started := make(chan struct{}, 16)
+	started, shuttingDown := make(chan struct{}, 16), make(chan struct{})
 	for range 16 {
 		wg.Add(1)
 		go func() {
@@ -215,7 +215,7 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 				return
 			}
 			started <- struct{}{}
-			time.Sleep(300 * time.Millisecond) // a slow reader, mid-body at shutdown
+			<-shuttingDown // a slow reader, mid-body at shutdown
 			b, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if err != nil || resp.StatusCode != 200 || len(b) < 200000 {
@@ -228,6 +228,9 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	for range 16 {
 		<-started
 	}
+	in.cancel()
+	waitFor(t, "the shutdown", func() bool { return strings.Contains(in.stderr.String(), "letting in-flight requests finish") })
+	close(shuttingDown)
 	if err := in.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +345,7 @@ func TestCertificateRotation(t *testing.T) {
 	if s, err := serialOf(); err != nil || s.Cmp(serialA) != 0 {
 		t.Fatalf("serial %v err %v", s, err)
 	}
-	var failures atomic.Int64
+	var failures, served atomic.Int64
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range 4 {
@@ -353,11 +356,13 @@ func TestCertificateRotation(t *testing.T) {
 				if _, err := serialOf(); err != nil {
 					failures.Add(1)
 					t.Log(err)
+				} else {
+					served.Add(1)
 				}
 			}
 		}()
 	}
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, "requests before the rotation", func() bool { return served.Load() >= 8 })
 	installCert(t, certFile, keyFile, string(b.CertPEM), string(b.KeyPEM))
 	waitFor(t, "the new certificate", func() bool { s, err := serialOf(); return err == nil && s.Cmp(serialB) == 0 })
 	stop()

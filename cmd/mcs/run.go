@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/ignition-mcs/mcs/internal/klogbridge"
 	"github.com/ignition-mcs/mcs/internal/prom"
 	"github.com/ignition-mcs/mcs/netlimit"
 	"github.com/ignition-mcs/mcs/serve"
@@ -39,7 +43,7 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	defer klogTo(ctx, log)()
+	defer klogbridge.To(ctx, log)()
 	ro, ceiling := maxSpec(ctx, o, o.render, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -61,12 +65,12 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	}
 	files := nodeFiles(o)
 	if ks, ok := src.(*kube.Source); ok && o.start != nil {
-		files = startNodeFiles(o, ks)
+		files = startNodeFiles(o.start, ks)
 	}
 	if o.bootstrap != nil {
 		files = bootstrapNodeFiles(o)
 	}
-	cfg := serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), MaxSpec: ceiling, Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o)}
+	cfg := serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), MaxSpec: ceiling, Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o.listenTLS, o.cert, o.key)}
 	if l, ok := src.(source.Lagging); ok {
 		cfg.Backlog = l.Backlog
 	}
@@ -90,5 +94,9 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if o.start != nil { // as OpenShift's server: /config/ and the probes only
 		ls.nodes = srv.NodeHandler()
 	}
-	return lifecycle(ctx, o, srv, rl, ls, reloadPolicy, log, stdout)
+	// Registered before anything runs: SIGHUP's default action ends the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	return runLifecycle(ctx, o, srv, rl, ls, hup, reloadPolicy, log, stdout)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/mctest"
@@ -255,14 +255,12 @@ func valueKeysOnce(dec *json.Decoder) error {
 // wait returns as soon as it holds.
 func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return
+	testkit.Eventually(t, time.Minute, what, func() error {
+		if !ok() {
+			return errors.New("not yet")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
+		return nil
+	})
 }
 
 // Whether --listen-tls was asked for is what was given, not whether its
@@ -311,39 +309,11 @@ func TestListenTLSWithoutCertificate(t *testing.T) {
 	}
 }
 
-// A listener that fails ends serving, and the other listeners are shut
-// down before serveUntil returns.
-func TestServeUntilListenerFails(t *testing.T) {
-	good, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad.Close() // its Serve fails at once
-	ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }
-	servers := []server{
-		{srv: &http.Server{Handler: http.HandlerFunc(ok)}, ln: good},
-		{srv: &http.Server{Handler: http.HandlerFunc(ok)}, ln: bad},
-	}
-	err = serveUntil(context.Background(), servers, shutdown{drain: func() {}, grace: 5 * time.Second}, slog.New(slog.DiscardHandler))
-	if err == nil || !strings.Contains(err.Error(), "closed") {
-		t.Fatalf("serveUntil = %v, want the failed listener's error", err)
-	}
-	if c, err := net.Dial("tcp", good.Addr().String()); err == nil {
-		c.Close()
-		t.Fatal("the other listener still accepts connections")
-	}
-	if err := servers[0].srv.Serve(good); !errors.Is(err, http.ErrServerClosed) {
-		t.Fatalf("the other server was not shut down: Serve = %v", err)
-	}
-}
-
-// slowSource's first load runs until ctx ends and then takes a while more.
+// slowSource's first load runs until ctx ends and then takes linger more,
+// on the synctest bubble's clock.
 type slowSource struct {
 	started  chan struct{}
+	done     chan struct{}
 	returned atomic.Bool
 	linger   time.Duration
 }
@@ -351,15 +321,16 @@ type slowSource struct {
 func (s *slowSource) Load(ctx context.Context) (*source.Input, error) {
 	close(s.started)
 	<-ctx.Done()
-	time.Sleep(s.linger)
+	time.Sleep(s.linger) // the bubble's clock: a source ignoring ctx
 	s.returned.Store(true)
+	close(s.done)
 	return nil, ctx.Err()
 }
 func (s *slowSource) Watch(ctx context.Context, _ chan<- struct{}) { <-ctx.Done() }
 func (s *slowSource) String() string                               { return "slow" }
 
-// lifecycle returns only once the reloader has stopped, or after the
-// shutdown grace when it does not stop.
+// runLifecycle returns only once the reloader has stopped, or after the
+// shutdown grace when it does not stop; on a synctest bubble's clock.
 func TestLifecycleWaitsForReloader(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -370,30 +341,28 @@ func TestLifecycleWaitsForReloader(t *testing.T) {
 		{"stuck past the grace", 3 * time.Second, 200 * time.Millisecond, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := &options{listenPlain: "127.0.0.1:0", shutdownGrace: tc.grace}
-			src := &slowSource{started: make(chan struct{}), linger: tc.linger}
-			log := slog.New(slog.DiscardHandler)
-			srv, err := serve.New(serve.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rl := &serve.Reloader{Source: src, Server: srv, Logger: log}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- lifecycle(ctx, o, srv, rl, listenDeps{}, func() {}, log, io.Discard) }()
-			<-src.started
-			cancel()
-			select {
-			case err := <-done:
+			synctest.Test(t, func(t *testing.T) {
+				o := &options{listenPlain: "127.0.0.1:0", shutdownGrace: tc.grace}
+				src := &slowSource{started: make(chan struct{}), done: make(chan struct{}), linger: tc.linger}
+				log := slog.New(slog.DiscardHandler)
+				srv, err := serve.New(serve.Config{})
 				if err != nil {
 					t.Fatal(err)
 				}
-			case <-time.After(20 * time.Second):
-				t.Fatal("lifecycle did not return")
-			}
-			if src.returned.Load() != tc.waited {
-				t.Fatalf("the load had returned: %v, want %v", src.returned.Load(), tc.waited)
-			}
+				rl := &serve.Reloader{Source: src, Server: srv, Logger: log}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- runLifecycle(ctx, o, srv, rl, listenDeps{}, nil, func() {}, log, io.Discard) }()
+				<-src.started
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if src.returned.Load() != tc.waited {
+					t.Fatalf("the load had returned: %v, want %v", src.returned.Load(), tc.waited)
+				}
+				<-src.done // the stuck load ends before the bubble does
+			})
 		})
 	}
 }
@@ -420,37 +389,3 @@ const (
 	workerTok  = "worker-tok-Lm3Vc6Ry9Fk2Wp5D"
 	bothTok    = "both-Ej8Hs1Nq4Xt7Gb3Kv6"
 )
-
-// --auth-token-file: TOKEN [POOL…], comments and blank lines skipped; a
-// pool list that is not pool names, or a token under 128 bits, is an error
-// naming the line.
-func TestParseTokens(t *testing.T) {
-	v, err := parseTokens([]byte("# admins\n" + allPools + "\n\n" + workerTok + " worker\n" + bothTok + " master  arbiter\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := v.([]serve.Token)
-	want := []serve.Token{{Secret: []byte(allPools), Pools: []string{}}, {Secret: []byte(workerTok), Pools: []string{"worker"}}, {Secret: []byte(bothTok), Pools: []string{"master", "arbiter"}}}
-	if len(got) != len(want) {
-		t.Fatalf("%d tokens", len(got))
-	}
-	for i := range want {
-		if string(got[i].Secret) != string(want[i].Secret) || strings.Join(got[i].Pools, ",") != strings.Join(want[i].Pools, ",") {
-			t.Errorf("line %d: %+v", i, got[i])
-		}
-	}
-	for name, in := range map[string]string{"comma list": workerTok + " worker,master\n", "no tokens": "# none\n",
-		"one character": "x\n", "16 hex digits": "0123456789abcdef0123456789abcde\n", "a word": "s3cret worker\n"} {
-		t.Run(name, func(t *testing.T) {
-			if _, err := parseTokens([]byte(in)); err == nil {
-				t.Errorf("%q accepted", in)
-			}
-		})
-	}
-	if _, err := parseTokens([]byte(workerTok + " worker,master\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
-		t.Errorf("error does not name the line: %v", err)
-	}
-	if _, err := parseTokens([]byte("# short\n" + allPools + "\nhunter2 worker\n")); err == nil || !strings.Contains(err.Error(), "line 3: the token has about 36 bits of entropy, want at least 128") {
-		t.Errorf("a short token: %v", err)
-	}
-}

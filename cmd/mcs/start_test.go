@@ -13,9 +13,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/testkit"
+	"github.com/ignition-mcs/mcs/internal/tlsnames"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
 
@@ -54,7 +56,7 @@ func TestStartFlags(t *testing.T) {
 	if err != nil || o.listenTLS != ":9443" || o.listenPlain != ":9080" {
 		t.Fatalf("%v %+v", err, o)
 	}
-	intermediate := intermediateSuites()
+	intermediate := tlsnames.Intermediate()
 	if got := o.tls.config(); got.MinVersion != tls.VersionTLS12 || !slices.Equal(got.CipherSuites, intermediate) {
 		t.Errorf("defaults: min %x suites %x", got.MinVersion, got.CipherSuites)
 	}
@@ -133,95 +135,31 @@ func TestHelpListsAccepted(t *testing.T) {
 	}
 }
 
-// The kubeconfig is upstream's kubeconfigFromSecret's, byte for byte (its
-// YAML read off the MCO's code at 7ff337a: clientcmd v1 of client-go
-// v0.36, whose preferences are omitzero, through ghodss/yaml).
-func TestNodeKubeconfig(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "token"), []byte("tok\n"), 0o600)
-	os.WriteFile(filepath.Join(dir, "ca.crt"), []byte("SA-CA"), 0o600)
-	const want = `clusters:
-- cluster:
-    certificate-authority-data: %s
-    server: https://api-int.c.example.com:6443
-  name: local
-contexts:
-- context:
-    cluster: local
-    user: kubelet
-  name: kubelet
-current-context: kubelet
-users:
-- name: kubelet
-  user:
-    token: tok
-`
-	for name, tc := range map[string]struct {
-		ca   []byte
-		want string
-	}{
-		"kubeconfig-data": {[]byte("API-CA"), "QVBJLUNB"},
-		"the token's CA":  {nil, "U0EtQ0E="},
-	} {
-		got, err := nodeKubeconfig(dir, "https://api-int.c.example.com:6443", tc.ca)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w := sprintf(want, tc.want); string(got) != w {
-			t.Errorf("%s:\n%s\nwant\n%s", name, got, w)
-		}
-	}
-	os.Remove(filepath.Join(dir, "ca.crt"))
-	if _, err := nodeKubeconfig(dir, "u", nil); err == nil {
-		t.Error("no CA anywhere: no error")
-	}
-}
-
-// Suites are read by OpenSSL's names as by IANA's, and TLS versions by
-// OpenShift's, OpenSSL's and plain names.
-func TestCipherNames(t *testing.T) {
-	for ossl, iana := range map[string]string{"ECDHE-RSA-AES128-GCM-SHA256": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-		"ECDHE-ECDSA-CHACHA20-POLY1305": "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "AES128-SHA": "TLS_RSA_WITH_AES_128_CBC_SHA"} {
-		a, err1 := suitesNamed([]string{ossl})
-		b, err2 := suitesNamed([]string{iana})
-		if err1 != nil || err2 != nil || len(a) != 1 || !slices.Equal(a, b) {
-			t.Errorf("%s / %s: %v %v %v %v", ossl, iana, a, b, err1, err2)
-		}
-	}
-	if _, err := suitesNamed([]string{"DHE-RSA-AES128-GCM-SHA256"}); err == nil {
-		t.Error("a suite Go does not have: no error")
-	}
-	for in, want := range map[string]uint16{"VersionTLS12": tls.VersionTLS12, "TLSv1.3": tls.VersionTLS13, "1.1": tls.VersionTLS11, "VersionTLS10": tls.VersionTLS10} {
-		if got, err := tlsVersion(in); err != nil || got != want {
-			t.Errorf("%s: %x %v", in, got, err)
-		}
-	}
-}
-
-func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
-
 // A rotated token (a Secret volume's files change) makes a reload, so the
 // next node gets it without a restart.
 func TestTokenRotationReloads(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "token"), []byte("one"), 0o600)
-	w := &filesWatched{Source: idleSource{}, paths: tokenFiles(dir), every: 10 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	changed := make(chan struct{}, 1)
-	go w.Watch(ctx, changed)
-	time.Sleep(50 * time.Millisecond)
-	select {
-	case <-changed:
-		t.Fatal("a change signalled before any")
-	default:
-	}
-	os.WriteFile(filepath.Join(dir, "token"), []byte("two-longer"), 0o600)
-	select {
-	case <-changed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the rotated token signalled no change")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "token"), []byte("one"), 0o600)
+		w := &filesWatched{Source: idleSource{}, paths: tokenFiles(dir), every: 10 * time.Millisecond}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		changed := make(chan struct{}, 1)
+		go w.Watch(ctx, changed)
+		testkit.Advance(time.Minute) // many polls, on the bubble's clock
+		select {
+		case <-changed:
+			t.Fatal("a change signalled before any")
+		default:
+		}
+		os.WriteFile(filepath.Join(dir, "token"), []byte("two-longer"), 0o600)
+		testkit.Advance(time.Second)
+		select {
+		case <-changed:
+		default:
+			t.Fatal("the rotated token signalled no change")
+		}
+	})
 }
 
 // idleSource is a source that never changes.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,13 +9,14 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"strings"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
+	"github.com/ignition-mcs/mcs/internal/authtokens"
+	"github.com/ignition-mcs/mcs/internal/logthrottle"
+	"github.com/ignition-mcs/mcs/internal/reload"
 	"github.com/ignition-mcs/mcs/pki"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
@@ -27,7 +27,7 @@ import (
 )
 
 // logger is the logger --log-format and --log-level ask for, lines an
-// outsider can repeat at will throttled (see throttle).
+// outsider can repeat at will throttled (see logthrottle).
 func (l logOptions) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(l.level)); err != nil {
@@ -36,9 +36,9 @@ func (l logOptions) logger(w io.Writer) (*slog.Logger, error) {
 	ho := &slog.HandlerOptions{Level: level}
 	switch l.format {
 	case "text":
-		return slog.New(newThrottle(slog.NewTextHandler(w, ho))), nil
+		return slog.New(logthrottle.New(slog.NewTextHandler(w, ho), nil)), nil
 	case "json":
-		return slog.New(newThrottle(slog.NewJSONHandler(w, ho))), nil
+		return slog.New(logthrottle.New(slog.NewJSONHandler(w, ho), nil)), nil
 	}
 	return nil, fmt.Errorf("--log-format: %q is not text or json", l.format)
 }
@@ -72,16 +72,15 @@ func newGate(o *options, log *slog.Logger) (gate *skewgate.Gate, reload func(), 
 func newTokens(ctx context.Context, o *options, log *slog.Logger) (func() []serve.Token, error) {
 	file := func() []serve.Token { return nil }
 	if o.authTokenFile != "" {
-		tf := &fileCache{path: o.authTokenFile, parse: parseTokens}
-		if _, err := tf.get(); err != nil {
+		tf := &reload.File[[]serve.Token]{Path: o.authTokenFile, Parse: authtokens.Parse}
+		if _, _, err := tf.Get(); err != nil {
 			return nil, fmt.Errorf("--auth-token-file: %w", err)
 		}
 		file = func() []serve.Token {
-			v, err := tf.get()
+			t, _, err := tf.Get()
 			if err != nil {
 				log.Error("reading auth tokens; keeping the previous ones", "err", err)
 			}
-			t, _ := v.([]serve.Token)
 			return t
 		}
 	}
@@ -103,87 +102,26 @@ func newTokens(ctx context.Context, o *options, log *slog.Logger) (func() []serv
 	if err != nil {
 		return nil, fmt.Errorf("--pool-token-secrets: %w", err)
 	}
-	return joinTokens(file, w), nil
-}
-
-// joinTokens is the file's tokens then the pool tokens, one slice until
-// either changes (the auth middleware notices rotations by its identity).
-func joinTokens(file func() []serve.Token, w *pki.TokenWatch) func() []serve.Token {
-	type key struct {
-		file *serve.Token
-		gen  uint64
-	}
-	var mu sync.Mutex
-	var last key
-	var joined []serve.Token
-	return func() []serve.Token {
-		f := file()
-		k := key{gen: w.Generation()}
-		if len(f) > 0 {
-			k.file = &f[0]
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if joined != nil && k == last {
-			return joined
-		}
-		out := append([]serve.Token{}, f...)
-		for _, t := range w.Tokens() {
-			out = append(out, serve.Token{Secret: []byte(t.Token), Pools: []string{t.Pool}})
-		}
-		joined, last = out, k
-		return joined
-	}
+	return authtokens.Join(file, w), nil
 }
 
 // servingCert is the TLS listener's certificate, for /status; nil without
 // one.
-func servingCert(o *options) func() (*tls.Certificate, error) {
-	if o.cert == "" || o.listenTLS == "" {
+func servingCert(listenTLS, cert, key string) func() (*tls.Certificate, error) {
+	if cert == "" || listenTLS == "" {
 		return nil
 	}
-	cr := &certReloader{cert: o.cert, key: o.key}
-	return func() (*tls.Certificate, error) { return cr.get(nil) }
-}
-
-// parseTokens reads --auth-token-file: a token a line, then the pools it
-// may fetch, separated by blanks; a token without pools fetches every pool
-// and reads /status and /metrics. # starts a comment line.
-func parseTokens(b []byte) (any, error) {
-	var out []serve.Token
-	for i, line := range bytes.Split(b, []byte("\n")) {
-		fields := strings.Fields(string(line))
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-			continue
+	pair := &reload.File[*tls.Certificate]{Path: cert, Parse: func([]byte) (*tls.Certificate, error) {
+		c, err := tls.LoadX509KeyPair(cert, key)
+		return &c, err
+	}}
+	return func() (*tls.Certificate, error) {
+		c, ok, err := pair.Get()
+		if !ok {
+			return nil, fmt.Errorf("TLS certificate %s and key %s (--cert, --key): %w", cert, key, err)
 		}
-		for _, p := range fields[1:] {
-			if !validPool(p) {
-				return nil, fmt.Errorf("line %d: %q is not a pool name", i+1, p)
-			}
-		}
-		if bits := serve.TokenBits([]byte(fields[0])); bits < serve.MinTokenBits {
-			return nil, fmt.Errorf("line %d: the token has about %.0f bits of entropy, want at least %d: a guesser could find it (make one with `openssl rand -base64 24`)", i+1, bits, serve.MinTokenBits)
-		}
-		out = append(out, serve.Token{Secret: []byte(fields[0]), Pools: fields[1:]})
+		return c, nil
 	}
-	if len(out) == 0 {
-		return nil, errors.New("no tokens in file")
-	}
-	return out, nil
-}
-
-// validPool is a Kubernetes object name as a pool has: a typo such as a
-// comma-separated list fails loudly instead of scoping a token to nothing.
-func validPool(p string) bool {
-	if p == "" || len(p) > 253 {
-		return false
-	}
-	for _, r := range p {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
-			return false
-		}
-	}
-	return true
 }
 
 // nodeFiles reads the files served to nodes beside their config, at every

@@ -58,6 +58,8 @@ func TestMistakes(t *testing.T) {
 		{"other-kind-skipped", []string{"--pool", "worker", tree("other-kind-skipped")}},
 		// A mode written as a string: what to write, in JSON's words.
 		{"mode-string", []string{tree("mode-string")}},
+		// Two entries of one list with one key: which key, and its value.
+		{"duplicate-file", []string{tree("duplicate-file")}},
 		{"pool-typo-did-you-mean", []string{"--pool", "wroker", filepath.Join("fixtures", "cluster")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,16 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"serve", "insight", "the server knows nothing of who reads its status"},
 	{"netlimit", "serve", "connection limits know nothing of what is served"},
 	{"netlimit", "render", "connection limits know nothing of what is served"},
+	{"preflight", "serve", "preflight reads a cluster as mcs start would, serving nothing"},
+	{"preflight", "controller", "preflight changes nothing"},
+	{"internal/reload", "render", "reloading files knows nothing of what they hold"},
+	{"internal/reload", "serve", "reloading files knows nothing of the server"},
+	{"internal/logthrottle", "serve", "the throttle knows only log records"},
+	{"internal/klogbridge", "serve", "the bridge knows only log records"},
+	{"internal/gctune", "render", "GC tuning knows only the runtime"},
+	{"internal/lifecycle", "serve", "the lifecycle runs any HTTP server"},
+	{"internal/tlsnames", "serve", "TLS names know nothing of what is served"},
+	{"internal/authtokens", "controller", "tokens are the server's, not the controller's"},
 }
 
 func TestLayering(t *testing.T) {

@@ -29,14 +29,30 @@ type Stats struct {
 	// packages that are exported.
 	Exported int
 	// Methods counts the methods declared on each named type (value and
-	// pointer receivers), by "dir.Type".
+	// pointer receivers), and the functions of its package that take it
+	// (T or *T) first, by "dir.Type": a method written as a free function
+	// is one more job of the type all the same.
 	Methods map[string]int
+
+	free     map[string]int  // functions taking "dir.T" first
+	declared map[string]bool // the types declared, by "dir.T"
+}
+
+// settle adds the free functions taking a type first to its methods,
+// once every file is read.
+func (st *Stats) settle() {
+	for typ, n := range st.free {
+		if st.declared[typ] {
+			st.Methods[typ] += n
+		}
+	}
+	st.free, st.declared = nil, nil
 }
 
 // Measure reads the non-test Go files of the module at root (see goFiles;
 // the modules nested in it, such as hack/'s tool builds, aside).
 func Measure(root string) (*Stats, error) {
-	st := &Stats{PerPackage: map[string]int{}, Methods: map[string]int{}}
+	st := newStats()
 	fset := token.NewFileSet()
 	err := goFiles(root, false, func(p string) error {
 		if strings.HasSuffix(p, "_test.go") {
@@ -48,7 +64,12 @@ func Measure(root string) (*Stats, error) {
 		}
 		return st.add(fset, p, filepath.ToSlash(dir), nil)
 	})
+	st.settle()
 	return st, err
+}
+
+func newStats() *Stats {
+	return &Stats{PerPackage: map[string]int{}, Methods: map[string]int{}, free: map[string]int{}, declared: map[string]bool{}}
 }
 
 // goFiles calls f with every Go file under root, tests included, testdata
@@ -99,12 +120,17 @@ func (st *Stats) add(fset *token.FileSet, name, dir string, src any) error {
 				if typ := receiver(d.Recv.List[0].Type); typ != "" {
 					st.Methods[dir+"."+typ]++
 				}
+			} else if ps := d.Type.Params.List; len(ps) > 0 {
+				if typ := receiver(ps[0].Type); typ != "" {
+					st.free[dir+"."+typ]++
+				}
 			}
 		case *ast.GenDecl:
 			for _, s := range d.Specs {
 				switch s := s.(type) {
 				case *ast.TypeSpec:
 					count(s.Name)
+					st.declared[dir+"."+s.Name.Name] = true
 				case *ast.ValueSpec:
 					for _, n := range s.Names {
 						count(n)

@@ -3,21 +3,21 @@ package fanout
 
 import (
 	"runtime"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Each runs f(0), …, f(n-1), at most GOMAXPROCS at a time, and returns once
 // all have. Renders and encodings are CPU-bound: more goroutines would only
 // hold more memory at once.
 func Each(n int, f func(i int)) {
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
 			f(i)
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait() // f returns no error
 }

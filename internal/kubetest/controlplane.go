@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/ignition-mcs/mcs/internal/testkit"
 )
 
 // ControlPlane is a running etcd and kube-apiserver with the MachineConfig
@@ -161,20 +163,10 @@ func (cp *ControlPlane) clients() error {
 // Stop stops etcd and the API server.
 func (cp *ControlPlane) Stop() { _ = cp.Env.Stop() }
 
-// Eventually retries f every 50ms until it returns nil or the time is up.
+// Eventually is testkit.Eventually: waits on a real API server.
 func Eventually(t testing.TB, within time.Duration, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, within, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, within, what, f)
 }
 
 // DeleteAll deletes every object of each resource and waits until none is

@@ -1,11 +1,13 @@
 package servetest
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -31,13 +33,12 @@ func TestHandler(t *testing.T) {
 
 func TestReloading(t *testing.T) {
 	srv := Reloading(t, &source.Dir{Path: cluster, Poll: time.Hour}, serve.Config{}, nil)
-	deadline := time.Now().Add(30 * time.Second)
-	for srv.Snapshot() == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing served: %+v", srv.Status().LastError)
+	testkit.Eventually(t, 30*time.Second, "a render served", func() error {
+		if srv.Snapshot() == nil {
+			return fmt.Errorf("nothing served: %+v", srv.Status().LastError)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if got := srv.Status().Source; got != cluster {
 		t.Errorf("status source %q", got)
 	}

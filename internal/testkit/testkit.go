@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -52,6 +53,34 @@ func FreeAddr(tb testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// Eventually calls f every 20ms until it returns nil, failing the test
+// with f's last error once within has passed. It is for waiting on what a
+// fake clock cannot drive: another process, a real server, the kernel.
+func Eventually(tb testing.TB, within time.Duration, what string, f func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not within %s: %v", what, within, err)
+		}
+		<-tick.C
+	}
+}
+
+// Advance, inside a testing/synctest bubble, moves the bubble's fake clock
+// on by d and returns once every other goroutine in it is blocked again:
+// what was due by then has run.
+func Advance(d time.Duration) {
+	time.Sleep(d) // in a bubble: returns when the fake clock reaches it
+	synctest.Wait()
 }
 
 // Every calls f(1), f(2), … in a goroutine, one call each interval, until

@@ -1,11 +1,17 @@
 package testkit
 
 import (
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -27,23 +33,63 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// On the fake clock: three intervals make three calls, in order, and none
+// comes after stop returns.
 func TestEvery(t *testing.T) {
-	var n, after atomic.Int64
-	stop := Every(t, time.Millisecond, func(i int) {
-		if int64(i) != n.Add(1) {
-			t.Errorf("call %d out of order", i)
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int64
+		stop := Every(t, time.Second, func(i int) {
+			if int64(i) != n.Add(1) {
+				t.Errorf("call %d out of order", i)
+			}
+		})
+		Advance(3*time.Second + time.Millisecond)
+		if n.Load() != 3 {
+			t.Errorf("%d calls in three intervals", n.Load())
+		}
+		stop()
+		Advance(time.Minute)
+		if n.Load() != 3 {
+			t.Errorf("f called after stop returned: %d calls", n.Load())
+		}
+		stop() // a second stop, and the Cleanup's, are no-ops
+	})
+}
+
+// Eventually returns once f holds, and fails the test with f's error when
+// it does not hold in time.
+func TestEventually(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		Eventually(t, time.Second, "three calls", func() error {
+			if calls++; calls < 3 {
+				return fmt.Errorf("call %d", calls)
+			}
+			return nil
+		})
+		ft := &fatalTB{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Eventually(ft, time.Second, "never", func() error { return fmt.Errorf("no") })
+		}()
+		<-done
+		if ft.msg != "never: not within 1s: no" {
+			t.Errorf("failed with %q", ft.msg)
 		}
 	})
-	for n.Load() < 3 {
-		time.Sleep(time.Millisecond)
-	}
-	stop()
-	after.Store(n.Load())
-	time.Sleep(10 * time.Millisecond)
-	if n.Load() != after.Load() {
-		t.Errorf("f called after stop returned: %d then %d", after.Load(), n.Load())
-	}
-	stop() // a second stop, and the Cleanup's, are no-ops
+}
+
+// fatalTB records Fatalf and ends the goroutine as testing.T does.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
 }
 
 func TestSplitCase(t *testing.T) {
@@ -116,4 +162,26 @@ func TestMissingSkips(t *testing.T) {
 	if ran {
 		t.Error("the test went on past Missing")
 	}
+}
+
+// A reserved address refuses connections until listen, then accepts them.
+func TestReservedAddr(t *testing.T) {
+	addr, listen := ReservedAddr(t)
+	if c, err := net.Dial("tcp", addr); err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("dial before listen: %v, want connection refused", err)
+	}
+	ln := listen()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial after listen: %v", err)
+	}
+	c.Close()
 }

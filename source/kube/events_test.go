@@ -183,7 +183,9 @@ func refuse(t *testing.T, st *stack, n int, addr func(i int) string) {
 }
 
 // settle waits until the recorder, which writes in the background, has
-// been quiet for 3 s, and returns the writes counted.
+// been quiet for 3 s, and returns the writes counted. client-go's event
+// broadcaster writes to a real API server with no flush to wait on: only
+// quiet on the wall clock says it is done.
 func settle(writes *atomic.Int64) int64 {
 	n := writes.Load()
 	for quiet := time.Now(); time.Since(quiet) < 3*time.Second; time.Sleep(100 * time.Millisecond) {

@@ -637,6 +637,8 @@ func (st *stack) outage(t *testing.T, api *envtest.APIServer, before reply) {
 		if r := st.get(t, "/readyz", ""); r.code != http.StatusOK {
 			t.Fatalf("not ready during the outage: %d", r.code)
 		}
+		// The outage is a real API server stopped: serving must hold while
+		// client-go's reflectors retry on the wall clock, not a fake one.
 		time.Sleep(200 * time.Millisecond)
 	}
 }

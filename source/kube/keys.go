@@ -54,44 +54,89 @@ func machineConfigKey(mode Mode) func(*unstructured.Unstructured) string {
 	}
 }
 
-// poolKey is what of a pool the mode serves from: its selector (self) or
-// the rendered config it names (pool).
-func (s *Source) poolKey(u *unstructured.Unstructured) string {
-	if s.cfg.Mode == ModePool {
-		name, _, err := renderedConfig(u)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		// An image-mode pool's image waits for its first updated machine.
-		updated, _ := count(u.Object, "status", "updatedMachineCount")
-		return jsonKey([]any{name, updated > 0})
-	}
-	sel, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "machineConfigSelector")
-	stream, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "osImageStream")
-	return jsonKey([]any{sel, stream})
+// The trigger keys below are each a projection of an object, a struct
+// hashed whole (jsonKey): what a render, the node files or the guards read
+// of it, so that a change anywhere else signals nothing and a change there
+// always does. TestTriggerKeysCoverTheRender holds them to what the render
+// decodes.
+
+// poolServed is what a render reads of a pool (self mode): the spec fields
+// render.PoolSpecFieldsRead names.
+type poolServed struct {
+	Spec map[string]any
 }
 
-// skewPolicyKey is what of a MachineConfiguration the policy comes from.
+// poolPointed is what the pool mode serves from: the rendered config the
+// pool names, and whether an image-mode pool's image can be served yet
+// (it waits for the pool's first updated machine).
+type poolPointed struct {
+	Rendered, Err string
+	Updated       bool
+}
+
+// poolKey is what of a pool the mode serves from.
+func (s *Source) poolKey(u *unstructured.Unstructured) string {
+	if s.cfg.Mode == ModePool {
+		var in poolPointed
+		name, _, err := renderedConfig(u)
+		if err != nil {
+			in.Err = err.Error()
+		}
+		updated, _ := count(u.Object, "status", "updatedMachineCount")
+		in.Rendered, in.Updated = name, updated > 0
+		return jsonKey(in)
+	}
+	in := poolServed{Spec: map[string]any{}}
+	for _, f := range render.PoolSpecFieldsRead() {
+		v, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", f)
+		in.Spec[f] = v
+	}
+	return jsonKey(in)
+}
+
+// skewPolicyInput is what of the cluster's MachineConfiguration the skew
+// policy comes from.
+type skewPolicyInput struct {
+	Enforcement, Status any
+}
+
 func skewPolicyKey(u *unstructured.Unstructured) string {
 	if u.GetName() != clusterMachineConfiguration {
 		return ""
 	}
-	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "bootImageSkewEnforcement")
-	status, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "bootImageSkewEnforcementStatus")
-	return jsonKey([]any{spec, status})
+	var in skewPolicyInput
+	in.Enforcement, _, _ = unstructured.NestedFieldNoCopy(u.Object, "spec", "bootImageSkewEnforcement")
+	in.Status, _, _ = unstructured.NestedFieldNoCopy(u.Object, "status", "bootImageSkewEnforcementStatus")
+	return jsonKey(in)
+}
+
+// controllerConfigInput is what a render and the node files read of the
+// ControllerConfig: its spec, whole, and the two annotations; not its
+// status, which the template controller writes all the time.
+type controllerConfigInput struct {
+	Spec                                   any
+	ReleaseImageVersion, ControllerVersion string
 }
 
 func controllerConfigKey(u *unstructured.Unstructured) string {
-	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec")
+	in := controllerConfigInput{}
+	in.Spec, _, _ = unstructured.NestedFieldNoCopy(u.Object, "spec")
 	a := u.GetAnnotations()
-	return jsonKey([]any{spec, a[render.AnnotationReleaseImageVersion], a[render.AnnotationControllerConfigVersion]})
+	in.ReleaseImageVersion, in.ControllerVersion = a[render.AnnotationReleaseImageVersion], a[render.AnnotationControllerConfigVersion]
+	return jsonKey(in)
 }
 
-// osImageStreamKey is what of the OSImageStream a render or the
+// osImageStreamInput is what of the OSImageStream a render or the
 // controller's guard reads: its streams and the release it was written for.
+type osImageStreamInput struct {
+	Status              any
+	ReleaseImageVersion string
+}
+
 func osImageStreamKey(u *unstructured.Unstructured) string {
-	status, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status")
-	return jsonKey([]any{status, u.GetAnnotations()[render.AnnotationReleaseImageVersion]})
+	in := osImageStreamInput{ReleaseImageVersion: u.GetAnnotations()[render.AnnotationReleaseImageVersion]}
+	in.Status, _, _ = unstructured.NestedFieldNoCopy(u.Object, "status")
+	return jsonKey(in)
 }
 
 // jsonKey encodes v deterministically (encoding/json sorts map keys).

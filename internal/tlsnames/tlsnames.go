@@ -1,7 +1,10 @@
-package main
+// Package tlsnames reads TLS cipher suites and versions by the names OpenShift, OpenSSL and IANA give them, and OpenShift's profiles.
+package tlsnames
 
 import (
 	"crypto/tls"
+	"fmt"
+	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
 )
@@ -49,7 +52,53 @@ func profileSuites(p configv1.TLSProfileType) []uint16 {
 	return out
 }
 
-// intermediateSuites are the default TLS 1.2 suites: those of OpenShift's
+// Intermediate is the default TLS 1.2 suites: those of OpenShift's
 // Intermediate profile, the APIServer's default (no CBC, no SHA-1, forward
 // secret only), where Go's default also accepts ECDHE with AES-CBC-SHA1.
-func intermediateSuites() []uint16 { return profileSuites(configv1.TLSProfileIntermediateType) }
+func Intermediate() []uint16 { return profileSuites(configv1.TLSProfileIntermediateType) }
+
+// Suites reads cipher suite names, IANA's (Go's) or OpenSSL's (the
+// one table, cipherSuites), into Go's IDs; an unknown name is an error
+// naming it. The TLS 1.3 suites are accepted and have no effect (Go always
+// offers its own for TLS 1.3).
+func Suites(names []string) ([]uint16, error) {
+	var out []uint16
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		id, ok := cipherSuites[n]
+		if !ok {
+			return nil, fmt.Errorf("unknown TLS cipher suite %q: want IANA names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) or OpenSSL's (ECDHE-RSA-AES128-GCM-SHA256)", n)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// Version reads a TLS version as OpenShift and Kubernetes name it
+// (VersionTLS12), as OpenSSL does (TLSv1.2) or as a number (1.2).
+func Version(s string) (uint16, error) {
+	v := strings.TrimSpace(s)
+	for _, p := range []string{"VersionTLS", "TLSv", "TLS"} {
+		v = strings.TrimPrefix(v, p)
+	}
+	switch strings.TrimSpace(v) {
+	case "10", "1.0":
+		return tls.VersionTLS10, nil
+	case "11", "1.1":
+		return tls.VersionTLS11, nil
+	case "12", "1.2":
+		return tls.VersionTLS12, nil
+	case "13", "1.3":
+		return tls.VersionTLS13, nil
+	}
+	return 0, fmt.Errorf("unknown TLS version %q: want VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13", s)
+}
+
+// Suite is the ID of a suite named as Suites reads names.
+func Suite(name string) (uint16, bool) {
+	id, ok := cipherSuites[name]
+	return id, ok
+}

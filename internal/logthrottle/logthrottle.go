@@ -1,4 +1,5 @@
-package main
+// Package logthrottle keeps the log lines anyone on the network can cause to a burst per cause and interval, counting what it drops.
+package logthrottle
 
 import (
 	"context"
@@ -6,14 +7,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
-// throttle keeps the log lines that anyone on the network can cause —
+// Handler keeps the log lines that anyone on the network can cause —
 // refusals (lines with a cause), net/http's own complaints, accept errors —
 // to a burst per cause and interval. The first line after a quiet spell
 // says how many of its cause were dropped before it, so nothing is lost
 // but the repetition.
-type throttle struct {
+type Handler struct {
 	next slog.Handler
 	*throttleState
 }
@@ -21,7 +24,7 @@ type throttle struct {
 type throttleState struct {
 	burst int
 	every time.Duration
-	now   func() time.Time
+	clock clock.PassiveClock
 
 	mu   sync.Mutex
 	keys map[string]*window
@@ -34,32 +37,38 @@ type window struct {
 	passed, dropped int
 }
 
-// Throttle defaults: a node waiting on a fixable cause logs once per cause,
-// pool and client (serve), so 20 in 10 s is a score of nodes at once; the
-// rest are counted, and listed in /status.
+// Defaults: a node waiting on a fixable cause logs once per cause, pool
+// and client (serve), so 20 in 10 s is a score of nodes at once; the rest
+// are counted, and listed in /status.
 const (
-	throttleBurst = 20
-	throttleEvery = 10 * time.Second
-	// throttleKeys bounds the causes remembered; past it every new cause
+	defaultBurst = 20
+	defaultEvery = 10 * time.Second
+	// maxKeys bounds the causes remembered; past it every new cause
 	// shares one window.
-	throttleKeys = 1024
+	maxKeys = 1024
 )
 
-func newThrottle(next slog.Handler) *throttle {
-	return &throttle{next: next, throttleState: &throttleState{burst: throttleBurst, every: throttleEvery, now: time.Now, keys: map[string]*window{}}}
+// New throttles next's lines: defaultBurst per cause every defaultEvery on c (nil: the
+// wall clock). A line's cause is its "cause" attribute, or net/http's
+// message without addresses and numbers; lines without one pass.
+func New(next slog.Handler, c clock.PassiveClock) *Handler {
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	return &Handler{next: next, throttleState: &throttleState{burst: defaultBurst, every: defaultEvery, clock: c, keys: map[string]*window{}}}
 }
 
-func (h *throttle) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+func (h *Handler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
 
-func (h *throttle) WithAttrs(as []slog.Attr) slog.Handler {
-	return &throttle{next: h.next.WithAttrs(as), throttleState: h.throttleState}
+func (h *Handler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &Handler{next: h.next.WithAttrs(as), throttleState: h.throttleState}
 }
 
-func (h *throttle) WithGroup(name string) slog.Handler {
-	return &throttle{next: h.next.WithGroup(name), throttleState: h.throttleState}
+func (h *Handler) WithGroup(name string) slog.Handler {
+	return &Handler{next: h.next.WithGroup(name), throttleState: h.throttleState}
 }
 
-func (h *throttle) Handle(ctx context.Context, r slog.Record) error {
+func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	key := throttleKey(r)
 	if key == "" {
 		return h.next.Handle(ctx, r)
@@ -78,12 +87,12 @@ func (h *throttle) Handle(ctx context.Context, r slog.Record) error {
 // admit reports whether a line of key passes, and how many of its lines
 // were dropped since the last one that passed.
 func (s *throttleState) admit(key string) (bool, int) {
-	now := s.now()
+	now := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.keys[key]
 	if w == nil {
-		if len(s.keys) >= throttleKeys {
+		if len(s.keys) >= maxKeys {
 			key = "\x00other"
 			w = s.keys[key]
 		}
