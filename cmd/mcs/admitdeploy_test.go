@@ -186,7 +186,7 @@ func checkAdmitWebhook(t *testing.T, mw *admissionv1.MutatingWebhookConfiguratio
 	}{
 		{"failurePolicy Ignore", w.FailurePolicy != nil && *w.FailurePolicy == admissionv1.Ignore},
 		{"timeoutSeconds at most 5", w.TimeoutSeconds != nil && *w.TimeoutSeconds <= 5},
-		{"sideEffects None", w.SideEffects != nil && *w.SideEffects == admissionv1.SideEffectClassNone},
+		{"sideEffects NoneOnDryRun (Events only on real writes)", w.SideEffects != nil && *w.SideEffects == admissionv1.SideEffectClassNoneOnDryRun},
 		{"AdmissionReview v1", slices.Equal(w.AdmissionReviewVersions, []string{"v1"})},
 		{"the Service", w.ClientConfig.Service != nil && w.ClientConfig.Service.Name == svc.Name && w.ClientConfig.Service.Namespace == svc.Namespace &&
 			w.ClientConfig.Service.Port != nil && *w.ClientConfig.Service.Port == svc.Spec.Ports[0].Port},
