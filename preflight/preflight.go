@@ -95,6 +95,14 @@ type Config struct {
 func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	p := &preflight{out: tabwriter.NewWriter(out, 0, 4, 2, ' ', 0), kube: cfg.Kube, user: cfg.User}
 	fmt.Fprintf(out, "mcs preflight: %s\n", cfg.REST.Host)
+	// One cause, said once: an API server that cannot be reached would
+	// fail every check below, each its own blocker.
+	if _, err := cfg.Kube.Discovery().ServerVersion(); err != nil {
+		p.line("BLOCKER", "the API server", "cannot be reached (every check needs it): "+err.Error())
+		p.out.Flush()
+		fmt.Fprintln(out, "1 blocker(s): fix it before the cutover (docs/cutover.md)")
+		return ErrBlocked
+	}
 	p.permissions(ctx)
 	p.secrets(ctx)
 	src, err := kube.New(kube.Config{REST: cfg.REST, Mode: kube.ModePool, KubeconfigData: true, ImageMode: true, SyncWait: cfg.SyncWait,

@@ -1,8 +1,16 @@
 package preflight
 
 import (
+	"context"
+	"errors"
+	"net"
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/ignition-mcs/mcs/source/kube"
 )
@@ -39,5 +47,26 @@ func TestUnstructuredConfig(t *testing.T) {
 		if err != nil || string(b) != tc.want || present != tc.present {
 			t.Errorf("%s: %s %v %v", name, b, present, err)
 		}
+	}
+}
+
+// An API server that cannot be reached is one blocker, said once, not one
+// per check.
+func TestUnreachableAPIServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	rc := &rest.Config{Host: "https://" + addr, Timeout: 5 * time.Second}
+	k, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	err = Run(context.Background(), Config{REST: rc, Kube: k, SyncWait: time.Second}, &out)
+	if !errors.Is(err, ErrBlocked) || strings.Count(out.String(), "BLOCKER") != 1 || !strings.Contains(out.String(), "the API server  cannot be reached") {
+		t.Errorf("%v\n%s", err, out.String())
 	}
 }
