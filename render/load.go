@@ -261,6 +261,11 @@ func decodeDocuments(file string, data []byte, lines bool) ([]rawObject, []*Erro
 		errs = appendObjects(&out, file, trimmed, convert.NewPath(), errs, docsIn(data, 1, lines))
 		return out, errs
 	}
+	if len(trimmed) > 0 && strings.EqualFold(filepath.Ext(file), ".json") {
+		// A .json file was meant as JSON: its mistake is a JSON one, at
+		// its line and column, not whatever YAML makes of it.
+		return nil, []*Error{invalidJSON(file, data)}
+	}
 	docs, starts := splitDocuments(data)
 	for i, doc := range docs {
 		if len(bytes.TrimSpace(doc)) == 0 {
@@ -286,6 +291,24 @@ func decodeDocuments(file string, data []byte, lines bool) ([]rawObject, []*Erro
 		errs = appendObjects(&out, file, js, convert.NewPath(), errs, docsIn(doc, starts[i], lines))
 	}
 	return out, errs
+}
+
+// invalidJSON says where data, which json.Valid refused, goes wrong.
+func invalidJSON(file string, data []byte) *Error {
+	var v any
+	err := json.Unmarshal(data, &v)
+	x := &Error{File: file, Message: "invalid JSON", Err: ErrInvalid}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		// Offset counts the bytes read, the offending one included.
+		at := max(0, int(min(se.Offset, int64(len(data))))-1)
+		x.Line = 1 + bytes.Count(data[:at], []byte("\n"))
+		col := at - bytes.LastIndexByte(data[:at], '\n')
+		x.Message = fmt.Sprintf("invalid JSON at line %d, column %d: %v", x.Line, col, err)
+	} else if err != nil {
+		x.Message = "invalid JSON: " + err.Error()
+	}
+	return x
 }
 
 // docsIn locates objects inside doc, a document starting on line first of

@@ -60,6 +60,8 @@ func TestMistakes(t *testing.T) {
 		{"mode-string", []string{tree("mode-string")}},
 		// Two entries of one list with one key: which key, and its value.
 		{"duplicate-file", []string{tree("duplicate-file")}},
+		// A broken .json file: a JSON mistake at its line and column.
+		{"broken-json", []string{tree("broken-json")}},
 		{"pool-typo-did-you-mean", []string{"--pool", "wroker", filepath.Join("fixtures", "cluster")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
