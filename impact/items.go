@@ -48,7 +48,11 @@ func (c *comparison) changes(o, n *render.Result) []*Change {
 	var out []*Change
 	for _, k := range listKinds {
 		k := k
-		out = append(out, c.compareSet(k.category, items(ot, k.path, k.key), items(nt, k.path, k.key), o, n,
+		ol, nl := items(ot, k.path, k.key), items(nt, k.path, k.key)
+		if k.category == "users" {
+			ol, nl = withoutSSHKeys(ol), withoutSSHKeys(nl)
+		}
+		out = append(out, c.compareSet(k.category, ol, nl, o, n,
 			func(mc *render.MachineConfig, name string) ([]string, bool) {
 				return append(append([]string{"spec", "config"}, k.path...), "?"+k.key+"="+name), hasItem(mc, k, name)
 			})...)
@@ -60,6 +64,7 @@ func (c *comparison) changes(o, n *render.Result) []*Change {
 		delete(l, "version") // the spec, compared apart
 		return set{"ignition": l}
 	}
+	out = append(out, c.compareSSHKeys(ot, nt, o, n)...)
 	out = append(out, c.compareSet("ignition", ign(ot), ign(nt), o, n, nil)...)
 	for _, k := range specKinds {
 		out = append(out, c.compareSet(k.category, k.get(o), k.get(n), o, n, k.at)...)

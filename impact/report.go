@@ -101,7 +101,8 @@ type Location struct {
 
 // Change is one thing of a pool's render added, removed or changed.
 type Change struct {
-	// Category is one of files, directories, links, units, users, groups,
+	// Category is one of files, directories, links, units, users, sshKeys
+	// (one per authorized key, named "user: type SHA256:… comment"), groups,
 	// disks, raid, filesystems, luks, ignition, kernelArguments,
 	// kernelArgumentsShouldNotExist, extensions, kernelType, fips,
 	// osImageURL, baseOSExtensionsContainerImage.

@@ -145,7 +145,8 @@ var opMark = map[Status]string{Added: "+", Removed: "-", Changed: "~"}
 // nouns name one thing of each category.
 var nouns = map[string]string{
 	"files": "file", "directories": "directory", "links": "link", "units": "unit", "users": "user",
-	"groups": "group", "disks": "disk", "raid": "raid array", "filesystems": "filesystem", "luks": "LUKS volume",
+	"sshKeys": "ssh key",
+	"groups":  "group", "disks": "disk", "raid": "raid array", "filesystems": "filesystem", "luks": "LUKS volume",
 	"ignition": "ignition section", "kernelArguments": "kernel argument",
 	"kernelArgumentsShouldNotExist": "kernel argument to remove (shouldNotExist)", "extensions": "extension",
 }

@@ -28,7 +28,7 @@ type diffCase struct {
 func diffCases() []diffCase {
 	base := filepath.Join(diffDir, "base")
 	var out []diffCase
-	for _, n := range []string{"luks-discard", "file-change", "custom-pool", "karg-removed", "override"} {
+	for _, n := range []string{"luks-discard", "file-change", "custom-pool", "karg-removed", "override", "ssh-key"} {
 		out = append(out, diffCase{n, base, filepath.Join(diffDir, n)})
 	}
 	// The reverse of luks-discard: the spec is lowered, eras admitted again.
@@ -220,6 +220,7 @@ func TestDiffFailOn(t *testing.T) {
 		"karg-removed": {"any-change"},
 		"luks-removed": {"any-change"},
 		"override":     {"any-change"},
+		"ssh-key":      {"any-change"},
 		"no-change":    nil,
 	}
 	for _, c := range diffCases() {
