@@ -36,11 +36,11 @@ func (r *Result) Explain(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(b, "  merged in order: %s\n", strings.Join(r.MachineConfigs, ", "))
-	section(b, "files", r.Provenance.Files)
-	section(b, "directories", r.Provenance.Directories)
-	section(b, "links", r.Provenance.Links)
-	section(b, "units", r.Provenance.Units)
-	section(b, "users", r.Provenance.Users)
+	section(b, "files", "file", r.Provenance.Files, r.Overrides)
+	section(b, "directories", "directory", r.Provenance.Directories, r.Overrides)
+	section(b, "links", "link", r.Provenance.Links, r.Overrides)
+	section(b, "units", "unit", r.Provenance.Units, r.Overrides)
+	section(b, "users", "user", r.Provenance.Users, r.Overrides)
 	if len(r.Overrides) > 0 {
 		fmt.Fprintf(b, "  overridden (a later MachineConfig replaced an earlier one's):\n")
 		for _, o := range r.Overrides {
@@ -66,7 +66,11 @@ func (r *Result) Explain(w io.Writer) error {
 	return b.Flush()
 }
 
-func section(b *bufio.Writer, title string, m map[string]string) {
+// section lists what each MachineConfig supplied: the one whose entry
+// (for a file or unit, whose contents) is rendered, and the fields a later
+// one amended, so that no line credits whole what an override notice says
+// was partly replaced.
+func section(b *bufio.Writer, title, kind string, m map[string]string, overrides []Override) {
 	if len(m) == 0 {
 		return
 	}
@@ -77,8 +81,23 @@ func section(b *bufio.Writer, title string, m map[string]string) {
 	slices.Sort(keys)
 	fmt.Fprintf(b, "  %s:\n", title)
 	for _, k := range keys {
-		fmt.Fprintf(b, "    %s: %s\n", k, m[k])
+		fmt.Fprintf(b, "    %s: %s%s\n", k, m[k], amended(overrides, kind, k, m[k]))
 	}
+}
+
+// amended is " (mode from 60-b)": the fields of a thing set over the
+// credited MachineConfig's by a later one, or "".
+func amended(overrides []Override, kind, name, credited string) string {
+	var parts []string
+	for _, o := range overrides {
+		if o.Kind == kind && o.Name == name && o.By != credited {
+			parts = append(parts, strings.Join(o.Fields, ", ")+" from "+o.By)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 func orNone(s string) string {

@@ -300,13 +300,15 @@ func pathEqual(a, b []any) bool {
 
 // provenance says which MachineConfig supplied each file, directory, link,
 // unit and user of the merged config: the last one in merge order that
-// declares it, which is the one whose entry won the merge. Kernel arguments
+// declares it, which is the one whose entry won the merge, but for a file
+// whose contents an earlier one wrote and a later one only amended (a
+// mode): the one whose contents are rendered. Kernel arguments
 // are credited to the first MachineConfig that adds them.
 func provenance(order []*entry, cfg *convert.Config) Provenance {
 	// Files, directories and links share one key space, their path, as in
 	// Ignition's merge: a later node of any kind replaces an earlier one.
 	nodes, units, users := map[string]string{}, map[string]string{}, map[string]string{}
-	kargs := map[string]string{}
+	kargs, kinds := map[string]string{}, map[string]string{}
 	for _, e := range order {
 		name := e.mc.Metadata.Name
 		for _, a := range e.mc.Spec.KernelArguments {
@@ -318,9 +320,15 @@ func provenance(order []*entry, cfg *convert.Config) Provenance {
 			continue
 		}
 		c := e.cfg
-		credit(nodes, c.Storage.Files, name)
-		credit(nodes, c.Storage.Directories, name)
-		credit(nodes, c.Storage.Links, name)
+		for _, f := range c.Storage.Files {
+			creditContents(nodes, kinds, "file", f.Path, f.Contents.Source != nil, name)
+		}
+		for _, d := range c.Storage.Directories {
+			creditContents(nodes, kinds, "directory", d.Path, true, name)
+		}
+		for _, l := range c.Storage.Links {
+			creditContents(nodes, kinds, "link", l.Path, true, name)
+		}
 		credit(units, c.Systemd.Units, name)
 		credit(users, c.Passwd.Users, name)
 		for _, a := range c.KernelArguments.ShouldExist {
@@ -351,6 +359,17 @@ func credit[T keyed](by map[string]string, list []T, name string) {
 	for _, x := range list {
 		by[x.Key()] = name
 	}
+}
+
+// creditContents credits name with the node at path unless it is already
+// a node of the same kind and name's entry writes no contents: a later
+// entry that only amends an earlier one's (a mode) does not supply what is
+// rendered. A node of another kind replaces the earlier one.
+func creditContents(by, kinds map[string]string, kind, path string, contents bool, name string) {
+	if _, ok := by[path]; ok && kinds[path] == kind && !contents {
+		return
+	}
+	by[path], kinds[path] = name, kind
 }
 
 // keep is the sources of the entries the merged config holds.

@@ -27,6 +27,10 @@ func TestMistakes(t *testing.T) {
 		// Two MachineConfigs write one file: the later wins, and says so.
 		{"overridden-file", []string{tree("overridden-file")}},
 		{"overridden-file-explain", []string{"--explain", tree("overridden-file")}},
+		// A later MachineConfig sets only the mode of an earlier one's
+		// file: --explain credits the file to the one whose contents are
+		// rendered, and the mode to the later one, as the notice says.
+		{"overridden-mode-explain", []string{"--explain", tree("overridden-mode")}},
 		// A tree named twice: not "defined in" the very same file.
 		{"tree-named-twice", []string{tree("overridden-file"), tree("overridden-file")}},
 		// An empty tree renders nothing: an error, not {"items":[]}.
