@@ -95,6 +95,9 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkStatusDOM(t, s, doc)
+	checkPageFits(t, bin, s, 1280)
+	// A pool whose reasons have long JSON paths (no place to break them).
+	checkPageFits(t, bin, fixtureServer(t, "../fixtures/features/tang-advertisement-3.4"), 1280)
 	if *screenshot == "" {
 		return
 	}
@@ -108,6 +111,46 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Fatalf("no PNG at %s: %v", out, err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", out, len(png))
+}
+
+// checkPageFits checks the status page needs no sideways scrolling in a
+// window width pixels wide: long names and values wrap. The page is served
+// with a script (the test's, its policy lifted) that writes the
+// document's scrollWidth into the DOM Chromium dumps.
+func checkPageFits(t *testing.T, bin string, s *Server, width int) {
+	t.Helper()
+	const script = `<script>document.body.setAttribute("data-scroll-width", document.documentElement.scrollWidth)</script>`
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, r)
+		w.Header().Set("Content-Type", rec.Header().Get("Content-Type"))
+		w.Write(bytes.Replace(rec.Body.Bytes(), []byte("</body>"), []byte(script+"</body>"), 1))
+	}))
+	defer ts.Close()
+	dom := runChromium(t, bin, "--hide-scrollbars", "--window-size="+strconv.Itoa(width)+",900", "--dump-dom", ts.URL+"/status")
+	doc, err := html.Parse(bytes.NewReader(dom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "body" })
+	got, err := strconv.Atoi(attr(body, "data-scroll-width"))
+	if err != nil {
+		t.Fatalf("no scroll width in the page: %v", err)
+	}
+	if got > width {
+		t.Errorf("the status page is %d px wide in a %d px window: it scrolls sideways", got, width)
+	}
+}
+
+// fixtureServer serves the tree of MachineConfigs in dir.
+func fixtureServer(t *testing.T, dir string) *Server {
+	t.Helper()
+	src := &demoSource{dir: dir, shown: dir}
+	s := mustNew(t, Config{Source: src.String()})
+	if err := (&Reloader{Source: src, Server: s}).Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func needChromium(t *testing.T) string {
