@@ -155,6 +155,9 @@ func (p *Parsed) takeWarnings(rpt report.Report) error {
 		pr := Problem{Path: NewPath(e.Context.Path...), Message: e.Message}
 		if intake.IsUnusedKey(e.Message) {
 			pr.Message = fmt.Sprintf("unknown key in spec %s (a newer spec's field, or a typo): %s", p.Version, e.Message)
+			if k := keySuggestion(e.Context.Path); k != "" {
+				pr.Message += "; did you mean " + k + "?"
+			}
 			unknown = append(unknown, pr)
 			continue
 		}
