@@ -232,3 +232,16 @@ func FuzzParseFailOn(f *testing.F) {
 		}
 	})
 }
+
+// The text names the ceiling a pool's spec is above, not just that it is.
+func TestTextStatesTheCeiling(t *testing.T) {
+	r := &Report{Old: "base", New: "head", Ceiling: "3.2.0", Changed: true, Holds: Holds{Ceiling: true},
+		Pools: []*Pool{{Name: "worker", Status: Changed, Spec: SpecChange{Pair: Pair{Old: "3.2.0", New: "3.4.0"}, Raised: true, AboveCeiling: true}}}}
+	var b strings.Builder
+	if err := WriteText(&b, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "spec 3.4.0 is above the ceiling 3.2.0: nodes that read only up to 3.2.0 cannot read it"; !strings.Contains(b.String(), want) {
+		t.Errorf("got:\n%s\nwant a line: %s", b.String(), want)
+	}
+}

@@ -34,7 +34,7 @@ func WriteText(w io.Writer, r *Report, failOn []string) error {
 	}
 	for _, p := range r.Pools {
 		if p.Status != Unchanged {
-			writePool(b, p)
+			writePool(b, p, r.Ceiling)
 		}
 	}
 	if r.Changed {
@@ -64,7 +64,7 @@ func summary(r *Report) string {
 	return s
 }
 
-func writePool(b *bufio.Writer, p *Pool) {
+func writePool(b *bufio.Writer, p *Pool, ceiling string) {
 	switch p.Status {
 	case Added:
 		fmt.Fprintf(b, "pool %s: added%s: %s at spec %s\n", p.Name, where(p.At), p.Rendered.New, p.Spec.New)
@@ -83,7 +83,7 @@ func writePool(b *bufio.Writer, p *Pool) {
 		fmt.Fprintf(b, "  spec %s → %s (%s)\n", p.Spec.Old, p.Spec.New, note)
 	}
 	if p.Spec.AboveCeiling {
-		fmt.Fprintf(b, "  spec %s is above the ceiling: nodes cannot read it\n", p.Spec.New)
+		fmt.Fprintf(b, "  spec %s is above the ceiling %s: nodes that read only up to %s cannot read it\n", p.Spec.New, ceiling, ceiling)
 	}
 	if p.Status != Removed && len(p.Spec.Reasons) > 0 {
 		fmt.Fprintf(b, "  fields that need more than spec 3.0.0 (+ new):\n")
