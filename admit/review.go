@@ -74,8 +74,8 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 }
 
 // review decides one request given the ceiling and whether to refuse
-// writes above it.
-func review(req *admissionv1.AdmissionRequest, c Ceiling, deny bool) (*admissionv1.AdmissionResponse, verdict) {
+// writes above it; lower is Lower, or a cache of it.
+func review(req *admissionv1.AdmissionRequest, c Ceiling, deny bool, lower func([]byte, convert.Version) (*Result, error)) (*admissionv1.AdmissionResponse, verdict) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	v := verdict{outcome: outcomeIgnored, openShift: openShiftWriters[req.UserInfo.Username]}
 	if req.Resource.Group != mcGroup || req.Resource.Resource != mcResource || req.SubResource != "" ||
@@ -89,7 +89,7 @@ func review(req *admissionv1.AdmissionRequest, c Ceiling, deny bool) (*admission
 		return resp, v
 	}
 	v.name = firstOf(mc.Metadata.Name, req.Name, mc.Metadata.GenerateName+"*")
-	res, err := Lower(mc.Spec.Config, c.Spec)
+	res, err := lower(mc.Spec.Config, c.Spec)
 	var pe *PassError
 	switch {
 	case errors.As(err, &pe):

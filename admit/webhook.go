@@ -58,6 +58,8 @@ type Webhook struct {
 	ceiling Ceiling
 	known   bool // a ceiling was set: ready
 	counts  map[string]int64
+
+	lowered *lowerCache
 }
 
 // New returns the webhook's handler: POST MutatePath (AdmissionReview v1),
@@ -76,7 +78,7 @@ func New(cfg Config) *Webhook {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	w := &Webhook{cfg: cfg, metrics: newMetrics(cfg.Registry), counts: map[string]int64{}}
+	w := &Webhook{cfg: cfg, metrics: newMetrics(cfg.Registry), counts: map[string]int64{}, lowered: newLowerCache(defaultCacheBytes)}
 	r := chi.NewRouter()
 	r.Use(recoverer(cfg.Logger))
 	r.Post(MutatePath, w.mutate)
@@ -144,7 +146,7 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := w.current()
-	resp, v := review(in.Request, c, w.cfg.Deny)
+	resp, v := review(in.Request, c, w.cfg.Deny, w.lowered.lower)
 	outcome = v.outcome
 	w.after(in.Request, v)
 	out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: resp}

@@ -1,0 +1,75 @@
+package admit
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"sync"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+// defaultCacheBytes bounds what the lowering cache holds: the input and
+// output configs of its entries.
+const defaultCacheBytes = 32 << 20
+
+// lowerCache keeps Lower's answers by content: OpenShift's render and
+// template controllers re-apply the same bytes on every pool sync, and a
+// review of those is then a hash and a lookup instead of Ignition's parse,
+// validation and round trip. Results are shared, never changed.
+type lowerCache struct {
+	mu    sync.Mutex
+	max   int
+	bytes int
+	order *list.List // of *lowerEntry, newest first
+	byKey map[lowerKey]*list.Element
+}
+
+type lowerKey struct {
+	sum     [sha256.Size]byte
+	ceiling convert.Version
+}
+
+type lowerEntry struct {
+	key  lowerKey
+	res  *Result
+	err  error
+	size int
+}
+
+func newLowerCache(maxBytes int) *lowerCache {
+	return &lowerCache{max: maxBytes, order: list.New(), byKey: map[lowerKey]*list.Element{}}
+}
+
+// lower is Lower(raw, ceiling), from the cache when the same bytes were
+// lowered under the same ceiling before.
+func (c *lowerCache) lower(raw []byte, ceiling convert.Version) (*Result, error) {
+	k := lowerKey{sum(raw), ceiling}
+	c.mu.Lock()
+	if el, ok := c.byKey[k]; ok {
+		c.order.MoveToFront(el)
+		e := el.Value.(*lowerEntry)
+		c.mu.Unlock()
+		return e.res, e.err
+	}
+	c.mu.Unlock()
+	res, err := Lower(raw, ceiling)
+	e := &lowerEntry{key: k, res: res, err: err, size: len(raw) + len(res.Config)}
+	if e.size > c.max/4 {
+		return res, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byKey[k]; ok {
+		return res, err
+	}
+	c.byKey[k] = c.order.PushFront(e)
+	c.bytes += e.size
+	for c.bytes > c.max {
+		old := c.order.Remove(c.order.Back()).(*lowerEntry)
+		delete(c.byKey, old.key)
+		c.bytes -= old.size
+	}
+	return res, err
+}
+
+func sum(raw []byte) [sha256.Size]byte { return sha256.Sum256(raw) }

@@ -1,0 +1,82 @@
+package admit
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+func configOf(i int) []byte {
+	return fmt.Appendf(nil, `{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/f%d","contents":{"source":"data:,x"}}]}}`, i)
+}
+
+func TestLowerCache(t *testing.T) {
+	raw := configOf(0)
+	want, wantErr := Lower(raw, convert.V3_4)
+	c := newLowerCache(1 << 20)
+
+	t.Run("a hit is the first answer", func(t *testing.T) {
+		first, err1 := c.lower(raw, convert.V3_4)
+		again, err2 := c.lower(append([]byte(nil), raw...), convert.V3_4)
+		if first != again || err1 != err2 {
+			t.Fatalf("the same bytes were lowered twice: %p %p", first, again)
+		}
+		if !reflect.DeepEqual(first, want) || err1 != wantErr {
+			t.Errorf("cached %+v (%v), Lower %+v (%v)", first, err1, want, wantErr)
+		}
+	})
+	t.Run("the ceiling is part of the key", func(t *testing.T) {
+		a, _ := c.lower(raw, convert.V3_4)
+		b, _ := c.lower(raw, convert.Version{})
+		if a == b {
+			t.Error("a different ceiling got the other ceiling's answer")
+		}
+	})
+	t.Run("other bytes, other answer", func(t *testing.T) {
+		a, _ := c.lower(raw, convert.V3_4)
+		b, _ := c.lower(configOf(1), convert.V3_4)
+		if a == b || reflect.DeepEqual(a.Config, b.Config) {
+			t.Error("different configs share an answer")
+		}
+	})
+	t.Run("bounded", func(t *testing.T) {
+		small := newLowerCache(4 * (len(raw) + len(want.Config)))
+		for i := range 50 {
+			small.lower(configOf(i), convert.V3_4)
+			if small.bytes > small.max || small.order.Len() != len(small.byKey) {
+				t.Fatalf("after %d: %d bytes of %d, %d entries, %d keys", i, small.bytes, small.max, small.order.Len(), len(small.byKey))
+			}
+		}
+		if _, ok := small.byKey[lowerKey{sum(configOf(0)), convert.V3_4}]; ok {
+			t.Error("the oldest entry was never evicted")
+		}
+	})
+	t.Run("too large for it: not kept", func(t *testing.T) {
+		tiny := newLowerCache(len(raw))
+		tiny.lower(raw, convert.V3_4)
+		if tiny.order.Len() != 0 || tiny.bytes != 0 {
+			t.Errorf("kept an entry over a quarter of its size: %d bytes", tiny.bytes)
+		}
+	})
+	t.Run("concurrent", func(t *testing.T) {
+		cc := newLowerCache(1 << 20)
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				for j := range 20 {
+					res, _ := cc.lower(configOf(j%5), convert.V3_4)
+					if res.Stored != convert.V3_0 {
+						t.Errorf("goroutine %d: stored at %s", i, res.Stored)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if cc.order.Len() != 5 {
+			t.Errorf("%d entries for 5 configs", cc.order.Len())
+		}
+	})
+}
