@@ -8,14 +8,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
@@ -69,9 +67,9 @@ func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// klogbridge routes controller-runtime's logger too (the certificate
+	// watcher logs through it): main's bridge, never a process-wide set here.
 	defer klogbridge.To(ctx, log)()
-	// The certificate watcher logs through controller-runtime's logger.
-	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
