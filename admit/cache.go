@@ -12,6 +12,10 @@ import (
 // output configs of its entries.
 const defaultCacheBytes = 32 << 20
 
+// maxValidItems bounds the files and units whose validation reviews share
+// (a rendered config holds a few hundred): past it, they are forgotten.
+const maxValidItems = 4096
+
 // lowerCache keeps Lower's answers by content: OpenShift's render and
 // template controllers re-apply the same bytes on every pool sync, and a
 // review of those is then a hash and a lookup instead of Ignition's parse,
@@ -22,6 +26,7 @@ type lowerCache struct {
 	bytes int
 	order *list.List // of *lowerEntry, newest first
 	byKey map[lowerKey]*list.Element
+	valid convert.ValidItems // shared by the reviews of new content
 }
 
 type lowerKey struct {
@@ -52,7 +57,8 @@ func (c *lowerCache) lower(raw []byte, ceiling convert.Version) (*Result, error)
 		return e.res, e.err
 	}
 	c.mu.Unlock()
-	res, err := Lower(raw, ceiling)
+	res, err := lower(raw, ceiling, &c.valid)
+	c.valid.Forget(maxValidItems)
 	e := &lowerEntry{key: k, res: res, err: err, size: len(raw) + len(res.Config)}
 	if e.size > c.max/4 {
 		return res, err

@@ -10,6 +10,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/text"
@@ -50,44 +51,105 @@ type verdict struct {
 // reviewed holds the parts of a MachineConfig a review reads.
 type reviewed struct {
 	Metadata struct {
-		Name         string `json:"name"`
-		GenerateName string `json:"generateName"`
+		Name         string    `json:"name"`
+		GenerateName string    `json:"generateName"`
+		UID          types.UID `json:"uid"`
 	} `json:"metadata"`
 	Spec struct {
 		Config json.RawMessage `json:"config"`
 	} `json:"spec"`
 }
 
+// reviewIn is an AdmissionReview v1 as a review reads it, decoded in one
+// pass with the MachineConfig's parts: admissionv1's types hold the object
+// as bytes, to be decoded a second time, and a rendered config is large.
+type reviewIn struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Request    *request `json:"request"`
+}
+
+// request is what a review reads of an AdmissionRequest.
+type request struct {
+	UID         types.UID                   `json:"uid"`
+	Resource    metav1.GroupVersionResource `json:"resource"`
+	SubResource string                      `json:"subResource"`
+	Name        string                      `json:"name"`
+	Operation   admissionv1.Operation       `json:"operation"`
+	UserInfo    struct {
+		Username string `json:"username"`
+	} `json:"userInfo"`
+	DryRun *bool    `json:"dryRun"`
+	Object reviewed `json:"object"`
+	// objectErr says why the object does not decode as a MachineConfig;
+	// body is the review, for the whole objects an UPDATE compares.
+	objectErr error
+	body      []byte
+}
+
 // decodeReview reads an AdmissionReview v1 request.
-func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
-	var r admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("not an AdmissionReview: %w", err)
+func decodeReview(body []byte) (*reviewIn, error) {
+	var in reviewIn
+	if err := json.Unmarshal(body, &in); err != nil {
+		if in, err = decodeInTwo(body); err != nil {
+			return nil, err
+		}
 	}
-	if r.APIVersion != "admission.k8s.io/v1" || r.Kind != "AdmissionReview" {
-		return nil, fmt.Errorf("want an admission.k8s.io/v1 AdmissionReview, not %s %s", r.APIVersion, r.Kind)
+	if in.APIVersion != "admission.k8s.io/v1" || in.Kind != "AdmissionReview" {
+		return nil, fmt.Errorf("want an admission.k8s.io/v1 AdmissionReview, not %s %s", in.APIVersion, in.Kind)
 	}
-	if r.Request == nil || r.Request.UID == "" {
+	if in.Request == nil || in.Request.UID == "" {
 		return nil, errors.New("the AdmissionReview has no request, or no request uid")
 	}
-	return &r, nil
+	in.Request.body = body
+	return &in, nil
+}
+
+// decodeInTwo reads a review that does not decode in one pass: as an
+// AdmissionReview, then its object, to tell an object that is not a
+// MachineConfig (stored as written, with a warning) from a body that is not
+// a review.
+func decodeInTwo(body []byte) (reviewIn, error) {
+	var r admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &r); err != nil {
+		return reviewIn{}, fmt.Errorf("not an AdmissionReview: %w", err)
+	}
+	in := reviewIn{APIVersion: r.APIVersion, Kind: r.Kind}
+	if q := r.Request; q != nil {
+		in.Request = &request{UID: q.UID, Resource: q.Resource, SubResource: q.SubResource, Name: q.Name, Operation: q.Operation, DryRun: q.DryRun}
+		in.Request.UserInfo.Username = q.UserInfo.Username
+		in.Request.objectErr = json.Unmarshal(q.Object.Raw, &in.Request.Object)
+	}
+	return in, nil
+}
+
+// rawObjects are an UPDATE's object and old object, as sent.
+func rawObjects(body []byte) (obj, old []byte) {
+	var r struct {
+		Request struct {
+			Object    json.RawMessage `json:"object"`
+			OldObject json.RawMessage `json:"oldObject"`
+		} `json:"request"`
+	}
+	_ = json.Unmarshal(body, &r)
+	return r.Request.Object, r.Request.OldObject
 }
 
 // review decides one request given the ceiling and whether to refuse
 // writes above it; lower is Lower, or a cache of it.
-func review(req *admissionv1.AdmissionRequest, c Ceiling, deny bool, lower func([]byte, convert.Version) (*Result, error)) (*admissionv1.AdmissionResponse, verdict) {
+func review(req *request, c Ceiling, deny bool, lower func([]byte, convert.Version) (*Result, error)) (*admissionv1.AdmissionResponse, verdict) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	v := verdict{outcome: outcomeIgnored, openShift: openShiftWriters[req.UserInfo.Username]}
 	if req.Resource.Group != mcGroup || req.Resource.Resource != mcResource || req.SubResource != "" ||
 		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		return resp, v
 	}
-	var mc reviewed
-	if err := json.Unmarshal(req.Object.Raw, &mc); err != nil {
+	if req.objectErr != nil {
 		v.outcome = PassInvalid
-		resp.Warnings = []string{fmt.Sprintf("MachineConfig %s: stored as written: the object does not decode: %v", orUnnamed(req.Name), err)}
+		resp.Warnings = []string{fmt.Sprintf("MachineConfig %s: stored as written: the object does not decode: %v", orUnnamed(req.Name), req.objectErr)}
 		return resp, v
 	}
+	mc := &req.Object
 	v.name = firstOf(mc.Metadata.Name, req.Name, mc.Metadata.GenerateName+"*")
 	res, err := lower(mc.Spec.Config, c.Spec)
 	var pe *PassError
@@ -135,8 +197,9 @@ func review(req *admissionv1.AdmissionRequest, c Ceiling, deny bool, lower func(
 // re-applying manager (it "set" spec.config): where everything else equals
 // the stored object, the stored managedFields are returned to be restored,
 // so the API server writes nothing. Both results are nil where unneeded.
-func noOpUpdate(req *admissionv1.AdmissionRequest, res *Result) (config, managedFields []byte) {
-	obj, old := decodeObject(req.Object.Raw), decodeObject(req.OldObject.Raw)
+func noOpUpdate(req *request, res *Result) (config, managedFields []byte) {
+	rawObj, rawOld := rawObjects(req.body)
+	obj, old := decodeObject(rawObj), decodeObject(rawOld)
 	oldCfg := nested(old, "spec", "config")
 	if obj == nil || old == nil || oldCfg == nil {
 		return nil, nil
