@@ -27,7 +27,13 @@ type lowerCache struct {
 	order *list.List // of *lowerEntry, newest first
 	byKey map[lowerKey]*list.Element
 	valid convert.ValidItems // shared by the reviews of new content
+	// sameAs is storedMatches's answers by the contents of both configs:
+	// OpenShift's re-applies compare the same stored config each time.
+	sameAs map[[2][sha256.Size]byte]bool
 }
+
+// maxSame bounds sameAs; past it, it is forgotten.
+const maxSame = 1024
 
 type lowerKey struct {
 	sum     [sha256.Size]byte
@@ -79,3 +85,22 @@ func (c *lowerCache) lower(raw []byte, ceiling convert.Version) (*Result, error)
 }
 
 func sum(raw []byte) [sha256.Size]byte { return sha256.Sum256(raw) }
+
+// same is storedMatches(stored, res), kept by the two configs' contents.
+func (c *lowerCache) same(stored []byte, res *Result) bool {
+	k := [2][sha256.Size]byte{sum(stored), sum(res.Config)}
+	c.mu.Lock()
+	eq, ok := c.sameAs[k]
+	c.mu.Unlock()
+	if ok {
+		return eq
+	}
+	eq = storedMatches(stored, res)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sameAs == nil || len(c.sameAs) >= maxSame {
+		c.sameAs = map[[2][sha256.Size]byte]bool{}
+	}
+	c.sameAs[k] = eq
+	return eq
+}

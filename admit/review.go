@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -123,21 +124,9 @@ func decodeInTwo(body []byte) (reviewIn, error) {
 	return in, nil
 }
 
-// rawObjects are an UPDATE's object and old object, as sent.
-func rawObjects(body []byte) (obj, old []byte) {
-	var r struct {
-		Request struct {
-			Object    json.RawMessage `json:"object"`
-			OldObject json.RawMessage `json:"oldObject"`
-		} `json:"request"`
-	}
-	_ = json.Unmarshal(body, &r)
-	return r.Request.Object, r.Request.OldObject
-}
-
 // review decides one request given the ceiling and whether to refuse
 // writes above it; lower is Lower, or a cache of it.
-func review(req *request, c Ceiling, deny bool, lower func([]byte, convert.Version) (*Result, error)) (*admissionv1.AdmissionResponse, verdict) {
+func review(req *request, c Ceiling, deny bool, lc *lowerCache) (*admissionv1.AdmissionResponse, verdict) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	v := verdict{outcome: outcomeIgnored, openShift: openShiftWriters[req.UserInfo.Username]}
 	if req.Resource.Group != mcGroup || req.Resource.Resource != mcResource || req.SubResource != "" ||
@@ -151,7 +140,7 @@ func review(req *request, c Ceiling, deny bool, lower func([]byte, convert.Versi
 	}
 	mc := &req.Object
 	v.name = firstOf(mc.Metadata.Name, req.Name, mc.Metadata.GenerateName+"*")
-	res, err := lower(mc.Spec.Config, c.Spec)
+	res, err := lc.lower(mc.Spec.Config, c.Spec)
 	var pe *PassError
 	switch {
 	case errors.As(err, &pe):
@@ -164,7 +153,7 @@ func review(req *request, c Ceiling, deny bool, lower func([]byte, convert.Versi
 		v.outcome = outcomeLowered
 		value, managedFields := res.Config, []byte(nil)
 		if req.Operation == admissionv1.Update {
-			if c, mf := noOpUpdate(req, res); c != nil {
+			if c, mf := noOpUpdate(req, res, lc.same); c != nil {
 				value, managedFields = c, mf
 			}
 		}
@@ -197,44 +186,97 @@ func review(req *request, c Ceiling, deny bool, lower func([]byte, convert.Versi
 // re-applying manager (it "set" spec.config): where everything else equals
 // the stored object, the stored managedFields are returned to be restored,
 // so the API server writes nothing. Both results are nil where unneeded.
-func noOpUpdate(req *request, res *Result) (config, managedFields []byte) {
-	rawObj, rawOld := rawObjects(req.body)
-	obj, old := decodeObject(rawObj), decodeObject(rawOld)
-	oldCfg := nested(old, "spec", "config")
-	if obj == nil || old == nil || oldCfg == nil {
+// same is whether a stored config is the lowered one (a cache of storedMatches).
+func noOpUpdate(req *request, res *Result, same func(stored []byte, res *Result) bool) (config, managedFields []byte) {
+	obj, old := objects(req.body)
+	if obj == nil || old == nil || old.spec["config"] == nil || obj.spec == nil || !same(old.spec["config"], res) {
 		return nil, nil
 	}
-	spec, _ := obj["spec"].(map[string]any)
-	lowered := decodeObject(res.Config)
-	switch {
-	case spec == nil:
-		return nil, nil
-	case reflect.DeepEqual(lowered, oldCfg), storedIsLowered(oldCfg, res):
-		spec["config"] = oldCfg
-		config, _ = json.Marshal(oldCfg)
-	default:
-		return nil, nil
-	}
-	mNew, mOld := nested(obj, "metadata", "managedFields"), nested(old, "metadata", "managedFields")
+	config = old.spec["config"]
+	mNew, mOld := obj.meta["managedFields"], old.meta["managedFields"]
 	if mOld == nil || reflect.DeepEqual(mNew, mOld) {
 		return config, nil
 	}
-	obj["metadata"].(map[string]any)["managedFields"] = mOld
-	if !reflect.DeepEqual(obj, old) {
+	obj.meta["managedFields"] = mOld
+	if !reflect.DeepEqual(obj.meta, old.meta) || !sameMembers(obj.top, old.top, "metadata", "spec") || !sameMembers(obj.spec, old.spec, "config") {
 		return config, nil
 	}
 	managedFields, _ = json.Marshal(mOld)
 	return config, managedFields
 }
 
-// storedIsLowered reports whether a stored config (decoded JSON) is the lowered
-// one at the same spec, written otherwise.
-func storedIsLowered(stored any, res *Result) bool {
-	raw, err := json.Marshal(stored)
-	if err != nil {
-		return false
+// parts is an object split to be compared: its members and its spec's as
+// sent, its metadata decoded (numbers kept as written).
+type parts struct {
+	top, spec map[string]json.RawMessage
+	meta      map[string]any
+}
+
+// objects are an UPDATE's object and old object split, or nil where one
+// is not an object.
+func objects(body []byte) (obj, old *parts) {
+	var r struct {
+		Request struct {
+			Object    map[string]json.RawMessage `json:"object"`
+			OldObject map[string]json.RawMessage `json:"oldObject"`
+		} `json:"request"`
 	}
-	po, err := convert.Parse(raw)
+	if json.Unmarshal(body, &r) != nil {
+		return nil, nil
+	}
+	return split(r.Request.Object), split(r.Request.OldObject)
+}
+
+// split splits an object's members, or is nil when there are none.
+func split(top map[string]json.RawMessage) *parts {
+	if top == nil {
+		return nil
+	}
+	p := parts{top: top}
+	if s, ok := p.top["spec"]; ok && json.Unmarshal(s, &p.spec) != nil {
+		return nil
+	}
+	if m, ok := p.top["metadata"]; ok {
+		if p.meta = decodeObject(m); p.meta == nil {
+			return nil
+		}
+	}
+	return &p
+}
+
+// sameMembers reports whether two objects' members, but those skipped,
+// are the same JSON: the same bytes (one API server wrote both), else the
+// same values.
+func sameMembers(a, b map[string]json.RawMessage, skip ...string) bool {
+	n := 0
+	for k, va := range a {
+		if slices.Contains(skip, k) {
+			continue
+		}
+		n++
+		vb, ok := b[k]
+		if !ok || !bytes.Equal(va, vb) && !reflect.DeepEqual(decodeValue(va), decodeValue(vb)) {
+			return false
+		}
+	}
+	for k := range b {
+		if !slices.Contains(skip, k) {
+			n--
+		}
+	}
+	return n == 0
+}
+
+// storedMatches reports whether a stored config is the lowered one: the same
+// JSON value, or the same config at the same spec, written otherwise.
+func storedMatches(stored []byte, res *Result) bool {
+	return reflect.DeepEqual(decodeValue(res.Config), decodeValue(stored)) || storedIsLowered(stored, res)
+}
+
+// storedIsLowered reports whether a stored config is the lowered one at the
+// same spec, written otherwise.
+func storedIsLowered(stored []byte, res *Result) bool {
+	po, err := convert.Parse(stored)
 	if err != nil || po.Version != res.Stored {
 		return false
 	}
@@ -249,24 +291,17 @@ func storedIsLowered(stored any, res *Result) bool {
 
 // decodeObject decodes a JSON object (numbers kept as written), or nil.
 func decodeObject(raw []byte) map[string]any {
-	var m map[string]any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if d.Decode(&m) != nil {
-		return nil
-	}
+	m, _ := decodeValue(raw).(map[string]any)
 	return m
 }
 
-// nested is the value at a path of maps, or nil.
-func nested(m map[string]any, path ...string) any {
-	var v any = m
-	for _, p := range path {
-		mm, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = mm[p]
+// decodeValue decodes JSON (numbers kept as written), or nil.
+func decodeValue(raw []byte) any {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return nil
 	}
 	return v
 }

@@ -147,7 +147,7 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := w.current()
-	resp, v := review(in.Request, c, w.cfg.Deny, w.lowered.lower)
+	resp, v := review(in.Request, c, w.cfg.Deny, w.lowered)
 	outcome = v.outcome
 	w.after(in.Request, v)
 	out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: in.APIVersion, Kind: in.Kind}, Response: resp}
