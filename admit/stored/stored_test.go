@@ -22,6 +22,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
@@ -446,11 +447,7 @@ spec: {config: {ignition: {version: 3.5.0}, storage: {files: [{path: /etc/race, 
 func TestWatchFollowsCeiling(t *testing.T) {
 	cp := shared.Need(t)
 	t.Cleanup(func() { cp.DeleteAll(t, kube.MachineConfigs, kube.MachineConfigPools) })
-	cp.Apply(t, kubetest.DecodeObjects(t, []byte(`apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: worker}
-spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}
----
+	cp.Apply(t, kubetest.DecodeObjects(t, []byte(mctest.RolePool("worker")+`---
 apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
 metadata: {name: 50-at-35, labels: {machineconfiguration.openshift.io/role: worker}}
