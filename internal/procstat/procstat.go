@@ -32,8 +32,8 @@ func CPU(pid int) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / 100, nil // USER_HZ
 }
 
-// Memory is process pid's resident set now and its peak (since it started
-// or since ResetPeak), in bytes.
+// Memory is process pid's resident set now and its peak (since it started,
+// or since 5 was written to /proc/PID/clear_refs), in bytes.
 func Memory(pid int) (rss, peak int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -60,11 +60,4 @@ func Memory(pid int) (rss, peak int64, err error) {
 		return 0, 0, fmt.Errorf("/proc/%d/status: no VmRSS and VmHWM", pid)
 	}
 	return rss, peak, nil
-}
-
-// ResetPeak sets process pid's peak resident set to what it is now, so
-// that the kernel keeps the peak of what follows, however brief (a
-// sampler sees only what it happens to sample).
-func ResetPeak(pid int) error {
-	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }
