@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -57,20 +55,13 @@ func newCluster(t *testing.T, set string) *cluster {
 		cp.DeleteAll(t, kube.MachineConfigs, kube.MachineConfigPools)
 		_ = cp.Kube.CoreV1().Nodes().DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
 	})
-	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, u := range kubetest.DecodeObjects(t, data) {
-			switch u.GetKind() {
-			case render.KindMachineConfigPool:
-				unstructured.RemoveNestedField(u.Object, "status")
-				cp.Apply(t, u)
-			case render.KindMachineConfig:
-				c.objects = append(c.objects, u)
-			}
+	for _, u := range kubetest.DecodeDir(t, dir) {
+		switch u.GetKind() {
+		case render.KindMachineConfigPool:
+			unstructured.RemoveNestedField(u.Object, "status")
+			cp.Apply(t, u)
+		case render.KindMachineConfig:
+			c.objects = append(c.objects, u)
 		}
 	}
 	cp.Apply(t, c.objects...)
