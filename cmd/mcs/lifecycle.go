@@ -10,6 +10,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/internal/lifecycle"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 )
 
 // runLifecycle runs the reloader (which a signal on hup also triggers,
@@ -18,7 +19,7 @@ import (
 // Then every listener is shut down, in-flight requests getting the
 // shutdown grace to finish, and the reloader is waited for, as long again
 // at most: a load stuck in a source must not keep the process alive.
-func runLifecycle(ctx context.Context, o *options, srv *serve.Server, rl *serve.Reloader, ls listenDeps, hup <-chan os.Signal, onHUP func(), log *slog.Logger, stdout io.Writer) error {
+func runLifecycle(ctx context.Context, o *options, srv *serve.Server, rl *pipeline.Reloader, ls listenDeps, hup <-chan os.Signal, onHUP func(), log *slog.Logger, stdout io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var bg sync.WaitGroup
 	defer func() {

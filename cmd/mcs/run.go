@@ -14,6 +14,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/prom"
 	"github.com/ignition-mcs/mcs/netlimit"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
@@ -81,7 +82,7 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if err := startInsights(ctx, o.kubeAPIConfig, src, srv, log); err != nil {
 		return err
 	}
-	rl := &serve.Reloader{Source: startSource(o, src, log), Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
+	rl := &pipeline.Reloader{Source: startSource(o, src, log), Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
 	cm, err := netlimit.NewMetrics(reg)
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/source"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
@@ -349,7 +350,7 @@ func TestLifecycleWaitsForReloader(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rl := &serve.Reloader{Source: src, Server: srv, Logger: log}
+				rl := &pipeline.Reloader{Source: src, Server: srv, Logger: log}
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan error, 1)
 				go func() { done <- runLifecycle(ctx, o, srv, rl, listenDeps{}, nil, func() {}, log, io.Discard) }()
