@@ -36,4 +36,3 @@ func TestGenerate(t *testing.T) {
 		t.Errorf("%s merges another custom pool's config: %v", customName(1), res.MachineConfigs)
 	}
 }
-
