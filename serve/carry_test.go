@@ -6,10 +6,9 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -53,11 +52,11 @@ func TestBuildSnapshotFromCarriesUnchangedPools(t *testing.T) {
 	if tag, _ := served("infra"); tag == infraTag {
 		t.Fatal("a re-rendered pool kept its old ETag")
 	}
-	if c, r := testutil.ToFloat64(s.rec.m.carried), testutil.ToFloat64(s.rec.m.encoded); c != 1 || r != 3 {
+	if c, r := metric(t, s, "mcs_render_pools_carried_total"), metric(t, s, "mcs_render_pools_rerendered_total"); c != 1 || r != 3 {
 		t.Fatalf("metrics carried %v rerendered %v, want 1 and 3", c, r)
 	}
 	w := get(t, s, http.MethodGet, "/status")
-	var st Status
+	var st status.Status
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.PoolsRerendered != 1 || st.PoolsCarried != 1 {
 		t.Fatalf("status %v: %+v", err, st)
 	}

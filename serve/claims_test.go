@@ -16,6 +16,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -77,7 +78,7 @@ func TestClaimsWhenNothingServed(t *testing.T) {
 		if le := srv.Status().LastError; le != nil {
 			now = le.Time
 		}
-		for _, p := range problems(srv.Status(), nil, now) {
+		for _, p := range status.Problems(srv.Status(), now) {
 			fmt.Fprintf(&out, "problem: %s\n", p.Title)
 		}
 		for _, n := range told {
