@@ -44,10 +44,10 @@ func TestClaimsWhenNothingServed(t *testing.T) {
 		loads []load
 	}{
 		{"the first render is running", nil},
-		{"the source fails as a whole at start", []load{{err: errors.New("source directory: stat /srv/mcs: no such file or directory")}}},
-		{"the one pool fails at start", []load{{in: &source.Input{Failed: map[string]error{"worker": broken}}}}},
-		{"one pool never rendered, one served", []load{{in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}}}},
-		{"a served pool fails", []load{{in: &source.Input{Results: []*render.Result{w, m}}}, {in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}}}},
+		{"the source fails as a whole at start", []load{{Err: errors.New("source directory: stat /srv/mcs: no such file or directory")}}},
+		{"the one pool fails at start", []load{{In: &source.Input{Failed: map[string]error{"worker": broken}}}}},
+		{"one pool never rendered, one served", []load{{In: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}}}},
+		{"a served pool fails", []load{{In: &source.Input{Results: []*render.Result{w, m}}}, {In: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}}}},
 	}
 	var out strings.Builder
 	for _, sc := range scenarios {
@@ -56,7 +56,7 @@ func TestClaimsWhenNothingServed(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: noTime}))
 		var told []string
 		srv := mustNew(t, Config{Logger: log, Notify: func(n source.Notice) { told = append(told, n.Pool+": "+n.Message) }})
-		rl := &pipeline.Reloader{Source: &inputs{loads: sc.loads}, Server: srv, Logger: log}
+		rl := &pipeline.Reloader{Source: &inputs{Loads: sc.loads}, Server: srv, Logger: log}
 		for range sc.loads {
 			rl.Reload(context.Background())
 		}

@@ -61,7 +61,7 @@ var contractCases = map[status.Cause]contractCase{
 		request: getter("/config/worker"), body: "no render loaded yet"},
 	status.CauseRenderFailed: {server: func(t *testing.T, cfg Config) *Server {
 		s := mustNew(t, cfg)
-		rl := &pipeline.Reloader{Source: &inputs{loads: []load{{in: &source.Input{Failed: map[string]error{"worker": errors.New("dir/50-worker.yaml: bad")}}}}}, Server: s}
+		rl := &pipeline.Reloader{Source: &inputs{Loads: []load{{In: &source.Input{Failed: map[string]error{"worker": errors.New("dir/50-worker.yaml: bad")}}}}}, Server: s}
 		rl.Reload(context.Background())
 		return s
 	}, request: getter("/config/worker"), body: "no render has succeeded yet; the newest attempt failed: pool worker (never rendered: nothing is served for it): dir/50-worker.yaml: bad"},
@@ -72,7 +72,7 @@ var contractCases = map[status.Cause]contractCase{
 		s := mustNew(t, cfg)
 		in := &source.Input{Results: []*render.Result{result(t, "worker", plainIgn)},
 			Failed: map[string]error{"infra": errors.New("dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus\nsecond problem")}}
-		(&pipeline.Reloader{Source: &inputs{loads: []load{{in: in}}}, Server: s}).Reload(context.Background())
+		(&pipeline.Reloader{Source: &inputs{Loads: []load{{In: in}}}, Server: s}).Reload(context.Background())
 		return s
 	}, request: getter("/config/infra"), body: `pool "infra" has no good render yet: dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus; second problem`},
 	status.CauseTokenMissing: {server: func(t *testing.T, cfg Config) *Server { return worker(t, tokensCfg(cfg)) },
@@ -268,15 +268,15 @@ func TestWaitingEndsWithFix(t *testing.T) {
 		paths  []string       // asked for before the fix
 		causes []status.Cause // of waiting and unknownPools before the fix
 	}{
-		{"first render failed", load{err: errors.New("source directory: stat /srv/mcs: no such file or directory")}, []string{"/config/worker"}, []status.Cause{status.CauseRenderFailed}},
-		{"pool never rendered, pool not created", load{in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}},
+		{"first render failed", load{Err: errors.New("source directory: stat /srv/mcs: no such file or directory")}, []string{"/config/worker"}, []status.Cause{status.CauseRenderFailed}},
+		{"pool never rendered, pool not created", load{In: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}},
 			[]string{"/config/worker", "/config/infra"}, []status.Cause{status.CausePoolNotRendered, status.CauseUnknownPool}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			srv := mustNew(t, Config{Logger: log})
-			rl := &pipeline.Reloader{Source: &inputs{loads: []load{c.before, {in: &source.Input{Results: []*render.Result{w, m, infra}}}}}, Server: srv, Logger: log}
+			rl := &pipeline.Reloader{Source: &inputs{Loads: []load{c.before, {In: &source.Input{Results: []*render.Result{w, m, infra}}}}}, Server: srv, Logger: log}
 			rl.Reload(context.Background())
 			for _, p := range c.paths {
 				get(t, srv, "GET", p)
@@ -305,7 +305,7 @@ func TestWaitingEndsWithFix(t *testing.T) {
 	// A cause that comes back after its fix is logged again.
 	var logs bytes.Buffer
 	srv := mustNew(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	rl := &pipeline.Reloader{Source: &inputs{loads: []load{{in: &source.Input{Results: []*render.Result{m}}}, {in: &source.Input{Results: []*render.Result{m, infra}}}, {in: &source.Input{Results: []*render.Result{m}}}}}, Server: srv}
+	rl := &pipeline.Reloader{Source: &inputs{Loads: []load{{In: &source.Input{Results: []*render.Result{m}}}, {In: &source.Input{Results: []*render.Result{m, infra}}}, {In: &source.Input{Results: []*render.Result{m}}}}}, Server: srv}
 	for range 3 {
 		rl.Reload(context.Background())
 		get(t, srv, "GET", "/config/infra")

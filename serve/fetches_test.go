@@ -186,10 +186,10 @@ func TestRenderFailedNotices(t *testing.T) {
 	s := mustNew(t, Config{Notify: got.add})
 	broken, outage := errors.New("MachineConfig/99-worker-x: $.spec.kernelType: invalid"), errors.New("source unreachable")
 	master, worker := result(t, "master", plainIgn), result(t, "worker", plainIgn)
-	workerFails := load{in: &source.Input{Results: []*render.Result{master}, Failed: map[string]error{"worker": broken}}}
-	rl := &pipeline.Reloader{Server: s, Source: &inputs{loads: []load{
-		{in: &source.Input{Results: []*render.Result{master, worker}}}, workerFails, workerFails, {err: outage},
-		{in: &source.Input{Results: []*render.Result{master, worker}}}, workerFails,
+	workerFails := load{In: &source.Input{Results: []*render.Result{master}, Failed: map[string]error{"worker": broken}}}
+	rl := &pipeline.Reloader{Server: s, Source: &inputs{Loads: []load{
+		{In: &source.Input{Results: []*render.Result{master, worker}}}, workerFails, workerFails, {Err: outage},
+		{In: &source.Input{Results: []*render.Result{master, worker}}}, workerFails,
 	}}}
 	rl.Reload(context.Background())
 	rl.Reload(context.Background())

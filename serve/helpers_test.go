@@ -19,8 +19,8 @@ import (
 var result = rendertest.Result
 
 const (
-	plainIgn = `{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/etc/hello","mode":420,"overwrite":true,"contents":{"source":"data:,hello"}}]},"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":"[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}]}}`
-	kargsIgn = `{"ignition":{"version":"3.3.0"},"kernelArguments":{"shouldExist":["nosmt","mitigations=auto"]},"storage":{"files":[{"path":"/etc/k","contents":{"source":"data:,k"}}]}}`
+	plainIgn = rendertest.PlainIgn
+	kargsIgn = rendertest.KargsIgn
 	luksIgn  = `{"ignition":{"version":"3.4.0"},"storage":{"luks":[{"name":"data","device":"/dev/vdb","discard":true,"clevis":{"tpm2":true}}]}}`
 	luks32   = `{"ignition":{"version":"3.2.0"},"storage":{"luks":[{"name":"data","device":"/dev/vdb","clevis":{"tpm2":true}}]}}`
 )

@@ -388,7 +388,7 @@ func TestClientLabel(t *testing.T) {
 
 func TestStatus(t *testing.T) {
 	s := newTestServer(t, Config{}, result(t, "worker", luksIgn))
-	(&pipeline.Reloader{Server: s, Source: &inputs{loads: []load{{err: fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus")}}}}).Reload(context.Background())
+	(&pipeline.Reloader{Server: s, Source: &inputs{Loads: []load{{Err: fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus")}}}}).Reload(context.Background())
 	w := get(t, s, "GET", "/status")
 	var st status.Status
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {

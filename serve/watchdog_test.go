@@ -144,10 +144,10 @@ func TestReloadWarnings(t *testing.T) {
 	srv := mustNew(t, Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	w := result(t, "worker", plainIgn)
 	fifo := "/src/97-x.yaml: warning: not a regular file: a named pipe (FIFO), so never opened; skipped"
-	src := &inputs{loads: []load{
-		{in: &source.Input{Results: []*render.Result{w}, Warnings: []string{fifo}}},
-		{in: &source.Input{Warnings: []string{fifo}}, err: context.DeadlineExceeded},
-		{in: &source.Input{Results: []*render.Result{w}}},
+	src := &inputs{Loads: []load{
+		{In: &source.Input{Results: []*render.Result{w}, Warnings: []string{fifo}}},
+		{In: &source.Input{Warnings: []string{fifo}}, Err: context.DeadlineExceeded},
+		{In: &source.Input{Results: []*render.Result{w}}},
 	}}
 	rl := &pipeline.Reloader{Source: src, Server: srv}
 	for i, want := range [][]string{{fifo}, {fifo}, nil} {
