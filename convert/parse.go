@@ -56,6 +56,17 @@ func parse(raw []byte, checkNewest bool) (*Parsed, error) {
 	if trimmed[0] != '{' {
 		return parseYAML(raw)
 	}
+	// Most configs are spec 3 with a plain version: found without decoding,
+	// and parsed by their spec's parser, which decodes and checks all of it
+	// (the version too). Anything else, or any error, takes the way below,
+	// which says why as it always has.
+	if vs, ok := quickVersion(raw); ok {
+		if v, err := ParseVersion(vs); err == nil && v.Major == 3 && contains(inputVersions, v) && v.String() == vs {
+			if p, err := parseSpec3(raw, v, vs, checkNewest); err == nil {
+				return p, nil
+			}
+		}
+	}
 	var stub struct {
 		Ignition struct {
 			Version *string `json:"version"`
@@ -94,9 +105,14 @@ func parse(raw []byte, checkNewest bool) (*Parsed, error) {
 		}
 		return p, err
 	}
-	// Each spec is parsed by its own parser and brought up by upFrom rather
-	// than by Ignition's ParseCompatibleVersion, whose 3.4→3.5 step loses
-	// tang advertisements (see up34to35).
+	return parseSpec3(raw, v, vs, checkNewest)
+}
+
+// parseSpec3 is parse of a config declaring spec 3 version v (written vs).
+// Each spec is parsed by its own parser and brought up by upFrom rather
+// than by Ignition's ParseCompatibleVersion, whose 3.4→3.5 step loses tang
+// advertisements (see up34to35).
+func parseSpec3(raw []byte, v Version, vs string, checkNewest bool) (*Parsed, error) {
 	typed, rpt, err := spec3Parsers[v](raw)
 	if err != nil {
 		if errors.Is(err, ignerr.ErrUnknownVersion) {
