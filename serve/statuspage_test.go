@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"flag"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
@@ -214,7 +214,7 @@ func checkStatusDOM(t *testing.T, s *Server, doc *html.Node) {
 		}
 	}
 	for _, c := range poolStatus(t, st, "worker").Fetches[0].Clients {
-		if !hasRow(worker, []string{c.Ignition, strconv.FormatUint(c.Count, 10), timestamp(c.First)}) {
+		if !hasRow(worker, []string{c.Ignition, strconv.FormatUint(c.Count, 10), pageTime(c.First)}) {
 			t.Errorf("pool worker shows no fetches %+v", c)
 		}
 	}
@@ -222,20 +222,23 @@ func checkStatusDOM(t *testing.T, s *Server, doc *html.Node) {
 	if !strings.Contains(textOf(skew), "Mode Manual") {
 		t.Errorf("skew section: %s", textOf(skew))
 	}
-	recent := s.rec.gate.Recent()
+	recent := s.cfg.Gate.Recent()
 	if len(recent) != 2 {
 		t.Fatalf("%d refused", len(recent))
 	}
 	for _, b := range recent {
 		host, _, _ := strings.Cut(b.RemoteAddr, ":")
 		ver := strings.TrimPrefix(b.Client, "Ignition/")
-		if !hasRow(skew, []string{timestamp(b.Time), b.Pool, host, ver, b.Reason, b.ID}) {
+		if !hasRow(skew, []string{pageTime(b.Time), b.Pool, host, ver, b.Reason, b.ID}) {
 			t.Errorf("refused node %+v not shown", b)
 		}
 	}
 }
 
-func poolStatus(t *testing.T, st Status, name string) PoolStatus {
+// pageTime is a time as the page shows it.
+func pageTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+func poolStatus(t *testing.T, st status.Status, name string) status.PoolStatus {
 	t.Helper()
 	for _, p := range st.Pools {
 		if p.Name == name {
@@ -243,7 +246,7 @@ func poolStatus(t *testing.T, st Status, name string) PoolStatus {
 		}
 	}
 	t.Fatalf("no pool %s", name)
-	return PoolStatus{}
+	return status.PoolStatus{}
 }
 
 func find(n *html.Node, match func(*html.Node) bool) *html.Node {
@@ -328,10 +331,10 @@ func hasRow(n *html.Node, want []string) bool {
 
 // A stuck load and skipped files head the page's problems, worst first.
 func TestStatusPageProblemsStuckAndSkipped(t *testing.T) {
-	st := Status{Ready: true,
+	st := status.Status{Ready: true,
 		ReloadStuck: "reload stuck since 2026-11-23T14:00:00Z, reading /etc/mcs/97-x.yaml",
 		Warnings:    []string{"97-x.yaml: warning: not a regular file: a named pipe (FIFO), so never opened; skipped"}}
-	got := problems(st, nil, time.Now())
+	got := status.Problems(st, time.Now())
 	if len(got) != 2 {
 		t.Fatalf("problems = %+v, want the stuck load and the skipped file", got)
 	}
@@ -367,10 +370,10 @@ func TestStatusPageWaitingNodes(t *testing.T) {
 // says so beside the problem, never "ok" under "Rendering fails".
 func TestStatusPageWholeRenderFails(t *testing.T) {
 	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
-	st := Status{Ready: true, Pools: []PoolStatus{{Name: "worker", Rendered: "rendered-worker-1"}},
-		LastError: &RenderError{Time: now, Since: now, Message: "97-x.yaml:3: invalid YAML"}}
+	st := status.Status{Ready: true, Pools: []status.PoolStatus{{Name: "worker", Rendered: "rendered-worker-1"}},
+		LastError: &status.RenderError{Time: now, Since: now, Message: "97-x.yaml:3: invalid YAML"}}
 	w := httptest.NewRecorder()
-	statusPage(w, st, slog.New(slog.DiscardHandler))
+	status.WritePage(w, st)
 	doc, err := html.Parse(w.Body)
 	if err != nil {
 		t.Fatal(err)
@@ -387,11 +390,11 @@ func TestStatusPageWholeRenderFails(t *testing.T) {
 // with mode None the release's oldest boot image is not enforced, so not
 // shown; "no node has been refused" is not repeated under its heading.
 func TestStatusPageSkewSaysItOnce(t *testing.T) {
-	st := Status{Ready: true, Pools: []PoolStatus{{Name: "worker", Rendered: "rendered-worker-1"}},
+	st := status.Status{Ready: true, Pools: []status.PoolStatus{{Name: "worker", Rendered: "rendered-worker-1"}},
 		SkewPolicy: &skewgate.Policy{Mode: "None", Release: skewgate.ReleaseLimits{OCPVersion: "4.14.0"}},
-		Conditions: []Condition{{Type: "BootImageSkew", Status: "False", Reason: "NoNodesBlocked", Message: "no node has been refused"}}}
+		Conditions: []status.Condition{{Type: "BootImageSkew", Status: "False", Reason: "NoNodesBlocked", Message: "no node has been refused"}}}
 	w := httptest.NewRecorder()
-	statusPage(w, st, slog.New(slog.DiscardHandler))
+	status.WritePage(w, st)
 	doc, err := html.Parse(w.Body)
 	if err != nil {
 		t.Fatal(err)

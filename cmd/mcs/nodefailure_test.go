@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
@@ -123,7 +123,7 @@ func floodReports(t *testing.T, in *instance, dyn dynamic.Interface, host string
 	if fetches == 0 || failed > 0 {
 		t.Errorf("node fetches during the flood: %d of %d failed", failed, fetches)
 	}
-	var st serve.Status
+	var st status.Status
 	_, raw, _ := in.get("/status")
 	if err := json.Unmarshal(raw, &st); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/syncbuf"
 	"github.com/ignition-mcs/mcs/pki"
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
@@ -219,7 +219,7 @@ func TestRotationRehearsal(t *testing.T) {
 	waitFor(t, "the rewritten pointer config", func() bool { return !bytes.Equal(pointerCA(t, r.kc, "worker-user-data"), r.old) })
 	bundle := pointerCA(t, r.kc, "worker-user-data")
 	waitFor(t, "the new serving certificate served", func() bool { return len(tlsStatusOf(t, ti).Trust) == 2 })
-	if tr := tlsStatusOf(t, ti).Trust; !slices.ContainsFunc(tr, func(x serve.Trust) bool { return x.CA == firstCN(t, r.old) && !x.Expired }) {
+	if tr := tlsStatusOf(t, ti).Trust; !slices.ContainsFunc(tr, func(x status.Trust) bool { return x.CA == firstCN(t, r.old) && !x.Expired }) {
 		t.Errorf("/status before expiry does not show the old CA %s trusted: %+v", firstCN(t, r.old), tr)
 	}
 	// Spec-2 (and 3.0, 3.1) boot images read only the first certificate of
@@ -291,13 +291,13 @@ func firstCN(t *testing.T, bundle []byte) string {
 	return c.Subject.CommonName
 }
 
-func tlsStatusOf(t *testing.T, ti *tlsInstance) *serve.TLSStatus {
+func tlsStatusOf(t *testing.T, ti *tlsInstance) *status.TLSStatus {
 	t.Helper()
 	_, b, err := ti.get("/status", "Accept", "application/json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st struct{ TLS *serve.TLSStatus }
+	var st struct{ TLS *status.TLSStatus }
 	if err := json.Unmarshal(b, &st); err != nil || st.TLS == nil {
 		t.Fatalf("/status: %.300s %v", b, err)
 	}
