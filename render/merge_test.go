@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/ignition-mcs/mcs/internal/mctest"
 )
 
 // Upstream merges role-worker configs first, then the rest, each by name.
@@ -22,13 +24,7 @@ spec:
     matchExpressions:
     - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}
 `,
-		`apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: worker}
-spec:
-  machineConfigSelector:
-    matchLabels: {machineconfiguration.openshift.io/role: worker}
-`)
+		mctest.RolePool("worker"))
 	tests := []struct {
 		pool, order, winner string
 	}{

@@ -7,15 +7,11 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/mctest"
 )
 
 func TestPoolsOf(t *testing.T) {
-	pools := poolsFrom(kubetest.DecodeObjects(t, []byte(`
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: worker}
-spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}
----
+	pools := poolsFrom(kubetest.DecodeObjects(t, []byte(mctest.RolePool("worker")+`---
 apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfigPool
 metadata: {name: infra}

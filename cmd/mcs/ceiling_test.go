@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
@@ -34,8 +35,7 @@ func TestMaxSpecFromCluster(t *testing.T) {
 	if _, err := dyn.Resource(cvs).UpdateStatus(ctx, cv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
-  spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
+	apply(kube.MachineConfigPools, mctest.RolePool("worker"))
 	apply(kube.MachineConfigs, workerMC("one"))
 
 	for _, tc := range []struct {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
@@ -38,8 +39,7 @@ const (
 // naming the field.
 func TestNodeFailureReports(t *testing.T) {
 	kubeconfig, dyn, apply := controlPlane(t, true)
-	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
-  spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
+	apply(kube.MachineConfigPools, mctest.RolePool("worker"))
 	apply(kube.MachineConfigs, workerMC("one"))
 	in := start(t, "--source", "kube", "--kubeconfig", kubeconfig, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--debounce", "20ms")
 	waitFor(t, "the worker pool served", func() bool { c, _, _ := in.get("/config/worker"); return c == 200 })

@@ -47,6 +47,7 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"internal/lifecycle", "serve", "the lifecycle runs any HTTP server"},
 	{"internal/tlsnames", "serve", "TLS names know nothing of what is served"},
 	{"internal/authtokens", "controller", "tokens are the server's, not the controller's"},
+	{"internal/procstat", "serve", "reading /proc knows nothing of what it measures"},
 }
 
 func TestLayering(t *testing.T) {
