@@ -11,15 +11,7 @@ import (
 )
 
 func TestPoolsOf(t *testing.T) {
-	pools := poolsFrom(kubetest.DecodeObjects(t, []byte(mctest.RolePool("worker")+`---
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: infra}
-spec:
-  machineConfigSelector:
-    matchExpressions:
-    - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}
----
+	pools := poolsFrom(kubetest.DecodeObjects(t, []byte(mctest.RolePool("worker")+"---\n"+mctest.Pool("infra")+`---
 apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfigPool
 metadata: {name: worker-gpu}
