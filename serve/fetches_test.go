@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/html"
 
+	"github.com/ignition-mcs/mcs/internal/htmltest"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve/fetchlog"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
@@ -279,10 +280,10 @@ func TestAdminCurlIsNoNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row := textOf(byID(t, doc, "row-infra")); !strings.Contains(row, "no node yet (1 by other clients") {
+	if row := htmltest.Text(htmltest.ByID(t, doc, "row-infra")); !strings.Contains(row, "no node yet (1 by other clients") {
 		t.Errorf("infra, fetched by curl alone, shows %q", row)
 	}
-	if row := textOf(byID(t, doc, "row-worker")); !strings.Contains(row, "3 fetches; first") {
+	if row := htmltest.Text(htmltest.ByID(t, doc, "row-worker")); !strings.Contains(row, "3 fetches; first") {
 		t.Errorf("worker shows %q", row)
 	}
 }
