@@ -2,6 +2,9 @@ package convert
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -55,4 +58,42 @@ func FuzzQuickVersion(f *testing.F) {
 			t.Fatalf("quickVersion %q; the stub: %v %v", v, stub.Ignition.Version, err)
 		}
 	})
+}
+
+// FuzzParseQuick: Parse with quickVersion's way first reads every config
+// as without it: the same config and spec, or the same error.
+func FuzzParseQuick(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		p, err := parse(raw, true, true)
+		q, qerr := parse(raw, true, false)
+		switch {
+		case (err == nil) != (qerr == nil):
+			t.Fatalf("with the scan: %v; without: %v", err, qerr)
+		case err != nil:
+			// Ignition reports unknown keys in map order: compare as sets.
+			if !slices.Equal(sortedParts(err), sortedParts(qerr)) {
+				t.Fatalf("with the scan: %v; without: %v", err, qerr)
+			}
+		case p.Version != q.Version || len(diff(p.Config, q.Config)) > 0 || len(p.Warnings) != len(q.Warnings):
+			t.Fatalf("with the scan %s, without %s: %v", p.Version, q.Version, diff(p.Config, q.Config))
+		}
+	})
+}
+
+// sortedParts is an error's text, an InvalidError's problems each apart,
+// in order.
+func sortedParts(err error) []string {
+	var ie *InvalidError
+	if !errors.As(err, &ie) {
+		return []string{err.Error()}
+	}
+	parts := []string{ie.Version.String()}
+	for _, p := range ie.Problems {
+		parts = append(parts, fmt.Sprintf("%+v", p))
+	}
+	slices.Sort(parts)
+	return parts
 }
