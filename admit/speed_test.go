@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -424,13 +425,16 @@ func benchCreate(b *testing.B, cp *kubetest.ControlPlane, reg prometheus.Gathere
 	// always follows another; every create carries new content (a file
 	// named by the iteration), as a new rendered config does.
 	kinds := []string{"webhook", "null", "none"}
+	// A name of this run's own: -count runs this again with the same
+	// webhook, whose lowering cache must not have seen the contents.
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	took := map[string][]time.Duration{}
 	create := func(i int, kind string) time.Duration {
 		u := mc.DeepCopy()
 		u.SetName(fmt.Sprintf("bench-%d-%s", i, kind))
 		u.SetLabels(map[string]string{"bench": kind})
 		files, _, _ := unstructured.NestedSlice(u.Object, "spec", "config", "storage", "files")
-		files = append(files, map[string]any{"path": fmt.Sprintf("/etc/bench-%d", i), "contents": map[string]any{"source": "data:,x"}})
+		files = append(files, map[string]any{"path": fmt.Sprintf("/etc/bench-%s-%d", run, i), "contents": map[string]any{"source": "data:,x"}})
 		if err := unstructured.SetNestedSlice(u.Object, files, "spec", "config", "storage", "files"); err != nil {
 			b.Fatal(err)
 		}
