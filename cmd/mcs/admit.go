@@ -5,19 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
-
 	"github.com/ignition-mcs/mcs/admit"
+	"github.com/ignition-mcs/mcs/admit/stored"
 	"github.com/ignition-mcs/mcs/convert"
-	"github.com/ignition-mcs/mcs/internal/klogbridge"
+	"github.com/ignition-mcs/mcs/internal/daemon"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -67,31 +60,28 @@ func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	// klogbridge routes controller-runtime's logger too (the certificate
-	// watcher logs through it): main's bridge, never a process-wide set here.
-	defer klogbridge.To(ctx, log)()
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	api, err := newAPIClients(rc)
+	// klogbridge (in daemon) routes controller-runtime's logger too (the
+	// certificate watcher logs through it): main's bridge, never a
+	// process-wide set here.
+	cmd, err := daemon.Start(ctx, daemon.Config{Log: log, REST: rc})
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	watch, ceiling, err := startStoredWatch(ctx, api, reg, log, o.recheck)
+	defer cmd.Close()
+	var ceiling stored.Ceiling
+	watch, err := stored.New(stored.Config{Client: cmd.API.Dynamic, Ceiling: ceiling.Get, Resync: o.recheck, Registry: cmd.Registry, Log: log.With("watch", "stored")})
 	if err != nil {
 		return err
 	}
-	events := record.NewBroadcaster()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: api.kube.CoreV1().Events("")})
-	defer events.Shutdown()
-	host, _ := os.Hostname()
+	ceiling.Follow(watch)
+	watch.Start(ctx)
 	w := admit.New(admit.Config{
-		Logger: log, Registry: reg, Gatherer: reg, Deny: o.aboveCeiling == "deny",
-		Recorder: events.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: "mcs-admit", Host: host}),
-		Stored:   watch.Status,
+		Logger: log, Registry: cmd.Registry, Gatherer: cmd.Registry, Deny: o.aboveCeiling == "deny",
+		Recorder: cmd.Recorder("mcs-admit"), Stored: watch.Status,
 	})
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -101,15 +91,15 @@ func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ticker := time.NewTicker(o.recheck)
 		defer ticker.Stop()
 		read := func(ctx context.Context) (admit.Ceiling, error) {
-			c, err := admit.CeilingFromCluster(ctx, api.dynamic)
+			c, err := admit.CeilingFromCluster(ctx, cmd.API.Dynamic)
 			if err == nil {
-				ceiling.set(c.Spec)
+				ceiling.Set(c.Spec)
 			}
 			return c, err
 		}
 		go w.FollowCeiling(ctx, read, ticker.C)
 	} else {
-		ceiling.set(o.maxSpec)
+		ceiling.Set(o.maxSpec)
 		w.SetCeiling(admit.Ceiling{Spec: o.maxSpec, Reader: "the release a rollback returns to (--max-spec " + o.maxSpec.String() + ")", Source: "--max-spec " + o.maxSpec.String()})
 	}
 	fmt.Fprintf(stdout, "mcs admit: listening on https://%s%s (above the ceiling: %s; ceiling: %s)\n", ln.Addr(), admit.MutatePath, o.aboveCeiling, ceilingWords(o.maxSpec))

@@ -43,7 +43,7 @@ func runAdmitLowerExisting(ctx context.Context, args []string, stdout, stderr io
 	}
 	from := "--max-spec"
 	if ceiling.IsZero() {
-		c, err := admit.CeilingFromCluster(ctx, api.dynamic)
+		c, err := admit.CeilingFromCluster(ctx, api.Dynamic)
 		if err != nil {
 			return fmt.Errorf("%w (or give --max-spec)", err)
 		}
@@ -52,7 +52,7 @@ func runAdmitLowerExisting(ctx context.Context, args []string, stdout, stderr io
 	fmt.Fprintf(stdout, "ceiling: %s\n", describeCeiling(ceiling, from))
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	var n lowerCounts
-	err = stored.LowerExisting(ctx, stored.Restore{Client: api.dynamic, Ceiling: ceiling, Confirm: *confirm}, func(o stored.Outcome) {
+	err = stored.LowerExisting(ctx, stored.Restore{Client: api.Dynamic, Ceiling: ceiling, Confirm: *confirm}, func(o stored.Outcome) {
 		fmt.Fprintln(tw, n.line(o, *confirm))
 	})
 	tw.Flush()

@@ -9,9 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	configv1 "github.com/openshift/api/config/v1"
-	"sigs.k8s.io/yaml"
-
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/internal/tlsnames"
 	"github.com/ignition-mcs/mcs/render"
@@ -103,42 +100,14 @@ func bootstrapNodeFiles(o *options) func() (render.NodeFiles, error) {
 // manifest, as upstream's bootstrap server does
 // (DIR/api-server/api-server.yaml: /etc/mcs/bootstrap/api-server/api-server.yaml
 // by default), unless --tls-min-version or --tls-cipher-suites is given;
-// without one it is Intermediate. Suites Go does not have are left out, as
-// upstream's OpenSSLToIANACipherSuites leaves them.
+// without one it is Intermediate.
 func bootstrapTLS(o *options) error {
 	if o.set["tls-min-version"] || o.set["tls-cipher-suites"] {
 		return nil
 	}
-	path := filepath.Join(o.bootstrap.baseDir, "api-server", "api-server.yaml")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	v, names, found, err := tlsnames.APIServerProfile(filepath.Join(o.bootstrap.baseDir, "api-server", "api-server.yaml"))
+	if found {
+		o.tls.minVersion, o.tls.names = v, names
 	}
-	if err != nil {
-		return err
-	}
-	var api configv1.APIServer
-	if err := yaml.Unmarshal(b, &api); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	spec := configv1.TLSProfiles[configv1.TLSProfileIntermediateType]
-	if p := api.Spec.TLSSecurityProfile; p != nil {
-		switch {
-		case p.Type == configv1.TLSProfileCustomType && p.Custom != nil:
-			spec = &p.Custom.TLSProfileSpec
-		case configv1.TLSProfiles[p.Type] != nil:
-			spec = configv1.TLSProfiles[p.Type]
-		}
-	}
-	v, err := tlsnames.Version(string(spec.MinTLSVersion))
-	if err != nil {
-		return fmt.Errorf("%s: $.spec.tlsSecurityProfile: %w", path, err)
-	}
-	o.tls.minVersion, o.tls.names = v, nil
-	for _, c := range spec.Ciphers {
-		if _, ok := tlsnames.Suite(c); ok {
-			o.tls.names = append(o.tls.names, c)
-		}
-	}
-	return nil
+	return err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/cutover"
 	"github.com/ignition-mcs/mcs/deploy"
+	"github.com/ignition-mcs/mcs/internal/daemon"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -100,7 +101,7 @@ func (c *cutoverCommand) connect(stderr io.Writer) (*cutover.Cutover, error) {
 	if err != nil {
 		return nil, err
 	}
-	api, err := newAPIClients(rc)
+	api, err := daemon.NewClients(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +114,7 @@ func (c *cutoverCommand) connect(stderr io.Writer) (*cutover.Cutover, error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	return cutover.New(cutover.Config{Kube: api.kube, Dynamic: api.dynamic, Manifests: objs, Image: c.image,
+	return cutover.New(cutover.Config{Kube: api.Kube, Dynamic: api.Dynamic, Manifests: objs, Image: c.image,
 		Interval: c.interval, Timeout: c.timeout, Logger: log})
 }
 

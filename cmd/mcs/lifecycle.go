@@ -35,8 +35,8 @@ func runLifecycle(ctx context.Context, o *options, srv *serve.Server, rl *serve.
 	}
 	var ss []lifecycle.Server
 	for _, s := range servers {
-		fmt.Fprintf(stdout, "mcs: listening on %s\n", s.desc)
-		ss = append(ss, lifecycle.Server{HTTP: s.srv, Serve: s.serve})
+		fmt.Fprintf(stdout, "mcs: listening on %s\n", s.Desc)
+		ss = append(ss, lifecycle.Server{HTTP: s.HTTP, Serve: s.Serve})
 	}
 	return lifecycle.Serve(ctx, ss, lifecycle.Shutdown{Drain: srv.Drain, Delay: o.shutdownDelay, Grace: o.shutdownGrace}, log)
 }

@@ -7,11 +7,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/ignition-mcs/mcs/internal/klogbridge"
-	"github.com/ignition-mcs/mcs/internal/prom"
+	"github.com/ignition-mcs/mcs/internal/daemon"
+	"github.com/ignition-mcs/mcs/internal/httpserve"
 	"github.com/ignition-mcs/mcs/netlimit"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/source"
@@ -43,10 +40,13 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	defer klogbridge.To(ctx, log)()
+	cmd, err := daemon.Start(ctx, daemon.Config{Log: log})
+	if err != nil {
+		return err
+	}
+	defer cmd.Close()
+	reg := cmd.Registry
 	ro, ceiling := maxSpec(ctx, o, o.render, log)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gate, reloadPolicy, err := newGate(o, log)
 	if err != nil {
 		return err
@@ -86,11 +86,11 @@ func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	f, registered := prom.With(reg)
-	ls := listenDeps{conns: netlimit.NewTable(o.connLimits(log), nil, log, cm), certReport: certReport(log, newCertMetrics(f), srv), admin: srv.AdminHandler()}
-	if err := registered(); err != nil {
+	report, err := httpserve.CertReport(log, reg, srv.CertificateReload)
+	if err != nil {
 		return err
 	}
+	ls := listenDeps{conns: netlimit.NewTable(o.connLimits(log), nil, log, cm), certReport: report, admin: srv.AdminHandler()}
 	if o.start != nil { // as OpenShift's server: /config/ and the probes only
 		ls.nodes = srv.NodeHandler()
 	}

@@ -297,9 +297,9 @@ func TestListenTLSWithoutCertificate(t *testing.T) {
 			}
 			servers, err := listen(o, http.NotFoundHandler(), slog.New(slog.DiscardHandler), listenDeps{})
 			for _, s := range servers {
-				s.ln.Close()
+				s.Listener.Close()
 			}
-			if tc.err == "" && (err != nil || len(servers) != 1 || servers[0].tls) {
+			if tc.err == "" && (err != nil || len(servers) != 1 || servers[0].TLS) {
 				t.Fatalf("listen: %v, %d servers", err, len(servers))
 			}
 			if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {

@@ -16,6 +16,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ignition-mcs/mcs/internal/httpserve"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/internal/tlsnames"
 	"github.com/ignition-mcs/mcs/serve"
@@ -192,11 +193,11 @@ func TestStartAdminOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, s := range servers {
-				go s.serve()
-				t.Cleanup(func() { s.srv.Close() })
+				go s.Serve()
+				t.Cleanup(func() { s.HTTP.Close() })
 			}
-			code := func(s server, path string) int {
-				resp, err := http.Get("http://" + s.ln.Addr().String() + path)
+			code := func(s httpserve.Server, path string) int {
+				resp, err := http.Get("http://" + s.Listener.Addr().String() + path)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/internal/authtokens"
-	"github.com/ignition-mcs/mcs/internal/logthrottle"
+	"github.com/ignition-mcs/mcs/internal/daemon"
 	"github.com/ignition-mcs/mcs/internal/reload"
 	"github.com/ignition-mcs/mcs/pki"
 	"github.com/ignition-mcs/mcs/render"
@@ -26,21 +26,18 @@ import (
 	"github.com/ignition-mcs/mcs/source/tree"
 )
 
-// logger is the logger --log-format and --log-level ask for, lines an
-// outsider can repeat at will throttled (see logthrottle).
+// logger is the logger --log-format and --log-level ask for (see
+// daemon.NewLogger).
 func (l logOptions) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(l.level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	ho := &slog.HandlerOptions{Level: level}
-	switch l.format {
-	case "text":
-		return slog.New(logthrottle.New(slog.NewTextHandler(w, ho), nil)), nil
-	case "json":
-		return slog.New(logthrottle.New(slog.NewJSONHandler(w, ho), nil)), nil
+	log, err := daemon.NewLogger(w, l.format, level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-format: %w", err)
 	}
-	return nil, fmt.Errorf("--log-format: %q is not text or json", l.format)
+	return log, nil
 }
 
 // newGate is the skew gate: the --skew-policy file's policy, or none (a

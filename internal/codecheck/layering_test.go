@@ -41,6 +41,10 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"internal/lifecycle", "serve", "the lifecycle runs any HTTP server"},
 	{"internal/tlsnames", "serve", "TLS names know nothing of what is served"},
 	{"internal/authtokens", "controller", "tokens are the server's, not the controller's"},
+	{"internal/daemon", "serve", "starting a command knows nothing of what it runs"},
+	{"internal/daemon", "controller", "starting a command knows nothing of what it runs"},
+	{"internal/httpserve", "serve", "listeners and HTTP servers serve any handler"},
+	{"internal/httpserve", "render", "listeners and HTTP servers serve any handler"},
 }
 
 func TestLayering(t *testing.T) {
