@@ -56,19 +56,7 @@ func startInsights(ctx context.Context, kubeconfig string, src source.Source, sr
 	go func() {
 		t := time.NewTicker(insightsEvery)
 		defer t.Stop()
-		last := ""
-		for {
-			_, err := w.Sync(ctx, insight.FromStatus(srv.Status(), time.Now()))
-			if msg := fmt.Sprint(err); err != nil && msg != last && ctx.Err() == nil {
-				log.Warn("health insights not written; retried", "err", err)
-			}
-			last = fmt.Sprint(err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+		insight.Keep(ctx, w, srv.Status, t.C, time.Now, log)
 	}()
 	return nil
 }

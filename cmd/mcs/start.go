@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,9 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -155,36 +151,9 @@ func startSource(o *options, src source.Source, log *slog.Logger) source.Source 
 		return src
 	}
 	log.Info("mcs start", "apiserverURL", o.start.apiserverURL, "payloadVersion", o.start.payloadVersion, "tokenDir", o.start.tokenDir)
-	return &filesWatched{Source: src, paths: tokenFiles(o.start.tokenDir), every: o.poll}
+	return source.WithFiles(src, tokenFiles(o.start.tokenDir), o.poll)
 }
 
 func tokenFiles(dir string) []string {
 	return []string{filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")}
-}
-
-// filesWatched is a source that also signals a change when one of paths
-// changes (size, time or presence), checked every every.
-type filesWatched struct {
-	source.Source
-	paths []string
-	every time.Duration
-}
-
-func (f *filesWatched) Watch(ctx context.Context, changed chan<- struct{}) {
-	go f.Source.Watch(ctx, changed)
-	stamp := func() string { return stamps(f.paths) }
-	source.Poll(ctx, max(f.every, 100*time.Millisecond), stamp(), stamp, changed)
-}
-
-// stamps is the size and modification time of each path (following
-// symlinks, as a Secret volume's files are).
-func stamps(paths []string) string {
-	var b strings.Builder
-	for _, p := range paths {
-		if info, err := os.Stat(p); err == nil {
-			b.WriteString(strconv.FormatInt(info.Size(), 10) + " " + strconv.FormatInt(info.ModTime().UnixNano(), 10))
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
 }

@@ -13,14 +13,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"github.com/ignition-mcs/mcs/internal/httpserve"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/internal/tlsnames"
 	"github.com/ignition-mcs/mcs/serve"
-	"github.com/ignition-mcs/mcs/source"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -135,40 +132,6 @@ func TestHelpListsAccepted(t *testing.T) {
 		t.Errorf("mcs pki --help:\n%s", help)
 	}
 }
-
-// A rotated token (a Secret volume's files change) makes a reload, so the
-// next node gets it without a restart.
-func TestTokenRotationReloads(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, "token"), []byte("one"), 0o600)
-		w := &filesWatched{Source: idleSource{}, paths: tokenFiles(dir), every: 10 * time.Millisecond}
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		changed := make(chan struct{}, 1)
-		go w.Watch(ctx, changed)
-		testkit.Advance(time.Minute) // many polls, on the bubble's clock
-		select {
-		case <-changed:
-			t.Fatal("a change signalled before any")
-		default:
-		}
-		os.WriteFile(filepath.Join(dir, "token"), []byte("two-longer"), 0o600)
-		testkit.Advance(time.Second)
-		select {
-		case <-changed:
-		default:
-			t.Fatal("the rotated token signalled no change")
-		}
-	})
-}
-
-// idleSource is a source that never changes.
-type idleSource struct{}
-
-func (idleSource) Load(context.Context) (*source.Input, error)  { return &source.Input{}, nil }
-func (idleSource) Watch(ctx context.Context, _ chan<- struct{}) { <-ctx.Done() }
-func (idleSource) String() string                               { return "idle" }
 
 // mcs start's node ports answer /config/ and the probes only; /status and
 // /metrics are on --listen-admin. Plain mcs serves them on every port.

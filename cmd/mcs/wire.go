@@ -47,20 +47,11 @@ func newGate(o *options, log *slog.Logger) (gate *skewgate.Gate, reload func(), 
 	if o.skewPolicy == "" {
 		return skewgate.New(nil, log), func() {}, nil
 	}
-	p, err := skewgate.LoadPolicy(o.skewPolicy)
+	gate, reload, err = skewgate.FromFile(o.skewPolicy, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--skew-policy: %w", err)
 	}
-	gate = skewgate.New(p, log)
-	return gate, func() {
-		p, err := skewgate.LoadPolicy(o.skewPolicy)
-		if err != nil {
-			log.Error("skew policy not reloaded; keeping the previous one", "err", err)
-			return
-		}
-		gate.SetPolicy(p)
-		log.Info("skew policy reloaded", "mode", p.Mode)
-	}, nil
+	return gate, reload, nil
 }
 
 // newTokens returns the bearer tokens of --auth-token-file, re-read when
@@ -69,16 +60,9 @@ func newGate(o *options, log *slog.Logger) (gate *skewgate.Gate, reload func(), 
 func newTokens(ctx context.Context, o *options, log *slog.Logger) (func() []serve.Token, error) {
 	file := func() []serve.Token { return nil }
 	if o.authTokenFile != "" {
-		tf := &reload.File[[]serve.Token]{Path: o.authTokenFile, Parse: authtokens.Parse}
-		if _, _, err := tf.Get(); err != nil {
+		var err error
+		if file, err = authtokens.File(o.authTokenFile, nil, log); err != nil {
 			return nil, fmt.Errorf("--auth-token-file: %w", err)
-		}
-		file = func() []serve.Token {
-			t, _, err := tf.Get()
-			if err != nil {
-				log.Error("reading auth tokens; keeping the previous ones", "err", err)
-			}
-			return t
 		}
 	}
 	if !o.poolTokenSecrets {
@@ -108,17 +92,7 @@ func servingCert(listenTLS, cert, key string) func() (*tls.Certificate, error) {
 	if cert == "" || listenTLS == "" {
 		return nil
 	}
-	pair := &reload.File[*tls.Certificate]{Path: cert, Parse: func([]byte) (*tls.Certificate, error) {
-		c, err := tls.LoadX509KeyPair(cert, key)
-		return &c, err
-	}}
-	return func() (*tls.Certificate, error) {
-		c, ok, err := pair.Get()
-		if !ok {
-			return nil, fmt.Errorf("TLS certificate %s and key %s (--cert, --key): %w", cert, key, err)
-		}
-		return c, nil
-	}
+	return reload.LoadedPair(cert, key)
 }
 
 // nodeFiles reads the files served to nodes beside their config, at every
