@@ -10,14 +10,15 @@ import (
 	"strings"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
+	"github.com/ignition-mcs/mcs/internal/serving"
 	"github.com/ignition-mcs/mcs/internal/tlsnames"
 	"github.com/ignition-mcs/mcs/render"
 )
 
 // bootstrapOptions are OpenShift's machine-config-server bootstrap flags.
 type bootstrapOptions struct {
-	baseDir string
-	certs   []string // registry=file, file relative to baseDir
+	serving.Bootstrap
+	certs []string // registry=file, file relative to BaseDir
 }
 
 // parseBootstrapFlags is mcs bootstrap's command line: OpenShift's
@@ -44,7 +45,7 @@ func (bo *bootstrapOptions) define(fs *flag.FlagSet) {
 	setDefault(fs, "cert", defaultCert)
 	setDefault(fs, "key", defaultKey)
 	setDefault(fs, "bootstrap-kubeconfig", "/etc/kubernetes/kubeconfig")
-	fs.StringVar(&bo.baseDir, "server-basedir", "/etc/mcs/bootstrap", "directory of machine-pools/, machine-configs/ and controller-config/")
+	fs.StringVar(&bo.BaseDir, "server-basedir", "/etc/mcs/bootstrap", "directory of machine-pools/, machine-configs/ and controller-config/")
 	fs.Func("bootstrap-certs", "a registry CA as REGISTRY=FILE (FILE relative to --server-basedir), served as /etc/docker/certs.d/REGISTRY/ca.crt; may repeat", func(s string) error {
 		if strings.Count(s, "=") != 1 || strings.HasPrefix(s, "=") || strings.HasSuffix(s, "=") {
 			return errors.New("want REGISTRY=FILE")
@@ -70,7 +71,7 @@ func (o *options) checkBootstrap() error {
 	if _, err := os.Stat(o.kubeconfig); err != nil {
 		return fmt.Errorf("--bootstrap-kubeconfig: %w", err)
 	}
-	if (o.cert == "") != (o.key == "") {
+	if (o.Cert == "") != (o.Key == "") {
 		return errors.New("--cert and --key go together")
 	}
 	return nil
@@ -86,7 +87,7 @@ func bootstrapNodeFiles(o *options) func() (render.NodeFiles, error) {
 		}
 		for _, c := range o.bootstrap.certs {
 			registry, file, _ := strings.Cut(c, "=")
-			pem, err := os.ReadFile(filepath.Join(o.bootstrap.baseDir, file))
+			pem, err := os.ReadFile(filepath.Join(o.bootstrap.BaseDir, file))
 			if err != nil {
 				return nf, fmt.Errorf("--bootstrap-certs %s: %w", c, err)
 			}
@@ -105,7 +106,7 @@ func bootstrapTLS(o *options) error {
 	if o.set["tls-min-version"] || o.set["tls-cipher-suites"] {
 		return nil
 	}
-	v, names, found, err := tlsnames.APIServerProfile(filepath.Join(o.bootstrap.baseDir, "api-server", "api-server.yaml"))
+	v, names, found, err := tlsnames.APIServerProfile(filepath.Join(o.bootstrap.BaseDir, "api-server", "api-server.yaml"))
 	if found {
 		o.tls.minVersion, o.tls.names = v, names
 	}

@@ -6,23 +6,20 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 
-	"github.com/ignition-mcs/mcs/source"
+	"github.com/ignition-mcs/mcs/internal/serving"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
 // startOptions are OpenShift's machine-config-server start flags that mcs
 // has no flag of its own for.
 type startOptions struct {
-	apiserverURL   string
-	payloadVersion string
-	tokenDir       string
-	verbosity      int
+	serving.Start
+	verbosity int
 }
 
 // Where OpenShift's DaemonSet mounts the serving certificate and the
@@ -56,9 +53,9 @@ func (so *startOptions) define(fs *flag.FlagSet) {
 	// The node ports serve /config/ and the probes only, as OpenShift's
 	// server; /status and /metrics name pools, renders and node addresses.
 	setDefault(fs, "listen-admin", defaultAdmin)
-	fs.StringVar(&so.apiserverURL, "apiserver-url", "", "URL of the API server written into the kubeconfig served to nodes (required)")
-	fs.StringVar(&so.payloadVersion, "payload-version", "", "the OpenShift release's version (logged)")
-	fs.StringVar(&so.tokenDir, "bootstrap-token-dir", defaultTokenDir, "directory of the node-bootstrapper token (token, ca.crt) put into the served kubeconfig")
+	fs.StringVar(&so.APIServerURL, "apiserver-url", "", "URL of the API server written into the kubeconfig served to nodes (required)")
+	fs.StringVar(&so.PayloadVersion, "payload-version", "", "the OpenShift release's version (logged)")
+	fs.StringVar(&so.TokenDir, "bootstrap-token-dir", defaultTokenDir, "directory of the node-bootstrapper token (token, ca.crt) put into the served kubeconfig")
 	fs.IntVar(&so.verbosity, "v", 0, "klog verbosity as OpenShift's DaemonSet sets it: 4 or more logs at debug unless --log-level is given")
 	fs.String("vmodule", "", "accepted for OpenShift's command line; ignored")
 	fs.Bool("logtostderr", true, "accepted for OpenShift's command line; mcs always logs to stderr")
@@ -77,7 +74,7 @@ func setDefault(fs *flag.FlagSet, name, value string) {
 var startRefused = []string{"dir", "source", "bootstrap-kubeconfig", "max-file-size", "max-tree-size"}
 
 func (o *options) checkStart() error {
-	if o.source != "kube" {
+	if o.Source != "kube" {
 		return errors.New("mcs start reads the cluster: --source must be kube")
 	}
 	for _, f := range startRefused {
@@ -85,14 +82,14 @@ func (o *options) checkStart() error {
 			return fmt.Errorf("--%s is not for mcs start, which reads the cluster and builds the node kubeconfig from --bootstrap-token-dir and --apiserver-url", f)
 		}
 	}
-	if o.start.apiserverURL == "" {
+	if o.start.APIServerURL == "" {
 		return errors.New("--apiserver-url is required: the URL nodes reach the API server at (OpenShift's: https://api-int.<cluster domain>:6443, the Infrastructure object's status.apiServerInternalURI)")
 	}
-	if err := checkAPIServerURL(o.start.apiserverURL); err != nil {
-		return fmt.Errorf("--apiserver-url %s: %w", o.start.apiserverURL, err)
+	if err := checkAPIServerURL(o.start.APIServerURL); err != nil {
+		return fmt.Errorf("--apiserver-url %s: %w", o.start.APIServerURL, err)
 	}
-	if err := checkTokenDir(o.start.tokenDir); err != nil {
-		return fmt.Errorf("--bootstrap-token-dir %s: %w", o.start.tokenDir, err)
+	if err := checkTokenDir(o.start.TokenDir); err != nil {
+		return fmt.Errorf("--bootstrap-token-dir %s: %w", o.start.TokenDir, err)
 	}
 	if o.start.verbosity >= 4 && !o.set["log-level"] {
 		o.log.level = "debug"
@@ -124,7 +121,7 @@ func checkAPIServerURL(s string) error {
 // checkTokenDir refuses a token directory without the token: mcs start
 // builds every node's kubeconfig from it.
 func checkTokenDir(dir string) error {
-	for _, f := range tokenFiles(dir) {
+	for _, f := range serving.TokenFiles(dir) {
 		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("%w: mcs start builds the node kubeconfig from its token and ca.crt (OpenShift's DaemonSet mounts Secret %s/node-bootstrapper-token there)",
 				unwrapPath(err), kube.MCONamespace)
@@ -140,20 +137,4 @@ func unwrapPath(err error) error {
 		return fmt.Errorf("%s: %w", filepath.Base(pe.Path), pe.Err)
 	}
 	return err
-}
-
-// startSource is, for mcs start, the kube source reading what OpenShift's
-// server reads (kubeconfig-data, the image-mode objects), and a wrapper that
-// also signals when the token files change, so a rotated token reaches the
-// next node without a restart. Without start it is src unchanged.
-func startSource(o *options, src source.Source, log *slog.Logger) source.Source {
-	if o.start == nil {
-		return src
-	}
-	log.Info("mcs start", "apiserverURL", o.start.apiserverURL, "payloadVersion", o.start.payloadVersion, "tokenDir", o.start.tokenDir)
-	return source.WithFiles(src, tokenFiles(o.start.tokenDir), o.poll)
-}
-
-func tokenFiles(dir string) []string {
-	return []string{filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")}
 }

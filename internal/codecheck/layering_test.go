@@ -45,6 +45,7 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"internal/daemon", "controller", "starting a command knows nothing of what it runs"},
 	{"internal/httpserve", "serve", "listeners and HTTP servers serve any handler"},
 	{"internal/httpserve", "render", "listeners and HTTP servers serve any handler"},
+	{"internal/serving", "controller", "the server and the controller are apart"},
 }
 
 func TestLayering(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package serving
 
 import (
 	"context"
@@ -12,24 +12,24 @@ import (
 	"github.com/ignition-mcs/mcs/serve"
 )
 
-// runLifecycle runs the reloader (which a signal on hup also triggers,
-// after onHUP) and the listeners until ctx ends or a listener fails. When
-// ctx ends, srv drains (not ready, still serving) for the shutdown delay.
+// run runs the reloader (which a signal on hup also triggers, after
+// onHUP) and the listeners until ctx ends or a listener fails. When ctx
+// ends, srv drains (not ready, still serving) for the shutdown delay.
 // Then every listener is shut down, in-flight requests getting the
 // shutdown grace to finish, and the reloader is waited for, as long again
 // at most: a load stuck in a source must not keep the process alive.
-func runLifecycle(ctx context.Context, o *options, srv *serve.Server, rl *serve.Reloader, ls listenDeps, hup <-chan os.Signal, onHUP func(), log *slog.Logger, stdout io.Writer) error {
+func (c *Config) run(ctx context.Context, srv *serve.Server, rl *serve.Reloader, ls Listeners, hup <-chan os.Signal, onHUP func(), log *slog.Logger, stdout io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var bg sync.WaitGroup
 	defer func() {
 		cancel()
-		lifecycle.WaitAtMost(&bg, o.shutdownGrace, "the reloader", log)
+		lifecycle.WaitAtMost(&bg, c.ShutdownGrace, "the reloader", log)
 	}()
 	trigger := make(chan struct{}, 1)
 	bg.Go(func() { lifecycle.OnSignal(ctx, hup, trigger, onHUP, log) })
 	bg.Go(func() { rl.Run(ctx, trigger) })
 
-	servers, err := listen(o, srv, log, ls)
+	servers, err := c.Listen(srv, log, ls)
 	if err != nil {
 		return err
 	}
@@ -38,5 +38,5 @@ func runLifecycle(ctx context.Context, o *options, srv *serve.Server, rl *serve.
 		fmt.Fprintf(stdout, "mcs: listening on %s\n", s.Desc)
 		ss = append(ss, lifecycle.Server{HTTP: s.HTTP, Serve: s.Serve})
 	}
-	return lifecycle.Serve(ctx, ss, lifecycle.Shutdown{Drain: srv.Drain, Delay: o.shutdownDelay, Grace: o.shutdownGrace}, log)
+	return lifecycle.Serve(ctx, ss, lifecycle.Shutdown{Drain: srv.Drain, Delay: c.ShutdownDelay, Grace: c.ShutdownGrace}, log)
 }
