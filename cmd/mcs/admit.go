@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/admit"
-	"github.com/ignition-mcs/mcs/admit/stored"
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/admitd"
 	"github.com/ignition-mcs/mcs/internal/daemon"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
@@ -72,38 +72,15 @@ func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer cmd.Close()
-	var ceiling stored.Ceiling
-	watch, err := stored.New(stored.Config{Client: cmd.API.Dynamic, Ceiling: ceiling.Get, Resync: o.recheck, Registry: cmd.Registry, Log: log.With("watch", "stored")})
-	if err != nil {
-		return err
-	}
-	ceiling.Follow(watch)
-	watch.Start(ctx)
-	w := admit.New(admit.Config{
-		Logger: log, Registry: cmd.Registry, Gatherer: cmd.Registry, Deny: o.aboveCeiling == "deny",
-		Recorder: cmd.Recorder("mcs-admit"), Stored: watch.Status,
-	})
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	if o.maxSpec.IsZero() {
-		ticker := time.NewTicker(o.recheck)
-		defer ticker.Stop()
-		read := func(ctx context.Context) (admit.Ceiling, error) {
-			c, err := admit.CeilingFromCluster(ctx, cmd.API.Dynamic)
-			if err == nil {
-				ceiling.Set(c.Spec)
-			}
-			return c, err
-		}
-		go w.FollowCeiling(ctx, read, ticker.C)
-	} else {
-		ceiling.Set(o.maxSpec)
-		w.SetCeiling(admit.Ceiling{Spec: o.maxSpec, Reader: "the release a rollback returns to (--max-spec " + o.maxSpec.String() + ")", Source: "--max-spec " + o.maxSpec.String()})
-	}
 	fmt.Fprintf(stdout, "mcs admit: listening on https://%s%s (above the ceiling: %s; ceiling: %s)\n", ln.Addr(), admit.MutatePath, o.aboveCeiling, ceilingWords(o.maxSpec))
-	return admit.ServeTLS(ctx, ln, w, admit.TLSConfig{CertFile: o.cert, KeyFile: o.key, Logger: log})
+	return admitd.Serve(ctx, ln, admitd.Config{
+		Client: cmd.API.Dynamic, Registry: cmd.Registry, Log: log, Recorder: cmd.Recorder("mcs-admit"),
+		Deny: o.aboveCeiling == "deny", MaxSpec: o.maxSpec, Recheck: o.recheck, Cert: o.cert, Key: o.key,
+	})
 }
 
 // ceilingWords says at start where the ceiling comes from.

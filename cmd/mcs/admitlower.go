@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -86,7 +87,7 @@ func (n *lowerCounts) line(o stored.Outcome, confirm bool) string {
 				why += ": " + strings.Join(o.Forces, "; ")
 			}
 		}
-		return head + fmt.Sprintf("%s\tleft as it is: %s", or(o.Stored, "no spec"), why)
+		return head + fmt.Sprintf("%s\tleft as it is: %s", cmp.Or(o.Stored, "no spec"), why)
 	case !confirm:
 		n.fixable++
 		return head + fmt.Sprintf("%s -> %s\twould be stored again", o.Stored, o.To)
@@ -99,13 +100,6 @@ func (n *lowerCounts) line(o stored.Outcome, confirm bool) string {
 		n.written++
 		return head + fmt.Sprintf("%s -> %s\tstored again", o.Stored, o.To)
 	}
-}
-
-func or(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
 }
 
 func (n *lowerCounts) summary(w io.Writer, confirm bool) error {

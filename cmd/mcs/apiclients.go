@@ -14,13 +14,16 @@ import (
 // called once fs is parsed, connects as it says.
 func kubeconfigFlag(fs *flag.FlagSet) func() (*daemon.Clients, error) {
 	path := fs.String("kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
-	return func() (*daemon.Clients, error) {
-		rc, err := restConfig(*path)
-		if err != nil {
-			return nil, err
-		}
-		return daemon.NewClients(rc)
+	return func() (*daemon.Clients, error) { return connect(*path) }
+}
+
+// connect is the API clients of the kubeconfig at path (see restConfig).
+func connect(path string) (*daemon.Clients, error) {
+	rc, err := restConfig(path)
+	if err != nil {
+		return nil, err
 	}
+	return daemon.NewClients(rc)
 }
 
 // restConfig is kube.RESTConfig, a kubeconfig file named by --kubeconfig

@@ -9,17 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/internal/serving"
 	"github.com/ignition-mcs/mcs/internal/tlsnames"
-	"github.com/ignition-mcs/mcs/render"
 )
 
 // bootstrapOptions are OpenShift's machine-config-server bootstrap flags.
-type bootstrapOptions struct {
-	serving.Bootstrap
-	certs []string // registry=file, file relative to BaseDir
-}
+type bootstrapOptions struct{ serving.Bootstrap }
 
 // parseBootstrapFlags is mcs bootstrap's command line: OpenShift's
 // bootstrap server as the installer's bootstrap node runs it
@@ -50,7 +45,7 @@ func (bo *bootstrapOptions) define(fs *flag.FlagSet) {
 		if strings.Count(s, "=") != 1 || strings.HasPrefix(s, "=") || strings.HasSuffix(s, "=") {
 			return errors.New("want REGISTRY=FILE")
 		}
-		bo.certs = append(bo.certs, s)
+		bo.Certs = append(bo.Certs, s)
 		return nil
 	})
 	fs.String("payload-version", "", "accepted for OpenShift's command line; logged by start only")
@@ -75,26 +70,6 @@ func (o *options) checkBootstrap() error {
 		return errors.New("--cert and --key go together")
 	}
 	return nil
-}
-
-// bootstrapNodeFiles reads, at every render, the kubeconfig file and the
-// registry CAs.
-func bootstrapNodeFiles(o *options) func() (render.NodeFiles, error) {
-	return func() (render.NodeFiles, error) {
-		nf, err := cmdline.NodeFiles(o.kubeconfig, o.kubeletCA)
-		if err != nil {
-			return nf, err
-		}
-		for _, c := range o.bootstrap.certs {
-			registry, file, _ := strings.Cut(c, "=")
-			pem, err := os.ReadFile(filepath.Join(o.bootstrap.BaseDir, file))
-			if err != nil {
-				return nf, fmt.Errorf("--bootstrap-certs %s: %w", c, err)
-			}
-			nf.RegistryCAs = append(nf.RegistryCAs, render.RegistryCA{Registry: registry, PEM: pem})
-		}
-		return nf, nil
-	}
 }
 
 // bootstrapTLS takes the TLS profile from the installer's APIServer

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -80,16 +81,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 		o.identity = os.Getenv("POD_NAME")
 	}
 	if o.leaseNamespace == "" {
-		o.leaseNamespace = envOr("POD_NAMESPACE", "mcs")
+		o.leaseNamespace = cmp.Or(os.Getenv("POD_NAMESPACE"), "mcs")
 	}
 	return o, nil
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // runController is `mcs controller`: the controller, and its status

@@ -55,14 +55,7 @@ func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	m, err := pki.New(pki.Config{Clients: pkiClients(api), Lifetimes: o.lifetimes, Tokens: o.tokens, Resync: o.resync, Logger: log, Registry: reg})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = m.Run(ctx) }()
-	return func() { cancel(); <-done }, nil
+	return pki.Start(ctx, pki.Config{Clients: pkiClients(api), Lifetimes: o.lifetimes, Tokens: o.tokens, Resync: o.resync, Logger: log, Registry: reg})
 }
 
 const pkiUsage = "Usage: mcs pki status|rotate [flags]\n\nstatus: the machine-config-server CA, bundle, serving certificate, every user-data pointer config\n(which CAs it trusts and until when it boots a node) and the pool tokens, and what the\ncontroller's next pass would change.\nrotate: a new CA now, cross-signed by the current one, and a serving certificate from it;\na dry run unless --confirm. Give the same lifetimes as the controller.\n"

@@ -51,7 +51,6 @@ func (o *options) config() *serving.Config {
 	}
 	if o.bootstrap != nil {
 		c.Bootstrap = &o.bootstrap.Bootstrap
-		c.NodeFiles = bootstrapNodeFiles(o)
 	}
 	return &c
 }

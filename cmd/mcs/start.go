@@ -5,11 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
 
 	"github.com/ignition-mcs/mcs/internal/serving"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -97,44 +92,22 @@ func (o *options) checkStart() error {
 	return o.check()
 }
 
-// placeholder matches what a template leaves for a person to fill in: an
-// upper-case word (CLUSTER.DOMAIN), <cluster>, {{.Host}}, ${HOST}.
-var placeholder = regexp.MustCompile(`(^|[.-])[A-Z][A-Z_]+([.-]|$)|[<>{}$]`)
-
-// checkAPIServerURL refuses a URL nodes could not use: mcs start writes it
-// into the kubeconfig every new node gets, so a placeholder would make
-// every node that joins fail to reach the API server, long after start.
+// checkAPIServerURL refuses a URL nodes could not use (see
+// kube.CheckAPIServerURL), saying where this cluster's is.
 func checkAPIServerURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
+	err := kube.CheckAPIServerURL(s)
+	if errors.Is(err, kube.ErrPlaceholder) {
+		return fmt.Errorf("%w: give this cluster's (oc get infrastructure cluster -o jsonpath='{.status.apiServerInternalURI}'), or let mcs cutover apply copy it from OpenShift's DaemonSet", err)
 	}
-	if u.Scheme != "https" || u.Hostname() == "" {
-		return errors.New("want https://HOST:PORT, the URL nodes reach the API server at (OpenShift's: https://api-int.<cluster domain>:6443)")
-	}
-	if placeholder.MatchString(u.Host) {
-		return errors.New("the host is a placeholder: give this cluster's (oc get infrastructure cluster -o jsonpath='{.status.apiServerInternalURI}'), or let mcs cutover apply copy it from OpenShift's DaemonSet")
-	}
-	return nil
+	return err
 }
 
 // checkTokenDir refuses a token directory without the token: mcs start
 // builds every node's kubeconfig from it.
 func checkTokenDir(dir string) error {
-	for _, f := range serving.TokenFiles(dir) {
-		if _, err := os.Stat(f); err != nil {
-			return fmt.Errorf("%w: mcs start builds the node kubeconfig from its token and ca.crt (OpenShift's DaemonSet mounts Secret %s/node-bootstrapper-token there)",
-				unwrapPath(err), kube.MCONamespace)
-		}
+	if err := kube.CheckTokenDir(dir); err != nil {
+		return fmt.Errorf("%w: mcs start builds the node kubeconfig from its token and ca.crt (OpenShift's DaemonSet mounts Secret %s/node-bootstrapper-token there)",
+			err, kube.MCONamespace)
 	}
 	return nil
-}
-
-// unwrapPath names the file once: an *fs.PathError names it too.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", filepath.Base(pe.Path), pe.Err)
-	}
-	return err
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/internal/tlsnames"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/source/kube"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -77,7 +78,7 @@ func TestStartFlags(t *testing.T) {
 // tokenDir is a directory holding the node-bootstrapper token's files.
 func tokenDir(t *testing.T) string {
 	dir := t.TempDir()
-	for _, f := range serving.TokenFiles(dir) {
+	for _, f := range kube.TokenFiles(dir) {
 		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -46,6 +46,8 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"internal/httpserve", "serve", "listeners and HTTP servers serve any handler"},
 	{"internal/httpserve", "render", "listeners and HTTP servers serve any handler"},
 	{"internal/serving", "controller", "the server and the controller are apart"},
+	{"internal/admitd", "serve", "admission rewrites what is stored, it serves nothing"},
+	{"internal/admitd", "source", "admission sees each write as the API server sends it"},
 }
 
 func TestLayering(t *testing.T) {

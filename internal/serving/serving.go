@@ -4,10 +4,13 @@ package serving
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -84,6 +87,29 @@ type Start struct {
 // Bootstrap is what mcs bootstrap serves from: the installer's manifests.
 type Bootstrap struct {
 	BaseDir string
+	// Certs are registry CAs as REGISTRY=FILE, FILE relative to BaseDir,
+	// served as /etc/docker/certs.d/REGISTRY/ca.crt.
+	Certs []string
+}
+
+// nodeFiles reads, at every render, the node files of files and the
+// registry CAs.
+func (b *Bootstrap) nodeFiles(files func() (render.NodeFiles, error)) func() (render.NodeFiles, error) {
+	return func() (render.NodeFiles, error) {
+		nf, err := files()
+		if err != nil {
+			return nf, err
+		}
+		for _, c := range b.Certs {
+			registry, file, _ := strings.Cut(c, "=")
+			pem, err := os.ReadFile(filepath.Join(b.BaseDir, file))
+			if err != nil {
+				return nf, fmt.Errorf("--bootstrap-certs %s: %w", c, err)
+			}
+			nf.RegistryCAs = append(nf.RegistryCAs, render.RegistryCA{Registry: registry, PEM: pem})
+		}
+		return nf, nil
+	}
 }
 
 // Run serves as c says until ctx ends (see run), saying on stdout where
@@ -109,6 +135,9 @@ func Run(ctx context.Context, c *Config, log *slog.Logger, reg *prometheus.Regis
 	files := c.NodeFiles
 	if ks, ok := src.(*kube.Source); ok && c.Start != nil {
 		files = c.Start.nodeFiles(ks)
+	}
+	if c.Bootstrap != nil {
+		files = c.Bootstrap.nodeFiles(files)
 	}
 	cfg := serve.Config{Logger: log, Registry: reg, DefaultSpec: c.DefaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), MaxSpec: ceiling, Notify: notify, MaxInFlight: c.MaxInFlight, ServingCert: c.servingCert()}
 	if l, ok := src.(source.Lagging); ok {

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
@@ -146,12 +145,7 @@ func (c *Config) startSource(src source.Source, log *slog.Logger) source.Source 
 		return src
 	}
 	log.Info("mcs start", "apiserverURL", c.Start.APIServerURL, "payloadVersion", c.Start.PayloadVersion, "tokenDir", c.Start.TokenDir)
-	return source.WithFiles(src, TokenFiles(c.Start.TokenDir), c.Poll)
-}
-
-// TokenFiles are the node-bootstrapper token's files in dir.
-func TokenFiles(dir string) []string {
-	return []string{filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")}
+	return source.WithFiles(src, kube.TokenFiles(c.Start.TokenDir), c.Poll)
 }
 
 // nodeFiles reads, at every render, the node files of mcs start: the
