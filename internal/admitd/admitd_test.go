@@ -3,14 +3,10 @@ package admitd
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,14 +27,8 @@ import (
 func TestServe(t *testing.T) {
 	ca := testpki.NewCA(t)
 	pair := ca.Serving(t)
-	dir := t.TempDir()
-	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := errors.Join(os.WriteFile(cert, pair.CertPEM, 0o600), os.WriteFile(key, pair.KeyPEM, 0o600)); err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.PEM)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	cert, key := pair.Files(t, t.TempDir())
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
 	for _, tc := range []struct {
 		name    string
 		maxSpec convert.Version

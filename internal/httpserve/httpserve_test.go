@@ -2,13 +2,11 @@ package httpserve
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,15 +53,8 @@ func get(t *testing.T, c *http.Client, url string) string {
 func TestListen(t *testing.T) {
 	ca := testpki.NewCA(t)
 	pair := ca.Serving(t)
-	dir := t.TempDir()
-	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := errors.Join(os.WriteFile(cert, pair.CertPEM, 0o600), os.WriteFile(key, pair.KeyPEM, 0o600)); err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca.PEM) {
-		t.Fatal("no CA")
-	}
+	cert, key := pair.Files(t, t.TempDir())
+	pool := ca.Pool()
 	for _, tc := range []struct {
 		name  string
 		http2 bool
