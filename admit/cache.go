@@ -12,6 +12,10 @@ import (
 // output configs of its entries.
 const defaultCacheBytes = 32 << 20
 
+// maxValidItems bounds the files and units whose validation reviews share
+// (a rendered config holds a few hundred): past it, they are forgotten.
+const maxValidItems = 4096
+
 // lowerCache keeps Lower's answers by content: OpenShift's render and
 // template controllers re-apply the same bytes on every pool sync, and a
 // review of those is then a hash and a lookup instead of Ignition's parse,
@@ -22,7 +26,14 @@ type lowerCache struct {
 	bytes int
 	order *list.List // of *lowerEntry, newest first
 	byKey map[lowerKey]*list.Element
+	valid convert.ValidItems // shared by the reviews of new content
+	// sameAs is storedMatches's answers by the contents of both configs:
+	// OpenShift's re-applies compare the same stored config each time.
+	sameAs map[[2][sha256.Size]byte]bool
 }
+
+// maxSame bounds sameAs; past it, it is forgotten.
+const maxSame = 1024
 
 type lowerKey struct {
 	sum     [sha256.Size]byte
@@ -52,7 +63,8 @@ func (c *lowerCache) lower(raw []byte, ceiling convert.Version) (*Result, error)
 		return e.res, e.err
 	}
 	c.mu.Unlock()
-	res, err := Lower(raw, ceiling)
+	res, err := lower(raw, ceiling, &c.valid)
+	c.valid.Forget(maxValidItems)
 	e := &lowerEntry{key: k, res: res, err: err, size: len(raw) + len(res.Config)}
 	if e.size > c.max/4 {
 		return res, err
@@ -73,3 +85,22 @@ func (c *lowerCache) lower(raw []byte, ceiling convert.Version) (*Result, error)
 }
 
 func sum(raw []byte) [sha256.Size]byte { return sha256.Sum256(raw) }
+
+// same is storedMatches(stored, res), kept by the two configs' contents.
+func (c *lowerCache) same(stored []byte, res *Result) bool {
+	k := [2][sha256.Size]byte{sum(stored), sum(res.Config)}
+	c.mu.Lock()
+	eq, ok := c.sameAs[k]
+	c.mu.Unlock()
+	if ok {
+		return eq
+	}
+	eq = storedMatches(stored, res)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sameAs == nil || len(c.sameAs) >= maxSame {
+		c.sameAs = map[[2][sha256.Size]byte]bool{}
+	}
+	c.sameAs[k] = eq
+	return eq
+}

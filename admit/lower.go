@@ -67,7 +67,12 @@ func (e *PassError) Unwrap() error { return e.Err }
 // refuse. An empty config ("", {} or null) is kept as it is. A config that
 // is spec 2, does not parse, or has no provably lossless lower spec is kept
 // byte for byte with a *PassError saying why. Same input, same bytes.
-func Lower(raw []byte, ceiling convert.Version) (*Result, error) {
+func Lower(raw []byte, ceiling convert.Version) (*Result, error) { return lower(raw, ceiling, nil) }
+
+// lower is Lower, validating each spec it writes through valid (nil:
+// alone), which reviews share: a new rendered config repeats most files
+// and units of the one before it.
+func lower(raw []byte, ceiling convert.Version, valid *convert.ValidItems) (*Result, error) {
 	res := &Result{Config: raw}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) || isEmptyObject(trimmed) {
@@ -76,7 +81,7 @@ func Lower(raw []byte, ceiling convert.Version) (*Result, error) {
 	if trimmed[0] != '{' {
 		return res, &PassError{Kind: PassInvalid, Err: errors.New("not a JSON object")}
 	}
-	parsed, err := convert.Parse(raw)
+	parsed, err := convert.ParseDeclared(raw)
 	if err != nil {
 		return res, &PassError{Kind: PassInvalid, Err: err}
 	}
@@ -84,7 +89,7 @@ func Lower(raw []byte, ceiling convert.Version) (*Result, error) {
 	if parsed.Version.Major != 3 {
 		return res, &PassError{Kind: PassSpec2, Err: fmt.Errorf("it is spec %s, which OpenShift translates itself; the webhook rewrites spec 3 only", parsed.Version)}
 	}
-	enc := convert.NewEncoder(parsed.Config, false).Written(parsed.WrittenModes)
+	enc := convert.NewEncoder(parsed.Config, false).Written(parsed.WrittenModes).Validating(valid)
 	res.Needs, res.Reasons = enc.MinVersion()
 	if !ceiling.IsZero() {
 		res.Above = convert.ReasonsAbove(res.Reasons, ceiling)

@@ -1,11 +1,9 @@
 package admit
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 type metrics struct {
@@ -47,15 +45,4 @@ func (m *metrics) observe(outcome string, d time.Duration) {
 func (m *metrics) ceiling(c Ceiling) {
 	m.ceilingG.Reset()
 	m.ceilingG.WithLabelValues(specOrNone(c.Spec)).Set(1)
-}
-
-// uidOf is an object's metadata.uid, or "".
-func uidOf(raw []byte) types.UID {
-	var o struct {
-		Metadata struct {
-			UID types.UID `json:"uid"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(raw, &o)
-	return o.Metadata.UID
 }

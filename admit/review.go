@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/text"
@@ -50,46 +52,95 @@ type verdict struct {
 // reviewed holds the parts of a MachineConfig a review reads.
 type reviewed struct {
 	Metadata struct {
-		Name         string `json:"name"`
-		GenerateName string `json:"generateName"`
+		Name         string    `json:"name"`
+		GenerateName string    `json:"generateName"`
+		UID          types.UID `json:"uid"`
 	} `json:"metadata"`
 	Spec struct {
 		Config json.RawMessage `json:"config"`
 	} `json:"spec"`
 }
 
+// reviewIn is an AdmissionReview v1 as a review reads it, decoded in one
+// pass with the MachineConfig's parts: admissionv1's types hold the object
+// as bytes, to be decoded a second time, and a rendered config is large.
+type reviewIn struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Request    *request `json:"request"`
+}
+
+// request is what a review reads of an AdmissionRequest.
+type request struct {
+	UID         types.UID                   `json:"uid"`
+	Resource    metav1.GroupVersionResource `json:"resource"`
+	SubResource string                      `json:"subResource"`
+	Name        string                      `json:"name"`
+	Operation   admissionv1.Operation       `json:"operation"`
+	UserInfo    struct {
+		Username string `json:"username"`
+	} `json:"userInfo"`
+	DryRun *bool    `json:"dryRun"`
+	Object reviewed `json:"object"`
+	// objectErr says why the object does not decode as a MachineConfig;
+	// body is the review, for the whole objects an UPDATE compares.
+	objectErr error
+	body      []byte
+}
+
 // decodeReview reads an AdmissionReview v1 request.
-func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
-	var r admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("not an AdmissionReview: %w", err)
+func decodeReview(body []byte) (*reviewIn, error) {
+	var in reviewIn
+	if err := json.Unmarshal(body, &in); err != nil {
+		if in, err = decodeInTwo(body); err != nil {
+			return nil, err
+		}
 	}
-	if r.APIVersion != "admission.k8s.io/v1" || r.Kind != "AdmissionReview" {
-		return nil, fmt.Errorf("want an admission.k8s.io/v1 AdmissionReview, not %s %s", r.APIVersion, r.Kind)
+	if in.APIVersion != "admission.k8s.io/v1" || in.Kind != "AdmissionReview" {
+		return nil, fmt.Errorf("want an admission.k8s.io/v1 AdmissionReview, not %s %s", in.APIVersion, in.Kind)
 	}
-	if r.Request == nil || r.Request.UID == "" {
+	if in.Request == nil || in.Request.UID == "" {
 		return nil, errors.New("the AdmissionReview has no request, or no request uid")
 	}
-	return &r, nil
+	in.Request.body = body
+	return &in, nil
+}
+
+// decodeInTwo reads a review that does not decode in one pass: as an
+// AdmissionReview, then its object, to tell an object that is not a
+// MachineConfig (stored as written, with a warning) from a body that is not
+// a review.
+func decodeInTwo(body []byte) (reviewIn, error) {
+	var r admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &r); err != nil {
+		return reviewIn{}, fmt.Errorf("not an AdmissionReview: %w", err)
+	}
+	in := reviewIn{APIVersion: r.APIVersion, Kind: r.Kind}
+	if q := r.Request; q != nil {
+		in.Request = &request{UID: q.UID, Resource: q.Resource, SubResource: q.SubResource, Name: q.Name, Operation: q.Operation, DryRun: q.DryRun}
+		in.Request.UserInfo.Username = q.UserInfo.Username
+		in.Request.objectErr = json.Unmarshal(q.Object.Raw, &in.Request.Object)
+	}
+	return in, nil
 }
 
 // review decides one request given the ceiling and whether to refuse
 // writes above it; lower is Lower, or a cache of it.
-func review(req *admissionv1.AdmissionRequest, c Ceiling, deny bool, lower func([]byte, convert.Version) (*Result, error)) (*admissionv1.AdmissionResponse, verdict) {
+func review(req *request, c Ceiling, deny bool, lc *lowerCache) (*admissionv1.AdmissionResponse, verdict) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	v := verdict{outcome: outcomeIgnored, openShift: openShiftWriters[req.UserInfo.Username]}
 	if req.Resource.Group != mcGroup || req.Resource.Resource != mcResource || req.SubResource != "" ||
 		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		return resp, v
 	}
-	var mc reviewed
-	if err := json.Unmarshal(req.Object.Raw, &mc); err != nil {
+	if req.objectErr != nil {
 		v.outcome = PassInvalid
-		resp.Warnings = []string{fmt.Sprintf("MachineConfig %s: stored as written: the object does not decode: %v", orUnnamed(req.Name), err)}
+		resp.Warnings = []string{fmt.Sprintf("MachineConfig %s: stored as written: the object does not decode: %v", orUnnamed(req.Name), req.objectErr)}
 		return resp, v
 	}
+	mc := &req.Object
 	v.name = firstOf(mc.Metadata.Name, req.Name, mc.Metadata.GenerateName+"*")
-	res, err := lower(mc.Spec.Config, c.Spec)
+	res, err := lc.lower(mc.Spec.Config, c.Spec)
 	var pe *PassError
 	switch {
 	case errors.As(err, &pe):
@@ -102,7 +153,7 @@ func review(req *admissionv1.AdmissionRequest, c Ceiling, deny bool, lower func(
 		v.outcome = outcomeLowered
 		value, managedFields := res.Config, []byte(nil)
 		if req.Operation == admissionv1.Update {
-			if c, mf := noOpUpdate(req, res); c != nil {
+			if c, mf := noOpUpdate(req, res, lc.same); c != nil {
 				value, managedFields = c, mf
 			}
 		}
@@ -135,43 +186,97 @@ func review(req *admissionv1.AdmissionRequest, c Ceiling, deny bool, lower func(
 // re-applying manager (it "set" spec.config): where everything else equals
 // the stored object, the stored managedFields are returned to be restored,
 // so the API server writes nothing. Both results are nil where unneeded.
-func noOpUpdate(req *admissionv1.AdmissionRequest, res *Result) (config, managedFields []byte) {
-	obj, old := decodeObject(req.Object.Raw), decodeObject(req.OldObject.Raw)
-	oldCfg := nested(old, "spec", "config")
-	if obj == nil || old == nil || oldCfg == nil {
+// same is whether a stored config is the lowered one (a cache of storedMatches).
+func noOpUpdate(req *request, res *Result, same func(stored []byte, res *Result) bool) (config, managedFields []byte) {
+	obj, old := objects(req.body)
+	if obj == nil || old == nil || old.spec["config"] == nil || obj.spec == nil || !same(old.spec["config"], res) {
 		return nil, nil
 	}
-	spec, _ := obj["spec"].(map[string]any)
-	lowered := decodeObject(res.Config)
-	switch {
-	case spec == nil:
-		return nil, nil
-	case reflect.DeepEqual(lowered, oldCfg), storedIsLowered(oldCfg, res):
-		spec["config"] = oldCfg
-		config, _ = json.Marshal(oldCfg)
-	default:
-		return nil, nil
-	}
-	mNew, mOld := nested(obj, "metadata", "managedFields"), nested(old, "metadata", "managedFields")
+	config = old.spec["config"]
+	mNew, mOld := obj.meta["managedFields"], old.meta["managedFields"]
 	if mOld == nil || reflect.DeepEqual(mNew, mOld) {
 		return config, nil
 	}
-	obj["metadata"].(map[string]any)["managedFields"] = mOld
-	if !reflect.DeepEqual(obj, old) {
+	obj.meta["managedFields"] = mOld
+	if !reflect.DeepEqual(obj.meta, old.meta) || !sameMembers(obj.top, old.top, "metadata", "spec") || !sameMembers(obj.spec, old.spec, "config") {
 		return config, nil
 	}
 	managedFields, _ = json.Marshal(mOld)
 	return config, managedFields
 }
 
-// storedIsLowered reports whether a stored config (decoded JSON) is the lowered
-// one at the same spec, written otherwise.
-func storedIsLowered(stored any, res *Result) bool {
-	raw, err := json.Marshal(stored)
-	if err != nil {
-		return false
+// parts is an object split to be compared: its members and its spec's as
+// sent, its metadata decoded (numbers kept as written).
+type parts struct {
+	top, spec map[string]json.RawMessage
+	meta      map[string]any
+}
+
+// objects are an UPDATE's object and old object split, or nil where one
+// is not an object.
+func objects(body []byte) (obj, old *parts) {
+	var r struct {
+		Request struct {
+			Object    map[string]json.RawMessage `json:"object"`
+			OldObject map[string]json.RawMessage `json:"oldObject"`
+		} `json:"request"`
 	}
-	po, err := convert.Parse(raw)
+	if json.Unmarshal(body, &r) != nil {
+		return nil, nil
+	}
+	return split(r.Request.Object), split(r.Request.OldObject)
+}
+
+// split splits an object's members, or is nil when there are none.
+func split(top map[string]json.RawMessage) *parts {
+	if top == nil {
+		return nil
+	}
+	p := parts{top: top}
+	if s, ok := p.top["spec"]; ok && json.Unmarshal(s, &p.spec) != nil {
+		return nil
+	}
+	if m, ok := p.top["metadata"]; ok {
+		if p.meta = decodeObject(m); p.meta == nil {
+			return nil
+		}
+	}
+	return &p
+}
+
+// sameMembers reports whether two objects' members, but those skipped,
+// are the same JSON: the same bytes (one API server wrote both), else the
+// same values.
+func sameMembers(a, b map[string]json.RawMessage, skip ...string) bool {
+	n := 0
+	for k, va := range a {
+		if slices.Contains(skip, k) {
+			continue
+		}
+		n++
+		vb, ok := b[k]
+		if !ok || !bytes.Equal(va, vb) && !reflect.DeepEqual(decodeValue(va), decodeValue(vb)) {
+			return false
+		}
+	}
+	for k := range b {
+		if !slices.Contains(skip, k) {
+			n--
+		}
+	}
+	return n == 0
+}
+
+// storedMatches reports whether a stored config is the lowered one: the same
+// JSON value, or the same config at the same spec, written otherwise.
+func storedMatches(stored []byte, res *Result) bool {
+	return reflect.DeepEqual(decodeValue(res.Config), decodeValue(stored)) || storedIsLowered(stored, res)
+}
+
+// storedIsLowered reports whether a stored config is the lowered one at the
+// same spec, written otherwise.
+func storedIsLowered(stored []byte, res *Result) bool {
+	po, err := convert.Parse(stored)
 	if err != nil || po.Version != res.Stored {
 		return false
 	}
@@ -186,24 +291,17 @@ func storedIsLowered(stored any, res *Result) bool {
 
 // decodeObject decodes a JSON object (numbers kept as written), or nil.
 func decodeObject(raw []byte) map[string]any {
-	var m map[string]any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if d.Decode(&m) != nil {
-		return nil
-	}
+	m, _ := decodeValue(raw).(map[string]any)
 	return m
 }
 
-// nested is the value at a path of maps, or nil.
-func nested(m map[string]any, path ...string) any {
-	var v any = m
-	for _, p := range path {
-		mm, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = mm[p]
+// decodeValue decodes JSON (numbers kept as written), or nil.
+func decodeValue(raw []byte) any {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return nil
 	}
 	return v
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +25,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
@@ -56,17 +63,26 @@ func renderedAt35(tb testing.TB, set, pool string) []byte {
 }
 
 // reviewOf is an AdmissionReview of the create of the MachineConfig mc.
-func reviewOf(tb testing.TB, mc []byte) []byte {
+func reviewOf(tb testing.TB, mc []byte) []byte { return updateOf(tb, mc, nil) }
+
+// updateOf is an AdmissionReview of the update of the stored MachineConfig
+// old to mc; of mc's create when old is nil.
+func updateOf(tb testing.TB, mc, old []byte) []byte {
 	tb.Helper()
+	op := admissionv1.Update
+	if old == nil {
+		op = admissionv1.Create
+	}
 	b, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request: &admissionv1.AdmissionRequest{
 			UID:       types.UID("5f0c7d2e-0000-4000-8000-000000000001"),
 			Kind:      metav1.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfig"},
 			Resource:  metav1.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"},
-			Operation: admissionv1.Create,
+			Operation: op,
 			UserInfo:  authenticationv1.UserInfo{Username: "system:serviceaccount:openshift-machine-config-operator:machine-config-controller"},
 			Object:    runtime.RawExtension{Raw: mc},
+			OldObject: runtime.RawExtension{Raw: old},
 		},
 	})
 	if err != nil {
@@ -97,12 +113,14 @@ func quantile(sorted []time.Duration, q float64) float64 {
 // lossless, the patch written. realdata/none is platform None, the
 // bare-metal installation; realdata/aws's worker is the largest by bytes.
 // "new" sends a config the webhook has not seen each time (a file of its
-// own added: a create); "again" the same bytes each time (OpenShift's
-// re-apply on every pool sync, answered from the lowering cache).
+// own added: a create); "again" the same create each time (answered from
+// the lowering cache); "reapply" OpenShift's render controller at every
+// pool sync: an UPDATE of the stored, lowered object with its 3.5.0 bytes
+// (the cache, and the no-op comparison with what is stored).
 // Reports CPU per review and the latency's median and 99th percentile.
 func BenchmarkReview(b *testing.B) {
 	for _, c := range []struct{ set, pool string }{{"none", "worker"}, {"aws", "worker"}} {
-		for _, mode := range []string{"new", "again"} {
+		for _, mode := range []string{"new", "again", "reapply"} {
 			b.Run(c.set+"/"+c.pool+"/"+mode, func(b *testing.B) {
 				mc := renderedAt35(b, c.set, c.pool)
 				wh := admit.New(admit.Config{})
@@ -116,7 +134,10 @@ func BenchmarkReview(b *testing.B) {
 				}
 				bodies := [][]byte{reviewOf(b, mc)}
 				once(bodies[0])
-				if mode == "new" {
+				switch mode {
+				case "reapply":
+					bodies[0] = updateOf(b, mc, lowered(b, mc))
+				case "new":
 					bodies = make([][]byte, b.N)
 					for i := range bodies {
 						bodies[i] = reviewOf(b, withFile(b, mc, i))
@@ -139,6 +160,27 @@ func BenchmarkReview(b *testing.B) {
 			})
 		}
 	}
+}
+
+// lowered is the MachineConfig mc as the webhook stores it.
+func lowered(tb testing.TB, mc []byte) []byte {
+	tb.Helper()
+	var obj map[string]any
+	if err := json.Unmarshal(mc, &obj); err != nil {
+		tb.Fatal(err)
+	}
+	spec := obj["spec"].(map[string]any)
+	cfg, _ := json.Marshal(spec["config"])
+	res, err := admit.Lower(cfg, convert.Version{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	spec["config"] = json.RawMessage(res.Config)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
 
 // withFile is the MachineConfig mc with one more file in its config, its
@@ -191,13 +233,28 @@ func webhookServer(tb testing.TB, wh http.Handler) (string, []byte) {
 // the webhook's cost to a writer. The MachineConfigs are realdata/none's
 // worker rendered config at 3.5.0 (the largest a controller writes) and
 // its generated registries config (a typical one), each created under a
-// new name and deleted.
-func BenchmarkCreate(b *testing.B) {
-	cp := kubetest.New(b, false)
-	wh := admit.New(admit.Config{})
+// new name and deleted. Its etcd does not fsync (envtest's default).
+func BenchmarkCreate(b *testing.B) { benchCreates(b) }
+
+// BenchmarkCreateFsync is BenchmarkCreate with etcd writing as deployed:
+// every commit fsynced to a directory on the machine's disk, not
+// envtest's --unsafe-no-fsync.
+func BenchmarkCreateFsync(b *testing.B) {
+	dir := b.TempDir()
+	benchCreates(b, func(env *envtest.Environment) {
+		etcd := &envtest.Etcd{DataDir: dir}
+		etcd.Configure().Set("unsafe-no-fsync", "false")
+		env.ControlPlane.Etcd = etcd
+	})
+}
+
+func benchCreates(b *testing.B, opts ...func(*envtest.Environment)) {
+	cp := kubetest.New(b, false, opts...)
+	reg := prometheus.NewRegistry()
+	wh := admit.New(admit.Config{Registry: reg})
 	wh.SetCeiling(admit.Ceiling{Spec: convert.V3_4})
 	url, caPEM := webhookServer(b, wh)
-	nullURL, nullCA := nullWebhook(b)
+	nullURL, nullCA := nullWebhook(b, reg)
 	cfg := &admissionregv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "mcs-admit-bench"},
 		Webhooks:   []admissionregv1.MutatingWebhook{benchHook("mcs", url, caPEM), benchHook("null", nullURL, nullCA)},
@@ -207,7 +264,74 @@ func BenchmarkCreate(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, c := range []struct{ name, file string }{{"rendered-worker", ""}, {"registries", "99-worker-generated-registries.yaml"}} {
-		b.Run(c.name, func(b *testing.B) { benchCreate(b, cp, machineConfigOf(b, c.file)) })
+		b.Run(c.name, func(b *testing.B) { benchCreate(b, cp, reg, machineConfigOf(b, c.file)) })
+	}
+}
+
+// timings are the sums and counts of the histograms a create's time
+// splits into, by what they time: the API server's own (its whole POST,
+// each webhook's call as it sees it: the review encoded, the round trip,
+// the answer decoded and its patch applied) and the webhook's handler.
+func timings(b *testing.B, cp *kubetest.ControlPlane, reg prometheus.Gatherer) map[string][2]float64 {
+	raw, err := cp.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ours, err := reg.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range ours {
+		fams[f.GetName()] = f
+	}
+	out := map[string][2]float64{}
+	for key, sel := range map[string]struct{ family, want string }{
+		"apiserver-post": {"apiserver_request_duration_seconds", "verb=POST resource=machineconfigs"},
+		"mcs-call":       {"apiserver_admission_webhook_admission_duration_seconds", "name=mcs.admit.mcs.ignition-mcs.io operation=CREATE"},
+		"null-call":      {"apiserver_admission_webhook_admission_duration_seconds", "name=null.admit.mcs.ignition-mcs.io operation=CREATE"},
+		"mcs-handler":    {"mcs_admit_review_duration_seconds", ""},
+		"null-handler":   {"null_handler_seconds", ""},
+	} {
+		for _, m := range fams[sel.family].GetMetric() {
+			if !hasLabels(m, sel.want) {
+				continue
+			}
+			h := m.GetHistogram()
+			v := out[key]
+			out[key] = [2]float64{v[0] + h.GetSampleSum(), v[1] + float64(h.GetSampleCount())}
+		}
+	}
+	return out
+}
+
+// hasLabels reports whether m has every label=value of want (spaced).
+func hasLabels(m *dto.Metric, want string) bool {
+	have := map[string]string{}
+	for _, l := range m.GetLabel() {
+		have[l.GetName()] = l.GetValue()
+	}
+	for _, kv := range strings.Fields(want) {
+		k, v, _ := strings.Cut(kv, "=")
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// reportMeans reports, in milliseconds, each timing's mean between two
+// reads of timings.
+func reportMeans(b *testing.B, before, after map[string][2]float64) {
+	for key, a := range after {
+		n := a[1] - before[key][1]
+		if n > 0 {
+			b.ReportMetric((a[0]-before[key][0])/n*1000, key+"-ms")
+		}
 	}
 }
 
@@ -253,7 +377,7 @@ func machineConfigOf(tb testing.TB, file string) *unstructured.Unstructured {
 	return u
 }
 
-func benchCreate(b *testing.B, cp *kubetest.ControlPlane, mc *unstructured.Unstructured) {
+func benchCreate(b *testing.B, cp *kubetest.ControlPlane, reg prometheus.Gatherer, mc *unstructured.Unstructured) {
 	ctx := context.Background()
 	res := cp.Dynamic.Resource(admitMachineConfigs)
 	// Each iteration creates one of each, in a rotating order, so none
@@ -288,6 +412,7 @@ func benchCreate(b *testing.B, cp *kubetest.ControlPlane, mc *unstructured.Unstr
 	for _, k := range kinds {
 		create(-1, k) // connections up, caches warm
 	}
+	before := timings(b, cp, reg)
 	b.ResetTimer()
 	for i := range b.N {
 		for j := range kinds {
@@ -296,6 +421,16 @@ func benchCreate(b *testing.B, cp *kubetest.ControlPlane, mc *unstructured.Unstr
 		}
 	}
 	b.StopTimer()
+	reportMeans(b, before, timings(b, cp, reg))
+	if fams, err := reg.Gather(); err == nil {
+		for _, f := range fams {
+			for _, m := range f.GetMetric() {
+				if f.GetName() == "null_requests_total" && m.GetLabel()[0].GetValue() != "HTTP/2.0" {
+					b.Errorf("the API server called the webhook over %s", m.GetLabel()[0].GetValue())
+				}
+			}
+		}
+	}
 	for _, k := range kinds {
 		slices.Sort(took[k])
 	}
@@ -312,10 +447,18 @@ func benchCreate(b *testing.B, cp *kubetest.ControlPlane, mc *unstructured.Unstr
 // nullWebhook answers every review allowed, unchanged, over TLS: the
 // floor any webhook costs the API server (the review's encoding, the
 // round trip, the response's decoding), to set the webhook's cost against.
-func nullWebhook(tb testing.TB) (string, []byte) {
+// Its handler's time is null_handler_seconds on reg; its requests by HTTP
+// version null_requests_total{proto}.
+func nullWebhook(tb testing.TB, reg prometheus.Registerer) (string, []byte) {
 	tb.Helper()
 	ca := testpki.NewCA(tb)
+	took := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "null_handler_seconds"})
+	protos := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "null_requests_total"}, []string{"proto"})
+	reg.MustRegister(took, protos)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		defer func() { took.Observe(time.Since(start).Seconds()) }()
+		protos.WithLabelValues(r.Proto).Inc()
 		var in admissionv1.AdmissionReview
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Request == nil {
 			http.Error(w, "bad review", http.StatusBadRequest)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -146,10 +147,10 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := w.current()
-	resp, v := review(in.Request, c, w.cfg.Deny, w.lowered.lower)
+	resp, v := review(in.Request, c, w.cfg.Deny, w.lowered)
 	outcome = v.outcome
 	w.after(in.Request, v)
-	out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: resp}
+	out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: in.APIVersion, Kind: in.Kind}, Response: resp}
 	rw.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(rw).Encode(&out); err != nil {
 		w.cfg.Logger.Debug("writing the admission response", "err", err)
@@ -157,7 +158,7 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 }
 
 // after logs, counts and tells the cluster what a review found.
-func (w *Webhook) after(req *admissionv1.AdmissionRequest, v verdict) {
+func (w *Webhook) after(req *request, v verdict) {
 	if v.outcome != outcomeIgnored && v.outcome != outcomeUnchanged && v.outcome != outcomeLowered {
 		w.cfg.Logger.Info("MachineConfig stored as written", "name", v.name, "outcome", v.outcome, "user", req.UserInfo.Username)
 	}
@@ -172,7 +173,7 @@ func (w *Webhook) after(req *admissionv1.AdmissionRequest, v verdict) {
 	w.cfg.Logger.Warn("MachineConfig above the ceiling", "name", v.name, "user", req.UserInfo.Username, "outcome", v.outcome, "detail", v.message)
 	if v.openShift && w.cfg.Recorder != nil && (req.DryRun == nil || !*req.DryRun) {
 		// A created object has no uid yet; an updated one has.
-		ref := &corev1.ObjectReference{APIVersion: mcGroup + "/v1", Kind: "MachineConfig", Name: v.name, UID: uidOf(req.Object.Raw)}
+		ref := &corev1.ObjectReference{APIVersion: mcGroup + "/v1", Kind: "MachineConfig", Name: v.name, UID: req.Object.Metadata.UID}
 		w.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, "AboveRollbackSpec", "%s", v.message)
 	}
 }

@@ -168,6 +168,17 @@ func TestReviewPassesWithWarning(t *testing.T) {
 	}
 }
 
+// An object that is not a MachineConfig (a name that is a number) fails the
+// one-pass decode; the review then says why, and the write goes on.
+func TestReviewObjectNotMachineConfig(t *testing.T) {
+	w := New(Config{})
+	obj := `{"metadata":{"name":5},"spec":{"config":` + kargs35 + `}}`
+	_, resp := post(t, w, reviewBody(admissionv1.Create, "x", []byte(obj), nil))
+	if !resp.Allowed || resp.Patch != nil || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "MachineConfig x: stored as written: the object does not decode") {
+		t.Errorf("allowed %v patch %s warnings %q", resp.Allowed, resp.Patch, resp.Warnings)
+	}
+}
+
 func TestAboveCeiling(t *testing.T) {
 	const controllerSA = "system:serviceaccount:openshift-machine-config-operator:machine-config-controller"
 	for _, c := range []struct {

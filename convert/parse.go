@@ -39,7 +39,16 @@ type Parsed struct {
 // config (YAML with a variant), validates it and translates it up to the newest
 // spec. Unknown keys are errors, not warnings: a parser that drops a field it
 // does not know (kernelArguments in a config labelled 3.2.0) loses content.
-func Parse(raw []byte) (*Parsed, error) {
+func Parse(raw []byte) (*Parsed, error) { return parse(raw, true) }
+
+// ParseDeclared is Parse without checking a config of an older spec against
+// the newest spec's rules as well: for a caller that writes the config only
+// at its declared spec or below (the encoder validates what it writes at
+// that spec), where the newest spec's rules are no reader's. It saves one
+// of the parse's two Ignition validations.
+func ParseDeclared(raw []byte) (*Parsed, error) { return parse(raw, false) }
+
+func parse(raw []byte, checkNewest bool) (*Parsed, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 {
 		return nil, &InvalidError{Problems: []Problem{{Message: "empty config"}}}
@@ -105,7 +114,7 @@ func Parse(raw []byte) (*Parsed, error) {
 	if p.Config, err = upFrom(v, typed); err != nil {
 		return nil, err
 	}
-	if v != Newest {
+	if v != Newest && checkNewest {
 		if err := validNewest(p.Config, v); err != nil {
 			return nil, err
 		}

@@ -350,3 +350,23 @@ func TestParseSpec2References(t *testing.T) {
 		t.Errorf("sources = %q, want %q", got, want)
 	}
 }
+
+// A config valid in its own spec but not in the newest (spec 3.3 made a
+// link's target required): Parse refuses it, ParseDeclared reads it, and it
+// encodes at its own spec.
+func TestParseDeclared(t *testing.T) {
+	raw := []byte(`{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x"}]}}`)
+	if _, err := Parse(raw); err == nil || !strings.Contains(err.Error(), "valid in spec 3.2.0 but not in 3.6.0: link target is required") {
+		t.Errorf("Parse: %v", err)
+	}
+	p, err := ParseDeclared(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Encode(&p.Config, V3_2, false); err != nil {
+		t.Errorf("encode at 3.2.0: %v", err)
+	}
+	if _, err := ParseDeclared([]byte(`{"ignition":{"version":"3.5.0"},"storage":{"links":[{"path":"/etc/x"}]}}`)); err == nil {
+		t.Error("ParseDeclared read a 3.5.0 link without a target")
+	}
+}

@@ -8,9 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 )
-
-const ignitionType = "application/vnd.coreos.ignition+json"
 
 // want is what a client's Accept header asks for.
 type want struct {
@@ -153,7 +152,7 @@ func negotiate(header string) want {
 	w := want{kind: wantNone}
 	hasIgnition := false
 	for _, mr := range ranges {
-		if mr.typ+"/"+mr.subtype == ignitionType {
+		if mr.typ+"/"+mr.subtype == pipeline.IgnitionType {
 			hasIgnition = true
 			v, ok := ignitionVersion(mr.version)
 			if ok && mr.q > 0 && w.asked.Less(v) {
@@ -172,10 +171,10 @@ func negotiate(header string) want {
 			continue
 		}
 		switch mt := mr.typ + "/" + mr.subtype; {
-		case mt == ignitionType && mr.version == "":
+		case mt == pipeline.IgnitionType && mr.version == "":
 			w.kind = wantDefault
 			return w
-		case mt == ignitionType:
+		case mt == pipeline.IgnitionType:
 			v, ok := ignitionVersion(mr.version)
 			if !ok {
 				continue

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -17,7 +18,7 @@ func TestBuildSnapshotFromCarriesUnchangedPools(t *testing.T) {
 	nf := render.NodeFiles{Kubeconfig: []byte("kubeconfig")}
 	worker, infra := result(t, "worker", plainIgn), result(t, "infra", kargsIgn)
 	s := mustNew(t, Config{})
-	first, err := BuildSnapshotFrom(nil, 1, []*render.Result{worker, infra}, cc, nf)
+	first, err := pipeline.BuildSnapshotFrom(nil, 1, []*render.Result{worker, infra}, cc, nf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,14 +36,14 @@ func TestBuildSnapshotFromCarriesUnchangedPools(t *testing.T) {
 
 	// infra re-rendered (a new Result), worker's Result is the one served.
 	infra2 := result(t, "infra", plainIgn)
-	second, err := BuildSnapshotFrom(first, 2, []*render.Result{worker, infra2}, cc, nf)
+	second, err := pipeline.BuildSnapshotFrom(first, 2, []*render.Result{worker, infra2}, cc, nf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if second.Rerendered != 1 || second.Carried != 1 {
 		t.Fatalf("rerendered %d carried %d, want 1 and 1", second.Rerendered, second.Carried)
 	}
-	if second.pools["worker"] != first.pools["worker"] || second.pools["infra"] == first.pools["infra"] {
+	if second.Pool("worker") != first.Pool("worker") || second.Pool("infra") == first.Pool("infra") {
 		t.Fatal("carried the wrong pool")
 	}
 	s.Swap(second)
@@ -76,18 +77,18 @@ func TestBuildSnapshotFromNodeFilesChanged(t *testing.T) {
 		{"no ControllerConfig", nil, render.NodeFiles{Kubeconfig: []byte("kc")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			first, err := BuildSnapshot(1, []*render.Result{worker}, &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca")}, render.NodeFiles{Kubeconfig: []byte("kc")})
+			first, err := pipeline.BuildSnapshot(1, []*render.Result{worker}, &render.ControllerConfig{KubeAPIServerServingCAData: []byte("ca")}, render.NodeFiles{Kubeconfig: []byte("kc")})
 			if err != nil {
 				t.Fatal(err)
 			}
-			next, err := BuildSnapshotFrom(first, 2, []*render.Result{worker}, tc.cc, tc.nf)
+			next, err := pipeline.BuildSnapshotFrom(first, 2, []*render.Result{worker}, tc.cc, tc.nf)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if next.Carried != 0 || next.pools["worker"] == first.pools["worker"] {
+			if next.Carried != 0 || next.Pool("worker") == first.Pool("worker") {
 				t.Fatal("carried a pool whose node files changed")
 			}
-			if first.pools["worker"].response(worker.Spec).etag[0] == next.pools["worker"].response(worker.Spec).etag[0] {
+			if first.Pool("worker").Response(worker.Spec).ETag[0] == next.Pool("worker").Response(worker.Spec).ETag[0] {
 				t.Fatal("same ETag for other node files")
 			}
 		})
@@ -102,7 +103,8 @@ func TestReloadCarriesUnchangedPools(t *testing.T) {
 		{in: &source.Input{Results: []*render.Result{worker, infra}}},
 		{in: &source.Input{Results: []*render.Result{worker, result(t, "infra", plainIgn)}}},
 	}}
-	rl := &Reloader{Source: src, Server: mustNew(t, Config{})}
+	srv := mustNew(t, Config{})
+	rl := &pipeline.Reloader{Source: src, Server: srv}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -111,10 +113,10 @@ func TestReloadCarriesUnchangedPools(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := rl.Server.Snapshot()
-	if second.pools["worker"] != first.pools["worker"] || second.pools["infra"] == first.pools["infra"] {
+	if second.Pool("worker") != first.Pool("worker") || second.Pool("infra") == first.Pool("infra") {
 		t.Fatal("the reload did not carry worker alone")
 	}
-	if st := rl.Server.Status(); st.PoolsRerendered != 1 || st.PoolsCarried != 1 {
+	if st := srv.Status(); st.PoolsRerendered != 1 || st.PoolsCarried != 1 {
 		t.Fatalf("status rerendered %d carried %d", st.PoolsRerendered, st.PoolsCarried)
 	}
 }

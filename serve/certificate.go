@@ -32,7 +32,7 @@ func (s *Server) CertificateReload(err error) {
 		return
 	}
 	if snap := s.snap.Load(); snap != nil {
-		for _, pool := range snap.names {
+		for _, pool := range snap.Names() {
 			rec.tell(source.Notice{Kind: source.NoticeCertificateReloadFailed, Pool: pool,
 				Message: "the TLS serving certificate was not reloaded; the previous one is served until it expires: " + err.Error()})
 		}

@@ -63,8 +63,8 @@ func TestPrettyCached(t *testing.T) {
 	if a.Header().Get("Etag") == plain.Header().Get("Etag") || !strings.HasSuffix(a.Header().Get("Etag"), `-pretty"`) {
 		t.Errorf("pretty ETag %s, plain %s", a.Header().Get("Etag"), plain.Header().Get("Etag"))
 	}
-	resp := s.Snapshot().pools["worker"].response(convert.V3_4)
-	if kept := resp.indented.form; kept == nil || resp.pretty() != kept {
+	resp := s.Snapshot().Pool("worker").Response(convert.V3_4)
+	if kept := resp.Pretty(); kept.ETag[0] != a.Header().Get("Etag") || resp.Pretty() != kept {
 		t.Error("the indented body is not kept")
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -54,7 +55,7 @@ func TestClaimsWhenNothingServed(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: noTime}))
 		var told []string
 		srv := mustNew(t, Config{Logger: log, Notify: func(n source.Notice) { told = append(told, n.Pool+": "+n.Message) }})
-		rl := &Reloader{Source: &inputs{loads: sc.loads}, Server: srv, Logger: log}
+		rl := &pipeline.Reloader{Source: &inputs{loads: sc.loads}, Server: srv, Logger: log}
 		for range sc.loads {
 			rl.Reload(context.Background())
 		}
@@ -111,9 +112,9 @@ func TestQueryAndAcceptMistakes(t *testing.T) {
 	s := worker(t, Config{})
 	var out strings.Builder
 	for _, c := range []struct{ target, accept string }{
-		{"/config/worker", ignitionType + ";version=3.2.0;q=0"},
-		{"/config/worker", ignitionType + ";version=3.2.0;q=0, " + ignitionType + ";version=4.0.0"},
-		{"/config/worker", ignitionType + ";version=4.0.0"},
+		{"/config/worker", pipeline.IgnitionType + ";version=3.2.0;q=0"},
+		{"/config/worker", pipeline.IgnitionType + ";version=3.2.0;q=0, " + pipeline.IgnitionType + ";version=4.0.0"},
+		{"/config/worker", pipeline.IgnitionType + ";version=4.0.0"},
 		{"/config/worker?format=yaml", ""},
 		{"/config/worker?format=JSON", ""},
 		{"/config/worker?verison=3.2.0", ""},

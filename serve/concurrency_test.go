@@ -1,35 +1,41 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
 // generations builds n snapshots of one pool, generation g serving
 // /etc/generation = g, and maps every body they can serve to its generation.
-func generations(tb testing.TB, n int) ([]*Snapshot, map[string]int) {
+func generations(tb testing.TB, n int) ([]*pipeline.Snapshot, map[string]int) {
 	tb.Helper()
-	snaps := make([]*Snapshot, n)
+	snaps := make([]*pipeline.Snapshot, n)
 	gen := map[string]int{}
 	for g := range n {
 		ign := fmt.Sprintf(`{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/etc/generation","overwrite":true,"contents":{"source":"data:,%d"}}]}}`, g)
-		snap, err := BuildSnapshot(uint64(g+1), []*render.Result{result(tb, "worker", ign)}, nil, render.NodeFiles{})
+		snap, err := pipeline.BuildSnapshot(uint64(g+1), []*render.Result{result(tb, "worker", ign)}, nil, render.NodeFiles{})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		snaps[g] = snap
-		for _, r := range responses(snap.pools["worker"]) {
-			gen[string(r.body.bytes())] = g
+		p := snap.Pool("worker")
+		for _, v := range convert.OutputVersions {
+			if r := p.Response(v); r != nil {
+				gen[string(r.Body.Bytes())] = g
+			}
 		}
 	}
 	return snaps, gen
@@ -158,19 +164,19 @@ func (d *discardWriter) Write(b []byte) (int, error) {
 }
 
 // ReadFrom takes a body of pieces as a socket would (one writev), without
-// copying it: the benchmark measures the handler, not memcpy.
+// copying it: the benchmark measures the handler, not memcpy. A body's
+// reader hands a socket (a syscall.Conn) its pieces as they are, one Write
+// each here.
 func (d *discardWriter) ReadFrom(r io.Reader) (int64, error) {
-	pr, ok := r.(*pieceReader)
-	if !ok {
-		return io.Copy(io.Discard, r)
+	if wt, ok := r.(io.WriterTo); ok {
+		return wt.WriteTo(d)
 	}
-	var n int64
-	for _, p := range pr.bufs {
-		n += int64(len(p))
-	}
-	pr.bufs = nil
-	d.n += n
-	return n, nil
+	return io.Copy(io.Discard, r)
+}
+
+// SyscallConn makes the writer look like a socket to a body's reader.
+func (d *discardWriter) SyscallConn() (syscall.RawConn, error) {
+	return nil, errors.New("not a socket")
 }
 
 // requestPath returns, for a node's Accept and User-Agent, a function that
@@ -179,7 +185,7 @@ func (d *discardWriter) ReadFrom(r io.Reader) (int64, error) {
 // the body, and returns the body bytes written.
 func requestPath(tb testing.TB) func(accept, ua string) (serve func() int64) {
 	s := newTestServer(tb, Config{Gate: skewgate.New(nil, nil)}, result(tb, "worker", sharedIgn, "a=b"))
-	if n := len(s.Snapshot().pools["worker"].response(convert.V3_4).body.pieces); n < 3 {
+	if n := s.Snapshot().Pool("worker").Response(convert.V3_4).Body.Pieces(); n < 3 {
 		tb.Fatalf("%d pieces: the contents were not held out", n)
 	}
 	return func(accept, ua string) func() int64 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/text"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 )
 
 // Cause is why /config/ answered something other than a config. Its string
@@ -268,15 +269,15 @@ func (wn *waitingNodes) drop(k waitKey) {
 // once anything is, an unknown pool once snap has it, a pool without a
 // good render once snap serves it. A fixed cause leaves /status and
 // NodesWaiting at once, not ten minutes later still saying nodes retry.
-func (wn *waitingNodes) resolved(snap *Snapshot) {
+func (wn *waitingNodes) resolved(snap *pipeline.Snapshot) {
 	wn.mu.Lock()
 	defer wn.mu.Unlock()
 	for k := range wn.entries {
-		_, failing := snap.failed[k.pool]
+		_, failing := snap.Failed(k.pool)
 		switch {
 		case k.cause == CauseNotReady || k.cause == CauseRenderFailed,
-			k.cause == CauseUnknownPool && (snap.pools[k.pool] != nil || failing),
-			k.cause == CausePoolNotRendered && snap.pools[k.pool] != nil:
+			k.cause == CauseUnknownPool && (snap.Pool(k.pool) != nil || failing),
+			k.cause == CausePoolNotRendered && snap.Pool(k.pool) != nil:
 			wn.drop(k)
 		}
 	}

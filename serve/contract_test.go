@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -59,7 +60,7 @@ var contractCases = map[Cause]contractCase{
 		request: getter("/config/worker"), body: "no render loaded yet"},
 	CauseRenderFailed: {server: func(t *testing.T, cfg Config) *Server {
 		s := mustNew(t, cfg)
-		rl := &Reloader{Source: &inputs{loads: []load{{in: &source.Input{Failed: map[string]error{"worker": errors.New("dir/50-worker.yaml: bad")}}}}}, Server: s}
+		rl := &pipeline.Reloader{Source: &inputs{loads: []load{{in: &source.Input{Failed: map[string]error{"worker": errors.New("dir/50-worker.yaml: bad")}}}}}, Server: s}
 		rl.Reload(context.Background())
 		return s
 	}, request: getter("/config/worker"), body: "no render has succeeded yet; the newest attempt failed: pool worker (never rendered: nothing is served for it): dir/50-worker.yaml: bad"},
@@ -68,12 +69,9 @@ var contractCases = map[Cause]contractCase{
 	CauseUnknownPool: {server: worker, request: getter("/config/infra"), body: `unknown pool "infra": the pools are worker (create the pool`},
 	CausePoolNotRendered: {server: func(t *testing.T, cfg Config) *Server {
 		s := mustNew(t, cfg)
-		snap, err := BuildSnapshot(1, []*render.Result{result(t, "worker", plainIgn)}, nil, render.NodeFiles{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap.keepFailed(nil, map[string]error{"infra": errors.New("dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus\nsecond problem")}, nil, render.NodeFiles{})
-		s.Swap(snap)
+		in := &source.Input{Results: []*render.Result{result(t, "worker", plainIgn)},
+			Failed: map[string]error{"infra": errors.New("dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus\nsecond problem")}}
+		(&pipeline.Reloader{Source: &inputs{loads: []load{{in: in}}}, Server: s}).Reload(context.Background())
 		return s
 	}, request: getter("/config/infra"), body: `pool "infra" has no good render yet: dir/50-infra.yaml: MachineConfig/50-infra: $.spec.kernelType: bogus; second problem`},
 	CauseTokenMissing: {server: func(t *testing.T, cfg Config) *Server { return worker(t, tokensCfg(cfg)) },
@@ -294,7 +292,7 @@ func TestWaitingEndsWithFix(t *testing.T) {
 			var logs bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			srv := mustNew(t, Config{Logger: log})
-			rl := &Reloader{Source: &inputs{loads: []load{c.before, {in: &source.Input{Results: []*render.Result{w, m, infra}}}}}, Server: srv, Logger: log}
+			rl := &pipeline.Reloader{Source: &inputs{loads: []load{c.before, {in: &source.Input{Results: []*render.Result{w, m, infra}}}}}, Server: srv, Logger: log}
 			rl.Reload(context.Background())
 			for _, p := range c.paths {
 				get(t, srv, "GET", p)
@@ -323,7 +321,7 @@ func TestWaitingEndsWithFix(t *testing.T) {
 	// A cause that comes back after its fix is logged again.
 	var logs bytes.Buffer
 	srv := mustNew(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	rl := &Reloader{Source: &inputs{loads: []load{{in: &source.Input{Results: []*render.Result{m}}}, {in: &source.Input{Results: []*render.Result{m, infra}}}, {in: &source.Input{Results: []*render.Result{m}}}}}, Server: srv}
+	rl := &pipeline.Reloader{Source: &inputs{loads: []load{{in: &source.Input{Results: []*render.Result{m}}}, {in: &source.Input{Results: []*render.Result{m, infra}}}, {in: &source.Input{Results: []*render.Result{m}}}}}, Server: srv}
 	for range 3 {
 		rl.Reload(context.Background())
 		get(t, srv, "GET", "/config/infra")

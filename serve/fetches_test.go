@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,8 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/fetchlog"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -53,7 +56,7 @@ func fetch(t testing.TB, s *Server, pool, ua, addr string) *httptest.ResponseRec
 // swapResults swaps in a new generation of the given results.
 func swapResults(t testing.TB, s *Server, gen uint64, results ...*render.Result) {
 	t.Helper()
-	snap, err := BuildSnapshot(gen, results, nil, render.NodeFiles{})
+	snap, err := pipeline.BuildSnapshot(gen, results, nil, render.NodeFiles{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,37 +153,28 @@ func TestStatusFetches(t *testing.T) {
 func TestFetchLogBounded(t *testing.T) {
 	s := mustNew(t, Config{})
 	worker := result(t, "worker", plainIgn)
-	for i := range 3 * fetchRenderedMax {
+	for i := range 3 * fetchlog.RenderedMax {
 		swapResults(t, s, uint64(i+1), renamed(worker, fmt.Sprintf("rendered-worker-%02d", i)))
-		for v := range 2 * fetchClientsMax {
+		for v := range 2 * fetchlog.ClientsMax {
 			fetch(t, s, "worker", fmt.Sprintf("Ignition/v2.%d.0", v), "10.0.0.1:1")
 		}
 	}
 	fetches := s.Status().Pools[0].Fetches
-	if len(fetches) != fetchRenderedMax {
+	if len(fetches) != fetchlog.RenderedMax {
 		t.Fatalf("%d rendered configs kept", len(fetches))
 	}
-	if last := fmt.Sprintf("rendered-worker-%02d", 3*fetchRenderedMax-1); fetches[0].Rendered != last || !fetches[0].Serving {
+	if last := fmt.Sprintf("rendered-worker-%02d", 3*fetchlog.RenderedMax-1); fetches[0].Rendered != last || !fetches[0].Serving {
 		t.Errorf("newest %s, want %s", fetches[0].Rendered, last)
 	}
 	for _, f := range fetches {
-		if len(f.Clients) != fetchClientsMax || f.Clients[fetchClientsMax-1].Ignition != "other" || f.Count != 2*fetchClientsMax {
+		if len(f.Clients) != fetchlog.ClientsMax || f.Clients[fetchlog.ClientsMax-1].Ignition != "other" || f.Count != 2*fetchlog.ClientsMax {
 			t.Errorf("%s: %d clients, last %+v, %d fetches", f.Rendered, len(f.Clients), f.Clients[len(f.Clients)-1], f.Count)
 		}
 	}
 	// A pool gone from the snapshot is forgotten.
 	swapResults(t, s, 100, result(t, "master", plainIgn))
-	if _, ok := s.rec.fetches.pools["worker"]; ok {
+	if len(s.rec.fetches.Status("worker", nil)) != 0 {
 		t.Error("the removed pool's fetches are kept")
-	}
-}
-
-// Counting a fetch allocates nothing once the client version is known.
-func TestRecordFetchAllocs(t *testing.T) {
-	rf := &renderedFetches{rendered: "rendered-worker-x"}
-	rf.record("v2.27", 1)
-	if n := testing.AllocsPerRun(1000, func() { rf.record("v2.27", 2) }); n != 0 {
-		t.Errorf("%v allocations per fetch", n)
 	}
 }
 
@@ -190,26 +184,26 @@ func TestRecordFetchAllocs(t *testing.T) {
 func TestRenderFailedNotices(t *testing.T) {
 	var got notices
 	s := mustNew(t, Config{Notify: got.add})
-	swapResults(t, s, 1, result(t, "master", plainIgn), result(t, "worker", plainIgn))
-	broken := errors.New("MachineConfig/99-worker-x: $.spec.kernelType: invalid")
-
-	snap, _ := BuildSnapshot(2, []*render.Result{result(t, "master", plainIgn)}, nil, render.NodeFiles{})
-	snap.keepFailed(s.Snapshot(), map[string]error{"worker": broken}, nil, render.NodeFiles{})
-	s.Swap(snap)
-	s.rec.failed(poolsFailed(map[string]error{"worker": broken}))
+	broken, outage := errors.New("MachineConfig/99-worker-x: $.spec.kernelType: invalid"), errors.New("source unreachable")
+	master, worker := result(t, "master", plainIgn), result(t, "worker", plainIgn)
+	workerFails := load{in: &source.Input{Results: []*render.Result{master}, Failed: map[string]error{"worker": broken}}}
+	rl := &pipeline.Reloader{Server: s, Source: &inputs{loads: []load{
+		{in: &source.Input{Results: []*render.Result{master, worker}}}, workerFails, workerFails, {err: outage},
+		{in: &source.Input{Results: []*render.Result{master, worker}}},
+	}}}
+	rl.Reload(context.Background())
+	rl.Reload(context.Background())
 	n := got.of(source.NoticeRenderFailed)
 	if len(n) != 1 || n[0].Pool != "worker" || !errors.Is(n[0].Err, broken) || !n[0].Warning() {
 		t.Fatalf("notices %+v", n)
 	}
 	since := *poolStatus(t, s.Status(), "worker").ErrorSince
-	s.Swap(snap)
-	s.rec.failed(poolsFailed(map[string]error{"worker": broken}))
+	rl.Reload(context.Background())
 	if st := s.Status(); !poolStatus(t, st, "worker").ErrorSince.Equal(since) || !st.LastError.Since.Equal(since) || fmt.Sprint(st.LastError.Pools) != "[worker]" {
 		t.Errorf("second attempt: pool since %v, render since %v (want %v), pools %v", poolStatus(t, st, "worker").ErrorSince, st.LastError.Since, since, st.LastError.Pools)
 	}
 
-	outage := errors.New("source unreachable")
-	s.rec.failed(wholeFailure(outage))
+	rl.Reload(context.Background())
 	n = got.of(source.NoticeRenderFailed)[2:]
 	if len(n) != 2 || n[0].Pool != "master" || n[1].Pool != "worker" || n[0].Err != outage {
 		t.Errorf("whole failure notices %+v", n)
@@ -218,7 +212,7 @@ func TestRenderFailedNotices(t *testing.T) {
 		t.Errorf("whole failure names pools %v", st.LastError.Pools)
 	}
 
-	swapResults(t, s, 3, result(t, "master", plainIgn), result(t, "worker", plainIgn))
+	rl.Reload(context.Background())
 	if st := s.Status(); poolStatus(t, st, "worker").ErrorSince != nil || len(s.rec.failingSince) != 0 || !s.rec.errSince.IsZero() {
 		t.Errorf("after recovery: %+v, failing %v", poolStatus(t, st, "worker"), s.rec.failingSince)
 	}

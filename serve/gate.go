@@ -6,17 +6,18 @@ import (
 	"strconv"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
 // gate asks the skew gate about a request and, when it refuses the node,
 // answers 200 with the stub config (a 4xx would stop the boot with nothing
 // on the console; a 5xx would retry forever). It reports whether it answered.
-func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want, resp *response, ua string) bool {
+func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pipeline.Pool, wnt want, resp *pipeline.Response, ua string) bool {
 	if wnt.kind == wantNone {
 		return false
 	}
-	req := skewgate.Request{Pool: p.name, UserAgent: ua, RemoteAddr: r.RemoteAddr, Servable: resp != nil}
+	req := skewgate.Request{Pool: p.Name(), UserAgent: ua, RemoteAddr: r.RemoteAddr, Servable: resp != nil}
 	stubSpec := convert.V3_0
 	switch wnt.kind {
 	case wantSpec3:
@@ -30,8 +31,8 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want,
 		}
 	}
 	if resp == nil {
-		v, err := p.whyNot(wnt)
-		req.NeededSpec = p.neededAbove(v)
+		v, err := whyNot(p, wnt)
+		req.NeededSpec = neededAbove(p, v)
 		var ce *convert.CannotExpressError
 		if errors.As(err, &ce) {
 			req.Fields = ce.Reasons
@@ -42,14 +43,14 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want,
 	if !d.Admit {
 		decision = "stub"
 	}
-	s.counters.skewed(p.name, decision, d.Reason)
+	s.counters.skewed(p.Name(), decision, d.Reason)
 	if d.Admit {
 		return false
 	}
-	body, err := s.cfg.Gate.Stub(p.name, d, stubSpec)
+	body, err := s.cfg.Gate.Stub(p.Name(), d, stubSpec)
 	if err != nil {
-		s.cfg.Logger.Error("building skew stub", "pool", p.name, "err", err)
-		s.refuser.refuse(w, r, CauseStubFailed, p.name, "cannot build the skew stub config: "+d.ID)
+		s.cfg.Logger.Error("building skew stub", "pool", p.Name(), "err", err)
+		s.refuser.refuse(w, r, CauseStubFailed, p.Name(), "cannot build the skew stub config: "+d.ID)
 		return true
 	}
 	if _, node := skewgate.ParseUserAgent(req.UserAgent); node {
@@ -61,8 +62,8 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pool, wnt want,
 	info := infoOf(r)
 	info.spec, info.decision = stubSpec.String(), "stub:"+d.ID
 	w.Header()["X-Mcs-Skew"] = []string{d.Reason + "; id=" + d.ID}
-	writeBody(w, r, []string{ignitionType + ";version=" + stubSpec.String()},
-		&form{body: bytesBody(body), etag: []string{`"` + d.ID + "-" + stubSpec.String() + `"`}, length: []string{strconv.Itoa(len(body))}})
+	writeBody(w, r, []string{pipeline.IgnitionType + ";version=" + stubSpec.String()},
+		&pipeline.Form{Body: pipeline.BytesBody(body), ETag: []string{`"` + d.ID + "-" + stubSpec.String() + `"`}, Length: []string{strconv.Itoa(len(body))}})
 	return true
 }
 
@@ -74,12 +75,12 @@ func min3(v convert.Version) convert.Version {
 	return v
 }
 
-// neededAbove is the oldest spec newer than v that this pool can be served at.
-func (p *pool) neededAbove(v convert.Version) convert.Version {
+// neededAbove is the oldest spec newer than v that p can be served at.
+func neededAbove(p *pipeline.Pool, v convert.Version) convert.Version {
 	for _, o := range convert.OutputVersions {
-		if v.Less(o) && p.response(o) != nil {
+		if v.Less(o) && p.Response(o) != nil {
 			return o
 		}
 	}
-	return p.lowest()
+	return p.Lowest()
 }

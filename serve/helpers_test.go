@@ -8,37 +8,13 @@ import (
 	"testing"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/rendertest"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 )
 
-// result renders ign as the pool's only MachineConfig, 99-<pool>, with
-// kargs, through the renderer: the result has every field a render sets.
-func result(t testing.TB, pool, ign string, kargs ...string) *render.Result {
-	t.Helper()
-	mc, err := json.Marshal(map[string]any{
-		"apiVersion": render.APIVersion, "kind": render.KindMachineConfig,
-		"metadata": map[string]any{"name": "99-" + pool, "labels": map[string]string{"machineconfiguration.openshift.io/role": pool}},
-		"spec":     map[string]any{"config": json.RawMessage(ign), "kernelArguments": kargs},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var l render.Loader
-	l.Data("in/99-"+pool+".json", mc)
-	if pool != "master" && pool != "worker" {
-		l.Data("in/pool-"+pool+".yaml", []byte("apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata: {name: "+pool+
-			"}\nspec:\n  machineConfigSelector:\n    matchLabels: {machineconfiguration.openshift.io/role: "+pool+"}\n"))
-	}
-	set, err := l.Set()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := set.RenderPool(pool, render.Options{})
-	if err != nil {
-		t.Fatalf("render %s: %v", pool, err)
-	}
-	return res
-}
+// result is rendertest.Result: a pool of one MachineConfig, 99-<pool>.
+var result = rendertest.Result
 
 const (
 	plainIgn = `{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/etc/hello","mode":420,"overwrite":true,"contents":{"source":"data:,hello"}}]},"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":"[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}]}}`
@@ -50,7 +26,7 @@ const (
 func newTestServer(t testing.TB, cfg Config, results ...*render.Result) *Server {
 	t.Helper()
 	s := mustNew(t, cfg)
-	snap, err := BuildSnapshot(1, results, &render.ControllerConfig{KubeAPIServerServingCAData: []byte("-----BEGIN CERTIFICATE-----\nkubelet\n-----END CERTIFICATE-----\n")}, render.NodeFiles{Kubeconfig: []byte("apiVersion: v1\nkind: Config\n")})
+	snap, err := pipeline.BuildSnapshot(1, results, &render.ControllerConfig{KubeAPIServerServingCAData: []byte("-----BEGIN CERTIFICATE-----\nkubelet\n-----END CERTIFICATE-----\n")}, render.NodeFiles{Kubeconfig: []byte("apiVersion: v1\nkind: Config\n")})
 	if err != nil {
 		t.Fatal(err)
 	}

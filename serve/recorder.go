@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/nodefail"
+	"github.com/ignition-mcs/mcs/serve/fetchlog"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
 
 // recorder is the status recorder: how renders went, a reload stuck, the
 // nodes kept waiting and who fetched what, for /status, the metrics and
-// the notifier. The Reloader writes it through renderHealth; the request
+// the notifier. The Reloader writes it through pipeline.Health; the request
 // path through waiting and the fetch log.
 type recorder struct {
 	log     *slog.Logger
@@ -21,11 +23,11 @@ type recorder struct {
 	source  string
 	maxSpec string
 	notify  func(source.Notice) // nil: nobody is told
-	served  func() *Snapshot
+	served  func() *pipeline.Snapshot
 	backlog func() source.Backlog // nil: a source that cannot lag
 
 	waiting  waitingNodes
-	fetches  fetchLog
+	fetches  fetchlog.Log
 	failures func() nodefail.Status // nil: none
 	cert     *certificateState
 
@@ -34,23 +36,16 @@ type recorder struct {
 	// policyErr is why the source's newest skew policy was refused.
 	policyErr string
 	lastTry   time.Time
-	stuck     *stuckReload // a load running past the reload timeout
-	warnings  []string     // what the newest load skipped
+	stuck     *pipeline.Stuck // a load running past the reload timeout
+	warnings  []string        // what the newest load skipped
 	// errSince is when the render began failing, failingSince when each
 	// pool did; zero and absent while they render.
 	errSince     time.Time
 	failingSince map[string]time.Time
 }
 
-// renderHealth is what a Reloader tells the status recorder, besides the
-// snapshots it swaps in (Server.Swap records those).
-type renderHealth interface {
-	warned(warnings []string)
-	policyRefused(err error)
-	took(d time.Duration)
-	failed(f *failure)
-	setStuck(st *stuckReload)
-}
+// The recorder is the Reloader's pipeline.Health.
+var _ pipeline.Health = (*recorder)(nil)
 
 // RenderError is why the newest render failed, for /status.
 type RenderError struct {
@@ -65,7 +60,7 @@ type RenderError struct {
 
 // rendered records snap, just swapped in, as the newest render, clearing
 // the render error.
-func (rec *recorder) rendered(snap *Snapshot) {
+func (rec *recorder) rendered(snap *pipeline.Snapshot) {
 	rec.mu.Lock()
 	rec.lastErr, rec.lastTry = nil, time.Now()
 	if recovered(rec.failingSince, snap) {
@@ -94,20 +89,20 @@ func firstRenderFailed(rec *recorder) string {
 	return rec.lastErr.Message
 }
 
-// took records how long a render attempt took.
-func (rec *recorder) took(d time.Duration) { rec.m.duration.Observe(d.Seconds()) }
+// Took records how long a render attempt took.
+func (rec *recorder) Took(d time.Duration) { rec.m.duration.Observe(d.Seconds()) }
 
-// failed records a failed render; the current snapshot keeps serving.
-func (rec *recorder) failed(f *failure) {
+// Failed records a failed render; the current snapshot keeps serving.
+func (rec *recorder) Failed(f *pipeline.Failure) {
 	now := time.Now()
-	err := f.error()
+	err := f.Err()
 	rec.mu.Lock()
 	if rec.errSince.IsZero() {
 		rec.errSince = now
 	}
 	rec.lastErr, rec.lastTry = &RenderError{Time: now, Message: err.Error(), Since: rec.errSince}, now
-	for _, pf := range f.pools {
-		rec.lastErr.Pools = append(rec.lastErr.Pools, pf.pool)
+	for _, pf := range f.Pools() {
+		rec.lastErr.Pools = append(rec.lastErr.Pools, pf.Pool)
 	}
 	rec.mu.Unlock()
 	rec.m.errors.Inc()
@@ -115,8 +110,8 @@ func (rec *recorder) failed(f *failure) {
 	rec.renderFailed(f, now)
 }
 
-// warned records what the newest load skipped, logging what is new.
-func (rec *recorder) warned(ws []string) {
+// Warned records what the newest load skipped, logging what is new.
+func (rec *recorder) Warned(ws []string) {
 	rec.mu.Lock()
 	prev := rec.warnings
 	rec.warnings = ws
@@ -132,9 +127,9 @@ func (rec *recorder) warned(ws []string) {
 	}
 }
 
-// policyRefused records why the source's newest skew policy was refused;
+// PolicyRefused records why the source's newest skew policy was refused;
 // nil: it was not.
-func (rec *recorder) policyRefused(err error) {
+func (rec *recorder) PolicyRefused(err error) {
 	msg := ""
 	if err != nil {
 		msg = err.Error()
@@ -144,8 +139,8 @@ func (rec *recorder) policyRefused(err error) {
 	rec.mu.Unlock()
 }
 
-// setStuck records a stuck load, or with nil that none is.
-func (rec *recorder) setStuck(st *stuckReload) {
+// SetStuck records a stuck load, or with nil that none is.
+func (rec *recorder) SetStuck(st *pipeline.Stuck) {
 	rec.mu.Lock()
 	rec.stuck = st
 	rec.mu.Unlock()

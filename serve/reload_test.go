@@ -10,6 +10,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -51,7 +52,8 @@ func TestReloadSkewPolicy(t *testing.T) {
 		{in: &source.Input{Results: []*render.Result{w}, SkewPolicy: cluster, SkewPolicyError: errors.New("mode: bad")}}, // a refused newer one: shown, the last good stays
 		{in: &source.Input{Results: []*render.Result{w}}},                                                                // nor does a load without one
 	}}
-	rl := &Reloader{Source: src, Server: mustNew(t, Config{Gate: gate}), Gate: gate}
+	srv := mustNew(t, Config{Gate: gate})
+	rl := &pipeline.Reloader{Source: src, Server: srv, Gate: gate}
 	want := []struct {
 		policy    *skewgate.Policy
 		err       string
@@ -65,7 +67,7 @@ func TestReloadSkewPolicy(t *testing.T) {
 		if got := gate.Policy(); got != w.policy {
 			t.Errorf("load %d: policy in force %+v, want %+v", i, got, w.policy)
 		}
-		if got := rl.Server.Status().SkewPolicyError; got != w.policyErr {
+		if got := srv.Status().SkewPolicyError; got != w.policyErr {
 			t.Errorf("load %d: /status skewPolicyError %q, want %q", i, got, w.policyErr)
 		}
 	}
@@ -80,23 +82,24 @@ func TestReloadEmptySourceKeepsServing(t *testing.T) {
 		{in: &source.Input{}},
 		{in: &source.Input{Results: []*render.Result{w}}},
 	}}
-	rl := &Reloader{Source: src, Server: mustNew(t, Config{})}
+	srv := mustNew(t, Config{})
+	rl := &pipeline.Reloader{Source: src, Server: srv}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := rl.Reload(context.Background()); !errors.Is(err, errNoPools) {
-		t.Fatalf("empty load: %v, want %v", err, errNoPools)
+	if err := rl.Reload(context.Background()); err == nil || !strings.Contains(err.Error(), "the source has no pools any more") {
+		t.Fatalf("empty load: %v, want the source's pools gone", err)
 	}
-	if got := rl.Server.Snapshot().names; len(got) != 2 {
+	if got := rl.Server.Snapshot().Names(); len(got) != 2 {
 		t.Fatalf("after an empty load, serving %v, want master and worker", got)
 	}
-	if st := rl.Server.Status(); st.LastError == nil || !strings.Contains(st.LastError.Message, "no pools") {
+	if st := srv.Status(); st.LastError == nil || !strings.Contains(st.LastError.Message, "no pools") {
 		t.Errorf("/status lastError %+v, want the empty source named", st.LastError)
 	}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := rl.Server.Snapshot().names; len(got) != 1 || got[0] != "worker" {
+	if got := rl.Server.Snapshot().Names(); len(got) != 1 || got[0] != "worker" {
 		t.Fatalf("after dropping master, serving %v, want worker", got)
 	}
 }
@@ -110,20 +113,21 @@ func TestReloadFailedPoolGetsNewNodeFiles(t *testing.T) {
 		{in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": errors.New("broken")}}},
 	}}
 	kubeconfig := []byte("apiVersion: v1\nkind: Config\n# old\n")
-	rl := &Reloader{Source: src, Server: mustNew(t, Config{}), NodeFiles: func() (render.NodeFiles, error) { return render.NodeFiles{Kubeconfig: kubeconfig}, nil }}
+	srv := mustNew(t, Config{})
+	rl := &pipeline.Reloader{Source: src, Server: srv, NodeFiles: func() (render.NodeFiles, error) { return render.NodeFiles{Kubeconfig: kubeconfig}, nil }}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	old := rl.Server.Snapshot().pools["worker"]
+	old := rl.Server.Snapshot().Pool("worker")
 	kubeconfig = []byte("apiVersion: v1\nkind: Config\n# rotated\n")
 	if err := rl.Reload(context.Background()); err == nil || !strings.Contains(err.Error(), "broken") {
 		t.Fatalf("second load: %v, want worker's failure", err)
 	}
-	p := rl.Server.Snapshot().pools["worker"]
-	if p == nil || p.result != w {
+	p := rl.Server.Snapshot().Pool("worker")
+	if p == nil || p.Result() != w {
 		t.Fatal("worker does not serve its last good render")
 	}
-	if p == old || p.node != (render.NodeFiles{Kubeconfig: kubeconfig}).Key(nil) {
+	if kc, _ := file(t, p.Response(w.Spec).Body.Bytes(), "/etc/kubernetes/kubeconfig"); p == old || kc != string(kubeconfig) {
 		t.Error("worker kept the node files of before the rotation")
 	}
 }
@@ -143,7 +147,7 @@ func TestReloadStoppedIsNotFailed(t *testing.T) {
 		if served {
 			loads = append([]load{{in: &source.Input{Results: []*render.Result{result(t, "worker", plainIgn)}}}}, loads...)
 		}
-		rl := &Reloader{Source: &inputs{loads: loads}, Server: srv, Logger: log}
+		rl := &pipeline.Reloader{Source: &inputs{loads: loads}, Server: srv, Logger: log}
 		if served {
 			rl.Reload(ctx)
 		}

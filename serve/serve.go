@@ -5,10 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/nodefail"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -67,7 +66,7 @@ type Server struct {
 	cfg      Config
 	router   *chi.Mux
 	nodes    *chi.Mux // router without /status and /metrics
-	snap     atomic.Pointer[Snapshot]
+	snap     atomic.Pointer[pipeline.Snapshot]
 	draining atomic.Bool // shutting down: not ready, still serving
 	rec      *recorder
 
@@ -99,7 +98,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, m: m}
-	s.failures, err = nodefail.New(nodefail.Config{Notify: cfg.Notify, Known: func(pool string) bool { return s.knownPool(pool) != "-" },
+	s.failures, err = nodefail.New(nodefail.Config{Notify: cfg.Notify, Known: func(pool string) bool { return knownPool(s.snap.Load(), pool) != "-" },
 		Logger: cfg.Logger, Registry: cfg.Registry})
 	if err != nil {
 		return nil, err
@@ -145,7 +144,7 @@ func (s *Server) routes(admin bool) *chi.Mux {
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(requestLog(s.cfg.Logger, s.counters.request), instrument(s.m.duration.WithLabelValues("config")),
-			limit(s.cfg.MaxInFlight, &s.refuser), auth(s.cfg.Tokens, s.knownPool, &s.refuser))
+			limit(s.cfg.MaxInFlight, &s.refuser), auth(s.cfg.Tokens, func(name string) string { return knownPool(s.snap.Load(), name) }, &s.refuser))
 		r.Get("/config/{pool}", s.serveConfig)
 		r.Head("/config/{pool}", s.serveConfig)
 	})
@@ -199,22 +198,26 @@ const nodeFailurePath = "/v1/node-failure"
 
 // Swap makes snap the served generation and records it as the newest
 // render, clearing the render error.
-func (s *Server) Swap(snap *Snapshot) {
+func (s *Server) Swap(snap *pipeline.Snapshot) {
 	s.rec.attachFetches(snap)
 	s.snap.Store(snap)
 	s.rec.rendered(snap)
 }
 
 // Snapshot returns the generation being served, or nil before the first.
-func (s *Server) Snapshot() *Snapshot { return s.snap.Load() }
+func (s *Server) Snapshot() *pipeline.Snapshot { return s.snap.Load() }
+
+// Health is where a pipeline.Reloader reports how renders went: the
+// status recorder.
+func (s *Server) Health() pipeline.Health { return s.rec }
 
 // Status returns the current status document.
 func (s *Server) Status() Status { return s.rec.status() }
 
-// knownPool is name when the served snapshot has it, else "-": an
-// unauthenticated request must not put its own strings in logs or /status.
-func (s *Server) knownPool(name string) string {
-	if snap := s.snap.Load(); snap != nil && snap.pools[name] != nil {
+// knownPool is name when snap has it, else "-": an unauthenticated
+// request must not put its own strings in logs or /status.
+func knownPool(snap *pipeline.Snapshot, name string) string {
+	if snap != nil && snap.Pool(name) != nil {
 		return name
 	}
 	return "-"
@@ -232,10 +235,10 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := chi.URLParam(r, "pool")
-	p := snap.pools[name]
+	p := snap.Pool(name)
 	if p == nil {
 		info.pool = "unknown"
-		if why, ok := snap.failed[name]; ok {
+		if why, ok := snap.Failed(name); ok {
 			s.refuser.refuse(w, r, CausePoolNotRendered, name, fmt.Sprintf("pool %q has no good render yet: %s", bounded(name), oneLine(why)))
 			return
 		}
@@ -243,12 +246,12 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		// caller's: named only where /status is open too (no tokens).
 		msg := fmt.Sprintf("unknown pool %q", bounded(name))
 		if s.cfg.Tokens == nil {
-			msg = render.UnknownPool(bounded(name), slices.Sorted(maps.Keys(snap.pools)), false)
+			msg = render.UnknownPool(bounded(name), snap.Names(), false)
 		}
 		s.refuser.refuse(w, r, CauseUnknownPool, name, msg)
 		return
 	}
-	info.pool = p.name
+	info.pool = p.Name()
 	ua := r.Header.Get("User-Agent")
 	client := s.clients.get(ua)
 	client.requests.Inc()
@@ -257,11 +260,11 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		q = r.URL.Query()
 		if k := unknownParam(q); k != "" {
-			s.refuser.refuse(w, r, CauseBadQuery, p.name, fmt.Sprintf("?%s is not a parameter of /config/, which takes ?version=X.Y.Z (the spec to write), ?format=json and ?pretty=1", bounded(k)))
+			s.refuser.refuse(w, r, CauseBadQuery, p.Name(), fmt.Sprintf("?%s is not a parameter of /config/, which takes ?version=X.Y.Z (the spec to write), ?format=json and ?pretty=1", bounded(k)))
 			return
 		}
 		if f := q.Get("format"); f != "" && !strings.EqualFold(f, "json") {
-			s.refuser.refuse(w, r, CauseBadFormat, p.name, fmt.Sprintf("?format=%s is not served: an Ignition config is JSON, the one format (?format=json, or leave it out; ?pretty=1 indents it)", bounded(f)))
+			s.refuser.refuse(w, r, CauseBadFormat, p.Name(), fmt.Sprintf("?format=%s is not served: an Ignition config is JSON, the one format (?format=json, or leave it out; ?pretty=1 indents it)", bounded(f)))
 			return
 		}
 	}
@@ -269,17 +272,17 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	if answered {
 		return
 	}
-	info.spec = resp.versionLabel
+	info.spec = resp.VersionLabel
 	if q.Has("pretty") && q.Get("pretty") != "0" { // bare ?pretty too
-		writeBody(w, r, resp.contentType, resp.pretty())
+		writeBody(w, r, resp.ContentType, resp.Pretty())
 		return
 	}
-	f := &resp.form
+	f := &resp.Form
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		f = resp.gzipped()
+		f = resp.Gzipped()
 	}
-	if n := writeBody(w, r, resp.contentType, f); n > 0 {
-		s.counters.bytes(p.name, resp.versionLabel).Add(float64(n))
+	if n := writeBody(w, r, resp.ContentType, f); n > 0 {
+		s.counters.bytes(p.Name(), resp.VersionLabel).Add(float64(n))
 		s.rec.recordFetch(p, client.label, r)
 	}
 }
@@ -288,22 +291,22 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 // stub, or a refusal) and reports that it did. ?version= asks for exactly
 // that spec and goes through the skew gate like a node reading it would:
 // it shows what such a node gets, and cannot bypass the policy.
-func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pool, version, ua string) (*response, bool) {
+func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pipeline.Pool, version, ua string) (*pipeline.Response, bool) {
 	var wnt want
-	var resp *response
+	var resp *pipeline.Response
 	if version != "" {
 		if strings.Count(version, ".") == 1 {
 			version += ".0" // ?version=3.2, as Accept's version=3.2
 		}
 		v, err := convert.ParseOutputVersion(version)
 		if err != nil {
-			s.refuser.refuse(w, r, CauseBadVersion, p.name, err.Error())
+			s.refuser.refuse(w, r, CauseBadVersion, p.Name(), err.Error())
 			return nil, true
 		}
-		wnt, resp = wantExactly(v), p.response(v)
+		wnt, resp = wantExactly(v), p.Response(v)
 	} else {
 		wnt = forUserAgent(s.accepts.negotiate(r.Header.Get("Accept")), ua)
-		resp = p.pick(wnt, s.cfg.DefaultSpec)
+		resp = pick(p, wnt, s.cfg.DefaultSpec)
 	}
 	if s.cfg.Gate != nil && s.gate(w, r, p, wnt, resp, ua) {
 		return nil, true
@@ -317,11 +320,11 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pool, version
 			msg = fmt.Sprintf("Accept refuses spec %s (q=0 means not acceptable) and asks for nothing else this server writes: drop the q=0 to ask for it; it writes %s",
 				wnt.refused, convert.VersionList(convert.OutputVersions))
 		}
-		s.refuser.refuse(w, r, CauseNoWrittenSpec, p.name, msg)
+		s.refuser.refuse(w, r, CauseNoWrittenSpec, p.Name(), msg)
 		return nil, true
 	}
-	v, err := p.whyNot(wnt)
-	s.refuser.refuse(w, r, CauseNotExpressible, p.name, fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.name, p.lowest(), v, err))
+	v, err := whyNot(p, wnt)
+	s.refuser.refuse(w, r, CauseNotExpressible, p.Name(), fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.Name(), p.Lowest(), v, err))
 	return nil, true
 }
 
@@ -353,33 +356,32 @@ func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), 
 
 // Header values shared by every response; net/http does not modify them.
 var (
-	gzipEncoding = []string{"gzip"}
-	varyHeader   = []string{"Accept, Accept-Encoding"}
-	noCache      = []string{"no-cache"}
+	varyHeader = []string{"Accept, Accept-Encoding"}
+	noCache    = []string{"no-cache"}
 )
 
 // writeBody writes f with its validators, answering If-None-Match with 304
 // and HEAD without a body. It returns the body bytes written.
-func writeBody(w http.ResponseWriter, r *http.Request, contentType []string, f *form) int {
+func writeBody(w http.ResponseWriter, r *http.Request, contentType []string, f *pipeline.Form) int {
 	h := w.Header()
 	h["Content-Type"] = contentType
-	h["Etag"] = f.etag
+	h["Etag"] = f.ETag
 	h["Vary"] = varyHeader
 	h["Cache-Control"] = noCache
-	if f.encoding != nil {
-		h["Content-Encoding"] = f.encoding
+	if f.Encoding != nil {
+		h["Content-Encoding"] = f.Encoding
 	}
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, f.etag[0]) {
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, f.ETag[0]) {
 		w.WriteHeader(http.StatusNotModified)
 		return 0
 	}
-	h["Content-Length"] = f.length
+	h["Content-Length"] = f.Length
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return 0
 	}
-	if len(f.body.pieces) == 1 {
-		return f.body.writeTo(w)
+	if f.Body.Pieces() == 1 {
+		return f.Body.Send(w)
 	}
 	// net/http's ReadFrom copies a body's first 512 bytes through its
 	// buffers (to sniff a type this response names) before it hands the
@@ -391,7 +393,7 @@ func writeBody(w http.ResponseWriter, r *http.Request, contentType []string, f *
 		hold.HoldHeader()
 	}
 	http.NewResponseController(w).Flush()
-	n := f.body.writeTo(w)
+	n := f.Body.Send(w)
 	if hold != nil {
 		hold.SendHeld()
 	}

@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
@@ -371,6 +373,10 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// pathEncapsulated is where OpenShift's server puts the encapsulated
+// MachineConfig.
+const pathEncapsulated = "/etc/ignition-machine-config-encapsulated.json"
+
 func TestClientLabel(t *testing.T) {
 	testkit.Cases(t, "testdata/client-labels.txt", 3, func(t *testing.T, c []string) {
 		if got := clientLabel(c[1]); got != c[2] {
@@ -381,7 +387,7 @@ func TestClientLabel(t *testing.T) {
 
 func TestStatus(t *testing.T) {
 	s := newTestServer(t, Config{}, result(t, "worker", luksIgn))
-	s.rec.failed(wholeFailure(fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus")))
+	(&pipeline.Reloader{Server: s, Source: &inputs{loads: []load{{err: fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus")}}}}).Reload(context.Background())
 	w := get(t, s, "GET", "/status")
 	var st Status
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/nodefail"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/fetchlog"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
@@ -86,7 +87,7 @@ type PoolStatus struct {
 	Overrides []render.Override `json:"overrides,omitempty"`
 	// Fetches are what clients fetched of this pool's rendered configs,
 	// the one served now and the last few before it.
-	Fetches []RenderedFetches `json:"fetches"`
+	Fetches []fetchlog.RenderedStatus `json:"fetches"`
 }
 
 // Condition follows Kubernetes' condition shape.
@@ -106,7 +107,7 @@ func (rec *recorder) status() Status {
 	st.SkewPolicyError = rec.policyErr
 	st.Warnings = rec.warnings
 	if rec.stuck != nil {
-		st.ReloadStuck = rec.stuck.message()
+		st.ReloadStuck = rec.stuck.Message()
 	}
 	if !rec.lastTry.IsZero() {
 		t := rec.lastTry
@@ -124,21 +125,22 @@ func (rec *recorder) status() Status {
 		t := snap.Built
 		st.RenderedAt, st.BuildTime = &t, snap.BuildTime.String()
 		st.PoolsRerendered, st.PoolsCarried = snap.Rerendered, snap.Carried
-		for _, name := range snap.names {
-			p := snap.pools[name]
-			ps := PoolStatus{Name: name, Rendered: p.result.Name, Spec: p.result.Spec, MinSpec: p.result.MinSpec,
-				Reasons: p.result.Reasons, Servable: []convert.Version{}, Error: snap.failed[name], Overrides: p.result.Overrides}
+		for _, name := range snap.Names() {
+			p := snap.Pool(name)
+			why, _ := snap.Failed(name)
+			ps := PoolStatus{Name: name, Rendered: p.Result().Name, Spec: p.Result().Spec, MinSpec: p.Result().MinSpec,
+				Reasons: p.Result().Reasons, Servable: []convert.Version{}, Error: why, Overrides: p.Result().Overrides}
 			if ps.Reasons == nil {
 				ps.Reasons = []render.Reason{}
 			}
 			if since, ok := failingSince[name]; ok && ps.Error != "" {
 				ps.ErrorSince = &since
 			}
-			ps.Fetches = rec.fetches.status(name, p.fetches.Load())
+			ps.Fetches = rec.fetches.Status(name, p.Fetches.Load())
 			for _, v := range convert.OutputVersions {
-				if p.response(v) != nil {
+				if p.Response(v) != nil {
 					ps.Servable = append(ps.Servable, v)
-				} else if err := p.blocked(v); err != nil {
+				} else if err := p.Blocked(v); err != nil {
 					if ps.Blocked == nil {
 						ps.Blocked = map[string]string{}
 					}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -86,7 +87,7 @@ func demoServer(t testing.TB, notify func(source.Notice)) *Server {
 	}
 	src := &demoSource{dir: dir, shown: "/etc/mcs/cluster"}
 	s := mustNew(t, Config{Gate: skewgate.New(policy, nil), Source: src.String(), Notify: notify})
-	rl := &Reloader{Source: src, Server: s}
+	rl := &pipeline.Reloader{Source: src, Server: s}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}

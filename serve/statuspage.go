@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/serve/fetchlog"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
@@ -109,7 +110,7 @@ type problem struct {
 type poolView struct {
 	PoolStatus
 	Specs   []specChip
-	Serving *RenderedFetches // the served rendered config's fetches
+	Serving *fetchlog.RenderedStatus // the served rendered config's fetches
 	// ByNodes counts Serving's fetches by Ignition clients: an admin's
 	// curl is no node (the JSON lists every client).
 	ByNodes uint64

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/ignition-mcs/mcs/internal/testkit"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
@@ -147,7 +148,7 @@ func fixtureServer(t *testing.T, dir string) *Server {
 	t.Helper()
 	src := &demoSource{dir: dir, shown: dir}
 	s := mustNew(t, Config{Source: src.String()})
-	if err := (&Reloader{Source: src, Server: s}).Reload(context.Background()); err != nil {
+	if err := (&pipeline.Reloader{Source: src, Server: s}).Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return s

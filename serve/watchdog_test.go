@@ -15,6 +15,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/syncbuf"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -65,7 +66,7 @@ func reloadWatchdog(t *testing.T) {
 	logs := &syncbuf.Buffer{}
 	srv := mustNew(t, Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	src := &hanging{result: result(t, "worker", plainIgn), release: make(chan struct{})}
-	rl := &Reloader{Source: src, Server: srv, Timeout: time.Second, Debounce: time.Millisecond, Logger: srv.cfg.Logger}
+	rl := &pipeline.Reloader{Source: src, Server: srv, Timeout: time.Second, Debounce: time.Millisecond, Logger: srv.cfg.Logger}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	trigger := make(chan struct{}, 1)
@@ -150,7 +151,7 @@ func TestReloadWarnings(t *testing.T) {
 		{in: &source.Input{Warnings: []string{fifo}}, err: context.DeadlineExceeded},
 		{in: &source.Input{Results: []*render.Result{w}}},
 	}}
-	rl := &Reloader{Source: src, Server: srv}
+	rl := &pipeline.Reloader{Source: src, Server: srv}
 	for i, want := range [][]string{{fifo}, {fifo}, nil} {
 		rl.Reload(context.Background())
 		if got := srv.Status().Warnings; strings.Join(got, "|") != strings.Join(want, "|") {

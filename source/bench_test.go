@@ -6,7 +6,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -21,7 +21,7 @@ func BenchmarkFullRerender(b *testing.B) {
 		if err != nil || len(in.Failed) > 0 {
 			b.Fatal(err, in.Failed)
 		}
-		snap, err := serve.BuildSnapshot(1, in.Results, in.ControllerConfig, render.NodeFiles{})
+		snap, err := pipeline.BuildSnapshot(1, in.Results, in.ControllerConfig, render.NodeFiles{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func BenchmarkUnchangedReload(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	prev, err := serve.BuildSnapshot(1, in.Results, in.ControllerConfig, render.NodeFiles{})
+	prev, err := pipeline.BuildSnapshot(1, in.Results, in.ControllerConfig, render.NodeFiles{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func BenchmarkUnchangedReload(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		snap, err := serve.BuildSnapshotFrom(prev, 2, in.Results, in.ControllerConfig, render.NodeFiles{})
+		snap, err := pipeline.BuildSnapshotFrom(prev, 2, in.Results, in.ControllerConfig, render.NodeFiles{})
 		if err != nil || snap.Rerendered != 0 {
 			b.Fatal(err, snap.Rerendered)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/serving"
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/source/kube"
 	"github.com/ignition-mcs/mcs/source/tree"
 )
@@ -137,7 +137,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	o.MaxFileSize, o.MaxTreeSize = tree.DefaultMaxFileSize, tree.DefaultMaxTreeSize
 	fs.Func("max-file-size", "largest file read from --dir, in bytes or with a Ki/Mi/Gi suffix (default 16Mi); whatever it is, a pool's rendered MachineConfig may be at most 1.5 MiB, OpenShift's limit", sizeFlag(&o.MaxFileSize))
 	fs.Func("max-tree-size", "most bytes read from all files of --dir together (default 256Mi)", sizeFlag(&o.MaxTreeSize))
-	fs.DurationVar(&o.ReloadTimeout, "reload-timeout", serve.DefaultReloadTimeout, "time a load and render may take before /status, mcs_reload_stuck and a WARN log report it stuck")
+	fs.DurationVar(&o.ReloadTimeout, "reload-timeout", pipeline.DefaultReloadTimeout, "time a load and render may take before /status, mcs_reload_stuck and a WARN log report it stuck")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 0, "on SIGTERM, time /readyz answers 503 while everything else is served, before the listeners close: a Deployment's readiness probe period times its failure threshold, so no node is sent to a closed port")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", 20*time.Second, "time in-flight requests get to finish on SIGTERM, after --shutdown-delay")
 	// Nodes send a few small headers and read one body; anything slower is a

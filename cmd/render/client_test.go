@@ -20,6 +20,7 @@ import (
 	"github.com/ignition-mcs/mcs/impact"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -75,7 +76,7 @@ func mcsServer(t *testing.T, tree string, cfg serve.Config, nf render.NodeFiles,
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := &serve.Reloader{Source: &source.Dir{Path: tree}, Server: srv, Gate: cfg.Gate, NodeFiles: func() (render.NodeFiles, error) { return nf, nil }}
+	rl := &pipeline.Reloader{Source: &source.Dir{Path: tree}, Server: srv, Gate: cfg.Gate, NodeFiles: func() (render.NodeFiles, error) { return nf, nil }}
 	if err := rl.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}

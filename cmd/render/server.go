@@ -8,6 +8,7 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
@@ -48,7 +49,7 @@ func (f *serverFlags) server(set *render.Set, results []*render.Result) (*serve.
 	if err != nil {
 		return nil, err
 	}
-	snap, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), nf)
+	snap, err := pipeline.BuildSnapshot(1, results, set.ControllerConfig(), nf)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/tree"
 )
@@ -36,7 +37,7 @@ func Render(tb testing.TB, dir string, opts render.Options) (*render.Set, []*ren
 func Handler(tb testing.TB, dir string, cfg serve.Config) (*serve.Server, map[string]*render.Result) {
 	tb.Helper()
 	set, results := Render(tb, dir, render.Options{})
-	snap, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), render.NodeFiles{Kubeconfig: kubeconfig})
+	snap, err := pipeline.BuildSnapshot(1, results, set.ControllerConfig(), render.NodeFiles{Kubeconfig: kubeconfig})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func Reloading(tb testing.TB, src source.Source, cfg serve.Config, log *slog.Log
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rl := &serve.Reloader{Source: src, Server: srv, Gate: cfg.Gate, Debounce: 20 * time.Millisecond, Logger: log}
+	rl := &pipeline.Reloader{Source: src, Server: srv, Gate: cfg.Gate, Debounce: 20 * time.Millisecond, Logger: log}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); rl.Run(ctx, nil) }()

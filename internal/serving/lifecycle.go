@@ -10,6 +10,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/internal/lifecycle"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 )
 
 // run runs the reloader (which a signal on hup also triggers, after
@@ -18,7 +19,7 @@ import (
 // Then every listener is shut down, in-flight requests getting the
 // shutdown grace to finish, and the reloader is waited for, as long again
 // at most: a load stuck in a source must not keep the process alive.
-func (c *Config) run(ctx context.Context, srv *serve.Server, rl *serve.Reloader, ls Listeners, hup <-chan os.Signal, onHUP func(), log *slog.Logger, stdout io.Writer) error {
+func (c *Config) run(ctx context.Context, srv *serve.Server, rl *pipeline.Reloader, ls Listeners, hup <-chan os.Signal, onHUP func(), log *slog.Logger, stdout io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var bg sync.WaitGroup
 	defer func() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -53,7 +54,7 @@ func TestLifecycleWaitsForReloader(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rl := &serve.Reloader{Source: src, Server: srv, Logger: log}
+				rl := &pipeline.Reloader{Source: src, Server: srv, Logger: log}
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan error, 1)
 				go func() { done <- c.run(ctx, srv, rl, Listeners{}, nil, func() {}, log, io.Discard) }()

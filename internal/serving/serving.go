@@ -22,6 +22,7 @@ import (
 	"github.com/ignition-mcs/mcs/netlimit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
@@ -150,7 +151,7 @@ func Run(ctx context.Context, c *Config, log *slog.Logger, reg *prometheus.Regis
 	if err := c.startInsights(ctx, src, srv, log); err != nil {
 		return err
 	}
-	rl := &serve.Reloader{Source: c.startSource(src, log), Server: srv, Gate: gate, Debounce: c.Debounce, Timeout: c.ReloadTimeout, Logger: log, NodeFiles: files}
+	rl := &pipeline.Reloader{Source: c.startSource(src, log), Server: srv, Gate: gate, Debounce: c.Debounce, Timeout: c.ReloadTimeout, Logger: log, NodeFiles: files}
 	cm, err := netlimit.NewMetrics(reg)
 	if err != nil {
 		return err

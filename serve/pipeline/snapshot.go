@@ -1,4 +1,4 @@
-package serve
+package pipeline
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/fanout"
 	"github.com/ignition-mcs/mcs/render"
+	"github.com/ignition-mcs/mcs/serve/fetchlog"
 )
 
 // Snapshot is one complete, immutable generation of everything served. It is
@@ -28,13 +28,29 @@ type Snapshot struct {
 	Generation uint64
 	Built      time.Time
 	BuildTime  time.Duration
-	pools      map[string]*pool
+	pools      map[string]*Pool
 	names      []string          // sorted
 	failed     map[string]string // pool → why its newest render failed (it serves an older one)
 	// Rerendered and Carried count the pools whose responses this snapshot
 	// encoded and those it carried over from the one before.
 	Rerendered, Carried int
 }
+
+// Pool is the pool named name, or nil when the snapshot serves none.
+func (s *Snapshot) Pool(name string) *Pool { return s.pools[name] }
+
+// Names are the pools served, sorted; the caller must not modify them.
+func (s *Snapshot) Names() []string { return s.names }
+
+// Failed is why the newest render of the pool named name failed, when it
+// did (the snapshot then serves an older render of it, if any).
+func (s *Snapshot) Failed(name string) (string, bool) {
+	why, ok := s.failed[name]
+	return why, ok
+}
+
+// AllRendered reports whether every pool's newest render succeeded.
+func (s *Snapshot) AllRendered() bool { return len(s.failed) == 0 }
 
 // keepFailed carries over, from prev, the pools whose newest render failed.
 // A pool that never rendered stays absent (404 names it nowhere). A kept
@@ -63,62 +79,69 @@ func (s *Snapshot) keepFailed(prev *Snapshot, failed map[string]error, cc *rende
 	slices.Sort(s.names)
 }
 
-// pool holds one pool's precomputed responses, one per spec version that can
+// Pool holds one pool's precomputed responses, one per spec version that can
 // express its config, and why the others cannot.
-type pool struct {
+type Pool struct {
 	name   string
 	result *render.Result
 	// specs hold the responses, by index in convert.OutputVersions (see
-	// response); build is what the ones not encoded yet need.
+	// Response); build is what the ones not encoded yet need.
 	specs []specSlot
 	build atomic.Pointer[encoding]
-	// fetches records who fetched this rendered config; set by Swap.
-	fetches atomic.Pointer[renderedFetches]
+	// Fetches records who fetched this rendered config; attached by
+	// whoever serves the snapshot, before it is served.
+	Fetches atomic.Pointer[fetchlog.Rendered]
 	node    render.Key // the key of the node files encoded with the result
 }
 
-// response is a served body with every header precomputed, as the header
+// Name is the pool's name.
+func (p *Pool) Name() string { return p.name }
+
+// Result is the render the pool serves.
+func (p *Pool) Result() *render.Result { return p.result }
+
+// Response is a served body with every header precomputed, as the header
 // map's value slices, so the request path allocates none of them.
-type response struct {
-	version      convert.Version
-	versionLabel string
-	contentType  []string
-	form                  // the body as encoded
-	gz           lazyForm // gzipped, made on first use (see gzipped)
+type Response struct {
+	Version      convert.Version
+	VersionLabel string
+	ContentType  []string
+	Form                  // the body as encoded
+	gz           lazyForm // gzipped, made on first use (see Gzipped)
 	indented     lazyForm // indented (?pretty=1), made on first use
 }
 
-// form is one form of a response's body with the header values that go
+// Form is one form of a response's body with the header values that go
 // with it.
-type form struct {
-	body     *body
-	etag     []string
-	length   []string // Content-Length
-	encoding []string // Content-Encoding; nil for identity
+type Form struct {
+	Body     *Body
+	ETag     []string
+	Length   []string // Content-Length
+	Encoding []string // Content-Encoding; nil for identity
 }
 
 // lazyForm is a form made once, on first use.
 type lazyForm struct {
 	once sync.Once
-	form *form
+	form *Form
 }
 
 // variant is b, another form of r's body, with its length and an ETag of
 // its own: r's with suffix.
-func (r *response) variant(b []byte, suffix string, encoding []string) *form {
-	return &form{body: bytesBody(b), etag: []string{strings.TrimSuffix(r.etag[0], `"`) + suffix + `"`},
-		length: []string{strconv.Itoa(len(b))}, encoding: encoding}
+func (r *Response) variant(b []byte, suffix string, encoding []string) *Form {
+	return &Form{Body: BytesBody(b), ETag: []string{strings.TrimSuffix(r.ETag[0], `"`) + suffix + `"`},
+		Length: []string{strconv.Itoa(len(b))}, Encoding: encoding}
 }
 
-// gzipped is the gzip form, made on first use: Ignition asks for identity,
+// Gzipped is the gzip form, made on first use: Ignition asks for identity,
 // so most snapshots never need it, and compressing every version of every
 // pool would triple the render time. Should compression fail, the body is
 // served as encoded: what the client asked for is the content, not gzip.
-func (r *response) gzipped() *form {
+func (r *Response) Gzipped() *Form {
 	r.gz.once.Do(func() {
 		var gz bytes.Buffer
 		zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-		for _, p := range r.body.pieces { // the compressor buffers them
+		for _, p := range r.Body.pieces { // the compressor buffers them
 			if err == nil {
 				_, err = zw.Write(p)
 			}
@@ -126,7 +149,7 @@ func (r *response) gzipped() *form {
 		if err == nil {
 			err = zw.Close()
 		}
-		r.gz.form = &r.form
+		r.gz.form = &r.Form
 		if err == nil {
 			r.gz.form = r.variant(gz.Bytes(), "-gz", gzipEncoding)
 		}
@@ -134,20 +157,27 @@ func (r *response) gzipped() *form {
 	return r.gz.form
 }
 
-// pretty is the indented form (?pretty=1), made once: indenting on every
+// Pretty is the indented form (?pretty=1), made once: indenting on every
 // request cost 25 times a plain one's CPU, which anyone could multiply.
-func (r *response) pretty() *form {
+func (r *Response) Pretty() *Form {
 	r.indented.once.Do(func() {
 		var buf bytes.Buffer
-		if err := json.Indent(&buf, r.body.bytes(), "", "  "); err != nil {
+		if err := json.Indent(&buf, r.Body.Bytes(), "", "  "); err != nil {
 			buf.Reset() // not JSON (no encoder writes that): served as it is
-			r.body.writeTo(&buf)
+			r.Body.Send(&buf)
 		}
 		buf.WriteByte('\n')
 		r.indented.form = r.variant(buf.Bytes(), "-pretty", nil)
 	})
 	return r.indented.form
 }
+
+// IgnitionType is the media type of an Ignition config.
+const IgnitionType = "application/vnd.coreos.ignition+json"
+
+// gzipEncoding is the Content-Encoding of gzipped forms; net/http does not
+// modify it.
+var gzipEncoding = []string{"gzip"}
 
 // pathEncapsulated is where OpenShift's server puts the encapsulated
 // MachineConfig, whose spec version is the served one's.
@@ -166,9 +196,9 @@ func BuildSnapshot(gen uint64, results []*render.Result, cc *render.ControllerCo
 // only the others are encoded.
 func BuildSnapshotFrom(prev *Snapshot, gen uint64, results []*render.Result, cc *render.ControllerConfig, nf render.NodeFiles) (*Snapshot, error) {
 	start := time.Now()
-	s := &Snapshot{Generation: gen, Built: start, pools: make(map[string]*pool, len(results))}
+	s := &Snapshot{Generation: gen, Built: start, pools: make(map[string]*Pool, len(results))}
 	node := nf.Key(cc)
-	pools := make([]*pool, len(results))
+	pools := make([]*Pool, len(results))
 	errs := make([]error, len(results))
 	var todo []int
 	for i, res := range results {
@@ -199,12 +229,12 @@ func BuildSnapshotFrom(prev *Snapshot, gen uint64, results []*render.Result, cc 
 	return s, nil
 }
 
-func buildPool(res *render.Result, cc *render.ControllerConfig, nf render.NodeFiles) (*pool, error) {
+func buildPool(res *render.Result, cc *render.ControllerConfig, nf render.NodeFiles) (*Pool, error) {
 	shared, err := nf.Files(res, cc)
 	if err != nil {
 		return nil, err
 	}
-	p := &pool{name: res.Pool, result: res, specs: make([]specSlot, len(convert.OutputVersions))}
+	p := &Pool{name: res.Pool, result: res, specs: make([]specSlot, len(convert.OutputVersions))}
 	// The render validated the pool's contents and the node files are ours,
 	// so the large ones are held out of every version's translation (see
 	// convert.Encoder), and what the config needs is found once. Directory
@@ -213,20 +243,20 @@ func buildPool(res *render.Result, cc *render.ControllerConfig, nf render.NodeFi
 	e.enc = convert.NewEncoder(withNodeFiles(res.Config, shared), false).Written(res.WrittenModes).ShareContents(e.contents.share)
 	e.left.Store(int32(len(p.specs)))
 	p.build.Store(e)
-	if p.response(res.Spec) == nil {
-		return nil, fmt.Errorf("cannot serve the rendered spec %s: %w", res.Spec, p.blocked(res.Spec))
+	if p.Response(res.Spec) == nil {
+		return nil, fmt.Errorf("cannot serve the rendered spec %s: %w", res.Spec, p.Blocked(res.Spec))
 	}
 	return p, nil
 }
 
 // newResponse is b served at v; sum is its bytes' SHA-256.
-func newResponse(v convert.Version, b *body, sum [sha256.Size]byte) *response {
+func newResponse(v convert.Version, b *Body, sum [sha256.Size]byte) *Response {
 	tag := hex.EncodeToString(sum[:16])
-	return &response{
-		version:      v,
-		versionLabel: v.String(),
-		contentType:  []string{ignitionType + ";version=" + v.String()},
-		form:         form{body: b, etag: []string{`"` + tag + `"`}, length: []string{strconv.Itoa(b.size)}},
+	return &Response{
+		Version:      v,
+		VersionLabel: v.String(),
+		ContentType:  []string{IgnitionType + ";version=" + v.String()},
+		Form:         Form{Body: b, ETag: []string{`"` + tag + `"`}, Length: []string{strconv.Itoa(b.size)}},
 	}
 }
 
@@ -276,47 +306,4 @@ func putFile(cfg *convert.Config, f types.File) {
 		}
 	}
 	cfg.Storage.Files = append(cfg.Storage.Files, f)
-}
-
-// pick returns the response for what the client wants, or nil when no
-// version the client reads can express the pool's config.
-func (p *pool) pick(w want, defaultSpec convert.Version) *response {
-	switch w.kind {
-	case wantDefault:
-		if !defaultSpec.IsZero() {
-			return p.response(defaultSpec)
-		}
-		return p.response(p.result.Spec)
-	case wantSpec2:
-		return p.response(convert.V2_2)
-	case wantSpec3:
-		for i := len(convert.OutputVersions) - 1; i >= 0; i-- {
-			v := convert.OutputVersions[i]
-			if v.Major != 3 || w.max.Less(v) {
-				continue
-			}
-			if r := p.response(v); r != nil {
-				return r
-			}
-		}
-	}
-	return nil
-}
-
-// whyNot explains why the newest version a client reads cannot be served.
-func (p *pool) whyNot(w want) (convert.Version, error) {
-	v := convert.Newest
-	switch w.kind {
-	case wantSpec2:
-		v = convert.V2_2
-	case wantSpec3:
-		if w.max.Less(v) {
-			v = w.max
-		}
-	}
-	err := p.blocked(v)
-	if err == nil {
-		err = errors.New("no servable version")
-	}
-	return v, err
 }

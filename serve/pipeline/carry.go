@@ -1,4 +1,4 @@
-package serve
+package pipeline
 
 import (
 	"runtime/debug"
@@ -10,7 +10,7 @@ import (
 // or nil when it must be encoded: prev has no such pool, or its result's
 // key or its node files' key differs. A result without a key (made by
 // hand) is never carried.
-func (prev *Snapshot) carry(res *render.Result, node render.Key) *pool {
+func (prev *Snapshot) carry(res *render.Result, node render.Key) *Pool {
 	if prev == nil || res.Key == (render.Key{}) {
 		return nil
 	}

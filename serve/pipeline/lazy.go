@@ -1,4 +1,4 @@
-package serve
+package pipeline
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // specSlot is one spec version of a pool's config, encoded once.
 type specSlot struct {
 	once sync.Once
-	resp *response // nil when the version cannot express the config
+	resp *Response // nil when the version cannot express the config
 	err  error
 }
 
@@ -42,7 +42,7 @@ func versionIndex(v convert.Version) int {
 
 // response returns the response at v, encoding it on first use, or nil
 // when v cannot express the pool's config (see blocked).
-func (p *pool) response(v convert.Version) *response {
+func (p *Pool) Response(v convert.Version) *Response {
 	i := versionIndex(v)
 	if i < 0 {
 		return nil
@@ -53,8 +53,8 @@ func (p *pool) response(v convert.Version) *response {
 }
 
 // blocked is why v cannot be served; nil when it can.
-func (p *pool) blocked(v convert.Version) error {
-	if i := versionIndex(v); i >= 0 && p.response(v) == nil {
+func (p *Pool) Blocked(v convert.Version) error {
+	if i := versionIndex(v); i >= 0 && p.Response(v) == nil {
 		return p.specs[i].err
 	}
 	return nil
@@ -62,9 +62,9 @@ func (p *pool) blocked(v convert.Version) error {
 
 // lowest is the oldest spec that has a response (the spec a client must
 // read at least); zero when none.
-func (p *pool) lowest() convert.Version {
+func (p *Pool) Lowest() convert.Version {
 	for _, v := range convert.OutputVersions {
-		if p.response(v) != nil {
+		if p.Response(v) != nil {
 			return v
 		}
 	}
@@ -72,7 +72,7 @@ func (p *pool) lowest() convert.Version {
 }
 
 // encode fills slot i; called once per slot, under its sync.Once.
-func (p *pool) encode(i int) {
+func (p *Pool) encode(i int) {
 	e := p.build.Load() // not nil: this slot is not encoded yet
 	v, s := convert.OutputVersions[i], &p.specs[i]
 	defer func() {
@@ -110,7 +110,7 @@ func (s *Snapshot) fillWhile(served func() bool) {
 		}
 		if p := s.pools[name]; p.build.Load() != nil {
 			for _, v := range convert.OutputVersions {
-				p.response(v)
+				p.Response(v)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package serve_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 )
 
 // The placeholder swap is an optimisation only: every version's body must be
@@ -37,14 +37,14 @@ metadata: {name: machine-config-controller}
 spec:
   kubeAPIServerServingCAData: `+base64.StdEncoding.EncodeToString([]byte(strings.Repeat("d", 700)))+`
 `), 0o644)
-	dirs := []string{shadow, "../fixtures/cluster", "../fixtures/features/kargs-3.3", "../fixtures/features/compression-override"}
+	dirs := []string{shadow, "../../fixtures/cluster", "../../fixtures/features/kargs-3.3", "../../fixtures/features/compression-override"}
 	if d, ok := shareddata.Optional(t, "realdata", "none"); ok {
 		dirs = append(dirs, d)
 	}
 	for _, dir := range dirs {
 		set, results := servetest.Render(t, dir, render.Options{})
 		for _, res := range results {
-			precomputed, direct, err := serve.Bodies(res, set.ControllerConfig(), render.NodeFiles{Kubeconfig: bytes.Repeat([]byte("k"), 4096)})
+			precomputed, direct, err := pipeline.Bodies(res, set.ControllerConfig(), render.NodeFiles{Kubeconfig: bytes.Repeat([]byte("k"), 4096)})
 			if err != nil {
 				t.Fatal(err)
 			}

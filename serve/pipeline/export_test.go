@@ -1,4 +1,4 @@
-package serve
+package pipeline
 
 import (
 	"github.com/ignition-mcs/mcs/convert"
@@ -20,8 +20,8 @@ func Bodies(res *render.Result, cc *render.ControllerConfig, nf render.NodeFiles
 	}
 	precomputed, direct = map[convert.Version][]byte{}, map[convert.Version][]byte{}
 	for _, v := range convert.OutputVersions {
-		if r := p.response(v); r != nil {
-			precomputed[v] = r.body.bytes()
+		if r := p.Response(v); r != nil {
+			precomputed[v] = r.Body.Bytes()
 		}
 		cfg := withNodeFiles(res.Config, shared)
 		if servedConfig(&cfg, res, v) != nil {

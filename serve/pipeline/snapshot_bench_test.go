@@ -1,4 +1,4 @@
-package serve_test
+package pipeline_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 )
 
 // BenchmarkBuildSnapshot measures a full re-render of the largest realdata
@@ -23,7 +23,7 @@ func BenchmarkBuildSnapshot(b *testing.B) {
 	b.Run("precompute", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := serve.BuildSnapshot(1, results, set.ControllerConfig(), render.NodeFiles{}); err != nil {
+			if _, err := pipeline.BuildSnapshot(1, results, set.ControllerConfig(), render.NodeFiles{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package serve
+package pipeline
 
 import (
 	"bufio"
@@ -14,11 +14,11 @@ import (
 	"github.com/ignition-mcs/mcs/netlimit"
 )
 
-// body is a served body held as the pieces it is written from: the
+// Body is a served body held as the pieces it is written from: the
 // config's own bytes, and its large file contents, each held once however
 // many versions, pools and snapshots serve it (see intern). The body is
 // the pieces' concatenation.
-type body struct {
+type Body struct {
 	pieces [][]byte // never modified: they alias interned strings
 	// keep holds the interned contents' handles: while any is held, the
 	// same content interned again is this copy, not another.
@@ -26,8 +26,8 @@ type body struct {
 	size int
 }
 
-// bytesBody is a body of one piece.
-func bytesBody(b []byte) *body { return &body{pieces: [][]byte{b}, size: len(b)} }
+// BytesBody is a body of one piece.
+func BytesBody(b []byte) *Body { return &Body{pieces: [][]byte{b}, size: len(b)} }
 
 // writeBufSize is a body writer's buffer: the small pieces between
 // contents are coalesced in it, and a piece larger than what is left is
@@ -65,12 +65,12 @@ func putWriter(bw *bufio.Writer) {
 	}
 }
 
-// writeTo writes the body and returns how many bytes were written. Given
+// Send writes the body and returns how many bytes were written. Given
 // to net/http's ReadFrom, a body reaches a plain TCP connection as one
 // writev of its pieces, copied by nobody (see pieceReader). The pieces are
 // written as bytes, not strings, so that no writer (a wrapper without
 // WriteString) copies them; io.Writer must not modify them.
-func (b *body) writeTo(w io.Writer) int {
+func (b *Body) Send(w io.Writer) int {
 	if len(b.pieces) == 1 {
 		n, _ := w.Write(b.pieces[0])
 		return n
@@ -148,8 +148,12 @@ func (r *pieceReader) WriteTo(w io.Writer) (int64, error) {
 	return n, err
 }
 
-// bytes joins the pieces: for the rarely asked forms (gzip, pretty).
-func (b *body) bytes() []byte { return bytes.Join(b.pieces, nil) }
+// Bytes joins the pieces: for the rarely asked forms (gzip, pretty).
+func (b *Body) Bytes() []byte { return bytes.Join(b.pieces, nil) }
+
+// Pieces is how many pieces the body is written from: one is written as
+// it is, more through Send's writev.
+func (b *Body) Pieces() int { return len(b.pieces) }
 
 // intern is b held once: unique shares equal pieces (file contents, and
 // the config's own bytes between them, which pools selecting the same
@@ -181,8 +185,8 @@ func (c *contents) share(b []byte) []byte {
 
 // newBody builds a body from segs, each piece interned, and returns it
 // with the SHA-256 of its bytes.
-func newBody(segs [][]byte) (*body, [sha256.Size]byte) {
-	b := &body{pieces: make([][]byte, 0, len(segs)), keep: make([]unique.Handle[string], 0, len(segs))}
+func newBody(segs [][]byte) (*Body, [sha256.Size]byte) {
+	b := &Body{pieces: make([][]byte, 0, len(segs)), keep: make([]unique.Handle[string], 0, len(segs))}
 	h := sha256.New()
 	for _, s := range segs {
 		if len(s) == 0 {

@@ -1,4 +1,5 @@
-package serve
+// Package pipeline renders a source into snapshots, each every response of every pool precomputed, and swaps them into what serves them.
+package pipeline
 
 import (
 	"bytes"
@@ -14,14 +15,32 @@ import (
 	"github.com/ignition-mcs/mcs/source"
 )
 
+// Target is what a Reloader renders for: the snapshot served, where the
+// next goes, and where to report how renders went.
+type Target interface {
+	Snapshot() *Snapshot
+	Swap(snap *Snapshot)
+	Health() Health
+}
+
+// Health is what a Reloader tells, besides the snapshots it swaps in:
+// what a load skipped, a refused skew policy, how long a render took, a
+// failed render and a load stuck past the timeout (nil: none is).
+type Health interface {
+	Warned(warnings []string)
+	PolicyRefused(err error)
+	Took(d time.Duration)
+	Failed(f *Failure)
+	SetStuck(st *Stuck)
+}
+
 // Reloader renders the source into snapshots, off the request path: at
 // start, on every change (debounced) and on demand. A failed render keeps the
 // last good snapshot serving and is reported.
 type Reloader struct {
 	Source source.Source
-	// Server serves the snapshots; its status recorder is told how each
-	// render went.
-	Server *Server
+	// Server serves the snapshots and is told how each render went.
+	Server Target
 	// Gate, when set, is handed the skew policy the source reads (a
 	// cluster's MachineConfiguration); the server's gate, as a rule.
 	Gate      *skewgate.Gate
@@ -35,8 +54,8 @@ type Reloader struct {
 	gen uint64
 }
 
-// health is where the reloader reports: the server's status recorder.
-func (r *Reloader) health() renderHealth { return r.Server.rec }
+// health is where the reloader reports how renders went.
+func (r *Reloader) health() Health { return r.Server.Health() }
 
 // Reload renders once and swaps the result in. A load running past the
 // timeout is reported stuck until it ends.
@@ -45,7 +64,7 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	ctx, done := r.watch(ctx, start)
 	f := r.reload(ctx)
 	done()
-	r.health().took(time.Since(start))
+	r.health().Took(time.Since(start))
 	snap := r.Server.Snapshot()
 	if f != nil && ctx.Err() != nil {
 		// Stopped, not failed: a load cut short by shutdown says nothing
@@ -55,8 +74,8 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	}
 	if f != nil {
 		f.markServed(snap)
-		r.health().failed(f)
-		err := f.error()
+		r.health().Failed(f)
+		err := f.Err()
 		r.log().Error("render failed; "+f.outcome(snap), "source", r.Source.String(), "err", err)
 		return err
 	}
@@ -71,16 +90,16 @@ func (r *Reloader) Reload(ctx context.Context) error {
 
 // reload loads, renders and swaps in what rendered; it returns how the
 // render failed, or nil.
-func (r *Reloader) reload(ctx context.Context) *failure {
+func (r *Reloader) reload(ctx context.Context) *Failure {
 	in, err := r.Source.Load(ctx)
 	if in != nil {
-		r.health().warned(in.Warnings)
+		r.health().Warned(in.Warnings)
 	}
 	if err != nil {
 		return wholeFailure(err)
 	}
 	r.applyPolicy(in.SkewPolicy)
-	r.health().policyRefused(in.SkewPolicyError)
+	r.health().PolicyRefused(in.SkewPolicyError)
 	failed := poolsFailed(in.Failed)
 	if len(in.Results) == 0 && failed != nil {
 		return failed

@@ -1,4 +1,4 @@
-package serve
+package pipeline
 
 import (
 	"context"
@@ -26,15 +26,17 @@ func (p *progress) reading() string {
 	return ""
 }
 
-// stuckReload is a load running past the timeout.
-type stuckReload struct {
+// Stuck is a load running past the timeout.
+type Stuck struct {
 	since time.Time
 	p     *progress
 	// first says nothing was served when the load began.
 	first bool
 }
 
-func (s *stuckReload) message() string {
+// Message says since when, what the load reads and what is served
+// meanwhile, for /status.
+func (s *Stuck) Message() string {
 	msg := "reload stuck since " + s.since.UTC().Format(time.RFC3339)
 	if w := s.p.reading(); w != "" {
 		msg += ", reading " + w
@@ -43,7 +45,7 @@ func (s *stuckReload) message() string {
 }
 
 // consequence says what is served while the load is stuck.
-func (s *stuckReload) consequence() string {
+func (s *Stuck) consequence() string {
 	if s.first {
 		return "nothing is served until a render succeeds"
 	}
@@ -56,7 +58,7 @@ func (s *stuckReload) consequence() string {
 // ends, however late, that is cleared and logged.
 func (r *Reloader) watch(ctx context.Context, start time.Time) (context.Context, func()) {
 	p := &progress{}
-	stuck := &stuckReload{since: start, p: p, first: r.Server.Snapshot() == nil}
+	stuck := &Stuck{since: start, p: p, first: r.Server.Snapshot() == nil}
 	var mu sync.Mutex
 	fired, ended := false, false
 	t := time.AfterFunc(r.timeout(), func() {
@@ -66,7 +68,7 @@ func (r *Reloader) watch(ctx context.Context, start time.Time) (context.Context,
 			return
 		}
 		fired = true
-		r.health().setStuck(stuck)
+		r.health().SetStuck(stuck)
 		r.log().Warn("reload stuck; "+stuck.consequence(), "source", r.Source.String(),
 			"since", start, "reading", p.reading(), "timeout", r.timeout())
 	})
@@ -76,7 +78,7 @@ func (r *Reloader) watch(ctx context.Context, start time.Time) (context.Context,
 		defer mu.Unlock()
 		ended = true
 		if fired {
-			r.health().setStuck(nil)
+			r.health().SetStuck(nil)
 			r.log().Info("stuck reload ended", "source", r.Source.String(), "after", time.Since(start).Round(time.Millisecond))
 		}
 	}
