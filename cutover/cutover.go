@@ -103,7 +103,7 @@ func New(cfg Config) (*Cutover, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cfg.Manifests, err = Decode(files); err != nil {
+		if cfg.Manifests, err = decode(files); err != nil {
 			return nil, err
 		}
 	}

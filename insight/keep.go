@@ -10,18 +10,14 @@ import (
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
-// Syncer writes the health insights wanted (kube.InsightWriter).
-type Syncer interface {
-	Sync(ctx context.Context, desired []kube.HealthInsight) (changed bool, err error)
-}
-
-// Keep brings w's insights in line with status, at once and at each tick,
+// Keep brings the insights in line with status through sync
+// (kube.InsightWriter's Sync), at once and at each tick,
 // until ctx ends. A failure is logged when it differs from the last one:
 // a cluster without the API logs once, not every tick.
-func Keep(ctx context.Context, w Syncer, status func() serve.Status, ticks <-chan time.Time, now func() time.Time, log *slog.Logger) {
+func Keep(ctx context.Context, sync func(context.Context, []kube.HealthInsight) (bool, error), status func() serve.Status, ticks <-chan time.Time, now func() time.Time, log *slog.Logger) {
 	last := ""
 	for {
-		_, err := w.Sync(ctx, FromStatus(status(), now()))
+		_, err := sync(ctx, fromStatus(status(), now()))
 		if msg := fmt.Sprint(err); err != nil && msg != last && ctx.Err() == nil {
 			log.Warn("health insights not written; retried", "err", err)
 		}

@@ -40,7 +40,7 @@ func TestKeep(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		Keep(ctx, s, func() serve.Status { return serve.Status{} }, ticks, time.Now, slog.New(slog.NewTextHandler(&logged, nil)))
+		Keep(ctx, s.Sync, func() serve.Status { return serve.Status{} }, ticks, time.Now, slog.New(slog.NewTextHandler(&logged, nil)))
 	}()
 	for range len(s.errs) - 1 {
 		ticks <- time.Time{}

@@ -26,7 +26,7 @@ type filesWatched struct {
 func (f *filesWatched) Watch(ctx context.Context, changed chan<- struct{}) {
 	go f.Source.Watch(ctx, changed)
 	stamp := func() string { return stamps(f.paths) }
-	Poll(ctx, max(f.every, 100*time.Millisecond), stamp(), stamp, changed)
+	poll(ctx, max(f.every, 100*time.Millisecond), stamp(), stamp, changed)
 }
 
 // stamps is the size and modification time of each path.

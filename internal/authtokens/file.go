@@ -9,12 +9,12 @@ import (
 	"github.com/ignition-mcs/mcs/serve"
 )
 
-// File is the tokens of a token file (see Parse), read now (an error if
+// File is the tokens of a token file (see parse), read now (an error if
 // it does not parse) and again, at most every second on clk (nil: the
 // wall clock), whenever its content changes; a file that stops parsing
 // keeps the tokens last read, and says why in the log.
 func File(path string, clk clock.PassiveClock, log *slog.Logger) (func() []serve.Token, error) {
-	tf := &reload.File[[]serve.Token]{Path: path, Parse: Parse, Clock: clk}
+	tf := &reload.File[[]serve.Token]{Path: path, Parse: parse, Clock: clk}
 	if _, _, err := tf.Get(); err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func (c *Config) startInsights(ctx context.Context, src source.Source, srv *serv
 	go func() {
 		t := time.NewTicker(insightsEvery)
 		defer t.Stop()
-		insight.Keep(ctx, w, srv.Status, t.C, time.Now, log)
+		insight.Keep(ctx, w.Sync, srv.Status, t.C, time.Now, log)
 	}()
 	return nil
 }

@@ -16,7 +16,7 @@ var placeholder = regexp.MustCompile(`(^|[.-])[A-Z][A-Z_]+([.-]|$)|[<>{}$]`)
 
 // Why CheckAPIServerURL refuses a URL.
 var (
-	ErrNotHTTPS    = errors.New("want https://HOST:PORT, the URL nodes reach the API server at (OpenShift's: https://api-int.<cluster domain>:6443)")
+	errNotHTTPS    = errors.New("want https://HOST:PORT, the URL nodes reach the API server at (OpenShift's: https://api-int.<cluster domain>:6443)")
 	ErrPlaceholder = errors.New("the host is a placeholder")
 )
 
@@ -29,7 +29,7 @@ func CheckAPIServerURL(s string) error {
 		return err
 	}
 	if u.Scheme != "https" || u.Hostname() == "" {
-		return ErrNotHTTPS
+		return errNotHTTPS
 	}
 	if placeholder.MatchString(u.Host) {
 		return ErrPlaceholder

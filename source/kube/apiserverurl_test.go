@@ -14,8 +14,8 @@ func TestCheckAPIServerURL(t *testing.T) {
 	}{
 		{"https://api-int.c.example.com:6443", nil},
 		{"https://10.0.0.1:6443", nil},
-		{"http://api-int.c.example.com:6443", ErrNotHTTPS},
-		{"https://:6443", ErrNotHTTPS},
+		{"http://api-int.c.example.com:6443", errNotHTTPS},
+		{"https://:6443", errNotHTTPS},
 		{"https://api-int.CLUSTER.DOMAIN:6443", ErrPlaceholder},
 		{"https://api-int.<cluster>:6443", ErrPlaceholder},
 		{"https://api-int.X-HOST.example.com:6443", ErrPlaceholder},
