@@ -136,5 +136,14 @@ container-engine:
 rollback-reader:
 	GO=$(GO) hack/rollback-reader/build.sh $(TOOLS)/rollback
 
+# OpenShift's own render controller (pkg/controller/render) against the
+# webhook and a real API server: TestUpstreamRenderController runs the binary
+# MCS_MCO_RENDER names, which this project does not build (upstream code is
+# never built here or in CI; docs/admission.md says what the binary must do).
+.PHONY: rehearse-mco-render
+rehearse-mco-render: kube-tools rollback-reader
+	@[ -x "$(MCS_MCO_RENDER)" ] || { echo "set MCS_MCO_RENDER to a render-controller binary (docs/admission.md)"; exit 1; }
+	MCS_MCO_RENDER=$(abspath $(MCS_MCO_RENDER)) $(GO) test -count=1 -timeout 15m -v -run '^TestUpstreamRenderController$$' ./admit/apitest
+
 clean:
 	rm -rf $(BIN)

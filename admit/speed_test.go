@@ -2,6 +2,7 @@ package admit_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -119,10 +120,18 @@ func quantile(sorted []time.Duration, q float64) float64 {
 // (the cache, and the no-op comparison with what is stored).
 // Reports CPU per review and the latency's median and 99th percentile.
 func BenchmarkReview(b *testing.B) {
-	for _, c := range []struct{ set, pool string }{{"none", "worker"}, {"aws", "worker"}} {
+	for _, c := range []struct{ set, pool string }{{"none", "worker"}, {"aws", "worker"}, {"none", "registries"}} {
 		for _, mode := range []string{"new", "again", "reapply"} {
 			b.Run(c.set+"/"+c.pool+"/"+mode, func(b *testing.B) {
-				mc := renderedAt35(b, c.set, c.pool)
+				var mc []byte
+				if c.pool == "registries" { // a typical generated MachineConfig (2 KB)
+					var err error
+					if mc, err = machineConfigOf(b, "99-worker-generated-registries.yaml").MarshalJSON(); err != nil {
+						b.Fatal(err)
+					}
+				} else {
+					mc = renderedAt35(b, c.set, c.pool)
+				}
 				wh := admit.New(admit.Config{})
 				wh.SetCeiling(admit.Ceiling{Spec: convert.V3_4})
 				once := func(body []byte) {
@@ -191,7 +200,12 @@ func withFile(tb testing.TB, mc []byte, i int) []byte {
 	if err := json.Unmarshal(mc, &obj); err != nil {
 		tb.Fatal(err)
 	}
-	storage := obj["spec"].(map[string]any)["config"].(map[string]any)["storage"].(map[string]any)
+	cfg := obj["spec"].(map[string]any)["config"].(map[string]any)
+	storage, _ := cfg["storage"].(map[string]any)
+	if storage == nil {
+		storage = map[string]any{}
+		cfg["storage"] = storage
+	}
 	files, _ := storage["files"].([]any)
 	storage["files"] = append(files, map[string]any{"path": fmt.Sprintf("/etc/mcs-bench/%d", i), "contents": map[string]any{"source": "data:,x"}})
 	out, err := json.Marshal(obj)
@@ -309,6 +323,32 @@ func timings(b *testing.B, cp *kubetest.ControlPlane, reg prometheus.Gatherer) m
 	return out
 }
 
+// apiserverProfile starts a CPU profile of the API server when
+// MCS_APISERVER_PROFILE names a file prefix, for MCS_APISERVER_PROFILE_SECONDS
+// (default 20: make the run at least as long); the function it returns
+// waits for it and writes it to PREFIX-<benchmark>.prof.
+func apiserverProfile(b *testing.B, cp *kubetest.ControlPlane) func() {
+	prefix := os.Getenv("MCS_APISERVER_PROFILE")
+	if prefix == "" {
+		return func() {}
+	}
+	secs := cmp.Or(os.Getenv("MCS_APISERVER_PROFILE_SECONDS"), "20")
+	done := make(chan []byte, 1)
+	go func() {
+		p, err := cp.Kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", secs).DoRaw(context.Background())
+		if err != nil {
+			b.Errorf("profiling the API server: %v", err)
+		}
+		done <- p
+	}()
+	return func() {
+		name := prefix + "-" + strings.NewReplacer("/", "-").Replace(b.Name()) + ".prof"
+		if err := os.WriteFile(name, <-done, 0o600); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
 // hasLabels reports whether m has every label=value of want (spaced).
 func hasLabels(m *dto.Metric, want string) bool {
 	have := map[string]string{}
@@ -413,6 +453,7 @@ func benchCreate(b *testing.B, cp *kubetest.ControlPlane, reg prometheus.Gathere
 		create(-1, k) // connections up, caches warm
 	}
 	before := timings(b, cp, reg)
+	profiled := apiserverProfile(b, cp)
 	b.ResetTimer()
 	for i := range b.N {
 		for j := range kinds {
@@ -421,12 +462,16 @@ func benchCreate(b *testing.B, cp *kubetest.ControlPlane, reg prometheus.Gathere
 		}
 	}
 	b.StopTimer()
+	profiled()
 	reportMeans(b, before, timings(b, cp, reg))
 	if fams, err := reg.Gather(); err == nil {
 		for _, f := range fams {
 			for _, m := range f.GetMetric() {
 				if f.GetName() == "null_requests_total" && m.GetLabel()[0].GetValue() != "HTTP/2.0" {
 					b.Errorf("the API server called the webhook over %s", m.GetLabel()[0].GetValue())
+				}
+				if f.GetName() == "null_connections_total" {
+					b.ReportMetric(m.GetCounter().GetValue(), "null-conns")
 				}
 			}
 		}
@@ -454,7 +499,8 @@ func nullWebhook(tb testing.TB, reg prometheus.Registerer) (string, []byte) {
 	ca := testpki.NewCA(tb)
 	took := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "null_handler_seconds"})
 	protos := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "null_requests_total"}, []string{"proto"})
-	reg.MustRegister(took, protos)
+	conns := prometheus.NewCounter(prometheus.CounterOpts{Name: "null_connections_total"})
+	reg.MustRegister(took, protos, conns)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		defer func() { took.Observe(time.Since(start).Seconds()) }()
@@ -468,6 +514,11 @@ func nullWebhook(tb testing.TB, reg prometheus.Registerer) (string, []byte) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(&out)
 	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Inc()
+		}
+	}
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Serving(tb).TLS(tb)}, NextProtos: []string{"h2", "http/1.1"}}
 	srv.EnableHTTP2 = true
 	srv.StartTLS()

@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -130,7 +131,7 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 		w.metrics.observe(outcome, w.cfg.Now().Sub(start))
 		w.count(outcome)
 	}()
-	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, w.cfg.MaxBody))
+	body, err := readBody(rw, r, w.cfg.MaxBody)
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		http.Error(rw, "AdmissionReview too large", http.StatusRequestEntityTooLarge)
@@ -155,6 +156,18 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 	if err := json.NewEncoder(rw).Encode(&out); err != nil {
 		w.cfg.Logger.Debug("writing the admission response", "err", err)
 	}
+}
+
+// readBody reads a request's body up to max bytes into a buffer of the
+// size it declares (a rendered config's review is a few hundred KB, which
+// io.ReadAll would reach by a dozen copies).
+func readBody(rw http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	var b bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= max {
+		b.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := b.ReadFrom(http.MaxBytesReader(rw, r.Body, max))
+	return b.Bytes(), err
 }
 
 // after logs, counts and tells the cluster what a review found.

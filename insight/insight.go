@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
@@ -22,7 +22,7 @@ const runbooks = "https://github.com/ignition-mcs/mcs/blob/main/docs/alerts.md#"
 // and first-boot failures reported (MCSPointerConfigCAExpiring is the
 // controller's, whose PKI manager knows the pointer configs). One insight
 // per condition and pool, named mcs-<condition>-<pool>.
-func fromStatus(st serve.Status, now time.Time) []kube.HealthInsight {
+func fromStatus(st status.Status, now time.Time) []kube.HealthInsight {
 	var out []kube.HealthInsight
 	skewed := map[string]string{} // pool: reason
 	for _, c := range st.Conditions {
@@ -55,7 +55,7 @@ func fromStatus(st serve.Status, now time.Time) []kube.HealthInsight {
 }
 
 // waiting is one insight per token cause keeping nodes waiting.
-func waiting(st serve.Status, now time.Time) []kube.HealthInsight {
+func waiting(st status.Status, now time.Time) []kube.HealthInsight {
 	pools := map[string][]string{} // cause: pools
 	for _, w := range st.Waiting {
 		if strings.HasPrefix(string(w.Cause), "token-") && now.Sub(w.Last) <= window {
@@ -78,7 +78,7 @@ func waiting(st serve.Status, now time.Time) []kube.HealthInsight {
 
 // failures is one insight per served pool whose nodes reported a failed
 // first boot within the window.
-func failures(st serve.Status, now time.Time) []kube.HealthInsight {
+func failures(st status.Status, now time.Time) []kube.HealthInsight {
 	stages := map[string][]string{} // pool: stages
 	for _, r := range st.NodeFailures.Reports {
 		if r.Told && now.Sub(r.Last) <= window && !slices.Contains(stages[r.Pool], r.Stage) {

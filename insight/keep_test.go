@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
@@ -40,7 +40,7 @@ func TestKeep(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		Keep(ctx, s.Sync, func() serve.Status { return serve.Status{} }, ticks, time.Now, slog.New(slog.NewTextHandler(&logged, nil)))
+		Keep(ctx, s.Sync, func() status.Status { return status.Status{} }, ticks, time.Now, slog.New(slog.NewTextHandler(&logged, nil)))
 	}()
 	for range len(s.errs) - 1 {
 		ticks <- time.Time{}

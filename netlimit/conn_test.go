@@ -62,6 +62,9 @@ func readSlowly(c net.Conn, n, chunk int, period time.Duration) chan []byte {
 			if err != nil {
 				break
 			}
+			// ReadFrom needs a real socket, whose write deadlines the
+			// kernel keeps on the wall clock: the reader keeps its pace
+			// on the same clock, which no fake one reaches.
 			time.Sleep(period)
 		}
 		got <- b

@@ -1,6 +1,7 @@
 package netlimit
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ignition-mcs/mcs/internal/testkit"
 )
 
 // limited serves accepted connections of a listener under lim on
@@ -123,15 +126,15 @@ func (t *Table) held(addr string) int {
 	return t.byAddr[netip.MustParseAddr(addr)]
 }
 
+// waitFor waits for what the listener's goroutine does asynchronously.
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	for range 1000 {
-		if ok() {
-			return
+	testkit.Eventually(t, 10*time.Second, what, func() error {
+		if !ok() {
+			return errors.New("not yet")
 		}
-		time.Sleep(10 * time.Millisecond) // the listener's goroutine admits asynchronously
-	}
-	t.Fatalf("no %s after 10 s", what)
+		return nil
+	})
 }
 
 func waitOpen(t *testing.T, ct *Table, n int) {
@@ -231,7 +234,8 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
-// readAt reads c at rate bytes a second, until it is closed.
+// readAt reads c at rate bytes a second, until it is closed; only in a
+// synctest bubble, whose clock paces it.
 func readAt(c net.Conn, rate int) {
 	defer c.Close()
 	buf := make([]byte, rate/10)
@@ -239,6 +243,6 @@ func readAt(c net.Conn, rate int) {
 		if _, err := io.ReadFull(c, buf); err != nil {
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the synctest bubble's fake clock
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,21 +86,25 @@ func TestCrossSignedChainRealClients(t *testing.T) {
 // well as one that reads them all.
 func TestBundleAfterOldCAExpiredRealClients(t *testing.T) {
 	clients := []ignclient.Client{ignclient.Get(t, "v0.35.0"), ignclient.Get(t, "v2.27.0")}
-	now := time.Now()
+	// The clients are other processes checking expiry on the machine's
+	// clock, which no fake clock reaches: the two plans are made on a
+	// clock an hour back, so that the old CA's two seconds are over now
+	// and the new one's three hours are not.
+	then := time.Now().Add(-time.Hour)
 	hosts := []string{"localhost", "127.0.0.1"}
-	d0, err := plan(now, current{}, hosts, Lifetimes{CAValidity: 2 * time.Second, CARefresh: time.Second, CertValidity: time.Hour, CertRefresh: time.Hour / 2}, false)
+	d0, err := plan(then, current{}, hosts, Lifetimes{CAValidity: 2 * time.Second, CARefresh: time.Second, CertValidity: time.Hour, CertRefresh: time.Hour / 2}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lt := Lifetimes{CAValidity: time.Hour, CARefresh: 50 * time.Minute, CertValidity: time.Hour, CertRefresh: 50 * time.Minute}
-	d1, err := plan(now, applied(d0), hosts, lt, true)
+	lt := Lifetimes{CAValidity: 3 * time.Hour, CARefresh: 150 * time.Minute, CertValidity: 3 * time.Hour, CertRefresh: 150 * time.Minute}
+	d1, err := plan(then, applied(d0), hosts, lt, true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if old := d0.signer.cert.NotAfter; !time.Now().After(old) || !slices.ContainsFunc(d1.bundle, func(c *x509.Certificate) bool { return c.Equal(d0.signer.cert) }) {
+		t.Fatalf("the bundle does not hold the old CA, expired (until %s)", old)
 	}
 	url := serveChain(t, d1)
-	// The clients are other processes checking expiry on the machine's
-	// clock: no fake clock reaches them, so the old CA really expires.
-	time.Sleep(time.Until(d0.signer.cert.NotAfter) + time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, c := range clients {

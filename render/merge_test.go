@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/ignition-mcs/mcs/internal/mctest"
 )
 
 // Upstream merges role-worker configs first, then the rest, each by name.
@@ -14,21 +16,8 @@ func TestMergeOrder(t *testing.T) {
 		doc("00-infra-a", "infra", file("/etc/x", "data:,infra-a")),
 		doc("50-worker", "worker", file("/etc/x", "data:,worker")),
 		doc("10-worker", "worker", file("/etc/x", "data:,worker-10")),
-		`apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: infra}
-spec:
-  machineConfigSelector:
-    matchExpressions:
-    - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}
-`,
-		`apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: worker}
-spec:
-  machineConfigSelector:
-    matchLabels: {machineconfiguration.openshift.io/role: worker}
-`)
+		mctest.Pool("infra"),
+		mctest.RolePool("worker"))
 	tests := []struct {
 		pool, order, winner string
 	}{

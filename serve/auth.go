@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"golang.org/x/time/rate"
 )
 
@@ -90,15 +91,15 @@ func auth(tokens func() []Token, known func(pool string) string, ref *refuser) f
 			pool := known(name)
 			switch {
 			case !ok:
-				ref.refuse(w, r, CauseTokenMissing, pool, "unauthorized: /config/ needs Authorization: Bearer <token>")
+				ref.refuse(w, r, status.CauseTokenMissing, pool, "unauthorized: /config/ needs Authorization: Bearer <token>")
 			case tok != nil:
-				ref.refuse(w, r, CauseTokenOtherPool, pool, "unauthorized: the bearer token is not accepted for this pool")
+				ref.refuse(w, r, status.CauseTokenOtherPool, pool, "unauthorized: the bearer token is not accepted for this pool")
 			case retired.was(got):
 				// Told to the admin only: to the client, that a token
 				// was once valid is a hint worth having.
-				ref.refuseAs(w, r, CauseTokenRetired, pool, "unauthorized: the bearer token was rotated out", CauseTokenRejected, tokenRejected)
+				ref.refuseAs(w, r, status.CauseTokenRetired, pool, "unauthorized: the bearer token was rotated out", status.CauseTokenRejected, tokenRejected)
 			default:
-				ref.refuse(w, r, CauseTokenRejected, pool, tokenRejected)
+				ref.refuse(w, r, status.CauseTokenRejected, pool, tokenRejected)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -17,7 +18,7 @@ func TestCertificateReload(t *testing.T) {
 	var mu sync.Mutex
 	var notices []source.Notice
 	s := worker(t, Config{Notify: func(n source.Notice) { mu.Lock(); notices = append(notices, n); mu.Unlock() }})
-	cond := func() *Condition {
+	cond := func() *status.Condition {
 		for _, c := range s.Status().Conditions {
 			if c.Type == "CertificateReloadFailed" {
 				return &c

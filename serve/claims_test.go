@@ -16,6 +16,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -43,10 +44,10 @@ func TestClaimsWhenNothingServed(t *testing.T) {
 		loads []load
 	}{
 		{"the first render is running", nil},
-		{"the source fails as a whole at start", []load{{err: errors.New("source directory: stat /srv/mcs: no such file or directory")}}},
-		{"the one pool fails at start", []load{{in: &source.Input{Failed: map[string]error{"worker": broken}}}}},
-		{"one pool never rendered, one served", []load{{in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}}}},
-		{"a served pool fails", []load{{in: &source.Input{Results: []*render.Result{w, m}}}, {in: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}}}},
+		{"the source fails as a whole at start", []load{{Err: errors.New("source directory: stat /srv/mcs: no such file or directory")}}},
+		{"the one pool fails at start", []load{{In: &source.Input{Failed: map[string]error{"worker": broken}}}}},
+		{"one pool never rendered, one served", []load{{In: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}}}},
+		{"a served pool fails", []load{{In: &source.Input{Results: []*render.Result{w, m}}}, {In: &source.Input{Results: []*render.Result{m}, Failed: map[string]error{"worker": broken}}}}},
 	}
 	var out strings.Builder
 	for _, sc := range scenarios {
@@ -55,7 +56,7 @@ func TestClaimsWhenNothingServed(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: noTime}))
 		var told []string
 		srv := mustNew(t, Config{Logger: log, Notify: func(n source.Notice) { told = append(told, n.Pool+": "+n.Message) }})
-		rl := &pipeline.Reloader{Source: &inputs{loads: sc.loads}, Server: srv, Logger: log}
+		rl := &pipeline.Reloader{Source: &inputs{Loads: sc.loads}, Server: srv, Logger: log}
 		for range sc.loads {
 			rl.Reload(context.Background())
 		}
@@ -77,7 +78,7 @@ func TestClaimsWhenNothingServed(t *testing.T) {
 		if le := srv.Status().LastError; le != nil {
 			now = le.Time
 		}
-		for _, p := range problems(srv.Status(), nil, now) {
+		for _, p := range status.Problems(srv.Status(), now) {
 			fmt.Fprintf(&out, "problem: %s\n", p.Title)
 		}
 		for _, n := range told {

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -15,7 +16,7 @@ type counters struct {
 	requests memo[requestKey]
 	bytesOf  memo[bytesKey]
 	skew     memo[skewKey]
-	refusals memo[Cause]
+	refusals memo[status.Cause]
 }
 
 // memo is a map of counters by key that a lookup reads without a lock: one
@@ -83,7 +84,7 @@ func (c *counters) skewed(pool, decision, reason string) {
 }
 
 // refusal needs no cache bound: causes are the contract's constants.
-func (c *counters) refusal(cause Cause) prometheus.Counter {
+func (c *counters) refusal(cause status.Cause) prometheus.Counter {
 	return c.refusals.get(cause, func() prometheus.Counter { return c.m.refusals.WithLabelValues(string(cause)) })
 }
 

@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/net/html"
 
+	"github.com/ignition-mcs/mcs/internal/htmltest"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve/fetchlog"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
@@ -79,7 +79,7 @@ func TestFirstFetch(t *testing.T) {
 	s := mustNew(t, Config{Registry: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Notify: got.add})
 	worker := result(t, "worker", plainIgn)
 	swapResults(t, s, 1, worker)
-	stamp := func() float64 { return testutil.ToFloat64(s.rec.m.firstTime.WithLabelValues("worker")) }
+	stamp := func() float64 { return metric(t, s, "mcs_first_fetch_timestamp_seconds", "pool", "worker") }
 
 	fetch(t, s, "worker", "curl/8.5.0", "10.0.0.1:1000")
 	if n := len(got.of(source.NoticeFirstFetch)); n != 0 || stamp() != 0 {
@@ -92,8 +92,8 @@ func TestFirstFetch(t *testing.T) {
 	if len(first) != 1 || first[0].Pool != "worker" || first[0].Rendered != worker.Name || !strings.Contains(first[0].Message, "node at 10.0.0.2 (Ignition v2.27.0)") {
 		t.Fatalf("notices %+v", first)
 	}
-	if stamp() == 0 || testutil.ToFloat64(s.rec.m.firsts.WithLabelValues("worker")) != 1 {
-		t.Errorf("stamp %v, count %v", stamp(), testutil.ToFloat64(s.rec.m.firsts.WithLabelValues("worker")))
+	if stamp() == 0 || metric(t, s, "mcs_first_fetches_total", "pool", "worker") != 1 {
+		t.Errorf("stamp %v, count %v", stamp(), metric(t, s, "mcs_first_fetches_total", "pool", "worker"))
 	}
 	if n := strings.Count(logs.String(), "rendered config fetched for the first time"); n != 1 || !strings.Contains(logs.String(), "rendered="+worker.Name) {
 		t.Errorf("%d first-fetch log lines:\n%s", n, logs.String())
@@ -173,8 +173,9 @@ func TestFetchLogBounded(t *testing.T) {
 	}
 	// A pool gone from the snapshot is forgotten.
 	swapResults(t, s, 100, result(t, "master", plainIgn))
-	if len(s.rec.fetches.Status("worker", nil)) != 0 {
-		t.Error("the removed pool's fetches are kept")
+	swapResults(t, s, 101, result(t, "master", plainIgn), worker)
+	if fetches := poolStatus(t, s.Status(), "worker").Fetches; len(fetches) != 1 || fetches[0].Count != 0 {
+		t.Errorf("the removed pool's fetches are kept: %+v", fetches)
 	}
 }
 
@@ -186,10 +187,10 @@ func TestRenderFailedNotices(t *testing.T) {
 	s := mustNew(t, Config{Notify: got.add})
 	broken, outage := errors.New("MachineConfig/99-worker-x: $.spec.kernelType: invalid"), errors.New("source unreachable")
 	master, worker := result(t, "master", plainIgn), result(t, "worker", plainIgn)
-	workerFails := load{in: &source.Input{Results: []*render.Result{master}, Failed: map[string]error{"worker": broken}}}
-	rl := &pipeline.Reloader{Server: s, Source: &inputs{loads: []load{
-		{in: &source.Input{Results: []*render.Result{master, worker}}}, workerFails, workerFails, {err: outage},
-		{in: &source.Input{Results: []*render.Result{master, worker}}},
+	workerFails := load{In: &source.Input{Results: []*render.Result{master}, Failed: map[string]error{"worker": broken}}}
+	rl := &pipeline.Reloader{Server: s, Source: &inputs{Loads: []load{
+		{In: &source.Input{Results: []*render.Result{master, worker}}}, workerFails, workerFails, {Err: outage},
+		{In: &source.Input{Results: []*render.Result{master, worker}}}, workerFails,
 	}}}
 	rl.Reload(context.Background())
 	rl.Reload(context.Background())
@@ -213,8 +214,13 @@ func TestRenderFailedNotices(t *testing.T) {
 	}
 
 	rl.Reload(context.Background())
-	if st := s.Status(); poolStatus(t, st, "worker").ErrorSince != nil || len(s.rec.failingSince) != 0 || !s.rec.errSince.IsZero() {
-		t.Errorf("after recovery: %+v, failing %v", poolStatus(t, st, "worker"), s.rec.failingSince)
+	if st := s.Status(); poolStatus(t, st, "worker").ErrorSince != nil || st.LastError != nil {
+		t.Errorf("after recovery: %+v, last error %+v", poolStatus(t, st, "worker"), st.LastError)
+	}
+	// Recovered, a new failure begins anew.
+	rl.Reload(context.Background())
+	if st := s.Status(); !poolStatus(t, st, "worker").ErrorSince.After(since) || !st.LastError.Since.After(since) {
+		t.Errorf("a failure after recovery kept the old since: pool %v, render %v", poolStatus(t, st, "worker").ErrorSince, st.LastError.Since)
 	}
 }
 
@@ -235,7 +241,7 @@ func TestRefusedNotice(t *testing.T) {
 	if len(n) != 3 || n[0].Message != n[2].Message || n[0].Pool != "worker" {
 		t.Fatalf("notices %+v", n)
 	}
-	id := s.rec.gate.Recent()[0].ID
+	id := s.cfg.Gate.Recent()[0].ID
 	for _, want := range []string{"node at 10.0.32.17 (Ignition v2.6.0)", skewgate.ReasonSpecUnreadable, id, `cannot join pool "worker"`} {
 		if !strings.Contains(n[0].Message, want) {
 			t.Errorf("message %q lacks %q", n[0].Message, want)
@@ -264,8 +270,8 @@ func TestAdminCurlIsNoNode(t *testing.T) {
 			t.Fatalf("%q: not the stub a node would get: %d %s", ua, w.Code, w.Body)
 		}
 	}
-	if n := got.of(source.NoticeNodeRefused); len(n) != 0 || len(s.rec.gate.Recent()) != 0 {
-		t.Errorf("an admin's curl told as a refused node: %+v, recent %+v", n, s.rec.gate.Recent())
+	if n := got.of(source.NoticeNodeRefused); len(n) != 0 || len(s.cfg.Gate.Recent()) != 0 {
+		t.Errorf("an admin's curl told as a refused node: %+v, recent %+v", n, s.cfg.Gate.Recent())
 	}
 
 	demo := demoServer(t, nil)
@@ -274,10 +280,10 @@ func TestAdminCurlIsNoNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row := textOf(byID(t, doc, "row-infra")); !strings.Contains(row, "no node yet (1 by other clients") {
+	if row := htmltest.Text(htmltest.ByID(t, doc, "row-infra")); !strings.Contains(row, "no node yet (1 by other clients") {
 		t.Errorf("infra, fetched by curl alone, shows %q", row)
 	}
-	if row := textOf(byID(t, doc, "row-worker")); !strings.Contains(row, "3 fetches; first") {
+	if row := htmltest.Text(htmltest.ByID(t, doc, "row-worker")); !strings.Contains(row, "3 fetches; first") {
 		t.Errorf("worker shows %q", row)
 	}
 }

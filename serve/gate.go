@@ -7,6 +7,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
@@ -50,14 +51,14 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, p *pipeline.Pool, 
 	body, err := s.cfg.Gate.Stub(p.Name(), d, stubSpec)
 	if err != nil {
 		s.cfg.Logger.Error("building skew stub", "pool", p.Name(), "err", err)
-		s.refuser.refuse(w, r, CauseStubFailed, p.Name(), "cannot build the skew stub config: "+d.ID)
+		s.refuser.refuse(w, r, status.CauseStubFailed, p.Name(), "cannot build the skew stub config: "+d.ID)
 		return true
 	}
 	if _, node := skewgate.ParseUserAgent(req.UserAgent); node {
 		// A node refused: kept for /status and told to the cluster. An
 		// admin's curl gets the same answer, but is no refused node.
 		s.cfg.Gate.Record(req, d)
-		s.rec.refused(req, d)
+		s.rec.Refused(req, d)
 	}
 	info := infoOf(r)
 	info.spec, info.decision = stubSpec.String(), "stub:"+d.ID

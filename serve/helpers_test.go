@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,14 +12,15 @@ import (
 	"github.com/ignition-mcs/mcs/internal/rendertest"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // result is rendertest.Result: a pool of one MachineConfig, 99-<pool>.
 var result = rendertest.Result
 
 const (
-	plainIgn = `{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/etc/hello","mode":420,"overwrite":true,"contents":{"source":"data:,hello"}}]},"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":"[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}]}}`
-	kargsIgn = `{"ignition":{"version":"3.3.0"},"kernelArguments":{"shouldExist":["nosmt","mitigations=auto"]},"storage":{"files":[{"path":"/etc/k","contents":{"source":"data:,k"}}]}}`
+	plainIgn = rendertest.PlainIgn
+	kargsIgn = rendertest.KargsIgn
 	luksIgn  = `{"ignition":{"version":"3.4.0"},"storage":{"luks":[{"name":"data","device":"/dev/vdb","discard":true,"clevis":{"tpm2":true}}]}}`
 	luks32   = `{"ignition":{"version":"3.2.0"},"storage":{"luks":[{"name":"data","device":"/dev/vdb","clevis":{"tpm2":true}}]}}`
 )
@@ -88,6 +90,36 @@ func file(t testing.TB, body []byte, path string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// metric is the value of the metric name with labels (name=value pairs)
+// on s's registry; 0 when it has none.
+func metric(t testing.TB, s *Server, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := s.cfg.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == labels[i] && l.GetValue() == labels[i+1] }) {
+					continue series
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 // mustNew is New, failing the test on a registration error.

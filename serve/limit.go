@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/ignition-mcs/mcs/netlimit"
+	"github.com/ignition-mcs/mcs/serve/status"
 )
 
 // limit answers 503 (Ignition retries) once max config requests are being
@@ -29,10 +30,10 @@ func limit(max int, ref *refuser) func(http.Handler) http.Handler {
 				return
 			}
 			if full {
-				ref.refuse(w, r, CauseOverloaded, "-", fmt.Sprintf("overloaded: %d config requests in flight", max))
+				ref.refuse(w, r, status.CauseOverloaded, "-", fmt.Sprintf("overloaded: %d config requests in flight", max))
 				return
 			}
-			ref.refuse(w, r, CauseOverloaded, "-", fmt.Sprintf("overloaded: this address has %d config requests in flight, its share of %d", share, max))
+			ref.refuse(w, r, status.CauseOverloaded, "-", fmt.Sprintf("overloaded: this address has %d config requests in flight, its share of %d", share, max))
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -45,7 +46,7 @@ func TestNodeFailureRoute(t *testing.T) {
 		t.Errorf("told %+v", told)
 	}
 	mu.Unlock()
-	var st Status
+	var st status.Status
 	if err := json.Unmarshal(get(t, s.AdminHandler(), "GET", "/status?format=json").Body.Bytes(), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestClusterSkewStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newTestServer(t, Config{Gate: skewgate.New(p, nil)}, result(t, "worker", plainIgn))
-	var st Status
+	var st status.Status
 	if err := json.Unmarshal(get(t, s, "GET", "/status?format=json").Body.Bytes(), &st); err != nil {
 		t.Fatal(err)
 	}

@@ -1,19 +1,20 @@
 package serve
 
 import (
+	"github.com/ignition-mcs/mcs/internal/text"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 )
 
 // requestInfo is what the handlers below the log middleware learned of a
 // config request, for its log line and metrics.
 type requestInfo struct {
 	pool, spec, decision string
-	cause                Cause // why no config was served; "" when one was
+	cause                status.Cause // why no config was served; "" when one was
 	status, bytes        int
 }
 
@@ -89,7 +90,7 @@ func requestLog(log *slog.Logger, count func(pool, spec string, code int)) func(
 			level := slog.LevelInfo
 			// A node waiting for a fixable cause retries every few seconds: that
 			// cause is logged once at WARN (refuse), each retry at INFO.
-			if info.status >= 500 && (info.cause == "" || info.cause == CauseStubFailed) {
+			if info.status >= 500 && (info.cause == "" || info.cause == status.CauseStubFailed) {
 				level = slog.LevelError
 			}
 			if !log.Enabled(r.Context(), level) {
@@ -101,31 +102,13 @@ func requestLog(log *slog.Logger, count func(pool, spec string, code int)) func(
 				slog.Int("status", info.status),
 				slog.String("cause", string(info.cause)),
 				slog.Int("bytes", info.bytes),
-				slog.String("client", forLog(r.Header.Get("User-Agent"))),
-				slog.String("accept", forLog(r.Header.Get("Accept"))),
+				slog.String("client", text.ForLog(r.Header.Get("User-Agent"))),
+				slog.String("accept", text.ForLog(r.Header.Get("Accept"))),
 				slog.String("remote", r.RemoteAddr),
 				slog.Duration("duration", time.Since(start)),
 			)
 		})
 	}
-}
-
-// logValueMax bounds a header value in a log line: the headers are the
-// client's to choose (up to 64 KiB), every request is logged, and real
-// Ignition clients send under 200 bytes.
-const logValueMax = 256
-
-// forLog is a request-supplied value cut to logValueMax bytes (at a rune
-// boundary), saying how long it was.
-func forLog(v string) string {
-	if len(v) <= logValueMax {
-		return v
-	}
-	cut := logValueMax
-	for cut > 0 && !utf8.RuneStart(v[cut]) {
-		cut--
-	}
-	return v[:cut] + "…(" + strconv.Itoa(len(v)) + " bytes)"
 }
 
 func specLabel(s string) string {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -25,7 +26,7 @@ func TestRequestLogThroughWrappers(t *testing.T) {
 	}
 	h := requestLog(s.cfg.Logger, count)(wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/config/nope" {
-			s.refuser.refuse(w, r, CauseUnknownPool, "nope", "unknown pool")
+			s.refuser.refuse(w, r, status.CauseUnknownPool, "nope", "unknown pool")
 			return
 		}
 		info := infoOf(r)

@@ -18,6 +18,7 @@ import (
 	"github.com/ignition-mcs/mcs/nodefail"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
 )
@@ -68,7 +69,7 @@ type Server struct {
 	nodes    *chi.Mux // router without /status and /metrics
 	snap     atomic.Pointer[pipeline.Snapshot]
 	draining atomic.Bool // shutting down: not ready, still serving
-	rec      *recorder
+	rec      *status.Recorder
 
 	// The request path's caches and answers.
 	m        *metrics
@@ -93,20 +94,21 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	rm, err := newRenderMetrics(cfg.Registry)
-	if err != nil {
-		return nil, err
-	}
 	s := &Server{cfg: cfg, m: m}
 	s.failures, err = nodefail.New(nodefail.Config{Notify: cfg.Notify, Known: func(pool string) bool { return knownPool(s.snap.Load(), pool) != "-" },
 		Logger: cfg.Logger, Registry: cfg.Registry})
 	if err != nil {
 		return nil, err
 	}
-	s.rec = &recorder{failures: s.failures.Status, log: cfg.Logger, m: rm, gate: cfg.Gate, source: cfg.Source, maxSpec: cfg.MaxSpec, notify: cfg.Notify, served: s.Snapshot, cert: &certificateState{served: cfg.ServingCert}, backlog: cfg.Backlog}
+	waiting := &status.WaitingNodes{}
+	s.rec, err = status.New(status.Config{Logger: cfg.Logger, Registry: cfg.Registry, Gate: cfg.Gate, Source: cfg.Source, MaxSpec: cfg.MaxSpec,
+		Notify: cfg.Notify, Served: s.Snapshot, ServingCert: cfg.ServingCert, Backlog: cfg.Backlog, Failures: s.failures.Status, Waiting: waiting})
+	if err != nil {
+		return nil, err
+	}
 	s.clients.vec = m.clients
 	s.counters.m = m
-	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: &s.rec.waiting}
+	s.refuser = refuser{log: cfg.Logger, counters: &s.counters, waiting: waiting}
 	s.router, s.nodes = s.routes(true), s.routes(false)
 	return s, nil
 }
@@ -164,7 +166,7 @@ func (s *Server) routes(admin bool) *chi.Mux {
 	}
 	r.Group(func(r chi.Router) {
 		r.Use(instrument(s.m.duration.WithLabelValues("admin")), adminAuth(s.cfg.Tokens))
-		r.Get("/status", statusHandler(s.rec))
+		r.Get("/status", statusHandler(s.rec, s.cfg.Logger))
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{Registry: s.cfg.Registry}))
 	})
 	return r
@@ -187,7 +189,7 @@ func (s *Server) AdminHandler() http.Handler {
 	r.Use(instrument(s.m.duration.WithLabelValues("admin")))
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", s.readyz)
-	r.Get("/status", statusHandler(s.rec))
+	r.Get("/status", statusHandler(s.rec, s.cfg.Logger))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{Registry: s.cfg.Registry}))
 	r.With(instrument(s.m.duration.WithLabelValues("node-failure"))).Handle(nodeFailurePath, s.failures)
 	return r
@@ -199,20 +201,24 @@ const nodeFailurePath = "/v1/node-failure"
 // Swap makes snap the served generation and records it as the newest
 // render, clearing the render error.
 func (s *Server) Swap(snap *pipeline.Snapshot) {
-	s.rec.attachFetches(snap)
+	s.rec.AttachFetches(snap)
 	s.snap.Store(snap)
-	s.rec.rendered(snap)
+	s.rec.Rendered(snap)
 }
 
 // Snapshot returns the generation being served, or nil before the first.
 func (s *Server) Snapshot() *pipeline.Snapshot { return s.snap.Load() }
+
+// CertificateReload records the outcome of the newest reload of the TLS
+// serving certificate (see status.Recorder.CertificateReload).
+func (s *Server) CertificateReload(err error) { s.rec.CertificateReload(err) }
 
 // Health is where a pipeline.Reloader reports how renders went: the
 // status recorder.
 func (s *Server) Health() pipeline.Health { return s.rec }
 
 // Status returns the current status document.
-func (s *Server) Status() Status { return s.rec.status() }
+func (s *Server) Status() status.Status { return s.rec.Status() }
 
 // knownPool is name when snap has it, else "-": an unauthenticated
 // request must not put its own strings in logs or /status.
@@ -227,11 +233,11 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	info := infoOf(r)
 	snap := s.snap.Load()
 	if snap == nil {
-		if why := firstRenderFailed(s.rec); why != "" {
-			s.refuser.refuse(w, r, CauseRenderFailed, "-", "no render has succeeded yet; the newest attempt failed: "+oneLine(why))
+		if why := s.rec.FirstRenderFailed(); why != "" {
+			s.refuser.refuse(w, r, status.CauseRenderFailed, "-", "no render has succeeded yet; the newest attempt failed: "+oneLine(why))
 			return
 		}
-		s.refuser.refuse(w, r, CauseNotReady, "-", "no render loaded yet")
+		s.refuser.refuse(w, r, status.CauseNotReady, "-", "no render loaded yet")
 		return
 	}
 	name := chi.URLParam(r, "pool")
@@ -239,7 +245,7 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		info.pool = "unknown"
 		if why, ok := snap.Failed(name); ok {
-			s.refuser.refuse(w, r, CausePoolNotRendered, name, fmt.Sprintf("pool %q has no good render yet: %s", bounded(name), oneLine(why)))
+			s.refuser.refuse(w, r, status.CausePoolNotRendered, name, fmt.Sprintf("pool %q has no good render yet: %s", bounded(name), oneLine(why)))
 			return
 		}
 		// Which pools exist is the admin's to read (/status), not every
@@ -248,7 +254,7 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Tokens == nil {
 			msg = render.UnknownPool(bounded(name), snap.Names(), false)
 		}
-		s.refuser.refuse(w, r, CauseUnknownPool, name, msg)
+		s.refuser.refuse(w, r, status.CauseUnknownPool, name, msg)
 		return
 	}
 	info.pool = p.Name()
@@ -260,11 +266,11 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		q = r.URL.Query()
 		if k := unknownParam(q); k != "" {
-			s.refuser.refuse(w, r, CauseBadQuery, p.Name(), fmt.Sprintf("?%s is not a parameter of /config/, which takes ?version=X.Y.Z (the spec to write), ?format=json and ?pretty=1", bounded(k)))
+			s.refuser.refuse(w, r, status.CauseBadQuery, p.Name(), fmt.Sprintf("?%s is not a parameter of /config/, which takes ?version=X.Y.Z (the spec to write), ?format=json and ?pretty=1", bounded(k)))
 			return
 		}
 		if f := q.Get("format"); f != "" && !strings.EqualFold(f, "json") {
-			s.refuser.refuse(w, r, CauseBadFormat, p.Name(), fmt.Sprintf("?format=%s is not served: an Ignition config is JSON, the one format (?format=json, or leave it out; ?pretty=1 indents it)", bounded(f)))
+			s.refuser.refuse(w, r, status.CauseBadFormat, p.Name(), fmt.Sprintf("?format=%s is not served: an Ignition config is JSON, the one format (?format=json, or leave it out; ?pretty=1 indents it)", bounded(f)))
 			return
 		}
 	}
@@ -283,7 +289,7 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	if n := writeBody(w, r, resp.ContentType, f); n > 0 {
 		s.counters.bytes(p.Name(), resp.VersionLabel).Add(float64(n))
-		s.rec.recordFetch(p, client.label, r)
+		s.rec.RecordFetch(p, client.label, r.RemoteAddr, r.UserAgent())
 	}
 }
 
@@ -300,7 +306,7 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pipeline.Pool
 		}
 		v, err := convert.ParseOutputVersion(version)
 		if err != nil {
-			s.refuser.refuse(w, r, CauseBadVersion, p.Name(), err.Error())
+			s.refuser.refuse(w, r, status.CauseBadVersion, p.Name(), err.Error())
 			return nil, true
 		}
 		wnt, resp = wantExactly(v), p.Response(v)
@@ -320,11 +326,11 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p *pipeline.Pool
 			msg = fmt.Sprintf("Accept refuses spec %s (q=0 means not acceptable) and asks for nothing else this server writes: drop the q=0 to ask for it; it writes %s",
 				wnt.refused, convert.VersionList(convert.OutputVersions))
 		}
-		s.refuser.refuse(w, r, CauseNoWrittenSpec, p.Name(), msg)
+		s.refuser.refuse(w, r, status.CauseNoWrittenSpec, p.Name(), msg)
 		return nil, true
 	}
 	v, err := whyNot(p, wnt)
-	s.refuser.refuse(w, r, CauseNotExpressible, p.Name(), fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.Name(), p.Lowest(), v, err))
+	s.refuser.refuse(w, r, status.CauseNotExpressible, p.Name(), fmt.Sprintf("pool %s needs spec %s or newer; the client reads at most %s: %v", p.Name(), p.Lowest(), v, err))
 	return nil, true
 }
 
@@ -456,7 +462,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.snap.Load() == nil {
-		if firstRenderFailed(s.rec) != "" {
+		if s.rec.FirstRenderFailed() != "" {
 			plain(w, http.StatusServiceUnavailable, "not ready: no render has succeeded yet; the newest attempt failed (lastError in /status)")
 			return
 		}

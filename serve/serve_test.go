@@ -20,6 +20,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/skewgate"
 )
 
@@ -387,9 +388,9 @@ func TestClientLabel(t *testing.T) {
 
 func TestStatus(t *testing.T) {
 	s := newTestServer(t, Config{}, result(t, "worker", luksIgn))
-	(&pipeline.Reloader{Server: s, Source: &inputs{loads: []load{{err: fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus")}}}}).Reload(context.Background())
+	(&pipeline.Reloader{Server: s, Source: &inputs{Loads: []load{{Err: fmt.Errorf("dir/99-bad.yaml: 99-bad: $.spec.kernelType: bogus")}}}}).Reload(context.Background())
 	w := get(t, s, "GET", "/status")
-	var st Status
+	var st status.Status
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
 		t.Fatal(err)
 	}

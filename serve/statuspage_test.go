@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"flag"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,9 +18,10 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/ignition-mcs/mcs/internal/htmltest"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
-	"github.com/ignition-mcs/mcs/skewgate"
+	"github.com/ignition-mcs/mcs/serve/status"
 )
 
 var screenshot = flag.String("screenshot", "", "write a screenshot of the status page to this PNG file (make screenshot)")
@@ -66,7 +66,7 @@ func TestStatusPage(t *testing.T) {
 	}
 	checkStatusDOM(t, s, doc)
 
-	style := find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "style" })
+	style := htmltest.Find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "style" })
 	if style == nil || style.FirstChild == nil {
 		t.Fatal("no <style>")
 	}
@@ -76,7 +76,7 @@ func TestStatusPage(t *testing.T) {
 		t.Errorf("the CSP %q does not admit the page's stylesheet", csp)
 	}
 	for _, tag := range []string{"script", "link", "img", "iframe"} {
-		if n := find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == tag }); n != nil {
+		if n := htmltest.Find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == tag }); n != nil {
 			t.Errorf("the page has a <%s>", tag)
 		}
 	}
@@ -133,8 +133,8 @@ func checkPageFits(t *testing.T, bin string, s *Server, width int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "body" })
-	got, err := strconv.Atoi(attr(body, "data-scroll-width"))
+	body := htmltest.Find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "body" })
+	got, err := strconv.Atoi(htmltest.Attr(body, "data-scroll-width"))
 	if err != nil {
 		t.Fatalf("no scroll width in the page: %v", err)
 	}
@@ -184,20 +184,20 @@ func runChromium(t *testing.T, bin string, args ...string) []byte {
 func checkStatusDOM(t *testing.T, s *Server, doc *html.Node) {
 	t.Helper()
 	st := s.Status()
-	if got := textOf(byID(t, doc, "verdict")); got != "2 problems" {
+	if got := htmltest.Text(htmltest.ByID(t, doc, "verdict")); got != "2 problems" {
 		t.Errorf("verdict %q", got)
 	}
-	problems := textOf(byID(t, doc, "problems"))
+	problems := htmltest.Text(htmltest.ByID(t, doc, "problems"))
 	for _, want := range []string{"Pool infra: its newest render fails since", "$.spec.kernelType", "2 recent node requests refused"} {
 		if !strings.Contains(problems, want) {
 			t.Errorf("problems lack %q: %s", want, problems)
 		}
 	}
-	if first := find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "section" }); attr(first, "id") != "problems" {
-		t.Errorf("the first section is %q, not the problems", attr(first, "id"))
+	if first := htmltest.Find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "section" }); htmltest.Attr(first, "id") != "problems" {
+		t.Errorf("the first section is %q, not the problems", htmltest.Attr(first, "id"))
 	}
 	for _, p := range st.Pools {
-		row := cells(byID(t, doc, "row-"+p.Name))
+		row := htmltest.Cells(htmltest.ByID(t, doc, "row-"+p.Name))
 		render := "ok"
 		if p.Error != "" {
 			render = "failing for "
@@ -206,36 +206,39 @@ func checkStatusDOM(t *testing.T, s *Server, doc *html.Node) {
 			t.Errorf("pool %s row %q", p.Name, row)
 		}
 	}
-	worker := byID(t, doc, "pool-worker")
+	worker := htmltest.ByID(t, doc, "pool-worker")
 	for _, r := range poolStatus(t, st, "worker").Reasons {
 		want := []string{r.Path.String(), r.What, r.Version.String(), r.MachineConfig, r.ConfigPath.String()}
-		if !hasRow(worker, want) {
+		if !htmltest.HasRow(worker, want) {
 			t.Errorf("pool worker has no row %q", want)
 		}
 	}
 	for _, c := range poolStatus(t, st, "worker").Fetches[0].Clients {
-		if !hasRow(worker, []string{c.Ignition, strconv.FormatUint(c.Count, 10), timestamp(c.First)}) {
+		if !htmltest.HasRow(worker, []string{c.Ignition, strconv.FormatUint(c.Count, 10), pageTime(c.First)}) {
 			t.Errorf("pool worker shows no fetches %+v", c)
 		}
 	}
-	skew := byID(t, doc, "skew")
-	if !strings.Contains(textOf(skew), "Mode Manual") {
-		t.Errorf("skew section: %s", textOf(skew))
+	skew := htmltest.ByID(t, doc, "skew")
+	if !strings.Contains(htmltest.Text(skew), "Mode Manual") {
+		t.Errorf("skew section: %s", htmltest.Text(skew))
 	}
-	recent := s.rec.gate.Recent()
+	recent := s.cfg.Gate.Recent()
 	if len(recent) != 2 {
 		t.Fatalf("%d refused", len(recent))
 	}
 	for _, b := range recent {
 		host, _, _ := strings.Cut(b.RemoteAddr, ":")
 		ver := strings.TrimPrefix(b.Client, "Ignition/")
-		if !hasRow(skew, []string{timestamp(b.Time), b.Pool, host, ver, b.Reason, b.ID}) {
+		if !htmltest.HasRow(skew, []string{pageTime(b.Time), b.Pool, host, ver, b.Reason, b.ID}) {
 			t.Errorf("refused node %+v not shown", b)
 		}
 	}
 }
 
-func poolStatus(t *testing.T, st Status, name string) PoolStatus {
+// pageTime is a time as the page shows it.
+func pageTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+func poolStatus(t *testing.T, st status.Status, name string) status.PoolStatus {
 	t.Helper()
 	for _, p := range st.Pools {
 		if p.Name == name {
@@ -243,104 +246,7 @@ func poolStatus(t *testing.T, st Status, name string) PoolStatus {
 		}
 	}
 	t.Fatalf("no pool %s", name)
-	return PoolStatus{}
-}
-
-func find(n *html.Node, match func(*html.Node) bool) *html.Node {
-	if match(n) {
-		return n
-	}
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if m := find(c, match); m != nil {
-			return m
-		}
-	}
-	return nil
-}
-
-func attr(n *html.Node, key string) string {
-	if n == nil {
-		return ""
-	}
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return a.Val
-		}
-	}
-	return ""
-}
-
-func byID(t *testing.T, doc *html.Node, id string) *html.Node {
-	t.Helper()
-	n := find(doc, func(n *html.Node) bool { return attr(n, "id") == id })
-	if n == nil {
-		t.Fatalf("no element #%s", id)
-	}
-	return n
-}
-
-// text is n's text with whitespace collapsed.
-func textOf(n *html.Node) string {
-	var b strings.Builder
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.TextNode {
-			b.WriteString(n.Data + " ")
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(n)
-	return strings.Join(strings.Fields(b.String()), " ")
-}
-
-// cells are the texts of a table row's cells.
-func cells(tr *html.Node) []string {
-	var out []string
-	for c := tr.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type == html.ElementNode && c.Data == "td" {
-			out = append(out, textOf(c))
-		}
-	}
-	return out
-}
-
-// hasRow reports whether a table row under n has cells starting with want,
-// in order.
-func hasRow(n *html.Node, want []string) bool {
-	return find(n, func(n *html.Node) bool {
-		if n.Type != html.ElementNode || n.Data != "tr" {
-			return false
-		}
-		got := cells(n)
-		if len(got) < len(want) {
-			return false
-		}
-		for i, w := range want {
-			if !strings.HasPrefix(got[i], w) {
-				return false
-			}
-		}
-		return true
-	}) != nil
-}
-
-// A stuck load and skipped files head the page's problems, worst first.
-func TestStatusPageProblemsStuckAndSkipped(t *testing.T) {
-	st := Status{Ready: true,
-		ReloadStuck: "reload stuck since 2026-11-23T14:00:00Z, reading /etc/mcs/97-x.yaml",
-		Warnings:    []string{"97-x.yaml: warning: not a regular file: a named pipe (FIFO), so never opened; skipped"}}
-	got := problems(st, nil, time.Now())
-	if len(got) != 2 {
-		t.Fatalf("problems = %+v, want the stuck load and the skipped file", got)
-	}
-	if !strings.Contains(got[0].Detail, "reading /etc/mcs/97-x.yaml") || got[0].Warn {
-		t.Errorf("first problem %+v, want the stuck load as an error", got[0])
-	}
-	if !strings.Contains(got[1].Detail, "named pipe") || !got[1].Warn {
-		t.Errorf("second problem %+v, want the skipped FIFO as a warning", got[1])
-	}
+	return status.PoolStatus{}
 }
 
 // Nodes waiting on a retried answer head the page with the cause and the
@@ -355,52 +261,10 @@ func TestStatusPageWaitingNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	problems := textOf(byID(t, doc, "problems"))
+	problems := htmltest.Text(htmltest.ByID(t, doc, "problems"))
 	for _, want := range []string{"Nodes wait, answered 511 (token-other-pool) for pool worker: 2 requests from 1 address(es)", "add the pool"} {
 		if !strings.Contains(problems, want) {
 			t.Errorf("problems lack %q: %s", want, problems)
 		}
-	}
-}
-
-// A source that fails to load fails every pool's render: the Pools table
-// says so beside the problem, never "ok" under "Rendering fails".
-func TestStatusPageWholeRenderFails(t *testing.T) {
-	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
-	st := Status{Ready: true, Pools: []PoolStatus{{Name: "worker", Rendered: "rendered-worker-1"}},
-		LastError: &RenderError{Time: now, Since: now, Message: "97-x.yaml:3: invalid YAML"}}
-	w := httptest.NewRecorder()
-	statusPage(w, st, slog.New(slog.DiscardHandler))
-	doc, err := html.Parse(w.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if row := textOf(byID(t, doc, "row-worker")); !strings.Contains(row, "failing: serves its last good render") || strings.Contains(row, "ok") {
-		t.Errorf("the worker's row says %q while the whole render fails", row)
-	}
-	if problems := textOf(byID(t, doc, "problems")); !strings.Contains(problems, "invalid YAML") {
-		t.Errorf("problems: %s", problems)
-	}
-}
-
-// The skew section says each thing once, and nothing a mode does not do:
-// with mode None the release's oldest boot image is not enforced, so not
-// shown; "no node has been refused" is not repeated under its heading.
-func TestStatusPageSkewSaysItOnce(t *testing.T) {
-	st := Status{Ready: true, Pools: []PoolStatus{{Name: "worker", Rendered: "rendered-worker-1"}},
-		SkewPolicy: &skewgate.Policy{Mode: "None", Release: skewgate.ReleaseLimits{OCPVersion: "4.14.0"}},
-		Conditions: []Condition{{Type: "BootImageSkew", Status: "False", Reason: "NoNodesBlocked", Message: "no node has been refused"}}}
-	w := httptest.NewRecorder()
-	statusPage(w, st, slog.New(slog.DiscardHandler))
-	doc, err := html.Parse(w.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	skew := textOf(byID(t, doc, "skew"))
-	if strings.Contains(skew, "Oldest boot image supported") {
-		t.Errorf("mode None shows a boot-image limit it does not enforce: %s", skew)
-	}
-	if n := strings.Count(strings.ToLower(skew), "no node has been refused"); n != 1 {
-		t.Errorf("the skew section says no node was refused %d times: %s", n, skew)
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/ignition-mcs/mcs/internal/syncbuf"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
@@ -76,7 +74,7 @@ func reloadWatchdog(t *testing.T) {
 	if !strings.Contains(logs.String(), `msg="render served" generation=1 `) {
 		t.Fatalf("no first render:\n%s", logs)
 	}
-	mark, stuck0 := len(logs.String()), testutil.ToFloat64(srv.rec.m.stuckTotal)
+	mark, stuck0 := len(logs.String()), metric(t, srv, "mcs_reload_stuck_total")
 
 	trigger <- struct{}{}
 	testkit.Advance(rl.Timeout + time.Millisecond)
@@ -90,7 +88,7 @@ func reloadWatchdog(t *testing.T) {
 	if c := st.Conditions[1]; c.Type != "ReloadStuck" || c.Status != "True" || c.Message != st.ReloadStuck {
 		t.Errorf("condition %+v", c)
 	}
-	if g, n := testutil.ToFloat64(srv.rec.m.stuck), testutil.ToFloat64(srv.rec.m.stuckTotal); g != 1 || n != stuck0+1 {
+	if g, n := metric(t, srv, "mcs_reload_stuck"), metric(t, srv, "mcs_reload_stuck_total"); g != 1 || n != stuck0+1 {
 		t.Errorf("mcs_reload_stuck %v, mcs_reload_stuck_total %v, want 1, %v", g, n, stuck0+1)
 	}
 	if l := logs.String(); !strings.Contains(l, "level=WARN msg=\"reload stuck; serving the last good render\"") || !strings.Contains(l, "reading=/src/97-slow.yaml") {
@@ -128,7 +126,7 @@ func reloadWatchdog(t *testing.T) {
 	if hung := strings.Count(l, "reading=/src/97-slow.yaml"); hung != 1 {
 		t.Errorf("the hung load reported %d times, want once:\n%s", hung, l)
 	}
-	if g, n := testutil.ToFloat64(srv.rec.m.stuck), testutil.ToFloat64(srv.rec.m.stuckTotal); g != 0 || n != stuck0+float64(reports) {
+	if g, n := metric(t, srv, "mcs_reload_stuck"), metric(t, srv, "mcs_reload_stuck_total"); g != 0 || n != stuck0+float64(reports) {
 		t.Errorf("after recovery: mcs_reload_stuck %v, mcs_reload_stuck_total %v, want 0, %v (%d reports logged)", g, n, stuck0+float64(reports), reports)
 	}
 	if c := srv.Status().Conditions[1]; c.Status != "False" {
@@ -146,10 +144,10 @@ func TestReloadWarnings(t *testing.T) {
 	srv := mustNew(t, Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	w := result(t, "worker", plainIgn)
 	fifo := "/src/97-x.yaml: warning: not a regular file: a named pipe (FIFO), so never opened; skipped"
-	src := &inputs{loads: []load{
-		{in: &source.Input{Results: []*render.Result{w}, Warnings: []string{fifo}}},
-		{in: &source.Input{Warnings: []string{fifo}}, err: context.DeadlineExceeded},
-		{in: &source.Input{Results: []*render.Result{w}}},
+	src := &inputs{Loads: []load{
+		{In: &source.Input{Results: []*render.Result{w}, Warnings: []string{fifo}}},
+		{In: &source.Input{Warnings: []string{fifo}}, Err: context.DeadlineExceeded},
+		{In: &source.Input{Results: []*render.Result{w}}},
 	}}
 	rl := &pipeline.Reloader{Source: src, Server: srv}
 	for i, want := range [][]string{{fifo}, {fifo}, nil} {

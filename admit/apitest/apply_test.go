@@ -97,13 +97,21 @@ func TestRenderApplyLoopNoOp(t *testing.T) {
 			t.Fatalf("re-apply %d after %s: resourceVersion %s → %s: it was written", syncs, time.Since(start).Round(time.Millisecond), rv, got)
 		}
 	}
-	// The sentinel: a real change, whose event must be the first.
-	existing, err := other.res.Get(ctx, name, metav1.GetOptions{})
+	firstEventIsSentinel(t, other.res, w, name, syncs)
+}
+
+// firstEventIsSentinel writes a real change to name (a label) and checks
+// that its event is the first w sees: the re-applies before it wrote
+// nothing.
+func firstEventIsSentinel(t *testing.T, res dynamic.ResourceInterface, w watch.Interface, name string, reapplies int) {
+	t.Helper()
+	ctx := context.Background()
+	existing, err := res.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	existing.SetLabels(map[string]string{"sentinel": "1"})
-	sentinel, err := other.res.Update(ctx, existing, metav1.UpdateOptions{})
+	sentinel, err := res.Update(ctx, existing, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +119,7 @@ func TestRenderApplyLoopNoOp(t *testing.T) {
 	case ev := <-w.ResultChan():
 		o, _ := ev.Object.(*unstructured.Unstructured)
 		if ev.Type != watch.Modified || o == nil || o.GetResourceVersion() != sentinel.GetResourceVersion() {
-			t.Fatalf("first event after %d re-applies: %s %v, want the sentinel's (resourceVersion %s)", syncs, ev.Type, o, sentinel.GetResourceVersion())
+			t.Fatalf("first event after %d re-applies: %s %v, want the sentinel's (resourceVersion %s)", reapplies, ev.Type, o, sentinel.GetResourceVersion())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no watch event for the sentinel write")

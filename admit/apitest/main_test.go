@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -186,17 +187,20 @@ func (s *webhookServer) register() error {
 	}
 	// The API server reads webhook configurations through an informer:
 	// written, it is in force a moment later.
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 0; ; i++ {
-		stored, err := createConfig(s.cp.Dynamic, fmt.Sprintf("probe-%d", i), `{"ignition":{"version":"3.5.0"}}`)
-		if err == nil && storedVersion(stored) == "3.0.0" {
-			return s.cp.Dynamic.Resource(machineConfigs).Delete(context.Background(), stored.GetName(), metav1.DeleteOptions{})
+	var probes int
+	var lastErr error
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		probes++
+		stored, err := createConfig(s.cp.Dynamic, fmt.Sprintf("probe-%d", probes), `{"ignition":{"version":"3.5.0"}}`)
+		if lastErr = err; err != nil || storedVersion(stored) != "3.0.0" {
+			return false, nil
 		}
-		if time.Now().After(deadline) {
-			return errors.Join(errors.New("the webhook was not called within 30s"), err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return true, s.cp.Dynamic.Resource(machineConfigs).Delete(ctx, stored.GetName(), metav1.DeleteOptions{})
+	})
+	if wait.Interrupted(err) {
+		return errors.Join(errors.New("the webhook was not called within 30s"), lastErr)
 	}
+	return err
 }
 
 // createConfig creates a MachineConfig whose spec.config is config.

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,16 +52,9 @@ func realdataObjects(t *testing.T, set string) []*unstructured.Unstructured {
 	t.Helper()
 	dir := shareddata.Path(t, "realdata", set)
 	var out []*unstructured.Unstructured
-	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range kubetest.DecodeObjects(t, data) {
-			if o.GetKind() == "MachineConfig" {
-				out = append(out, o)
-			}
+	for _, o := range kubetest.DecodeDir(t, dir) {
+		if o.GetKind() == "MachineConfig" {
+			out = append(out, o)
 		}
 	}
 	s, err := tree.Load(dir)

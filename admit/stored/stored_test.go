@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
@@ -56,20 +55,13 @@ func newCluster(t *testing.T, set string) *cluster {
 		cp.DeleteAll(t, kube.MachineConfigs, kube.MachineConfigPools)
 		_ = cp.Kube.CoreV1().Nodes().DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
 	})
-	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, u := range kubetest.DecodeObjects(t, data) {
-			switch u.GetKind() {
-			case render.KindMachineConfigPool:
-				unstructured.RemoveNestedField(u.Object, "status")
-				cp.Apply(t, u)
-			case render.KindMachineConfig:
-				c.objects = append(c.objects, u)
-			}
+	for _, u := range kubetest.DecodeDir(t, dir) {
+		switch u.GetKind() {
+		case render.KindMachineConfigPool:
+			unstructured.RemoveNestedField(u.Object, "status")
+			cp.Apply(t, u)
+		case render.KindMachineConfig:
+			c.objects = append(c.objects, u)
 		}
 	}
 	cp.Apply(t, c.objects...)
@@ -446,11 +438,7 @@ spec: {config: {ignition: {version: 3.5.0}, storage: {files: [{path: /etc/race, 
 func TestWatchFollowsCeiling(t *testing.T) {
 	cp := shared.Need(t)
 	t.Cleanup(func() { cp.DeleteAll(t, kube.MachineConfigs, kube.MachineConfigPools) })
-	cp.Apply(t, kubetest.DecodeObjects(t, []byte(`apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: worker}
-spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}
----
+	cp.Apply(t, kubetest.DecodeObjects(t, []byte(mctest.RolePool("worker")+`---
 apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
 metadata: {name: 50-at-35, labels: {machineconfiguration.openshift.io/role: worker}}

@@ -7,23 +7,11 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/mctest"
 )
 
 func TestPoolsOf(t *testing.T) {
-	pools := poolsFrom(kubetest.DecodeObjects(t, []byte(`
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: worker}
-spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}
----
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: infra}
-spec:
-  machineConfigSelector:
-    matchExpressions:
-    - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}
----
+	pools := poolsFrom(kubetest.DecodeObjects(t, []byte(mctest.RolePool("worker")+"---\n"+mctest.Pool("infra")+`---
 apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfigPool
 metadata: {name: worker-gpu}

@@ -8,16 +8,15 @@ import (
 	"testing"
 
 	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
 
-const lowerExistingCluster = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: worker}
-spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}
----
+// lowerExistingCluster is a worker pool, configs it selects that lower
+// (or not) and one it does not select.
+var lowerExistingCluster = mctest.RolePool("worker") + `---
 apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
 metadata: {name: 50-files, labels: {machineconfiguration.openshift.io/role: worker}}

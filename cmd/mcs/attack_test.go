@@ -49,17 +49,12 @@ const specAccept = "application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.
 func attackSlowReaders(t *testing.T) {
 	p := startMCS(t, bigTree(t, 1<<20), nil)
 	rss0, _ := p.memory(t)
-	stop := slowReaders(t, p, 1100, "GET /config/worker HTTP/1.1\r\nHost: mcs\r\nAccept: "+specAccept+"\r\n\r\n")
-	time.Sleep(3 * time.Second)
-	ns := startNodes(t, p, 8, 5*time.Second)
-	var peak int64
-	for range 40 {
-		time.Sleep(500 * time.Millisecond)
-		rss, _ := p.memory(t)
-		peak = max(peak, rss)
-	}
-	ns.stop()
-	opened := stop()
+	p.resetPeak(t)
+	a := slowReaders(t, p, 1100, "GET /config/worker HTTP/1.1\r\nHost: mcs\r\nAccept: "+specAccept+"\r\n\r\n")
+	a.atFullStrength(t)
+	ns := runNodes(p, 8, 5*time.Second, 20*time.Second)
+	_, peak := p.memory(t)
+	opened := a.stop()
 	share, summary := ns.report()
 	t.Logf("slow readers: %d connections opened; nodes: %s; RSS %s before, peak %s during", opened, summary, mib(rss0), mib(peak))
 	if share < 0.9 {
@@ -91,9 +86,7 @@ func attackIdleConnections(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	ns := startNodes(t, p, 8, 5*time.Second)
-	time.Sleep(15 * time.Second)
-	ns.stop()
+	ns := runNodes(p, 8, 5*time.Second, 15*time.Second)
 	share, summary := ns.report()
 	_, lines := p.logs.counts()
 	accepts := len(connLines.FindAllString(p.logs.String(), -1))
@@ -138,7 +131,7 @@ func attackLogFlood(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	time.Sleep(time.Second) // the last lines
+	p.stop(t) // the log is whole once mcs has exited
 	bytes, _ := p.logs.counts()
 	per := float64(bytes-bytes0) / float64(max(1, requests.Load()))
 	t.Logf("log flood: %d requests (%d refused 511), %s logged, %.0f bytes per request", requests.Load(), refused.Load(), mib(bytes-bytes0), per)
@@ -195,9 +188,9 @@ func (f *flood) String() string {
 		f.perRequest(), f.requests, f.served, f.failed, percentile(f.latencies, 50), f.p99())
 }
 
-// round runs 32 clients fetching f.path as fast as they can for 3 s, and
-// adds what the last 2 s cost and what two nodes fetching their config
-// meanwhile saw.
+// round runs 32 clients fetching f.path as fast as they can and, once the
+// flood has had 64 answers, adds what the next 2 s cost and what two nodes
+// fetching their config meanwhile saw.
 func (f *flood) round(t *testing.T, p *proc) {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -214,11 +207,9 @@ func (f *flood) round(t *testing.T, p *proc) {
 			}
 		}()
 	}
-	time.Sleep(time.Second)
+	waitFor(t, "the flood under way", func() bool { return flooded.Load() >= 64 })
 	cpu0, n0 := p.cpu(t), flooded.Load()
-	ns := startNodes(t, p, 2, 5*time.Second, "Accept", specAccept)
-	time.Sleep(2 * time.Second)
-	ns.stop()
+	ns := runNodes(p, 2, 5*time.Second, 2*time.Second, "Accept", specAccept)
 	f.cpu += p.cpu(t) - cpu0
 	f.requests += flooded.Load() - n0
 	stop.Store(true)

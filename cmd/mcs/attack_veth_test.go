@@ -13,8 +13,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -39,38 +37,23 @@ func TestSlowReadersVeth(t *testing.T) {
 	p := startMCS(t, bigTree(t, 1400<<10), []string{"ip", "netns", "exec", srvNS, "prlimit", "--nofile=8192:8192", "--"},
 		"--listen-plain", srvAddr+":0")
 	rss0, _ := p.memory(t)
-	var peak atomic.Int64
-	stopRSS := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stopRSS:
-				return
-			case <-time.After(500 * time.Millisecond):
-				if rss, err := memoryOf(p.cmd.Process.Pid); err == nil {
-					peak.Store(max(peak.Load(), rss))
-				}
-			}
-		}
-	}()
-	defer close(stopRSS)
+	p.resetPeak(t)
 	for _, phase := range []struct{ addrs, perAddr int }{{4, 256}, {200, 21}} {
-		stop := rateReaders(t, p, phase.addrs, phase.perAddr)
-		time.Sleep(8 * time.Second) // the attackers take what they can
-		ns := startVethNodes(p, 20)
-		time.Sleep(20 * time.Second)
-		ns.stop()
+		a := rateReaders(t, p, phase.addrs, phase.perAddr)
+		a.atFullStrength(t)
+		ns := runVethNodes(p, 20, 20*time.Second)
 		stalls, conns := p.metric(t, "mcs_connection_write_stalls_total"), p.metric(t, "mcs_connections")
-		opened := stop()
+		opened := a.stop()
 		share, summary := ns.report()
+		_, peak := p.memory(t)
 		t.Logf("%d attacker addresses × %d connections at 8 KB/s: %d connections opened, %v cut off behind the floor rate, %v open at the end; nodes: %s; RSS %s before, peak %s",
-			phase.addrs, phase.perAddr, opened, stalls, conns, summary, mib(rss0), mib(peak.Load()))
+			phase.addrs, phase.perAddr, opened, stalls, conns, summary, mib(rss0), mib(peak))
 		if share < 0.9 {
 			t.Errorf("%d attacker addresses: %.1f%% of the nodes' fetches served, want at least 90%%", phase.addrs, 100*share)
 		}
 	}
-	if grew := peak.Load() - rss0; grew > 256<<20 {
-		t.Errorf("RSS grew by %s under the attacks, want at most 256 MiB", mib(grew))
+	if _, peak := p.memory(t); peak-rss0 > 256<<20 {
+		t.Errorf("RSS grew by %s under the attacks, want at most 256 MiB", mib(peak-rss0))
 	}
 }
 
@@ -123,37 +106,31 @@ func runInVeth(t *testing.T) {
 	}
 }
 
-// vethNodes fetch /config/worker in a loop, each from its own address, as
-// booting nodes would (a second between fetches).
-func startVethNodes(p *proc, n int) *nodes {
-	ns := &nodes{}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(fmt.Sprintf("10.77.1.%d", i+1))}, Timeout: 10 * time.Second}
-			c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DialContext: d.DialContext, ResponseHeaderTimeout: 10 * time.Second}}
-			for ctx.Err() == nil {
-				ns.record(p.fetchTimed(c, []string{"Accept", specAccept}))
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Second):
-				}
+// runVethNodes has n nodes fetch /config/worker in a loop for d, each
+// from its own address, as booting nodes would (a second between
+// fetches), and returns once the last fetch has ended.
+func runVethNodes(p *proc, n int, d time.Duration) *nodes {
+	return runFetchers(n, d, func(ctx context.Context, ns *nodes, i int) {
+		dl := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(fmt.Sprintf("10.77.1.%d", i+1))}, Timeout: 10 * time.Second}
+		c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DialContext: dl.DialContext, ResponseHeaderTimeout: 10 * time.Second}}
+		for ctx.Err() == nil {
+			ns.record(p.fetchTimed(c, []string{"Accept", specAccept}))
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
 			}
-		})
-	}
-	ns.stop = func() { cancel(); wg.Wait() }
-	return ns
+		}
+	})
 }
 
 // rateReaders runs the attacker, a process of its own: perAddr
 // connections from each of addrs addresses (10.77.1.30 on), each asking
 // for the worker config and reading it at 8 KB/s, again whenever mcs ends
 // one. It returns stop, which reports how many connections it opened.
-func rateReaders(t *testing.T, p *proc, addrs, perAddr int) (stop func() int64) {
+func rateReaders(t *testing.T, p *proc, addrs, perAddr int) *attack {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), rateReadersEnv+"="+strconv.Itoa(addrs)+"x"+strconv.Itoa(perAddr), "MCS_ATTACK_ADDR="+p.hostPort())
-	return attacker(t, cmd)
+	return startAttacker(t, cmd)
 }
 
 const rateReadersEnv = "MCS_ATTACK_RATE_READERS"
@@ -169,34 +146,28 @@ func readAtRate(ctx context.Context, spec, addr string) int64 {
 	addrs, _ := strconv.Atoi(a)
 	perAddr, _ := strconv.Atoi(per)
 	request := "GET /config/worker HTTP/1.1\r\nHost: mcs\r\nAccept: " + specAccept + "\r\n\r\n"
-	var opened atomic.Int64
-	var wg sync.WaitGroup
-	for i := range addrs * perAddr {
-		src := net.ParseIP(fmt.Sprintf("10.77.1.%d", 30+i%addrs))
-		wg.Go(func() {
-			d := attackDialer(src)
-			buf := make([]byte, 8<<10)
-			for ctx.Err() == nil {
-				c, err := d.DialContext(ctx, "tcp", addr)
-				if err != nil {
-					time.Sleep(100 * time.Millisecond)
-					continue
-				}
-				opened.Add(1)
-				io.WriteString(c, request)
-				for ctx.Err() == nil {
-					c.SetReadDeadline(time.Now().Add(time.Second))
-					if _, err := io.ReadFull(c, buf); err != nil && !isTimeout(err) {
-						break
-					}
-					time.Sleep(time.Second) // 8 KB a second
-				}
-				c.Close()
-			}
-		})
+	connect := func(ctx context.Context, i int) net.Conn {
+		return dialAgain(ctx, attackDialer(net.ParseIP(fmt.Sprintf("10.77.1.%d", 30+i%addrs))), addr, request)
 	}
-	wg.Wait()
-	return opened.Load()
+	return loops(ctx, addrs*perAddr, connect, readSlowly)
+}
+
+// readSlowly reads c at 8 KB a second, on the wall clock as a client on
+// another machine would, until ctx ends or c fails.
+func readSlowly(ctx context.Context, c net.Conn) {
+	buf := make([]byte, 8<<10)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		if _, err := io.ReadFull(c, buf); err != nil && !isTimeout(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
 }
 
 func isTimeout(err error) bool {

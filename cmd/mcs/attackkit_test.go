@@ -26,6 +26,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ignition-mcs/mcs/internal/mctest"
+	"github.com/ignition-mcs/mcs/internal/procstat"
+	"github.com/ignition-mcs/mcs/internal/syncbuf"
 )
 
 // The attack suite runs the mcs binary in a network namespace of its own
@@ -160,13 +162,7 @@ func startMCS(t *testing.T, dir string, prefix []string, args ...string) *proc {
 	go p.readStdout(stdout, wantTLS)
 	go func() { p.cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(30 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.exited
-		}
+		p.stop(t)
 		if t.Failed() {
 			t.Logf("mcs log (first bytes):\n%.20000s", p.logs.String())
 		}
@@ -180,6 +176,19 @@ func startMCS(t *testing.T, dir string, prefix []string, args ...string) *proc {
 	}
 	waitFor(t, "ready", func() bool { c, _, _ := p.fetch(http.DefaultClient, "/readyz"); return c == 200 })
 	return p
+}
+
+// stop ends the process (SIGTERM, then SIGKILL after 30 s) and returns
+// once it has exited, its log read to the end.
+func (p *proc) stop(t *testing.T) {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Logf("mcs did not stop within 30 s of SIGTERM: killed")
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
 }
 
 // readStdout finds the listeners' addresses; listening closes once the
@@ -220,50 +229,29 @@ func (p *proc) fetch(c *http.Client, path string, header ...string) (int, []byte
 
 // cpu is the CPU time the process used so far.
 func (p *proc) cpu(t *testing.T) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	d, err := procstat.CPU(p.cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+	return d
 }
 
-// memory is the process's resident set now and its peak, in bytes.
+// memory is the process's resident set now and its peak since it started
+// or since resetPeak, in bytes.
 func (p *proc) memory(t *testing.T) (rss, peak int64) {
-	rss, peak, err := memoryOfPid(p.cmd.Process.Pid)
+	rss, peak, err := procstat.Memory(p.cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rss, peak
 }
 
-// memoryOf is a process's resident set now.
-func memoryOf(pid int) (int64, error) {
-	rss, _, err := memoryOfPid(pid)
-	return rss, err
-}
-
-func memoryOfPid(pid int) (rss, peak int64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
+// resetPeak has the kernel keep the process's peak resident set from now
+// on: every moment counts, not only those a sampler would see.
+func (p *proc) resetPeak(t *testing.T) {
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.cmd.Process.Pid), []byte("5"), 0); err != nil {
+		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "VmRSS:":
-			rss = kb << 10
-		case "VmHWM:":
-			peak = kb << 10
-		}
-	}
-	return rss, peak, nil
 }
 
 // hostPort is the plain listener's address.
@@ -289,33 +277,39 @@ func bigTree(t *testing.T, size int) string {
 	return dir
 }
 
-// nodes fetch /config/worker from nodeAddr in a loop, as booting nodes
-// would, until stopped; each request counts as served only when it is a
+// nodes fetch /config/worker in a loop, as booting nodes would, for as
+// long as they are run; each request counts as served only when it is a
 // whole 200 within the timeout.
 type nodes struct {
-	stop              func()
 	served, failed    atomic.Int64
 	mu                sync.Mutex
 	latencies         []time.Duration
 	firstErr, lastErr string
 }
 
-func startNodes(t *testing.T, p *proc, n int, timeout time.Duration, header ...string) *nodes {
+// runNodes has n nodes fetch from nodeAddr, one request after another, for
+// d (a load test's length is time on the wall clock), and returns once the
+// last request has ended.
+func runNodes(p *proc, n int, timeout, d time.Duration, header ...string) *nodes {
+	return runFetchers(n, d, func(ctx context.Context, ns *nodes, _ int) {
+		c := client(nodeAddr, timeout)
+		for ctx.Err() == nil {
+			ns.record(p.fetchTimed(c, header))
+		}
+	})
+}
+
+// runFetchers runs fetch(ctx, ns, i) for i in [0, n) at once, ctx ending
+// after d, and returns ns once every fetch has returned.
+func runFetchers(n int, d time.Duration, fetch func(ctx context.Context, ns *nodes, i int)) *nodes {
 	ns := &nodes{}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
 	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := client(nodeAddr, timeout)
-			for ctx.Err() == nil {
-				ns.record(p.fetchTimed(c, header))
-			}
-		}()
+	for i := range n {
+		wg.Go(func() { fetch(ctx, ns, i) })
 	}
-	ns.stop = func() { cancel(); wg.Wait() }
-	t.Cleanup(ns.stop)
+	wg.Wait()
 	return ns
 }
 
@@ -367,54 +361,90 @@ func percentile(sorted []time.Duration, pct int) time.Duration {
 // slowReaders keeps n connections from attackerAddr that each send one
 // request and never read the reply (a 4 KiB receive buffer: nothing is
 // absorbed), opening a new one whenever the server closes one, until
-// stopped. It returns how many connections it opened.
+// stopped.
 //
 // The attacker is a process of its own (this test binary again, see
 // TestMain), as it would be another machine: its n goroutines, reconnecting
 // thousands of times a second, once shared this process's scheduler with
 // the nodes' 8 and, under -race on a loaded machine, left them waiting
 // seconds to run (p50 6.8 s at load 17), which counted against the server.
-func slowReaders(t *testing.T, p *proc, n int, request string) (stop func() int64) {
+func slowReaders(t *testing.T, p *proc, n int, request string) *attack {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), slowReadersEnv+"="+strconv.Itoa(n), "MCS_ATTACK_ADDR="+p.hostPort(), "MCS_ATTACK_REQUEST="+request)
-	return attacker(t, cmd)
+	return startAttacker(t, cmd)
 }
 
-// attacker runs cmd, this test binary as an attacker (see TestMain),
-// until stop, which reports how many connections it opened.
-func attacker(t *testing.T, cmd *exec.Cmd) (stop func() int64) {
+// attack is an attacker process.
+type attack struct {
+	// stop stops the attacker and reports how many connections it opened.
+	stop  func() int64
+	ready chan struct{} // closed when the attacker says it is at full strength
+}
+
+// attackerReady is the line an attacker prints once each of its
+// connection loops has opened a connection and sent its request.
+const attackerReady = "ready"
+
+// startAttacker runs cmd, this test binary as an attacker (see TestMain),
+// until stop.
+func startAttacker(t *testing.T, cmd *exec.Cmd) *attack {
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut syncbuf.Buffer
+	cmd.Stderr = &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	var once sync.Once
+	a := &attack{ready: make(chan struct{})}
 	var opened int64
-	stop = func() int64 {
+	exited := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == attackerReady {
+				close(a.ready)
+			} else {
+				opened, _ = strconv.ParseInt(sc.Text(), 10, 64)
+			}
+		}
+		exited <- cmd.Wait() // once stdout is read to its end
+	}()
+	var once sync.Once
+	a.stop = func() int64 {
 		once.Do(func() {
 			in.Close() // the attacker stops when its stdin closes
 			select {
 			case err := <-exited:
 				if err != nil {
-					t.Errorf("slow readers: %v: %s", err, out.String())
+					t.Errorf("the attacker: %v: %s", err, errOut.String())
 				}
 			case <-time.After(time.Minute):
 				cmd.Process.Kill()
 				<-exited
-				t.Errorf("slow readers did not stop: %s", out.String())
+				t.Errorf("the attacker did not stop: %s", errOut.String())
 			}
-			opened, _ = strconv.ParseInt(strings.TrimSpace(out.String()), 10, 64)
 		})
 		return opened
 	}
-	t.Cleanup(func() { stop() })
-	return stop
+	t.Cleanup(func() { a.stop() })
+	return a
+}
+
+// atFullStrength waits until each of the attacker's connection loops has
+// opened a connection and sent its request.
+func (a *attack) atFullStrength(t *testing.T) {
+	t.Helper()
+	select {
+	case <-a.ready:
+	case <-time.After(time.Minute):
+		t.Fatal("the attacker was not at full strength within a minute")
+	}
 }
 
 // slowReadersEnv makes this test binary the slow-reader attacker, with that
@@ -441,34 +471,54 @@ func runAttacker(attack func(context.Context) int64) {
 	os.Exit(0)
 }
 
-// attackSlowly is the slow readers' loop, until ctx ends; it returns how
-// many connections it opened.
-func attackSlowly(ctx context.Context, n int, addr, request string) int64 {
+// loops runs n connection loops, each calling connect for a connection
+// until ctx ends and then holding it, and returns how many connections
+// they opened. Once every loop has had its first, it prints attackerReady.
+func loops(ctx context.Context, n int, connect func(ctx context.Context, i int) net.Conn, hold func(ctx context.Context, c net.Conn)) int64 {
 	var opened atomic.Int64
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	var first, wg sync.WaitGroup
+	first.Add(n)
+	go func() { first.Wait(); fmt.Println(attackerReady) }()
+	for i := range n {
+		wg.Go(func() {
+			firstDone := sync.OnceFunc(first.Done)
 			for ctx.Err() == nil {
-				c, err := slowConn(addr)
-				if err != nil {
-					time.Sleep(100 * time.Millisecond)
+				c := connect(ctx, i)
+				if c == nil {
 					continue
 				}
 				opened.Add(1)
-				io.WriteString(c, request)
-				holdUntilClosed(ctx, c)
+				firstDone()
+				hold(ctx, c)
 				c.Close()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return opened.Load()
 }
 
-func slowConn(addr string) (net.Conn, error) {
-	return attackDialer(net.ParseIP(attackerAddr)).Dial("tcp", addr)
+// dialAgain dials addr with d, waiting a little after a failure (the
+// attacker's own pace, on the wall clock, as another machine's would be),
+// and sends request; it returns nil when it failed or ctx ended.
+func dialAgain(ctx context.Context, d *net.Dialer, addr, request string) net.Conn {
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+		return nil
+	}
+	io.WriteString(c, request)
+	return c
+}
+
+// attackSlowly is the slow readers' loop, until ctx ends; it returns how
+// many connections it opened.
+func attackSlowly(ctx context.Context, n int, addr, request string) int64 {
+	d := attackDialer(net.ParseIP(attackerAddr))
+	return loops(ctx, n, func(ctx context.Context, _ int) net.Conn { return dialAgain(ctx, d, addr, request) }, holdUntilClosed)
 }
 
 // attackDialer dials from src with a 4 KiB receive buffer: nothing of a

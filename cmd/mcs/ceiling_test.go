@@ -9,7 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/internal/mctest"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
@@ -34,8 +35,7 @@ func TestMaxSpecFromCluster(t *testing.T) {
 	if _, err := dyn.Resource(cvs).UpdateStatus(ctx, cv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
-  spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
+	apply(kube.MachineConfigPools, mctest.RolePool("worker"))
 	apply(kube.MachineConfigs, workerMC("one"))
 
 	for _, tc := range []struct {
@@ -48,7 +48,7 @@ func TestMaxSpecFromCluster(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := start(t, append([]string{"--source", "kube", "--kubeconfig", kubeconfig, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--debounce", "20ms"}, tc.args...)...)
-			var st serve.Status
+			var st status.Status
 			waitFor(t, "the worker pool served", func() bool {
 				_, body, err := in.get("/status")
 				return err == nil && json.Unmarshal(body, &st) == nil && len(st.Pools) == 1

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/internal/ignclient"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/source"
 	"github.com/ignition-mcs/mcs/source/kube"
 
@@ -27,8 +28,7 @@ import (
 // takes the skew policy from the cluster's MachineConfiguration.
 func TestServeKubernetes(t *testing.T) {
 	kubeconfig, dyn, apply := controlPlane(t, true)
-	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
-  spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
+	apply(kube.MachineConfigPools, mctest.RolePool("worker"))
 	apply(kube.MachineConfigs, workerMC("one"))
 
 	in := start(t, "--source", "kube", "--kubeconfig", kubeconfig, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--debounce", "20ms")
@@ -141,8 +141,7 @@ func startSubcommand(t *testing.T, listens bool, args ...string) *instance {
 func TestControllerAndPruneSubcommands(t *testing.T) {
 	kubeconfig, dyn, apply := controlPlane(t, false)
 	apply(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, `{apiVersion: v1, kind: Namespace, metadata: {name: mcs}}`)
-	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
-  spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
+	apply(kube.MachineConfigPools, mctest.RolePool("worker"))
 	apply(kube.MachineConfigs, workerMC("one"))
 
 	ctl := startSubcommand(t, true, "controller", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--identity", "test", "--max-spec", "3.2.0")

@@ -15,7 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/internal/mctest"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
@@ -38,8 +39,7 @@ const (
 // naming the field.
 func TestNodeFailureReports(t *testing.T) {
 	kubeconfig, dyn, apply := controlPlane(t, true)
-	apply(kube.MachineConfigPools, `{apiVersion: machineconfiguration.openshift.io/v1, kind: MachineConfigPool, metadata: {name: worker},
-  spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: worker}}}}`)
+	apply(kube.MachineConfigPools, mctest.RolePool("worker"))
 	apply(kube.MachineConfigs, workerMC("one"))
 	in := start(t, "--source", "kube", "--kubeconfig", kubeconfig, "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--debounce", "20ms")
 	waitFor(t, "the worker pool served", func() bool { c, _, _ := in.get("/config/worker"); return c == 200 })
@@ -123,7 +123,7 @@ func floodReports(t *testing.T, in *instance, dyn dynamic.Interface, host string
 	if fetches == 0 || failed > 0 {
 		t.Errorf("node fetches during the flood: %d of %d failed", failed, fetches)
 	}
-	var st serve.Status
+	var st status.Status
 	_, raw, _ := in.get("/status")
 	if err := json.Unmarshal(raw, &st); err != nil {
 		t.Fatal(err)

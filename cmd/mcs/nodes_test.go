@@ -13,7 +13,7 @@ import (
 	"github.com/ignition-mcs/mcs/internal/ignclient"
 	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/internal/testpki"
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/status"
 )
 
 // Real nodes against the whole server over TLS, as the installer points
@@ -174,7 +174,7 @@ func TestNodeWaitsForPool(t *testing.T) {
 		t.Error("the retries are not counted")
 	}
 	_, st, _ := ti.get("/status")
-	var status serve.Status
+	var status status.Status
 	if err := json.Unmarshal(st, &status); err != nil || len(status.UnknownPools) != 1 || status.UnknownPools[0].Pool != "infra" {
 		t.Errorf("/status does not count the requests for the unknown pool (%v):\n%s", err, st)
 	}

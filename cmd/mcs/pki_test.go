@@ -6,12 +6,14 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,14 +21,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/ignclient"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/syncbuf"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/pki"
-	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/status"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
@@ -70,33 +75,37 @@ func pkiCluster(t *testing.T) (string, kubernetes.Interface) {
 
 // mountSecret copies a Secret's tls.crt and tls.key to files as the kubelet
 // does for a mounted Secret (key first, then the certificate the server
-// watches), until the test ends.
+// watches), on each change an informer sees, until the test ends.
 func mountSecret(t *testing.T, kc kubernetes.Interface, name, certFile, keyFile string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
+	written := make(chan struct{})
+	var once sync.Once
 	var last []byte
-	sync := func() bool {
-		s, err := kc.CoreV1().Secrets(mcoNS).Get(ctx, name, metav1.GetOptions{})
-		if err != nil || bytes.Equal(s.Data["tls.crt"], last) {
-			return err == nil
+	write := func(o any) { // an informer calls its handlers one at a time
+		s, ok := o.(*corev1.Secret)
+		if !ok || bytes.Equal(s.Data["tls.crt"], last) {
+			return
 		}
 		last = s.Data["tls.crt"]
 		_ = os.WriteFile(keyFile, s.Data["tls.key"], 0o600)
 		_ = os.WriteFile(certFile, s.Data["tls.crt"], 0o600)
-		return true
+		once.Do(func() { close(written) })
 	}
-	waitFor(t, "secret "+name, sync)
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			sync()
-			// The kubelet's own pace copying a Secret to files, against
-			// a real API server and mcs reading the files.
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
+	f := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithNamespace(mcoNS),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }))
+	if _, err := f.Core().V1().Secrets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: write, UpdateFunc: func(_, o any) { write(o) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	f.Start(stop)
+	t.Cleanup(func() { close(stop); f.Shutdown() })
+	select {
+	case <-written:
+	case <-time.After(time.Minute):
+		t.Fatalf("no secret %s within a minute", name)
+	}
 }
 
 // pointerCA is the CA bundle the pointer config in a user-data Secret
@@ -219,7 +228,7 @@ func TestRotationRehearsal(t *testing.T) {
 	waitFor(t, "the rewritten pointer config", func() bool { return !bytes.Equal(pointerCA(t, r.kc, "worker-user-data"), r.old) })
 	bundle := pointerCA(t, r.kc, "worker-user-data")
 	waitFor(t, "the new serving certificate served", func() bool { return len(tlsStatusOf(t, ti).Trust) == 2 })
-	if tr := tlsStatusOf(t, ti).Trust; !slices.ContainsFunc(tr, func(x serve.Trust) bool { return x.CA == firstCN(t, r.old) && !x.Expired }) {
+	if tr := tlsStatusOf(t, ti).Trust; !slices.ContainsFunc(tr, func(x status.Trust) bool { return x.CA == firstCN(t, r.old) && !x.Expired }) {
 		t.Errorf("/status before expiry does not show the old CA %s trusted: %+v", firstCN(t, r.old), tr)
 	}
 	// Spec-2 (and 3.0, 3.1) boot images read only the first certificate of
@@ -234,16 +243,23 @@ func TestRotationRehearsal(t *testing.T) {
 	// The margin says how close a slow machine came to the first CA's
 	// expiry before the steps that need it were done.
 	t.Logf("after the first CA expires (%s, %s from now)", first.Format(time.RFC3339), time.Until(first).Round(time.Second))
-	// Real Ignition clients check expiry on the machine's clock.
-	time.Sleep(time.Until(first) + 2*time.Second)
-	// The old CA is shown expired, or gone from the served chain where the
-	// serving certificate was re-read without its cross-signature since:
-	// either way /status never shows it as still trusted.
+	// Real Ignition clients check expiry on the machine's clock, as mcs
+	// does for /status: the old CA shown expired, or gone from the served
+	// chain where the serving certificate was re-read without its
+	// cross-signature since, it has expired for the clients too. /status
+	// must not stop trusting it before it expires, nor keep trusting it
+	// long after.
 	oldCA := firstCN(t, r.old)
-	for _, tr := range tlsStatusOf(t, ti).Trust {
-		if tr.CA == oldCA && !tr.Expired {
-			t.Errorf("/status after expiry still trusts %s: %+v", oldCA, tr)
+	testkit.Eventually(t, time.Until(first)+30*time.Second, "/status no longer trusting "+oldCA, func() error {
+		for _, tr := range tlsStatusOf(t, ti).Trust {
+			if tr.CA == oldCA && !tr.Expired {
+				return fmt.Errorf("still trusted: %+v", tr)
+			}
 		}
+		return nil
+	})
+	if now := time.Now(); now.Before(first) {
+		t.Errorf("/status stopped trusting %s at %s, before it expires at %s", oldCA, now.Format(time.RFC3339Nano), first.Format(time.RFC3339))
 	}
 	for v, run := range bootWith(ti, clients, r.old, 5*time.Second) {
 		res, err := run.Wait()
@@ -291,13 +307,13 @@ func firstCN(t *testing.T, bundle []byte) string {
 	return c.Subject.CommonName
 }
 
-func tlsStatusOf(t *testing.T, ti *tlsInstance) *serve.TLSStatus {
+func tlsStatusOf(t *testing.T, ti *tlsInstance) *status.TLSStatus {
 	t.Helper()
 	_, b, err := ti.get("/status", "Accept", "application/json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st struct{ TLS *serve.TLSStatus }
+	var st struct{ TLS *status.TLSStatus }
 	if err := json.Unmarshal(b, &st); err != nil || st.TLS == nil {
 		t.Fatalf("/status: %.300s %v", b, err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/hazards"
+	"github.com/ignition-mcs/mcs/internal/mctest"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/internal/testpki"
 )
@@ -379,20 +380,8 @@ func installCert(t *testing.T, certFile, keyFile, certPEM, keyPEM string) {
 	writeFile(t, filepath.Dir(certFile), filepath.Base(certFile), certPEM)
 }
 
-const pools = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: worker}
-spec:
-  machineConfigSelector:
-    matchLabels: {machineconfiguration.openshift.io/role: worker}
----
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata: {name: infra}
-spec:
-  machineConfigSelector:
-    matchLabels: {machineconfiguration.openshift.io/role: infra}
-`
+// pools are a worker and an infra pool, each selecting its own role.
+var pools = mctest.RolePool("worker") + "---\n" + mctest.RolePool("infra")
 
 // One pool's render fails: it keeps serving its last good render and
 // /status says why, while the other pools go on updating.

@@ -32,6 +32,9 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"serve/pipeline", "serve", "the render pipeline makes snapshots; it knows nothing of HTTP"},
 	{"serve/fetchlog", "serve", "the fetch records know nothing of HTTP"},
 	{"serve/fetchlog", "serve/pipeline", "the fetch records know nothing of how snapshots are made"},
+	{"serve/status", "serve", "the status for people reads snapshots and records; it knows nothing of HTTP's routes"},
+	{"serve/pipeline", "serve/status", "the render pipeline reports through pipeline.Health; it knows nothing of who shows it"},
+	{"insight", "serve", "insights read the status document, not the server"},
 	{"netlimit", "serve", "connection limits know nothing of what is served"},
 	{"netlimit", "render", "connection limits know nothing of what is served"},
 	{"preflight", "serve", "preflight reads a cluster as mcs start would, serving nothing"},
@@ -51,6 +54,7 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"internal/serving", "controller", "the server and the controller are apart"},
 	{"internal/admitd", "serve", "admission rewrites what is stored, it serves nothing"},
 	{"internal/admitd", "source", "admission sees each write as the API server sends it"},
+	{"internal/procstat", "serve", "reading /proc knows nothing of what it measures"},
 }
 
 func TestLayering(t *testing.T) {

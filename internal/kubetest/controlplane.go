@@ -215,6 +215,25 @@ func DecodeObjects(t testing.TB, data []byte) []*unstructured.Unstructured {
 	}
 }
 
+// DecodeDir reads every object of every *.yaml file in dir, the files in
+// name order; a directory without one fails t.
+func DecodeDir(t testing.TB, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no YAML files in %s (%v)", dir, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, DecodeObjects(t, data)...)
+	}
+	return out
+}
+
 // Resource is the client for an object's kind, in its namespace if it has one.
 func (cp *ControlPlane) Resource(t testing.TB, o *unstructured.Unstructured) (dynamic.ResourceInterface, schema.GroupVersionResource) {
 	t.Helper()

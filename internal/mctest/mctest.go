@@ -91,3 +91,13 @@ spec:
     matchLabels: {node-role.kubernetes.io/POOL: ""}
 `, "POOL", name)
 }
+
+// RolePool is the YAML of a pool named role selecting the MachineConfigs
+// labelled with that role, as OpenShift's own worker and master pools do.
+func RolePool(role string) string {
+	return strings.ReplaceAll(`apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata: {name: ROLE}
+spec: {machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: ROLE}}}
+`, "ROLE", role)
+}

@@ -72,3 +72,20 @@ spec:
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestRolePool(t *testing.T) {
+	var pool struct {
+		APIVersion, Kind string
+		Metadata         struct{ Name string }
+		Spec             struct {
+			MachineConfigSelector struct{ MatchLabels map[string]string }
+		}
+	}
+	if err := yaml.UnmarshalStrict([]byte(RolePool("infra")), &pool); err != nil {
+		t.Fatal(err)
+	}
+	if pool.Kind != "MachineConfigPool" || pool.Metadata.Name != "infra" ||
+		len(pool.Spec.MachineConfigSelector.MatchLabels) != 1 || pool.Spec.MachineConfigSelector.MatchLabels["machineconfiguration.openshift.io/role"] != "infra" {
+		t.Fatalf("%+v", pool)
+	}
+}

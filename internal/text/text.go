@@ -3,6 +3,7 @@ package text
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -28,6 +29,24 @@ func Truncate(s string, n int, tail string) string {
 		cut--
 	}
 	return s[:cut] + tail
+}
+
+// logValueMax bounds a header value in a log line: the headers are the
+// client's to choose (up to 64 KiB), every request is logged, and real
+// Ignition clients send under 200 bytes.
+const logValueMax = 256
+
+// ForLog is a request-supplied value cut to logValueMax bytes (at a rune
+// boundary), saying how long it was.
+func ForLog(v string) string {
+	if len(v) <= logValueMax {
+		return v
+	}
+	cut := logValueMax
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut] + "…(" + strconv.Itoa(len(v)) + " bytes)"
 }
 
 // Closest is the word of list a person most likely meant by name, for

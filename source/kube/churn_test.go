@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ignition-mcs/mcs/serve"
+	"github.com/ignition-mcs/mcs/serve/status"
 )
 
 // churnFor is how long TestChurnBacklog changes MachineConfigs:
@@ -125,13 +126,13 @@ func churn(ctx context.Context, t *testing.T, mcs dynamic.NamespaceableResourceI
 }
 
 // condition is the status's condition of type typ, or a zero one.
-func condition(s serve.Status, typ string) serve.Condition {
+func condition(s status.Status, typ string) status.Condition {
 	for _, c := range s.Conditions {
 		if c.Type == typ {
 			return c
 		}
 	}
-	return serve.Condition{}
+	return status.Condition{}
 }
 
 // gaugeValue is the value of the gauge name in reg, or -1 when absent.

@@ -637,9 +637,15 @@ func (st *stack) outage(t *testing.T, api *envtest.APIServer, before reply) {
 		if r := st.get(t, "/readyz", ""); r.code != http.StatusOK {
 			t.Fatalf("not ready during the outage: %d", r.code)
 		}
-		// The outage is a real API server stopped: serving must hold while
-		// client-go's reflectors retry on the wall clock, not a fake one.
-		time.Sleep(200 * time.Millisecond)
+		// Serving holds while client-go's reflectors retry the stopped API
+		// server: each retry is a failure counted.
+		errs := testutil.ToFloat64(src.m.errors)
+		eventually(t, renderWait, "the API server retried", func() error {
+			if testutil.ToFloat64(src.m.errors) == errs {
+				return fmt.Errorf("%v failures counted, no new one", errs)
+			}
+			return nil
+		})
 	}
 }
 

@@ -14,7 +14,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -28,6 +27,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ignition-mcs/mcs/internal/procstat"
 )
 
 func main() {
@@ -112,7 +113,7 @@ func measure(o options, n int) (*result, error) {
 	}
 	defer srv.stop()
 	r := &result{first: srv.ready}
-	if r.firstCPU, err = cpu(srv.cmd.Process.Pid); err != nil {
+	if r.firstCPU, err = procstat.CPU(srv.cmd.Process.Pid); err != nil {
 		return nil, err
 	}
 	// Work a server does after it is ready (specs encoded in the
@@ -151,7 +152,7 @@ func measure(o options, n int) (*result, error) {
 		return nil, err
 	}
 	// A worker MachineConfig changed: every pool but master changes.
-	cpu0, err := cpu(srv.cmd.Process.Pid)
+	cpu0, err := procstat.CPU(srv.cmd.Process.Pid)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +164,7 @@ func measure(o options, n int) (*result, error) {
 		return nil, err
 	}
 	r.allPools = time.Since(t0)
-	cpu1, err := cpu(srv.cmd.Process.Pid)
+	cpu1, err := procstat.CPU(srv.cmd.Process.Pid)
 	if err != nil {
 		return nil, err
 	}
@@ -281,37 +282,21 @@ func (s *server) waitChanged(pools []string, before map[string]string, limit tim
 
 // rss returns the process's resident and peak resident memory in MiB.
 func rss(pid int) (cur, peak float64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "VmRSS:":
-			cur = kb / 1024
-		case "VmHWM:":
-			peak = kb / 1024
-		}
-	}
-	return cur, peak, nil
+	c, p, err := procstat.Memory(pid)
+	return float64(c) / (1 << 20), float64(p) / (1 << 20), err
 }
 
 // settle waits until the process is idle: under 10 % of a core over a
 // quarter second (its poll of the tree costs a few percent).
 func settle(pid int, timeout time.Duration) error {
 	const window = 250 * time.Millisecond
-	last, err := cpu(pid)
+	last, err := procstat.CPU(pid)
 	if err != nil {
 		return err
 	}
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); {
 		time.Sleep(window)
-		now, err := cpu(pid)
+		now, err := procstat.CPU(pid)
 		if err != nil {
 			return err
 		}
@@ -321,29 +306,6 @@ func settle(pid int, timeout time.Duration) error {
 		last = now
 	}
 	return fmt.Errorf("still busy after %s", timeout)
-}
-
-// cpu is the CPU time (user and system) the process has used, from
-// /proc/pid/stat, in clock ticks of 1/100 s (USER_HZ on Linux).
-func cpu(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name, field 2, is in parentheses and may hold spaces.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name", pid, len(f))
-	}
-	var ticks int64
-	for _, s := range f[11:13] { // utime, stime: fields 14 and 15
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 func customName(i int) string { return fmt.Sprintf("custom-%03d", i) }

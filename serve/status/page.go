@@ -1,4 +1,4 @@
-package serve
+package status
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html/template"
-	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
@@ -47,37 +46,12 @@ func mustRead(name string) string {
 	return string(b)
 }
 
-// wantsHTML reports whether /status should answer with the page: when
-// ?format=html, or when the Accept header ranks HTML above JSON (browsers).
-// Everything else, curl and scripts included, gets JSON.
-func wantsHTML(r *http.Request) bool {
-	switch r.URL.Query().Get("format") {
-	case "html":
-		return true
-	case "json":
-		return false
-	}
-	for _, mr := range parseAccept(r.Header.Get("Accept")) {
-		if mr.q <= 0 {
-			continue
-		}
-		switch mr.typ + "/" + mr.subtype {
-		case "text/html", "application/xhtml+xml", "text/*":
-			return true
-		case "application/json", "application/*", "*/*":
-			return false
-		}
-	}
-	return false
-}
-
-// statusPage writes st as the page.
-func statusPage(w http.ResponseWriter, st Status, log *slog.Logger) {
+// WritePage writes st as the page, with its headers; on an error it
+// writes nothing.
+func WritePage(w http.ResponseWriter, st Status) error {
 	var buf bytes.Buffer
 	if err := pageTemplate.Execute(&buf, newPage(st, time.Now())); err != nil {
-		log.Error("rendering the status page", "err", err)
-		plain(w, http.StatusInternalServerError, "cannot render the status page: "+err.Error())
-		return
+		return err
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
@@ -86,6 +60,7 @@ func statusPage(w http.ResponseWriter, st Status, log *slog.Logger) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", pageCSP)
 	w.Write(buf.Bytes())
+	return nil
 }
 
 // page is what the template shows: the status document, and what a person
@@ -94,13 +69,15 @@ type page struct {
 	Status
 	Now      time.Time
 	CSS      template.CSS
-	Problems []problem
+	Problems []Problem
 	Cards    []poolView
 	Skew     *Condition
 	Refused  []refusedView
 }
 
-type problem struct {
+// Problem is one thing wrong, as the page heads it: an error, or with
+// Warn a warning; Anchor is the section that shows more.
+type Problem struct {
 	Warn   bool
 	Title  string
 	Detail string
@@ -185,29 +162,33 @@ func newRefusedView(b skewgate.Blocked) refusedView {
 	return v
 }
 
+// Problems lists what is wrong with st, worst first, as the page heads
+// it at now.
+func Problems(st Status, now time.Time) []Problem { return newPage(st, now).Problems }
+
 // problems lists what is wrong, worst first: nothing served, a stuck load,
 // failing renders, skipped files, a refused skew policy, waiting nodes,
 // refused nodes.
-func problems(st Status, refused []refusedView, now time.Time) []problem {
-	var out []problem
+func problems(st Status, refused []refusedView, now time.Time) []Problem {
+	var out []Problem
 	if !st.Ready {
-		out = append(out, problem{Title: "Nothing is served: no render has succeeded yet", Detail: "/config answers 503 and nodes retry until one does.", Anchor: "pools"})
+		out = append(out, Problem{Title: "Nothing is served: no render has succeeded yet", Detail: "/config answers 503 and nodes retry until one does.", Anchor: "pools"})
 	}
 	if st.ReloadStuck != "" {
 		title := "A load of the source is stuck; every pool serves its last good render"
 		if !st.Ready {
 			title = "A load of the source is stuck; nothing is served until a render succeeds"
 		}
-		out = append(out, problem{Title: title, Detail: st.ReloadStuck, Anchor: "pools"})
+		out = append(out, Problem{Title: title, Detail: st.ReloadStuck, Anchor: "pools"})
 	}
 	out = append(out, renderProblems(st, now)...)
 	if len(st.Warnings) > 0 {
-		out = append(out, problem{Warn: true, Anchor: "pools",
+		out = append(out, Problem{Warn: true, Anchor: "pools",
 			Title:  fmt.Sprintf("The newest load skipped %d file(s) of the source", len(st.Warnings)),
 			Detail: strings.Join(st.Warnings, "\n")})
 	}
 	if st.SkewPolicyError != "" {
-		out = append(out, problem{Title: "The source's boot-image skew policy was refused; the previous one stays in force", Detail: st.SkewPolicyError, Anchor: "skew"})
+		out = append(out, Problem{Title: "The source's boot-image skew policy was refused; the previous one stays in force", Detail: st.SkewPolicyError, Anchor: "skew"})
 	}
 	out = append(out, waitingProblems(st.Waiting, now)...)
 	if len(refused) > 0 {
@@ -216,7 +197,7 @@ func problems(st Status, refused []refusedView, now time.Time) []problem {
 			pools[r.Pool] = true
 		}
 		latest := refused[0]
-		out = append(out, problem{Warn: true, Anchor: "skew",
+		out = append(out, Problem{Warn: true, Anchor: "skew",
 			Title: fmt.Sprintf("%d recent node requests refused by the boot-image skew gate (pool %s); latest %s",
 				len(refused), strings.Join(slices.Sorted(maps.Keys(pools)), ", "), ago(latest.Time, now)),
 			Detail: "Latest: " + latest.Host + " (" + or(latest.Ignition, "unknown client") + "): " + latest.Reason + ", reference " + latest.ID})
@@ -226,11 +207,11 @@ func problems(st Status, refused []refusedView, now time.Time) []problem {
 
 // waitingProblems names what keeps nodes retrying (docs/reliability.md's
 // contract), the five most recent causes.
-func waitingProblems(waiting []Waiting, now time.Time) []problem {
-	var out []problem
+func waitingProblems(waiting []Waiting, now time.Time) []Problem {
+	var out []Problem
 	for i, w := range waiting {
 		if i == 5 {
-			out = append(out, problem{Warn: true, Title: fmt.Sprintf("… and %d more causes of waiting nodes (see waiting in the JSON)", len(waiting)-i)})
+			out = append(out, Problem{Warn: true, Title: fmt.Sprintf("… and %d more causes of waiting nodes (see waiting in the JSON)", len(waiting)-i)})
 			break
 		}
 		// Waiting for the first render or for a free slot ends by itself;
@@ -239,7 +220,7 @@ func waitingProblems(waiting []Waiting, now time.Time) []problem {
 		if w.Cause == CauseNotReady || w.Cause == CauseOverloaded {
 			ends = "once it passes"
 		}
-		out = append(out, problem{Warn: true, Anchor: "pools",
+		out = append(out, Problem{Warn: true, Anchor: "pools",
 			Title: fmt.Sprintf("Nodes wait, answered %d (%s) %s: %d requests from %d address(es), latest %s; they boot %s",
 				w.Code, w.Cause, forPool(w.Pool), w.Requests, w.Clients, ago(w.Last, now), ends),
 			Detail: w.Message})
@@ -249,8 +230,8 @@ func waitingProblems(waiting []Waiting, now time.Time) []problem {
 
 // renderProblems names each failing pool with what it serves instead; a
 // failure of the whole render, or of a pool never rendered, is shown as is.
-func renderProblems(st Status, now time.Time) []problem {
-	var out []problem
+func renderProblems(st Status, now time.Time) []Problem {
+	var out []Problem
 	shown := map[string]bool{}
 	for _, ps := range st.Pools {
 		if ps.Error == "" {
@@ -261,10 +242,10 @@ func renderProblems(st Status, now time.Time) []problem {
 		if ps.ErrorSince != nil {
 			title += " since " + timestamp(*ps.ErrorSince) + " (" + ago(*ps.ErrorSince, now) + ")"
 		}
-		out = append(out, problem{Title: title + "; it serves its last good render, " + ps.Rendered, Detail: ps.Error, Anchor: "pool-" + ps.Name})
+		out = append(out, Problem{Title: title + "; it serves its last good render, " + ps.Rendered, Detail: ps.Error, Anchor: "pool-" + ps.Name})
 	}
 	for _, f := range st.NodeFailures.Reports {
-		out = append(out, problem{Title: fmt.Sprintf("Node %s of pool %s failed its first boot at stage %s (%d reports, last %s)", f.Node, f.Pool, f.Stage, f.Count, ago(f.Last, now)),
+		out = append(out, Problem{Title: fmt.Sprintf("Node %s of pool %s failed its first boot at stage %s (%d reports, last %s)", f.Node, f.Pool, f.Stage, f.Count, ago(f.Last, now)),
 			Detail: f.Message, Anchor: "node-failures"})
 	}
 	e := st.LastError
@@ -283,9 +264,9 @@ func renderProblems(st Status, now time.Time) []problem {
 		if st.RenderedAt != nil {
 			title += "; every pool serves the last good render, of " + timestamp(*st.RenderedAt)
 		}
-		out = append(out, problem{Title: title, Detail: "Latest attempt " + timestamp(e.Time) + ":\n" + e.Message, Anchor: "pools"})
+		out = append(out, Problem{Title: title, Detail: "Latest attempt " + timestamp(e.Time) + ":\n" + e.Message, Anchor: "pools"})
 	case len(unshown) > 0:
-		out = append(out, problem{Title: "Never rendered, so nothing is served for pool " + strings.Join(unshown, ", "),
+		out = append(out, Problem{Title: "Never rendered, so nothing is served for pool " + strings.Join(unshown, ", "),
 			Detail: e.Message})
 	}
 	return out

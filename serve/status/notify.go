@@ -1,4 +1,4 @@
-package serve
+package status
 
 import (
 	"net"
@@ -13,7 +13,7 @@ import (
 // renderFailed records which pools fail since when and tells the notifier:
 // a pool's own failure names that pool; a failure as a whole is every
 // served pool's, since none of them could be rendered.
-func (rec *recorder) renderFailed(f *pipeline.Failure, now time.Time) {
+func (rec *Recorder) renderFailed(f *pipeline.Failure, now time.Time) {
 	var notices []source.Notice
 	rec.mu.Lock()
 	if rec.failingSince == nil {
@@ -55,11 +55,11 @@ func recovered(failingSince map[string]time.Time, snap *pipeline.Snapshot) bool 
 	return snap.AllRendered()
 }
 
-// refused tells the notifier about a node the skew gate stubbed. The
+// Refused tells the notifier about a node the skew gate stubbed. The
 // message names the node's address without its port, so one node's boot
 // loop repeats one message (which the event recorder counts) rather than
 // making a new one per connection.
-func (rec *recorder) refused(r skewgate.Request, d skewgate.Decision) {
+func (rec *Recorder) Refused(r skewgate.Request, d skewgate.Decision) {
 	if rec.notify == nil {
 		return
 	}

@@ -1,6 +1,7 @@
-package serve
+package status
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"sync"
 	"time"
@@ -10,13 +11,64 @@ import (
 	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/skewgate"
 	"github.com/ignition-mcs/mcs/source"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// recorder is the status recorder: how renders went, a reload stuck, the
+// Config configures a Recorder.
+type Config struct {
+	Logger *slog.Logger
+	// Registry receives the recorder's metrics.
+	Registry prometheus.Registerer
+	// Gate is shown in /status, never changed here; nil: none.
+	Gate *skewgate.Gate
+	// Source names what is served; MaxSpec says the spec ceiling renders
+	// are held to and where it came from.
+	Source, MaxSpec string
+	// Notify, when set, is told about refused nodes, failed renders, first
+	// fetches and failed certificate reloads; it must not block.
+	Notify func(source.Notice)
+	// Served returns the snapshot being served, or nil before the first.
+	Served func() *pipeline.Snapshot
+	// ServingCert, when set, returns the certificate chain the TLS
+	// listener serves.
+	ServingCert func() (*tls.Certificate, error)
+	// Backlog, when set, says what the source has seen change and not read
+	// yet.
+	Backlog func() source.Backlog
+	// Failures, when set, returns the first-boot failures nodes reported.
+	Failures func() nodefail.Status
+	// Waiting is where the request path notes the nodes it keeps waiting.
+	Waiting *WaitingNodes
+}
+
+// New returns a Recorder, or the error registering its metrics.
+func New(cfg Config) (*Recorder, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.Served == nil {
+		cfg.Served = func() *pipeline.Snapshot { return nil }
+	}
+	if cfg.Waiting == nil {
+		cfg.Waiting = &WaitingNodes{}
+	}
+	m, err := newRenderMetrics(cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	return &Recorder{log: cfg.Logger, m: m, gate: cfg.Gate, source: cfg.Source, maxSpec: cfg.MaxSpec, notify: cfg.Notify,
+		served: cfg.Served, backlog: cfg.Backlog, waiting: cfg.Waiting, failures: cfg.Failures,
+		cert: &certificateState{served: cfg.ServingCert}}, nil
+}
+
+// Recorder is the status recorder: how renders went, a reload stuck, the
 // nodes kept waiting and who fetched what, for /status, the metrics and
 // the notifier. The Reloader writes it through pipeline.Health; the request
-// path through waiting and the fetch log.
-type recorder struct {
+// path through the waiting nodes and the fetch log.
+type Recorder struct {
 	log     *slog.Logger
 	m       *renderMetrics
 	gate    *skewgate.Gate // shown, never changed here; nil: none
@@ -26,7 +78,7 @@ type recorder struct {
 	served  func() *pipeline.Snapshot
 	backlog func() source.Backlog // nil: a source that cannot lag
 
-	waiting  waitingNodes
+	waiting  *WaitingNodes
 	fetches  fetchlog.Log
 	failures func() nodefail.Status // nil: none
 	cert     *certificateState
@@ -44,8 +96,8 @@ type recorder struct {
 	failingSince map[string]time.Time
 }
 
-// The recorder is the Reloader's pipeline.Health.
-var _ pipeline.Health = (*recorder)(nil)
+// The Recorder is the Reloader's pipeline.Health.
+var _ pipeline.Health = (*Recorder)(nil)
 
 // RenderError is why the newest render failed, for /status.
 type RenderError struct {
@@ -58,9 +110,9 @@ type RenderError struct {
 	Pools []string `json:"pools,omitempty"`
 }
 
-// rendered records snap, just swapped in, as the newest render, clearing
+// Rendered records snap, just swapped in, as the newest render, clearing
 // the render error.
-func (rec *recorder) rendered(snap *pipeline.Snapshot) {
+func (rec *Recorder) Rendered(snap *pipeline.Snapshot) {
 	rec.mu.Lock()
 	rec.lastErr, rec.lastTry = nil, time.Now()
 	if recovered(rec.failingSince, snap) {
@@ -75,9 +127,9 @@ func (rec *recorder) rendered(snap *pipeline.Snapshot) {
 	rec.m.carried.Add(float64(snap.Carried))
 }
 
-// firstRenderFailed is why the newest render failed while nothing is
+// FirstRenderFailed is why the newest render failed while nothing is
 // served yet, or "" when something is served or no attempt has ended.
-func firstRenderFailed(rec *recorder) string {
+func (rec *Recorder) FirstRenderFailed() string {
 	if rec.served() != nil {
 		return ""
 	}
@@ -90,10 +142,10 @@ func firstRenderFailed(rec *recorder) string {
 }
 
 // Took records how long a render attempt took.
-func (rec *recorder) Took(d time.Duration) { rec.m.duration.Observe(d.Seconds()) }
+func (rec *Recorder) Took(d time.Duration) { rec.m.duration.Observe(d.Seconds()) }
 
 // Failed records a failed render; the current snapshot keeps serving.
-func (rec *recorder) Failed(f *pipeline.Failure) {
+func (rec *Recorder) Failed(f *pipeline.Failure) {
 	now := time.Now()
 	err := f.Err()
 	rec.mu.Lock()
@@ -111,7 +163,7 @@ func (rec *recorder) Failed(f *pipeline.Failure) {
 }
 
 // Warned records what the newest load skipped, logging what is new.
-func (rec *recorder) Warned(ws []string) {
+func (rec *Recorder) Warned(ws []string) {
 	rec.mu.Lock()
 	prev := rec.warnings
 	rec.warnings = ws
@@ -129,7 +181,7 @@ func (rec *recorder) Warned(ws []string) {
 
 // PolicyRefused records why the source's newest skew policy was refused;
 // nil: it was not.
-func (rec *recorder) PolicyRefused(err error) {
+func (rec *Recorder) PolicyRefused(err error) {
 	msg := ""
 	if err != nil {
 		msg = err.Error()
@@ -140,7 +192,7 @@ func (rec *recorder) PolicyRefused(err error) {
 }
 
 // SetStuck records a stuck load, or with nil that none is.
-func (rec *recorder) SetStuck(st *pipeline.Stuck) {
+func (rec *Recorder) SetStuck(st *pipeline.Stuck) {
 	rec.mu.Lock()
 	rec.stuck = st
 	rec.mu.Unlock()
@@ -153,7 +205,7 @@ func (rec *recorder) SetStuck(st *pipeline.Stuck) {
 }
 
 // tell hands n to the notifier, if any.
-func (rec *recorder) tell(n source.Notice) {
+func (rec *Recorder) tell(n source.Notice) {
 	if rec.notify != nil {
 		rec.notify(n)
 	}

@@ -1,4 +1,4 @@
-package serve
+package status
 
 import (
 	"crypto/tls"
@@ -26,12 +26,11 @@ type certificateState struct {
 // failure (its message names the files) becomes the CertificateReloadFailed
 // condition of /status and a CertificateReloadFailed notice on every pool
 // (Events with --source kube: every node fetching over TLS is concerned).
-func (s *Server) CertificateReload(err error) {
-	rec := s.rec
+func (rec *Recorder) CertificateReload(err error) {
 	if !rec.cert.record(err) {
 		return
 	}
-	if snap := s.snap.Load(); snap != nil {
+	if snap := rec.served(); snap != nil {
 		for _, pool := range snap.Names() {
 			rec.tell(source.Notice{Kind: source.NoticeCertificateReloadFailed, Pool: pool,
 				Message: "the TLS serving certificate was not reloaded; the previous one is served until it expires: " + err.Error()})

@@ -1,10 +1,9 @@
-package serve
+// Package status records how renders went, the nodes kept waiting and who fetched what, and shows it to people as the /status document and page.
+package status
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"time"
 
 	"github.com/ignition-mcs/mcs/convert"
@@ -99,8 +98,8 @@ type Condition struct {
 	Recent  []skewgate.Blocked `json:"recent,omitempty"`
 }
 
-// status returns the current status document.
-func (rec *recorder) status() Status {
+// Status returns the current status document.
+func (rec *Recorder) Status() Status {
 	st := Status{Source: rec.source, MaxSpec: rec.maxSpec, Pools: []PoolStatus{}, Conditions: []Condition{}, Waiting: rec.waiting.list(false), UnknownPools: rec.waiting.list(true), VersionOverride: versionOverride}
 	rec.mu.Lock()
 	st.LastError = rec.lastErr
@@ -203,24 +202,4 @@ func renderCondition(st Status) Condition {
 	}
 	c.Status, c.Reason, c.Message = "True", "RenderFailed", served+st.LastError.Message
 	return c
-}
-
-// statusHandler answers /status: the page for browsers, JSON otherwise.
-func statusHandler(rec *recorder) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if f := r.URL.Query().Get("format"); f != "" && f != "html" && f != "json" {
-			plain(w, http.StatusBadRequest, fmt.Sprintf("?format=%s: /status is served as html or json (?format=html, ?format=json, or by Accept)", bounded(f)))
-			return
-		}
-		if wantsHTML(r) {
-			statusPage(w, rec.status(), rec.log)
-			return
-		}
-		w.Header().Set("Vary", "Accept")
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(rec.status())
-	}
 }

@@ -1,4 +1,4 @@
-package serve
+package status
 
 import (
 	"crypto/ecdsa"
@@ -7,7 +7,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"math/big"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -75,8 +77,14 @@ func TestTLSStatus(t *testing.T) {
 // pointer configs boot nodes.
 func TestStatusPageTLS(t *testing.T) {
 	_, _, c := crossChain(t, time.Now(), "CA-A", "CA-B")
-	s := newTestServer(t, Config{ServingCert: func() (*tls.Certificate, error) { return c, nil }}, result(t, "worker", plainIgn))
-	w := get(t, s, "GET", "/status?format=html")
+	rec, err := New(Config{ServingCert: func() (*tls.Certificate, error) { return c, nil }, Served: func() *pipeline.Snapshot { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	if err := WritePage(w, rec.Status()); err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{"Serving certificate", "CA-A", "cross-signature of CA-B", "(in 59m"} {
 		if !strings.Contains(w.Body.String(), want) {
 			t.Errorf("the page lacks %q", want)
