@@ -34,7 +34,10 @@ var shared = &kubetest.Shared{}
 func TestMain(m *testing.M) { shared.Main(m, "admit", false, nil) }
 
 // timeoutSeconds is the webhook's: the API server gives up on it after this.
-const timeoutSeconds = 2
+// It is the deployed manifest's (deploy/openshift/admit/webhook.yaml): with
+// 2 s, a review under -race on a loaded machine outran it and the write was
+// stored as sent, which failed TestRenderApplyLoopNoOp.
+const timeoutSeconds = 5
 
 var machineConfigs = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
 

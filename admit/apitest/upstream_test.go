@@ -78,11 +78,15 @@ func TestUpstreamRenderController(t *testing.T) {
 		if admitted.name != "" && (got.name != admitted.name || !bytes.Equal(configOf(got.stored), admitted.sent)) {
 			t.Errorf("without the webhook the controller rendered %s, with it %s (from the lowered sources): not the same config", got.name, admitted.name)
 		}
+		syncs := waitSyncs(t, got.run, 3)
+		if after := get(t, s.cp.Dynamic, got.name); after.GetResourceVersion() != got.stored.GetResourceVersion() {
+			t.Errorf("without the webhook, %s written over %d pool syncs: resourceVersion %s → %s", got.name, syncs, got.stored.GetResourceVersion(), after.GetResourceVersion())
+		}
 		verdict := testkit.ReaderVerdicts(t, reader, map[string][]byte{"stored": configOf(got.stored)})["stored"]
 		if !strings.Contains(verdict, "unsupported config version") {
 			t.Errorf("the %s reader on %s as stored without the webhook: %q, want unsupported config version", readerVersion, got.name, verdict)
 		}
-		t.Logf("without the webhook: %s stored at %s; the %s reader: %s", got.name, storedVersion(got.stored), readerVersion, verdict)
+		t.Logf("without the webhook: %s stored at %s, resourceVersion %s over %d pool syncs; the %s reader: %s", got.name, storedVersion(got.stored), got.stored.GetResourceVersion(), syncs, readerVersion, verdict)
 	})
 }
 
@@ -110,7 +114,67 @@ func rehearseWithWebhook(t *testing.T, s *webhookServer, bin, kubeconfig, reader
 	got.sent = created[0]
 	checkStoredLowest(t, got, reader)
 	checkApplyLoopNoOp(t, s, rec, got)
+	t.Run("removed", func(t *testing.T) { checkWebhookRemoved(t, s, bin, kubeconfig, got) })
 	return got
+}
+
+// checkWebhookRemoved is what docs/admission.md says of removing the
+// webhook and of an outage: the controller, running again without it,
+// writes its 3.5.0 bytes back at its next sync under the same name (the
+// pool keeps pointing at it: no rollout). With the webhook back, its next
+// re-apply (it compares its own encoding with the API server's, which never
+// match byte for byte, so it sends one every sync) is stored lowered again,
+// and from then on nothing is written.
+func checkWebhookRemoved(t *testing.T, s *webhookServer, bin, kubeconfig string, got renderedConfig) {
+	lowest := storedVersion(got.stored)
+	s.down()
+	run := startUpstream(t, bin, kubeconfig)
+	back := waitStoredAt(t, s, run, got.name, "3.5.0")
+	if !bytes.Equal(configOf(back), got.sent) {
+		t.Errorf("%s written back otherwise than the controller first sent it", got.name)
+	}
+	s.up(t)
+	healed := waitStoredAt(t, s, run, got.name, lowest)
+	syncs := waitSyncs(t, run, 3)
+	after := get(t, s.cp.Dynamic, got.name)
+	if after.GetResourceVersion() != healed.GetResourceVersion() {
+		t.Errorf("%s lowered again at resourceVersion %s, then written at %s", got.name, healed.GetResourceVersion(), after.GetResourceVersion())
+	}
+	if name := poolTarget(t, s); name != got.name {
+		t.Errorf("the worker pool points at %q, want %s still", name, got.name)
+	}
+	t.Logf("webhook removed: %s written back at 3.5.0 (resourceVersion %s → %s), the pool still on it; webhook back: stored at %s again (→ %s), then %d pool syncs wrote nothing (%s)",
+		got.name, got.stored.GetResourceVersion(), back.GetResourceVersion(), lowest, healed.GetResourceVersion(), syncs, after.GetResourceVersion())
+}
+
+// waitSyncs waits for n more pool syncs, then stops the controller, and
+// returns how many it finished.
+func waitSyncs(t *testing.T, run *upstreamRun, n int) int {
+	t.Helper()
+	syncs0 := run.syncs()
+	kubetest.Eventually(t, 3*time.Minute, fmt.Sprintf("%d more pool syncs", n), func() error {
+		run.alive(t)
+		if got := run.syncs() - syncs0; got < n {
+			return run.waiting("%d pool syncs", got)
+		}
+		return nil
+	})
+	run.stop(t)
+	return run.syncs() - syncs0
+}
+
+// waitStoredAt waits until the controller has stored name at spec version v.
+func waitStoredAt(t *testing.T, s *webhookServer, run *upstreamRun, name, v string) *unstructured.Unstructured {
+	t.Helper()
+	var o *unstructured.Unstructured
+	kubetest.Eventually(t, 3*time.Minute, name+" stored at "+v, func() error {
+		run.alive(t)
+		if o = get(t, s.cp.Dynamic, name); storedVersion(o) != v {
+			return run.waiting("stored at %s", storedVersion(o))
+		}
+		return nil
+	})
+	return o
 }
 
 // checkStoredLowest: the rendered config OpenShift sent at 3.5.0 is stored
@@ -159,9 +223,10 @@ func checkApplyLoopNoOp(t *testing.T, s *webhookServer, rec *reviewRecorder, got
 	pool0 := poolObject(t, s)
 	start, syncs0, applies0 := time.Now(), got.run.syncs(), len(rec.of(got.name, admissionv1.Update))
 	kubetest.Eventually(t, 3*time.Minute, fmt.Sprintf("%d re-applies of %s", minApplies, got.name), func() error {
+		got.run.alive(t)
 		n, syncs := len(rec.of(got.name, admissionv1.Update))-applies0, got.run.syncs()-syncs0
 		if n < minApplies || syncs < minApplies {
-			return fmt.Errorf("%d re-applies and %d pool syncs so far; the controller's log ends:\n%s", n, syncs, got.run.tail())
+			return got.run.waiting("%d re-applies and %d pool syncs so far", n, syncs)
 		}
 		return nil
 	})
@@ -196,8 +261,9 @@ func renderWorker(t *testing.T, s *webhookServer, bin, kubeconfig string, v upst
 	run := startUpstream(t, bin, kubeconfig)
 	var name string
 	kubetest.Eventually(t, 3*time.Minute, "the worker pool pointing at a rendered config", func() error {
+		run.alive(t)
 		if name = poolTarget(t, s); name == "" {
-			return fmt.Errorf("not yet; the controller's log ends:\n%s", run.tail())
+			return run.waiting("not yet")
 		}
 		return nil
 	})
@@ -375,6 +441,31 @@ func (r *upstreamRun) stop(t *testing.T) {
 // syncs counts the worker pool syncs the controller has finished.
 func (r *upstreamRun) syncs() int {
 	return strings.Count(r.log.String(), `Finished syncing machineconfigpool "worker"`)
+}
+
+// alive ends the test, with the log's end, if the process has exited.
+func (r *upstreamRun) alive(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.exited:
+		t.Fatalf("%s exited: %v; its log ends:\n%s", r.cmd.Path, r.cmd.ProcessState, r.tail())
+	default:
+	}
+}
+
+// waiting is an error for kubetest.Eventually that adds the log's end
+// when it is printed, not at every poll.
+func (r *upstreamRun) waiting(format string, args ...any) error {
+	return logTailError{msg: fmt.Sprintf(format, args...), run: r}
+}
+
+type logTailError struct {
+	msg string
+	run *upstreamRun
+}
+
+func (e logTailError) Error() string {
+	return e.msg + "; the controller's log ends:\n" + e.run.tail()
 }
 
 // tail is the last lines of the log, for a failure message.

@@ -46,6 +46,11 @@ func launch(t testing.TB, listens bool, f func(ctx context.Context, stdout, stde
 	go func() { in.done <- f(ctx, in.stdout, in.stderr) }()
 	if listens {
 		waitFor(t, "listening", func() bool {
+			select {
+			case err := <-in.done: // not listening ever: say why now
+				t.Fatalf("mcs ended before it listened: %v\n%s", err, in.stderr.String())
+			default:
+			}
 			m := listening.FindStringSubmatch(in.stdout.String())
 			if m != nil {
 				in.base = m[1]

