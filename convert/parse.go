@@ -39,22 +39,35 @@ type Parsed struct {
 // config (YAML with a variant), validates it and translates it up to the newest
 // spec. Unknown keys are errors, not warnings: a parser that drops a field it
 // does not know (kernelArguments in a config labelled 3.2.0) loses content.
-func Parse(raw []byte) (*Parsed, error) { return parse(raw, true) }
+func Parse(raw []byte) (*Parsed, error) { return parse(raw, true, true) }
 
 // ParseDeclared is Parse without checking a config of an older spec against
 // the newest spec's rules as well: for a caller that writes the config only
 // at its declared spec or below (the encoder validates what it writes at
 // that spec), where the newest spec's rules are no reader's. It saves one
 // of the parse's two Ignition validations.
-func ParseDeclared(raw []byte) (*Parsed, error) { return parse(raw, false) }
+func ParseDeclared(raw []byte) (*Parsed, error) { return parse(raw, false, true) }
 
-func parse(raw []byte, checkNewest bool) (*Parsed, error) {
+// parse is Parse, ParseDeclared without checkNewest, and with quick, trying
+// quickVersion's way first.
+func parse(raw []byte, checkNewest, quick bool) (*Parsed, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 {
 		return nil, &InvalidError{Problems: []Problem{{Message: "empty config"}}}
 	}
 	if trimmed[0] != '{' {
 		return parseYAML(raw)
+	}
+	// Most configs are spec 3 with a plain version: found without decoding,
+	// and parsed by their spec's parser, which decodes and checks all of it
+	// (the version too). Anything else, or any error, takes the way below,
+	// which says why as it always has.
+	if vs, ok := quickVersion(raw); ok && quick {
+		if v, err := ParseVersion(vs); err == nil && v.Major == 3 && contains(inputVersions, v) && v.String() == vs {
+			if p, err := parseSpec3(raw, v, vs, checkNewest); err == nil {
+				return p, nil
+			}
+		}
 	}
 	var stub struct {
 		Ignition struct {
@@ -94,9 +107,14 @@ func parse(raw []byte, checkNewest bool) (*Parsed, error) {
 		}
 		return p, err
 	}
-	// Each spec is parsed by its own parser and brought up by upFrom rather
-	// than by Ignition's ParseCompatibleVersion, whose 3.4→3.5 step loses
-	// tang advertisements (see up34to35).
+	return parseSpec3(raw, v, vs, checkNewest)
+}
+
+// parseSpec3 is parse of a config declaring spec 3 version v (written vs).
+// Each spec is parsed by its own parser and brought up by upFrom rather
+// than by Ignition's ParseCompatibleVersion, whose 3.4→3.5 step loses tang
+// advertisements (see up34to35).
+func parseSpec3(raw []byte, v Version, vs string, checkNewest bool) (*Parsed, error) {
 	typed, rpt, err := spec3Parsers[v](raw)
 	if err != nil {
 		if errors.Is(err, ignerr.ErrUnknownVersion) {

@@ -182,7 +182,8 @@ func (c *cluster) checkCutoverState(t *testing.T, verb string, replicas int32, o
 func (c *cluster) preflight(t *testing.T) {
 	ctx := context.Background()
 	run := func() (string, error) {
-		in := startSubcommand(t, false, "preflight", "--kubeconfig", c.mcsConfig, "--timeout", "5s")
+		// 15 s: a deadline on a real API server; 5 s ran out at load 27 ("caches not synced").
+		in := startSubcommand(t, false, "preflight", "--kubeconfig", c.mcsConfig, "--timeout", "15s")
 		err := <-in.done
 		in.done <- err
 		return in.stdout.String(), err

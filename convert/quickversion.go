@@ -1,0 +1,161 @@
+package convert
+
+import (
+	"bytes"
+	"strings"
+)
+
+// quickVersion finds a JSON config's ignition.version as decoding it into
+// a struct would (the last of repeated keys), without decoding it. ok is
+// false wherever that is not certain: an escape in a key or the version, a
+// non-ASCII byte, a key that is "ignition" or "version" only when case is folded, an
+// ignition or version of another JSON type, or bytes it does not expect.
+// It checks no more of the JSON than it reads; the spec's parser does.
+func quickVersion(raw []byte) (version string, ok bool) {
+	s := scanner{b: raw}
+	found := false
+	ok = s.object(func(key string) bool {
+		switch {
+		case key == "ignition":
+			found = false
+			return s.object(func(key string) bool {
+				switch {
+				case key == "version":
+					v, isString := s.str()
+					version, found = v, isString
+					return isString
+				case strings.EqualFold(key, "version"):
+					return false
+				}
+				return s.skip()
+			})
+		case strings.EqualFold(key, "ignition"):
+			return false
+		}
+		return s.skip()
+	})
+	return version, ok && found
+}
+
+// scanner reads JSON just enough to find quickVersion's field.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+// object reads an object, calling member for each key with the scanner
+// at its value, which member must read; false stops it.
+func (s *scanner) object(member func(key string) bool) bool {
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return false
+	}
+	s.i++
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return true
+	}
+	for {
+		s.space()
+		key, ok := s.str()
+		if !ok {
+			return false
+		}
+		s.space()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		s.space()
+		if !member(key) {
+			return false
+		}
+		s.space()
+		if s.i >= len(s.b) {
+			return false
+		}
+		s.i++
+		switch s.b[s.i-1] {
+		case ',':
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str reads a string of plain ASCII (no escape, no control character):
+// what decoding it would not change.
+func (s *scanner) str() (string, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", false
+	}
+	end := bytes.IndexByte(s.b[s.i+1:], '"')
+	if end < 0 {
+		return "", false
+	}
+	v := s.b[s.i+1 : s.i+1+end]
+	for _, c := range v {
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			return "", false
+		}
+	}
+	s.i += end + 2
+	return string(v), true
+}
+
+// skip passes over one value of any type: strings whole (escapes
+// included), brackets counted outside strings.
+func (s *scanner) skip() bool {
+	depth := 0
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			if !s.skipString() {
+				return false
+			}
+			if depth == 0 {
+				return true
+			}
+			continue
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return true // the end of the enclosing object: a literal ended
+			}
+			depth--
+			if depth == 0 {
+				s.i++
+				return true
+			}
+		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return true // a number or literal ended
+		}
+		s.i++
+	}
+	return false
+}
+
+// skipString passes over a string, escapes included.
+func (s *scanner) skipString() bool {
+	for j := s.i + 1; j < len(s.b); j++ {
+		switch s.b[j] {
+		case '\\':
+			j++
+		case '"':
+			s.i = j + 1
+			return true
+		}
+	}
+	return false
+}
