@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/ignition-mcs/mcs/deploy"
 	"k8s.io/client-go/restmapper"
 )
 
@@ -45,8 +47,8 @@ var clusterVersions = schema.GroupVersionResource{Group: "config.openshift.io", 
 type Config struct {
 	Kube    kubernetes.Interface
 	Dynamic dynamic.Interface
-	// Manifests are deploy/openshift's objects; the DaemonSet among them
-	// is given the running one's arguments and Image.
+	// Manifests are deploy/openshift's objects (nil: those built in); the
+	// DaemonSet among them is given the running one's arguments and Image.
 	Manifests []*unstructured.Unstructured
 	Image     string // the mcs image; "" keeps the manifest's
 	// Interval is how often a wait looks again; Timeout bounds each wait.
@@ -95,6 +97,15 @@ type Cutover struct {
 func New(cfg Config) (*Cutover, error) {
 	if cfg.Kube == nil || cfg.Dynamic == nil {
 		return nil, errors.New("cutover: no clients")
+	}
+	if cfg.Manifests == nil {
+		files, err := deploy.OpenShift()
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Manifests, err = decode(files); err != nil {
+			return nil, err
+		}
 	}
 	if manifest(cfg.Manifests, "DaemonSet") == nil {
 		return nil, errors.New("cutover: the manifests hold no DaemonSet")

@@ -89,7 +89,7 @@ func newRehearsal(t *testing.T) *rehearsal {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := Decode(files)
+	objs, err := decode(files)
 	if err != nil {
 		t.Fatal(err)
 	}

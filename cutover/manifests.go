@@ -10,9 +10,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// Decode reads manifest files (YAML, several documents each) into
+// decode reads manifest files (YAML, several documents each) into
 // objects, in order, skipping empty documents.
-func Decode(files [][]byte) ([]*unstructured.Unstructured, error) {
+func decode(files [][]byte) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for i, f := range files {
 		d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(f), 4096)

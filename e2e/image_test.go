@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,12 +62,11 @@ func TestImage(t *testing.T) {
 		t.Errorf("image size = %d bytes, want (0, 64 MiB]", size)
 	}
 
-	addr := testkit.FreeAddr(t)
 	fixtures := filepath.Join(root, "fixtures/cluster")
 	args := append(runtimeArgs(), "run", "-d", "--rm", "--read-only", "--network", "host",
 		"--volume", fixtures+":/etc/mcs/machineconfigs:ro")
 	args = append(args, ulimitArgs()...)
-	args = append(args, image, "--dir", "/etc/mcs/machineconfigs", "--listen-plain", addr, "--listen-tls", "")
+	args = append(args, image, "--dir", "/etc/mcs/machineconfigs", "--listen-plain", "127.0.0.1:0", "--listen-tls", "")
 	runOut, err := exec.CommandContext(ctx, podman, args...).CombinedOutput()
 	if err != nil {
 		// The image was built, so the engine is there; it may still be unable
@@ -82,7 +82,7 @@ func TestImage(t *testing.T) {
 		_ = exec.Command(podman, "rm", "-f", id).Run()
 	})
 
-	base := "http://" + addr
+	base := containerListening(t, podman, id, time.Minute)
 	waitReady(t, base+"/readyz", time.Minute)
 
 	if users := podmanOut(t, podman, "top", id, "user"); !strings.Contains(users, "65532") || strings.Contains(users, "root") {
@@ -163,6 +163,30 @@ func ulimitArgs() []string {
 		out = append(out, "--ulimit", fmt.Sprintf("%s=%d:%d", l.name, n, n))
 	}
 	return out
+}
+
+// listening is the line mcs writes to stdout once its plain listener is
+// bound.
+var listening = regexp.MustCompile(`listening on (http://\S+)`)
+
+// containerListening is http://host:port of container id's plain listener,
+// bound on port 0 on the host's network, read from its log.
+func containerListening(t *testing.T, podman, id string, limit time.Duration) string {
+	t.Helper()
+	var base string
+	testkit.Eventually(t, limit, "mcs listening in container "+id, func() error {
+		out, err := exec.Command(podman, "logs", id).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("podman logs: %w: %s", err, out)
+		}
+		m := listening.FindSubmatch(out)
+		if m == nil {
+			return fmt.Errorf("no listening line in its log:\n%s", out)
+		}
+		base = string(m[1])
+		return nil
+	})
+	return base
 }
 
 func podmanOut(t *testing.T, podman string, args ...string) string {

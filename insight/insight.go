@@ -17,12 +17,12 @@ const window = time.Hour
 
 const runbooks = "https://github.com/ignition-mcs/mcs/blob/main/docs/alerts.md#"
 
-// FromStatus is the health insights st calls for at now: a pool's nodes
+// fromStatus is the health insights st calls for at now: a pool's nodes
 // refused for boot-image skew, renders failing, nodes waiting for a token
 // and first-boot failures reported (MCSPointerConfigCAExpiring is the
 // controller's, whose PKI manager knows the pointer configs). One insight
 // per condition and pool, named mcs-<condition>-<pool>.
-func FromStatus(st status.Status, now time.Time) []kube.HealthInsight {
+func fromStatus(st status.Status, now time.Time) []kube.HealthInsight {
 	var out []kube.HealthInsight
 	skewed := map[string]string{} // pool: reason
 	for _, c := range st.Conditions {

@@ -91,10 +91,10 @@ func (m *Manager) observe(r *Report) {
 	}
 }
 
-// Run passes until ctx ends: at start, every Resync, when a pool is added
+// run passes until ctx ends: at start, every Resync, when a pool is added
 // or deleted (its token and pointer config follow at once) and when the
 // Infrastructure changes (the serving certificate's names).
-func (m *Manager) Run(ctx context.Context) error {
+func (m *Manager) run(ctx context.Context) error {
 	f := dynamicinformer.NewDynamicSharedInformerFactory(m.cfg.Clients.Dynamic, 0)
 	for _, gvr := range []schema.GroupVersionResource{poolsGVR(), Infrastructures} {
 		// A pool's status changes all the time; the Infrastructure's only

@@ -159,7 +159,7 @@ func TestManagerRotateAndRevoke(t *testing.T) {
 	if certs, _ := parseCerts(serving.Data["tls.crt"]); len(certs) != 2 || !certs[1].IsCA {
 		t.Errorf("served chain: %d certificates", len(certs))
 	}
-	go m.Run(ctx)
+	go m.run(ctx)
 	if err := c.Dynamic.Resource(kube.MachineConfigPools).Delete(ctx, "infra", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

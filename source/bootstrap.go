@@ -109,7 +109,7 @@ func (b *Bootstrap) pool(pool, poolFile string) (*render.Result, error) {
 // presence), checked every Poll.
 func (b *Bootstrap) Watch(ctx context.Context, changed chan<- struct{}) {
 	stamp := func() string { return treeStamp(b.Dir) }
-	Poll(ctx, max(b.Poll, 100*time.Millisecond), stamp(), stamp, changed)
+	poll(ctx, max(b.Poll, 100*time.Millisecond), stamp(), stamp, changed)
 }
 
 // treeStamp is each file's path, size and modification time under dir.

@@ -106,15 +106,15 @@ func changedPaths(before, after []string) []string {
 // Watch sends on changed whenever the tree's fingerprint (names, sizes,
 // modification times, or an error reading it) changes, until ctx ends.
 func (d *Dir) Watch(ctx context.Context, changed chan<- struct{}) {
-	poll := d.Poll
-	if poll <= 0 {
-		poll = time.Second
+	every := d.Poll
+	if every <= 0 {
+		every = time.Second
 	}
 	last := d.fingerprint()
 	if d.watching != nil {
 		d.watching()
 	}
-	Poll(ctx, poll, last, d.fingerprint, changed)
+	poll(ctx, every, last, d.fingerprint, changed)
 }
 
 // fingerprint hashes entries, as Watch keeps only that.

@@ -5,12 +5,12 @@ import (
 	"time"
 )
 
-// Poll checks stamp every every and sends on changed whenever its value
+// poll checks stamp every every and sends on changed whenever its value
 // differs from the last, starting from last, until ctx ends. Polling, not
 // inotify, because it also sees Kubernetes ConfigMap symlink swaps, NFS, and
 // a directory removed and recreated. A signal already pending is enough (a
-// reload reads everything again), so Poll never blocks on changed.
-func Poll[T comparable](ctx context.Context, every time.Duration, last T, stamp func() T, changed chan<- struct{}) {
+// reload reads everything again), so poll never blocks on changed.
+func poll[T comparable](ctx context.Context, every time.Duration, last T, stamp func() T, changed chan<- struct{}) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

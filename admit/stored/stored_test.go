@@ -165,7 +165,7 @@ func startWatch(t *testing.T, cp *kubetest.ControlPlane, ceiling convert.Version
 // waitGauge waits until the gauge reads want, pool by pool.
 func waitGauge(t *testing.T, w *Watch, reg *prometheus.Registry, want map[string]int) {
 	t.Helper()
-	w.Refresh()
+	w.refresh()
 	kubetest.Eventually(t, time.Minute, fmt.Sprintf("the gauge at %v", want), func() error {
 		got, err := gaugeValues(reg)
 		if err != nil {
@@ -433,7 +433,7 @@ spec: {config: {ignition: {version: 3.5.0}, storage: {files: [{path: /etc/race, 
 }
 
 // The watch follows the ceiling: nothing reported before it is known (no
-// series, not a false 0), then each change counted again on Refresh; with
+// series, not a false 0), then each change counted again on refresh; with
 // no ceiling, what is stored above its lowest spec.
 func TestWatchFollowsCeiling(t *testing.T) {
 	cp := shared.Need(t)
@@ -479,7 +479,7 @@ spec: {config: {ignition: {version: 3.5.0}}}
 		}
 		return nil
 	})
-	w.Refresh()
+	w.refresh()
 	if got, err := gaugeValues(reg); err != nil || len(got) != 0 || w.latest() != nil {
 		t.Fatalf("before the ceiling is known: gauge %v (%v), report %+v", got, err, w.latest())
 	}

@@ -35,7 +35,7 @@ type Config struct {
 	// no number rather than one against the wrong ceiling.
 	Ceiling func() (spec convert.Version, known bool)
 	// Resync re-reads every object this often, so a changed Ceiling is
-	// seen without an event (0: never; Refresh does it at once).
+	// seen without an event (0: never; refresh does it at once).
 	Resync   time.Duration
 	Registry prometheus.Registerer
 	Log      *slog.Logger
@@ -65,9 +65,9 @@ func New(cfg Config) (*Watch, error) {
 	_ = w.pools.SetTransform(stripManagedFields)
 	for _, inf := range []cache.SharedIndexInformer{w.mcs, w.pools} {
 		if _, err := inf.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { w.Refresh() },
-			UpdateFunc: func(any, any) { w.Refresh() },
-			DeleteFunc: func(any) { w.Refresh() },
+			AddFunc:    func(any) { w.refresh() },
+			UpdateFunc: func(any, any) { w.refresh() },
+			DeleteFunc: func(any) { w.refresh() },
 		}, cfg.Resync); err != nil {
 			return nil, err
 		}
@@ -86,9 +86,9 @@ func (w *Watch) Start(ctx context.Context) {
 	go w.loop(ctx)
 }
 
-// Refresh asks for a pass now (a changed ceiling, say); passes asked for
+// refresh asks for a pass now (a changed ceiling, say); passes asked for
 // while one runs are one more pass.
-func (w *Watch) Refresh() {
+func (w *Watch) refresh() {
 	select {
 	case w.kick <- struct{}{}:
 	default:
@@ -126,7 +126,7 @@ func (w *Watch) loop(ctx context.Context) {
 func (w *Watch) pass() {
 	ceiling, known := w.cfg.Ceiling()
 	if !known {
-		return // Refresh is called once it is
+		return // refresh is called once it is
 	}
 	pools := poolsFrom(objects(w.pools.GetStore()))
 	mcs := objects(w.mcs.GetStore())

@@ -5,19 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
-	"github.com/ignition-mcs/mcs/internal/klogbridge"
+	"github.com/ignition-mcs/mcs/internal/admitd"
+	"github.com/ignition-mcs/mcs/internal/daemon"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -67,53 +60,27 @@ func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	// klogbridge routes controller-runtime's logger too (the certificate
-	// watcher logs through it): main's bridge, never a process-wide set here.
-	defer klogbridge.To(ctx, log)()
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	api, err := newAPIClients(rc)
+	// klogbridge (in daemon) routes controller-runtime's logger too (the
+	// certificate watcher logs through it): main's bridge, never a
+	// process-wide set here.
+	cmd, err := daemon.Start(ctx, daemon.Config{Log: log, REST: rc})
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	watch, ceiling, err := startStoredWatch(ctx, api, reg, log, o.recheck)
-	if err != nil {
-		return err
-	}
-	events := record.NewBroadcaster()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: api.kube.CoreV1().Events("")})
-	defer events.Shutdown()
-	host, _ := os.Hostname()
-	w := admit.New(admit.Config{
-		Logger: log, Registry: reg, Gatherer: reg, Deny: o.aboveCeiling == "deny",
-		Recorder: events.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: "mcs-admit", Host: host}),
-		Stored:   watch.Status,
-	})
+	defer cmd.Close()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	if o.maxSpec.IsZero() {
-		ticker := time.NewTicker(o.recheck)
-		defer ticker.Stop()
-		read := func(ctx context.Context) (admit.Ceiling, error) {
-			c, err := admit.CeilingFromCluster(ctx, api.dynamic)
-			if err == nil {
-				ceiling.set(c.Spec)
-			}
-			return c, err
-		}
-		go w.FollowCeiling(ctx, read, ticker.C)
-	} else {
-		ceiling.set(o.maxSpec)
-		w.SetCeiling(admit.Ceiling{Spec: o.maxSpec, Reader: "the release a rollback returns to (--max-spec " + o.maxSpec.String() + ")", Source: "--max-spec " + o.maxSpec.String()})
-	}
 	fmt.Fprintf(stdout, "mcs admit: listening on https://%s%s (above the ceiling: %s; ceiling: %s)\n", ln.Addr(), admit.MutatePath, o.aboveCeiling, ceilingWords(o.maxSpec))
-	return admit.ServeTLS(ctx, ln, w, admit.TLSConfig{CertFile: o.cert, KeyFile: o.key, Logger: log})
+	return admitd.Serve(ctx, ln, admitd.Config{
+		Client: cmd.API.Dynamic, Registry: cmd.Registry, Log: log, Recorder: cmd.Recorder("mcs-admit"),
+		Deny: o.aboveCeiling == "deny", MaxSpec: o.maxSpec, Recheck: o.recheck, Cert: o.cert, Key: o.key,
+	})
 }
 
 // ceilingWords says at start where the ceiling comes from.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -43,7 +44,7 @@ func runAdmitLowerExisting(ctx context.Context, args []string, stdout, stderr io
 	}
 	from := "--max-spec"
 	if ceiling.IsZero() {
-		c, err := admit.CeilingFromCluster(ctx, api.dynamic)
+		c, err := admit.CeilingFromCluster(ctx, api.Dynamic)
 		if err != nil {
 			return fmt.Errorf("%w (or give --max-spec)", err)
 		}
@@ -52,7 +53,7 @@ func runAdmitLowerExisting(ctx context.Context, args []string, stdout, stderr io
 	fmt.Fprintf(stdout, "ceiling: %s\n", describeCeiling(ceiling, from))
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	var n lowerCounts
-	err = stored.LowerExisting(ctx, stored.Restore{Client: api.dynamic, Ceiling: ceiling, Confirm: *confirm}, func(o stored.Outcome) {
+	err = stored.LowerExisting(ctx, stored.Restore{Client: api.Dynamic, Ceiling: ceiling, Confirm: *confirm}, func(o stored.Outcome) {
 		fmt.Fprintln(tw, n.line(o, *confirm))
 	})
 	tw.Flush()
@@ -86,7 +87,7 @@ func (n *lowerCounts) line(o stored.Outcome, confirm bool) string {
 				why += ": " + strings.Join(o.Forces, "; ")
 			}
 		}
-		return head + fmt.Sprintf("%s\tleft as it is: %s", or(o.Stored, "no spec"), why)
+		return head + fmt.Sprintf("%s\tleft as it is: %s", cmp.Or(o.Stored, "no spec"), why)
 	case !confirm:
 		n.fixable++
 		return head + fmt.Sprintf("%s -> %s\twould be stored again", o.Stored, o.To)
@@ -99,13 +100,6 @@ func (n *lowerCounts) line(o stored.Outcome, confirm bool) string {
 		n.written++
 		return head + fmt.Sprintf("%s -> %s\tstored again", o.Stored, o.To)
 	}
-}
-
-func or(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
 }
 
 func (n *lowerCounts) summary(w io.Writer, confirm bool) error {

@@ -9,19 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	configv1 "github.com/openshift/api/config/v1"
-	"sigs.k8s.io/yaml"
-
-	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
+	"github.com/ignition-mcs/mcs/internal/serving"
 	"github.com/ignition-mcs/mcs/internal/tlsnames"
-	"github.com/ignition-mcs/mcs/render"
 )
 
 // bootstrapOptions are OpenShift's machine-config-server bootstrap flags.
-type bootstrapOptions struct {
-	baseDir string
-	certs   []string // registry=file, file relative to baseDir
-}
+type bootstrapOptions struct{ serving.Bootstrap }
 
 // parseBootstrapFlags is mcs bootstrap's command line: OpenShift's
 // bootstrap server as the installer's bootstrap node runs it
@@ -47,12 +40,12 @@ func (bo *bootstrapOptions) define(fs *flag.FlagSet) {
 	setDefault(fs, "cert", defaultCert)
 	setDefault(fs, "key", defaultKey)
 	setDefault(fs, "bootstrap-kubeconfig", "/etc/kubernetes/kubeconfig")
-	fs.StringVar(&bo.baseDir, "server-basedir", "/etc/mcs/bootstrap", "directory of machine-pools/, machine-configs/ and controller-config/")
+	fs.StringVar(&bo.BaseDir, "server-basedir", "/etc/mcs/bootstrap", "directory of machine-pools/, machine-configs/ and controller-config/")
 	fs.Func("bootstrap-certs", "a registry CA as REGISTRY=FILE (FILE relative to --server-basedir), served as /etc/docker/certs.d/REGISTRY/ca.crt; may repeat", func(s string) error {
 		if strings.Count(s, "=") != 1 || strings.HasPrefix(s, "=") || strings.HasSuffix(s, "=") {
 			return errors.New("want REGISTRY=FILE")
 		}
-		bo.certs = append(bo.certs, s)
+		bo.Certs = append(bo.Certs, s)
 		return nil
 	})
 	fs.String("payload-version", "", "accepted for OpenShift's command line; logged by start only")
@@ -73,72 +66,24 @@ func (o *options) checkBootstrap() error {
 	if _, err := os.Stat(o.kubeconfig); err != nil {
 		return fmt.Errorf("--bootstrap-kubeconfig: %w", err)
 	}
-	if (o.cert == "") != (o.key == "") {
+	if (o.Cert == "") != (o.Key == "") {
 		return errors.New("--cert and --key go together")
 	}
 	return nil
-}
-
-// bootstrapNodeFiles reads, at every render, the kubeconfig file and the
-// registry CAs.
-func bootstrapNodeFiles(o *options) func() (render.NodeFiles, error) {
-	return func() (render.NodeFiles, error) {
-		nf, err := cmdline.NodeFiles(o.kubeconfig, o.kubeletCA)
-		if err != nil {
-			return nf, err
-		}
-		for _, c := range o.bootstrap.certs {
-			registry, file, _ := strings.Cut(c, "=")
-			pem, err := os.ReadFile(filepath.Join(o.bootstrap.baseDir, file))
-			if err != nil {
-				return nf, fmt.Errorf("--bootstrap-certs %s: %w", c, err)
-			}
-			nf.RegistryCAs = append(nf.RegistryCAs, render.RegistryCA{Registry: registry, PEM: pem})
-		}
-		return nf, nil
-	}
 }
 
 // bootstrapTLS takes the TLS profile from the installer's APIServer
 // manifest, as upstream's bootstrap server does
 // (DIR/api-server/api-server.yaml: /etc/mcs/bootstrap/api-server/api-server.yaml
 // by default), unless --tls-min-version or --tls-cipher-suites is given;
-// without one it is Intermediate. Suites Go does not have are left out, as
-// upstream's OpenSSLToIANACipherSuites leaves them.
+// without one it is Intermediate.
 func bootstrapTLS(o *options) error {
 	if o.set["tls-min-version"] || o.set["tls-cipher-suites"] {
 		return nil
 	}
-	path := filepath.Join(o.bootstrap.baseDir, "api-server", "api-server.yaml")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	v, names, found, err := tlsnames.APIServerProfile(filepath.Join(o.bootstrap.BaseDir, "api-server", "api-server.yaml"))
+	if found {
+		o.tls.minVersion, o.tls.names = v, names
 	}
-	if err != nil {
-		return err
-	}
-	var api configv1.APIServer
-	if err := yaml.Unmarshal(b, &api); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	spec := configv1.TLSProfiles[configv1.TLSProfileIntermediateType]
-	if p := api.Spec.TLSSecurityProfile; p != nil {
-		switch {
-		case p.Type == configv1.TLSProfileCustomType && p.Custom != nil:
-			spec = &p.Custom.TLSProfileSpec
-		case configv1.TLSProfiles[p.Type] != nil:
-			spec = configv1.TLSProfiles[p.Type]
-		}
-	}
-	v, err := tlsnames.Version(string(spec.MinTLSVersion))
-	if err != nil {
-		return fmt.Errorf("%s: $.spec.tlsSecurityProfile: %w", path, err)
-	}
-	o.tls.minVersion, o.tls.names = v, nil
-	for _, c := range spec.Ciphers {
-		if _, ok := tlsnames.Suite(c); ok {
-			o.tls.names = append(o.tls.names, c)
-		}
-	}
-	return nil
+	return err
 }

@@ -1,19 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"github.com/ignition-mcs/mcs/controller"
-	"github.com/ignition-mcs/mcs/internal/klogbridge"
+	"github.com/ignition-mcs/mcs/internal/daemon"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
 
@@ -84,16 +81,9 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 		o.identity = os.Getenv("POD_NAME")
 	}
 	if o.leaseNamespace == "" {
-		o.leaseNamespace = envOr("POD_NAMESPACE", "mcs")
+		o.leaseNamespace = cmp.Or(os.Getenv("POD_NAMESPACE"), "mcs")
 	}
 	return o, nil
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // runController is `mcs controller`: the controller, and its status
@@ -107,25 +97,27 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	defer klogbridge.To(ctx, log)()
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
 	rc.QPS, rc.Burst = float32(o.kubeQPS), o.kubeBurst
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cmd, err := daemon.Start(ctx, daemon.Config{Log: log})
+	if err != nil {
+		return err
+	}
+	defer cmd.Close()
 	c, err := controller.New(controller.Config{
 		REST: rc, Options: o.render, ControllerConfig: o.controllerConfig,
 		Identity: o.identity, LeaseNamespace: o.leaseNamespace, LeaseName: o.leaseName,
 		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewWithin, RetryPeriod: o.retryPeriod,
 		ReleaseOnCancel: true, DryRun: o.dryRun, Prune: o.prune, Keep: o.keep,
-		Resync: o.resync, Debounce: o.debounce, Workers: o.workers, PruneGrace: o.pruneGrace, Logger: log, Registerer: reg,
+		Resync: o.resync, Debounce: o.debounce, Workers: o.workers, PruneGrace: o.pruneGrace, Logger: log, Registerer: cmd.Registry,
 	})
 	if err != nil {
 		return err
 	}
-	stopPKI, err := startPKI(ctx, o.pki, rc, log, reg)
+	stopPKI, err := startPKI(ctx, o.pki, rc, log, cmd.Registry)
 	if err != nil {
 		return err
 	}
@@ -134,12 +126,7 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	srv := &http.Server{Handler: c.Handler(reg), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	cmd.Serve(ln, c.Handler(cmd.Registry))
 	fmt.Fprintf(stdout, "mcs controller: listening on http://%s (/status, /metrics, /healthz, /readyz)\n", ln.Addr())
-	err = c.Run(ctx)
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	return err
+	return c.Run(ctx)
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ignition-mcs/mcs/cutover"
-	"github.com/ignition-mcs/mcs/deploy"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -96,25 +95,12 @@ func runCutover(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // connect builds the cutover from the flags and deploy/openshift.
 func (c *cutoverCommand) connect(stderr io.Writer) (*cutover.Cutover, error) {
-	rc, err := restConfig(c.kubeconfig)
+	api, err := connect(c.kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	api, err := newAPIClients(rc)
-	if err != nil {
-		return nil, err
-	}
-	files, err := deploy.OpenShift()
-	if err != nil {
-		return nil, err
-	}
-	objs, err := cutover.Decode(files)
-	if err != nil {
-		return nil, err
-	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	return cutover.New(cutover.Config{Kube: api.kube, Dynamic: api.dynamic, Manifests: objs, Image: c.image,
-		Interval: c.interval, Timeout: c.timeout, Logger: log})
+	return cutover.New(cutover.Config{Kube: api.Kube, Dynamic: api.Dynamic, Image: c.image,
+		Interval: c.interval, Timeout: c.timeout, Logger: slog.New(slog.NewTextHandler(stderr, nil))})
 }
 
 // apply is mcs cutover apply: plan, prepare, preflight, apply.

@@ -42,7 +42,6 @@ type cluster struct {
 	apiCA     []byte                    // kubeconfig-data's ca-bundle.crt
 	token     string                    // the node-bootstrapper token
 	image     string                    // the worker pool's layered image
-	addr      string                    // 22623's stand-in, named in the pointer configs
 	certDir   string                    // machine-config-server-tls as the DaemonSet mounts it
 	tokenDir  string                    // node-bootstrapper-token as the DaemonSet mounts it
 	mcsConfig string                    // kubeconfig of mcs's ServiceAccount (deploy/openshift)
@@ -62,14 +61,17 @@ const (
 // DaemonSet's arguments as deploy/openshift's ServiceAccount. Real Ignition
 // clients of three eras boot with the pointer config read from the Secret
 // unchanged; the CA changed in kubeconfig-data reaches the next boot
-// without a restart.
+// without a restart. mcs binds its TLS port (22623's stand-in) on port 0,
+// and worker-user-data, naming it, is written once mcs says which: mcs
+// start reads no user-data, so the order changes nothing it does.
 func TestCutoverRehearsal(t *testing.T) {
 	c := newCluster(t)
 	args := append(daemonSetArgs(t, "--apiserver-url="+c.cp.Admin.Host),
 		"--kubeconfig", c.mcsConfig, "--cert", filepath.Join(c.certDir, "tls.crt"), "--key", filepath.Join(c.certDir, "tls.key"),
-		"--bootstrap-token-dir", c.tokenDir, "--listen-tls", c.addr, "--listen-plain", "127.0.0.1:0",
+		"--bootstrap-token-dir", c.tokenDir, "--listen-tls", "127.0.0.1:0", "--listen-plain", "127.0.0.1:0",
 		"--debounce", "20ms", "--poll", "100ms")
 	in := startSubcommand(t, true, args...)
+	c.applyUserData(t, in.tlsURL(t))
 	waitFor(t, "both pools served", func() bool {
 		a, b := in.servedFile(t, "master", pathAnnotations), in.servedFile(t, "worker", pathAnnotations)
 		return strings.Contains(a, c.rendered["master"].Name) && strings.Contains(b, c.rendered["worker"].Name)
@@ -220,7 +222,7 @@ const (
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	cp := kubetest.New(t, true)
-	c := &cluster{cp: cp, rootCA: testpki.NewCA(t), apiCA: testpki.NewCA(t).PEM, image: layeredImage, addr: testkit.FreeAddr(t)}
+	c := &cluster{cp: cp, rootCA: testpki.NewCA(t), apiCA: testpki.NewCA(t).PEM, image: layeredImage}
 	for _, ns := range []string{mcoNS, machineAPI, "openshift-image-registry"} {
 		cp.Apply(t, object(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
 	}
@@ -280,9 +282,8 @@ func asRendered(t *testing.T, r *render.Result) *render.MachineConfig {
 	return &mc
 }
 
-// applySecrets writes the serving certificate, the node-bootstrapper token,
-// kubeconfig-data and the installer's worker-user-data, and mounts the
-// first two as the DaemonSet does.
+// applySecrets writes the serving certificate, the node-bootstrapper token
+// and kubeconfig-data, and mounts the first two as the DaemonSet does.
 func (c *cluster) applySecrets(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
@@ -298,15 +299,22 @@ func (c *cluster) applySecrets(t *testing.T) {
 	// kubeconfig-data exists.
 	c.cp.Apply(t, secret(mcoNS, "node-bootstrapper-token", "Opaque", map[string][]byte{"token": []byte(c.token), "ca.crt": testpki.NewCA(t).PEM}))
 	c.cp.Apply(t, kubeconfigData(c.apiCA))
+	c.certDir = c.mount(t, mcoNS, "machine-config-server-tls")
+	c.tokenDir = c.mount(t, mcoNS, "node-bootstrapper-token")
+}
+
+// applyUserData writes the installer's worker-user-data: the pointer
+// config fetching worker from base (https://host:port) and trusting the
+// root CA.
+func (c *cluster) applyUserData(t *testing.T, base string) {
+	t.Helper()
 	pointer, _ := json.Marshal(map[string]any{"ignition": map[string]any{
 		"version": "3.2.0",
-		"config":  map[string]any{"merge": []any{map[string]any{"source": "https://" + c.addr + "/config/worker"}}},
+		"config":  map[string]any{"merge": []any{map[string]any{"source": base + "/config/worker"}}},
 		"security": map[string]any{"tls": map[string]any{"certificateAuthorities": []any{
 			map[string]any{"source": "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString(c.rootCA.PEM)}}}},
 	}})
 	c.cp.Apply(t, secret(machineAPI, "worker-user-data", "Opaque", map[string][]byte{"userData": pointer, "disableTemplating": []byte("true")}))
-	c.certDir = c.mount(t, mcoNS, "machine-config-server-tls")
-	c.tokenDir = c.mount(t, mcoNS, "node-bootstrapper-token")
 }
 
 // applyImageMode makes worker an image-mode pool: a MachineOSConfig with

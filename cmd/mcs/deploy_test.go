@@ -33,10 +33,10 @@ func TestDeploymentFlags(t *testing.T) {
 	if err != nil || o == nil {
 		t.Fatalf("the Deployment's args %q: %v", pod.Containers[0].Args, err)
 	}
-	if o.shutdownDelay == 0 {
+	if o.ShutdownDelay == 0 {
 		t.Error("no --shutdown-delay: nodes are sent to a closed port while endpoints update")
 	}
-	if need := o.shutdownDelay + o.shutdownGrace; time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second <= need {
+	if need := o.ShutdownDelay + o.ShutdownGrace; time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second <= need {
 		t.Errorf("terminationGracePeriodSeconds %d, but delay and grace take %v", *pod.TerminationGracePeriodSeconds, need)
 	}
 }

@@ -30,8 +30,6 @@ type instance struct {
 	stdout *syncbuf.Buffer
 }
 
-func (in *instance) stdoutForTLS() string { return in.stdout.String() }
-
 func start(t testing.TB, args ...string) *instance {
 	t.Helper()
 	return launch(t, true, func(ctx context.Context, stdout, stderr io.Writer) error { return run(ctx, args, nil, stdout, stderr) })

@@ -39,14 +39,23 @@ func startTLS(t *testing.T, dir string, pair func(*testpki.CA, testing.TB) testp
 	ti.install(t, pair(ca, t))
 	ti.instance = start(t, append([]string{"--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "127.0.0.1:0",
 		"--cert", ti.certFile, "--key", ti.keyFile, "--poll", "50ms", "--debounce", "20ms"}, args...)...)
+	ti.tlsBase = ti.tlsURL(t)
+	return ti
+}
+
+// tlsURL is https://host:port of in's TLS listener, bound on port 0, once
+// it says so.
+func (in *instance) tlsURL(t *testing.T) string {
+	t.Helper()
+	var base string
 	waitFor(t, "TLS listener", func() bool {
-		m := tlsListening.FindStringSubmatch(ti.stdout.String())
+		m := tlsListening.FindStringSubmatch(in.stdout.String())
 		if m != nil {
-			ti.tlsBase = m[1]
+			base = m[1]
 		}
 		return m != nil
 	})
-	return ti
+	return base
 }
 
 func (ti *tlsInstance) install(t *testing.T, p testpki.Pair) {

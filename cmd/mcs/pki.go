@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
+	"github.com/ignition-mcs/mcs/internal/daemon"
 	"github.com/ignition-mcs/mcs/pki"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
@@ -40,7 +41,9 @@ func pkiFlags(fs *flag.FlagSet, o *pkiOptions) {
 	fs.DurationVar(&o.resync, "pki-resync", time.Minute, "how often the PKI is checked without a change seen")
 }
 
-func (c *apiClients) pki() pki.Clients { return pki.Clients{Kube: c.kube, Dynamic: c.dynamic} }
+func pkiClients(api *daemon.Clients) pki.Clients {
+	return pki.Clients{Kube: api.Kube, Dynamic: api.Dynamic}
+}
 
 // startPKI is `mcs controller --manage-pki`: the PKI manager beside the
 // render controller, until ctx ends or stop is called (which waits for it).
@@ -48,18 +51,11 @@ func startPKI(ctx context.Context, o pkiOptions, rc *rest.Config, log *slog.Logg
 	if !o.manage {
 		return func() {}, nil
 	}
-	api, err := newAPIClients(rc)
+	api, err := daemon.NewClients(rc)
 	if err != nil {
 		return nil, err
 	}
-	m, err := pki.New(pki.Config{Clients: api.pki(), Lifetimes: o.lifetimes, Tokens: o.tokens, Resync: o.resync, Logger: log, Registry: reg})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = m.Run(ctx) }()
-	return func() { cancel(); <-done }, nil
+	return pki.Start(ctx, pki.Config{Clients: pkiClients(api), Lifetimes: o.lifetimes, Tokens: o.tokens, Resync: o.resync, Logger: log, Registry: reg})
 }
 
 const pkiUsage = "Usage: mcs pki status|rotate [flags]\n\nstatus: the machine-config-server CA, bundle, serving certificate, every user-data pointer config\n(which CAs it trusts and until when it boots a node) and the pool tokens, and what the\ncontroller's next pass would change.\nrotate: a new CA now, cross-signed by the current one, and a serving certificate from it;\na dry run unless --confirm. Give the same lifetimes as the controller.\n"
@@ -67,7 +63,7 @@ const pkiUsage = "Usage: mcs pki status|rotate [flags]\n\nstatus: the machine-co
 // pkiCommand is one `mcs pki` verb's flags.
 type pkiCommand struct {
 	fs      *flag.FlagSet
-	connect func() (*apiClients, error)
+	connect func() (*daemon.Clients, error)
 	format  string
 	confirm *bool
 	o       pkiOptions
@@ -97,7 +93,7 @@ func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	m, err := pki.New(pki.Config{Clients: api.pki(), Lifetimes: o.lifetimes, Tokens: o.tokens})
+	m, err := pki.New(pki.Config{Clients: pkiClients(api), Lifetimes: o.lifetimes, Tokens: o.tokens})
 	if err != nil {
 		return err
 	}

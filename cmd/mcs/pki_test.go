@@ -188,13 +188,7 @@ func startRehearsal(t *testing.T, ctx context.Context) *rehearsal {
 	mountSecret(t, kc, "machine-config-server-tls", r.ti.certFile, r.ti.keyFile)
 	r.ti.instance = start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "127.0.0.1:0",
 		"--cert", r.ti.certFile, "--key", r.ti.keyFile, "--poll", "50ms", "--debounce", "20ms")
-	waitFor(t, "TLS listener", func() bool {
-		m := tlsListening.FindStringSubmatch(r.ti.stdout.String())
-		if m != nil {
-			r.ti.tlsBase = m[1]
-		}
-		return m != nil
-	})
+	r.ti.tlsBase = r.ti.tlsURL(t)
 	return r
 }
 

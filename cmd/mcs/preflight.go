@@ -31,7 +31,7 @@ func runPreflight(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	cfg := preflight.Config{REST: api.rest, Kube: api.kube, SyncWait: *timeout}
+	cfg := preflight.Config{REST: api.REST, Kube: api.Kube, SyncWait: *timeout}
 	if *sa != "" {
 		ns, name, ok := strings.Cut(*sa, "/")
 		if !ok || ns == "" || name == "" {

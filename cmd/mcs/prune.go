@@ -40,7 +40,7 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !o.List && !o.Confirm {
 		fmt.Fprintln(stdout, "Dry run: nothing is deleted. Add --confirm to delete the rendered MachineConfigs below.")
 	}
-	rep, err := controller.Prune(ctx, api.dynamic, api.metadata, o)
+	rep, err := controller.Prune(ctx, api.Dynamic, api.Metadata, o)
 	if rep == nil {
 		return err
 	}

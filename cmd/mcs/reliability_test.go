@@ -322,13 +322,7 @@ func TestCertificateRotation(t *testing.T) {
 	installCert(t, certFile, keyFile, string(a.CertPEM), string(a.KeyPEM))
 	in := start(t, "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "127.0.0.1:0",
 		"--cert", certFile, "--key", keyFile, "--log-level", "error")
-	_ = in
-	var tlsBase string
-	waitFor(t, "tls listener", func() bool {
-		m := regexp.MustCompile(`https://\S+`).FindString(in.stdoutForTLS())
-		tlsBase = m
-		return m != ""
-	})
+	tlsBase := in.tlsURL(t)
 	serialOf := func() (*big.Int, error) {
 		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}
 		defer tr.CloseIdleConnections()

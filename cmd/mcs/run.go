@@ -3,101 +3,54 @@ package main
 import (
 	"context"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/rest"
 
-	"github.com/ignition-mcs/mcs/internal/klogbridge"
-	"github.com/ignition-mcs/mcs/internal/prom"
-	"github.com/ignition-mcs/mcs/netlimit"
-	"github.com/ignition-mcs/mcs/serve"
-	"github.com/ignition-mcs/mcs/serve/pipeline"
-	"github.com/ignition-mcs/mcs/source"
-	"github.com/ignition-mcs/mcs/source/kube"
+	"github.com/ignition-mcs/mcs/internal/daemon"
+	"github.com/ignition-mcs/mcs/internal/serving"
 )
 
-// run is mcs: flags, then serveOptions.
+// run is mcs: flags, then serving.Run.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return serving(parseFlags)(ctx, args, stdin, stdout, stderr)
+	return server(parseFlags)(ctx, args, stdin, stdout, stderr)
 }
 
-// serving is a server command (mcs, mcs start, mcs bootstrap): its command
+// server is a server command (mcs, mcs start, mcs bootstrap): its command
 // line read by parse (nil options: nothing to serve, as for --help), then
-// serveOptions.
-func serving(parse func(args []string, stderr io.Writer) (*options, error)) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
+// serving.Run.
+func server(parse func(args []string, stderr io.Writer) (*options, error)) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o, err := parse(args, stderr)
 		if err != nil || o == nil {
 			return err
 		}
-		return serveOptions(ctx, o, stdout, stderr)
+		log, err := o.log.logger(stderr)
+		if err != nil {
+			return err
+		}
+		cmd, err := daemon.Start(ctx, daemon.Config{Log: log})
+		if err != nil {
+			return err
+		}
+		defer cmd.Close()
+		return serving.Run(ctx, o.config(), log, cmd.Registry, stdout)
 	}
 }
 
-// serveOptions wires source, reloader and server as o asks (mcs or mcs
-// start), then runs their lifecycle (see lifecycle).
-func serveOptions(ctx context.Context, o *options, stdout, stderr io.Writer) error {
-	log, err := o.log.logger(stderr)
-	if err != nil {
-		return err
-	}
-	defer klogbridge.To(ctx, log)()
-	ro, ceiling := maxSpec(ctx, o, o.render, log)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	gate, reloadPolicy, err := newGate(o, log)
-	if err != nil {
-		return err
-	}
-	tokens, err := newTokens(ctx, o, log)
-	if err != nil {
-		return err
-	}
-	src, err := newSource(o, ro, log, reg)
-	if err != nil {
-		return err
-	}
-	notify, err := clusterNotifier(ctx, src)
-	if err != nil {
-		return err
-	}
-	files := nodeFiles(o)
-	if ks, ok := src.(*kube.Source); ok && o.start != nil {
-		files = startNodeFiles(o.start, ks)
+// config is the serving.Config the flags ask for, with what cmd/mcs
+// reads itself: the kubeconfig and the files served to nodes.
+func (o *options) config() *serving.Config {
+	c := o.Config
+	c.TLSAsked = o.set["listen-tls"] || o.set["secure-port"]
+	c.SpecGiven, c.MaxSpecGiven = o.set["spec"], o.set["max-spec"]
+	c.TLS = o.tls.config()
+	c.REST = func() (*rest.Config, error) { return restConfig(o.kubeAPIConfig) }
+	c.NodeFiles = nodeFiles(o)
+	if o.start != nil {
+		c.Start = &o.start.Start
 	}
 	if o.bootstrap != nil {
-		files = bootstrapNodeFiles(o)
+		c.Bootstrap = &o.bootstrap.Bootstrap
 	}
-	cfg := serve.Config{Logger: log, Registry: reg, DefaultSpec: o.defaultSpec, Tokens: tokens, Gate: gate, Source: src.String(), MaxSpec: ceiling, Notify: notify, MaxInFlight: o.maxInFlight, ServingCert: servingCert(o.listenTLS, o.cert, o.key)}
-	if l, ok := src.(source.Lagging); ok {
-		cfg.Backlog = l.Backlog
-	}
-	srv, err := serve.New(cfg)
-	if err != nil {
-		return err
-	}
-	if err := startInsights(ctx, o.kubeAPIConfig, src, srv, log); err != nil {
-		return err
-	}
-	rl := &pipeline.Reloader{Source: startSource(o, src, log), Server: srv, Gate: gate, Debounce: o.debounce, Timeout: o.reloadTimeout, Logger: log, NodeFiles: files}
-	cm, err := netlimit.NewMetrics(reg)
-	if err != nil {
-		return err
-	}
-	f, registered := prom.With(reg)
-	ls := listenDeps{conns: netlimit.NewTable(o.connLimits(log), nil, log, cm), certReport: certReport(log, newCertMetrics(f), srv), admin: srv.AdminHandler()}
-	if err := registered(); err != nil {
-		return err
-	}
-	if o.start != nil { // as OpenShift's server: /config/ and the probes only
-		ls.nodes = srv.NodeHandler()
-	}
-	// Registered before anything runs: SIGHUP's default action ends the process.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	return runLifecycle(ctx, o, srv, rl, ls, hup, reloadPolicy, log, stdout)
+	return &c
 }

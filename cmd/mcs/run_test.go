@@ -13,17 +13,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/mctest"
+	"github.com/ignition-mcs/mcs/internal/serving"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/serve"
-	"github.com/ignition-mcs/mcs/serve/pipeline"
-	"github.com/ignition-mcs/mcs/source"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -296,74 +292,16 @@ func TestListenTLSWithoutCertificate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			servers, err := listen(o, http.NotFoundHandler(), slog.New(slog.DiscardHandler), listenDeps{})
+			servers, err := o.config().Listen(http.NotFoundHandler(), slog.New(slog.DiscardHandler), serving.Listeners{})
 			for _, s := range servers {
-				s.ln.Close()
+				s.Listener.Close()
 			}
-			if tc.err == "" && (err != nil || len(servers) != 1 || servers[0].tls) {
+			if tc.err == "" && (err != nil || len(servers) != 1 || servers[0].TLS) {
 				t.Fatalf("listen: %v, %d servers", err, len(servers))
 			}
 			if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 				t.Fatalf("listen: %v, want %q", err, tc.err)
 			}
-		})
-	}
-}
-
-// slowSource's first load runs until ctx ends and then takes linger more,
-// on the synctest bubble's clock.
-type slowSource struct {
-	started  chan struct{}
-	done     chan struct{}
-	returned atomic.Bool
-	linger   time.Duration
-}
-
-func (s *slowSource) Load(ctx context.Context) (*source.Input, error) {
-	close(s.started)
-	<-ctx.Done()
-	time.Sleep(s.linger) // the bubble's clock: a source ignoring ctx
-	s.returned.Store(true)
-	close(s.done)
-	return nil, ctx.Err()
-}
-func (s *slowSource) Watch(ctx context.Context, _ chan<- struct{}) { <-ctx.Done() }
-func (s *slowSource) String() string                               { return "slow" }
-
-// runLifecycle returns only once the reloader has stopped, or after the
-// shutdown grace when it does not stop; on a synctest bubble's clock.
-func TestLifecycleWaitsForReloader(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		linger, grace time.Duration
-		waited        bool
-	}{
-		{"stops", 100 * time.Millisecond, 30 * time.Second, true},
-		{"stuck past the grace", 3 * time.Second, 200 * time.Millisecond, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				o := &options{listenPlain: "127.0.0.1:0", shutdownGrace: tc.grace}
-				src := &slowSource{started: make(chan struct{}), done: make(chan struct{}), linger: tc.linger}
-				log := slog.New(slog.DiscardHandler)
-				srv, err := serve.New(serve.Config{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				rl := &pipeline.Reloader{Source: src, Server: srv, Logger: log}
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan error, 1)
-				go func() { done <- runLifecycle(ctx, o, srv, rl, listenDeps{}, nil, func() {}, log, io.Discard) }()
-				<-src.started
-				cancel()
-				if err := <-done; err != nil {
-					t.Fatal(err)
-				}
-				if src.returned.Load() != tc.waited {
-					t.Fatalf("the load had returned: %v, want %v", src.returned.Load(), tc.waited)
-				}
-				<-src.done // the stuck load ends before the bubble does
-			})
 		})
 	}
 }
@@ -377,8 +315,8 @@ func TestEmptySpecValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (render.Options{MinSpec: render.DefaultMinSpec}); o.render != want || !o.defaultSpec.IsZero() {
-		t.Errorf("options %+v, default spec %s; want %+v and none", o.render, o.defaultSpec, want)
+	if want := (render.Options{MinSpec: render.DefaultMinSpec}); o.Render != want || !o.DefaultSpec.IsZero() {
+		t.Errorf("options %+v, default spec %s; want %+v and none", o.Render, o.DefaultSpec, want)
 	}
 }
 

@@ -1,32 +1,20 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"log/slog"
-	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/ignition-mcs/mcs/source"
+	"github.com/ignition-mcs/mcs/internal/serving"
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
 // startOptions are OpenShift's machine-config-server start flags that mcs
 // has no flag of its own for.
 type startOptions struct {
-	apiserverURL   string
-	payloadVersion string
-	tokenDir       string
-	verbosity      int
+	serving.Start
+	verbosity int
 }
 
 // Where OpenShift's DaemonSet mounts the serving certificate and the
@@ -60,9 +48,9 @@ func (so *startOptions) define(fs *flag.FlagSet) {
 	// The node ports serve /config/ and the probes only, as OpenShift's
 	// server; /status and /metrics name pools, renders and node addresses.
 	setDefault(fs, "listen-admin", defaultAdmin)
-	fs.StringVar(&so.apiserverURL, "apiserver-url", "", "URL of the API server written into the kubeconfig served to nodes (required)")
-	fs.StringVar(&so.payloadVersion, "payload-version", "", "the OpenShift release's version (logged)")
-	fs.StringVar(&so.tokenDir, "bootstrap-token-dir", defaultTokenDir, "directory of the node-bootstrapper token (token, ca.crt) put into the served kubeconfig")
+	fs.StringVar(&so.APIServerURL, "apiserver-url", "", "URL of the API server written into the kubeconfig served to nodes (required)")
+	fs.StringVar(&so.PayloadVersion, "payload-version", "", "the OpenShift release's version (logged)")
+	fs.StringVar(&so.TokenDir, "bootstrap-token-dir", defaultTokenDir, "directory of the node-bootstrapper token (token, ca.crt) put into the served kubeconfig")
 	fs.IntVar(&so.verbosity, "v", 0, "klog verbosity as OpenShift's DaemonSet sets it: 4 or more logs at debug unless --log-level is given")
 	fs.String("vmodule", "", "accepted for OpenShift's command line; ignored")
 	fs.Bool("logtostderr", true, "accepted for OpenShift's command line; mcs always logs to stderr")
@@ -81,7 +69,7 @@ func setDefault(fs *flag.FlagSet, name, value string) {
 var startRefused = []string{"dir", "source", "bootstrap-kubeconfig", "max-file-size", "max-tree-size"}
 
 func (o *options) checkStart() error {
-	if o.source != "kube" {
+	if o.Source != "kube" {
 		return errors.New("mcs start reads the cluster: --source must be kube")
 	}
 	for _, f := range startRefused {
@@ -89,14 +77,14 @@ func (o *options) checkStart() error {
 			return fmt.Errorf("--%s is not for mcs start, which reads the cluster and builds the node kubeconfig from --bootstrap-token-dir and --apiserver-url", f)
 		}
 	}
-	if o.start.apiserverURL == "" {
+	if o.start.APIServerURL == "" {
 		return errors.New("--apiserver-url is required: the URL nodes reach the API server at (OpenShift's: https://api-int.<cluster domain>:6443, the Infrastructure object's status.apiServerInternalURI)")
 	}
-	if err := checkAPIServerURL(o.start.apiserverURL); err != nil {
-		return fmt.Errorf("--apiserver-url %s: %w", o.start.apiserverURL, err)
+	if err := checkAPIServerURL(o.start.APIServerURL); err != nil {
+		return fmt.Errorf("--apiserver-url %s: %w", o.start.APIServerURL, err)
 	}
-	if err := checkTokenDir(o.start.tokenDir); err != nil {
-		return fmt.Errorf("--bootstrap-token-dir %s: %w", o.start.tokenDir, err)
+	if err := checkTokenDir(o.start.TokenDir); err != nil {
+		return fmt.Errorf("--bootstrap-token-dir %s: %w", o.start.TokenDir, err)
 	}
 	if o.start.verbosity >= 4 && !o.set["log-level"] {
 		o.log.level = "debug"
@@ -104,87 +92,22 @@ func (o *options) checkStart() error {
 	return o.check()
 }
 
-// placeholder matches what a template leaves for a person to fill in: an
-// upper-case word (CLUSTER.DOMAIN), <cluster>, {{.Host}}, ${HOST}.
-var placeholder = regexp.MustCompile(`(^|[.-])[A-Z][A-Z_]+([.-]|$)|[<>{}$]`)
-
-// checkAPIServerURL refuses a URL nodes could not use: mcs start writes it
-// into the kubeconfig every new node gets, so a placeholder would make
-// every node that joins fail to reach the API server, long after start.
+// checkAPIServerURL refuses a URL nodes could not use (see
+// kube.CheckAPIServerURL), saying where this cluster's is.
 func checkAPIServerURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
+	err := kube.CheckAPIServerURL(s)
+	if errors.Is(err, kube.ErrPlaceholder) {
+		return fmt.Errorf("%w: give this cluster's (oc get infrastructure cluster -o jsonpath='{.status.apiServerInternalURI}'), or let mcs cutover apply copy it from OpenShift's DaemonSet", err)
 	}
-	if u.Scheme != "https" || u.Hostname() == "" {
-		return errors.New("want https://HOST:PORT, the URL nodes reach the API server at (OpenShift's: https://api-int.<cluster domain>:6443)")
-	}
-	if placeholder.MatchString(u.Host) {
-		return errors.New("the host is a placeholder: give this cluster's (oc get infrastructure cluster -o jsonpath='{.status.apiServerInternalURI}'), or let mcs cutover apply copy it from OpenShift's DaemonSet")
-	}
-	return nil
+	return err
 }
 
 // checkTokenDir refuses a token directory without the token: mcs start
 // builds every node's kubeconfig from it.
 func checkTokenDir(dir string) error {
-	for _, f := range tokenFiles(dir) {
-		if _, err := os.Stat(f); err != nil {
-			return fmt.Errorf("%w: mcs start builds the node kubeconfig from its token and ca.crt (OpenShift's DaemonSet mounts Secret %s/node-bootstrapper-token there)",
-				unwrapPath(err), kube.MCONamespace)
-		}
+	if err := kube.CheckTokenDir(dir); err != nil {
+		return fmt.Errorf("%w: mcs start builds the node kubeconfig from its token and ca.crt (OpenShift's DaemonSet mounts Secret %s/node-bootstrapper-token there)",
+			err, kube.MCONamespace)
 	}
 	return nil
-}
-
-// unwrapPath names the file once: an *fs.PathError names it too.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", filepath.Base(pe.Path), pe.Err)
-	}
-	return err
-}
-
-// startSource is, for mcs start, the kube source reading what OpenShift's
-// server reads (kubeconfig-data, the image-mode objects), and a wrapper that
-// also signals when the token files change, so a rotated token reaches the
-// next node without a restart. Without start it is src unchanged.
-func startSource(o *options, src source.Source, log *slog.Logger) source.Source {
-	if o.start == nil {
-		return src
-	}
-	log.Info("mcs start", "apiserverURL", o.start.apiserverURL, "payloadVersion", o.start.payloadVersion, "tokenDir", o.start.tokenDir)
-	return &filesWatched{Source: src, paths: tokenFiles(o.start.tokenDir), every: o.poll}
-}
-
-func tokenFiles(dir string) []string {
-	return []string{filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")}
-}
-
-// filesWatched is a source that also signals a change when one of paths
-// changes (size, time or presence), checked every every.
-type filesWatched struct {
-	source.Source
-	paths []string
-	every time.Duration
-}
-
-func (f *filesWatched) Watch(ctx context.Context, changed chan<- struct{}) {
-	go f.Source.Watch(ctx, changed)
-	stamp := func() string { return stamps(f.paths) }
-	source.Poll(ctx, max(f.every, 100*time.Millisecond), stamp(), stamp, changed)
-}
-
-// stamps is the size and modification time of each path (following
-// symlinks, as a Secret volume's files are).
-func stamps(paths []string) string {
-	var b strings.Builder
-	for _, p := range paths {
-		if info, err := os.Stat(p); err == nil {
-			b.WriteString(strconv.FormatInt(info.Size(), 10) + " " + strconv.FormatInt(info.ModTime().UnixNano(), 10))
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
 }

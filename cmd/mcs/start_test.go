@@ -13,13 +13,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/synctest"
-	"time"
 
+	"github.com/ignition-mcs/mcs/internal/httpserve"
+	"github.com/ignition-mcs/mcs/internal/serving"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/internal/tlsnames"
 	"github.com/ignition-mcs/mcs/serve"
-	"github.com/ignition-mcs/mcs/source"
+	"github.com/ignition-mcs/mcs/source/kube"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -34,15 +34,15 @@ func TestStartFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := options{cert: defaultCert, key: defaultKey, source: "kube", renderMode: "pool", listenTLS: ":22623", listenPlain: ":22624", log: logOptions{level: "debug"}}
-	if o.cert != want.cert || o.key != want.key || o.source != want.source || o.renderMode != want.renderMode ||
-		o.listenTLS != want.listenTLS || o.listenPlain != want.listenPlain || o.log.level != want.log.level {
+	want := options{Config: serving.Config{Cert: defaultCert, Key: defaultKey, Source: "kube", RenderMode: "pool", ListenTLS: ":22623", ListenPlain: ":22624"}, log: logOptions{level: "debug"}}
+	if o.Cert != want.Cert || o.Key != want.Key || o.Source != want.Source || o.RenderMode != want.RenderMode ||
+		o.ListenTLS != want.ListenTLS || o.ListenPlain != want.ListenPlain || o.log.level != want.log.level {
 		t.Errorf("got %+v", o)
 	}
-	if o.listenAdmin != defaultAdmin {
-		t.Errorf("--listen-admin %q, want %q", o.listenAdmin, defaultAdmin)
+	if o.ListenAdmin != defaultAdmin {
+		t.Errorf("--listen-admin %q, want %q", o.ListenAdmin, defaultAdmin)
 	}
-	if o.start.tokenDir != tokens || o.start.apiserverURL != "https://api-int.c.example.com:6443" || o.start.payloadVersion != "4.21.0" {
+	if o.start.TokenDir != tokens || o.start.APIServerURL != "https://api-int.c.example.com:6443" || o.start.PayloadVersion != "4.21.0" {
 		t.Errorf("start options %+v", o.start)
 	}
 	cfg := o.tls.config()
@@ -53,7 +53,7 @@ func TestStartFlags(t *testing.T) {
 	// The ports as upstream's int flags, and an empty cipher list (the MCO
 	// renders --tls-cipher-suites= for an empty profile list).
 	o, err = parseStartFlags([]string{"--apiserver-url", "https://x:6443", "--bootstrap-token-dir", tokens, "--secure-port", "9443", "--insecure-port=9080", "--tls-cipher-suites="}, io.Discard)
-	if err != nil || o.listenTLS != ":9443" || o.listenPlain != ":9080" {
+	if err != nil || o.ListenTLS != ":9443" || o.ListenPlain != ":9080" {
 		t.Fatalf("%v %+v", err, o)
 	}
 	intermediate := tlsnames.Intermediate()
@@ -78,7 +78,7 @@ func TestStartFlags(t *testing.T) {
 // tokenDir is a directory holding the node-bootstrapper token's files.
 func tokenDir(t *testing.T) string {
 	dir := t.TempDir()
-	for _, f := range tokenFiles(dir) {
+	for _, f := range kube.TokenFiles(dir) {
 		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -135,40 +135,6 @@ func TestHelpListsAccepted(t *testing.T) {
 	}
 }
 
-// A rotated token (a Secret volume's files change) makes a reload, so the
-// next node gets it without a restart.
-func TestTokenRotationReloads(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, "token"), []byte("one"), 0o600)
-		w := &filesWatched{Source: idleSource{}, paths: tokenFiles(dir), every: 10 * time.Millisecond}
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		changed := make(chan struct{}, 1)
-		go w.Watch(ctx, changed)
-		testkit.Advance(time.Minute) // many polls, on the bubble's clock
-		select {
-		case <-changed:
-			t.Fatal("a change signalled before any")
-		default:
-		}
-		os.WriteFile(filepath.Join(dir, "token"), []byte("two-longer"), 0o600)
-		testkit.Advance(time.Second)
-		select {
-		case <-changed:
-		default:
-			t.Fatal("the rotated token signalled no change")
-		}
-	})
-}
-
-// idleSource is a source that never changes.
-type idleSource struct{}
-
-func (idleSource) Load(context.Context) (*source.Input, error)  { return &source.Input{}, nil }
-func (idleSource) Watch(ctx context.Context, _ chan<- struct{}) { <-ctx.Done() }
-func (idleSource) String() string                               { return "idle" }
-
 // mcs start's node ports answer /config/ and the probes only; /status and
 // /metrics are on --listen-admin. Plain mcs serves them on every port.
 func TestStartAdminOnly(t *testing.T) {
@@ -178,25 +144,25 @@ func TestStartAdminOnly(t *testing.T) {
 		nodeStatus int
 	}{{"mcs start", true, http.StatusNotFound}, {"mcs", false, http.StatusOK}} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := &options{listenPlain: "127.0.0.1:0", listenAdmin: "127.0.0.1:0"}
+			o := &options{Config: serving.Config{ListenPlain: "127.0.0.1:0", ListenAdmin: "127.0.0.1:0"}}
 			srv, err := serve.New(serve.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ls := listenDeps{admin: srv.AdminHandler()}
+			ls := serving.Listeners{Admin: srv.AdminHandler()}
 			if tc.start {
-				ls.nodes = srv.NodeHandler()
+				ls.Nodes = srv.NodeHandler()
 			}
-			servers, err := listen(o, srv, slog.New(slog.DiscardHandler), ls)
+			servers, err := o.config().Listen(srv, slog.New(slog.DiscardHandler), ls)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, s := range servers {
-				go s.serve()
-				t.Cleanup(func() { s.srv.Close() })
+				go s.Serve()
+				t.Cleanup(func() { s.HTTP.Close() })
 			}
-			code := func(s server, path string) int {
-				resp, err := http.Get("http://" + s.ln.Addr().String() + path)
+			code := func(s httpserve.Server, path string) int {
+				resp, err := http.Get("http://" + s.Listener.Addr().String() + path)
 				if err != nil {
 					t.Fatal(err)
 				}

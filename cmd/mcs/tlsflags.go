@@ -31,10 +31,4 @@ func (t *tlsOptions) define(defineFunc func(name, usage string, fn func(string) 
 }
 
 // config is the TLS configuration the options ask for.
-func (t *tlsOptions) config() *tls.Config {
-	ids, _ := tlsnames.Suites(t.names) // checked as parsed
-	if len(ids) == 0 {
-		ids = tlsnames.Intermediate()
-	}
-	return &tls.Config{MinVersion: t.minVersion, CipherSuites: ids}
-}
+func (t *tlsOptions) config() *tls.Config { return tlsnames.Config(t.minVersion, t.names) }

@@ -14,10 +14,10 @@ import (
 	"github.com/ignition-mcs/mcs/serve"
 )
 
-// Parse reads a token file (mcs's --auth-token-file): a token a line, then the pools it
+// parse reads a token file (mcs's --auth-token-file): a token a line, then the pools it
 // may fetch, separated by blanks; a token without pools fetches every pool
 // and reads /status and /metrics. # starts a comment line.
-func Parse(b []byte) ([]serve.Token, error) {
+func parse(b []byte) ([]serve.Token, error) {
 	var out []serve.Token
 	for i, line := range bytes.Split(b, []byte("\n")) {
 		fields := strings.Fields(string(line))

@@ -18,7 +18,7 @@ const (
 // pool list that is not pool names, or a token under 128 bits, is an error
 // naming the line.
 func TestParseTokens(t *testing.T) {
-	got, err := Parse([]byte("# admins\n" + allPools + "\n\n" + workerTok + " worker\n" + bothTok + " master  arbiter\n"))
+	got, err := parse([]byte("# admins\n" + allPools + "\n\n" + workerTok + " worker\n" + bothTok + " master  arbiter\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,15 +34,15 @@ func TestParseTokens(t *testing.T) {
 	for name, in := range map[string]string{"comma list": workerTok + " worker,master\n", "no tokens": "# none\n",
 		"one character": "x\n", "16 hex digits": "0123456789abcdef0123456789abcde\n", "a word": "s3cret worker\n"} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := Parse([]byte(in)); err == nil {
+			if _, err := parse([]byte(in)); err == nil {
 				t.Errorf("%q accepted", in)
 			}
 		})
 	}
-	if _, err := Parse([]byte(workerTok + " worker,master\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, err := parse([]byte(workerTok + " worker,master\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("error does not name the line: %v", err)
 	}
-	if _, err := Parse([]byte("# short\n" + allPools + "\nhunter2 worker\n")); err == nil || !strings.Contains(err.Error(), "line 3: the token has about 36 bits of entropy, want at least 128") {
+	if _, err := parse([]byte("# short\n" + allPools + "\nhunter2 worker\n")); err == nil || !strings.Contains(err.Error(), "line 3: the token has about 36 bits of entropy, want at least 128") {
 		t.Errorf("a short token: %v", err)
 	}
 }

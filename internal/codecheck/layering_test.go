@@ -47,6 +47,13 @@ var layering = []struct{ pkg, notOn, why string }{
 	{"internal/lifecycle", "serve", "the lifecycle runs any HTTP server"},
 	{"internal/tlsnames", "serve", "TLS names know nothing of what is served"},
 	{"internal/authtokens", "controller", "tokens are the server's, not the controller's"},
+	{"internal/daemon", "serve", "starting a command knows nothing of what it runs"},
+	{"internal/daemon", "controller", "starting a command knows nothing of what it runs"},
+	{"internal/httpserve", "serve", "listeners and HTTP servers serve any handler"},
+	{"internal/httpserve", "render", "listeners and HTTP servers serve any handler"},
+	{"internal/serving", "controller", "the server and the controller are apart"},
+	{"internal/admitd", "serve", "admission rewrites what is stored, it serves nothing"},
+	{"internal/admitd", "source", "admission sees each write as the API server sends it"},
 	{"internal/procstat", "serve", "reading /proc knows nothing of what it measures"},
 }
 

@@ -75,3 +75,20 @@ func (p *CertPair) observe(err error) {
 		p.report(err)
 	}
 }
+
+// LoadedPair is the pair cert and key as a status page shows it: read
+// again when the certificate file's content changes, the last that loaded
+// kept, and the error once none has.
+func LoadedPair(cert, key string) func() (*tls.Certificate, error) {
+	pair := &File[*tls.Certificate]{Path: cert, Parse: func([]byte) (*tls.Certificate, error) {
+		c, err := tls.LoadX509KeyPair(cert, key)
+		return &c, err
+	}}
+	return func() (*tls.Certificate, error) {
+		c, ok, err := pair.Get()
+		if !ok {
+			return nil, fmt.Errorf("TLS certificate %s and key %s (--cert, --key): %w", cert, key, err)
+		}
+		return c, nil
+	}
+}

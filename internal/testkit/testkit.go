@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,18 +40,6 @@ func check[In, Out comparable](name string, f func(In) Out, in In, want Out) str
 		return fmt.Sprintf("%s(%#v) = %#v, want %#v", name, in, got, want)
 	}
 	return ""
-}
-
-// FreeAddr is a loopback address ("127.0.0.1:PORT") whose port is free
-// now, for a server a test starts (or a client points at) later.
-func FreeAddr(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // Eventually calls f every 20ms until it returns nil, failing the test

@@ -9,8 +9,11 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,4 +108,22 @@ func (ca *CA) Issue(t testing.TB, notBefore, notAfter time.Time) Pair {
 // Serving is a certificate valid now, for an hour.
 func (ca *CA) Serving(t testing.TB) Pair {
 	return ca.Issue(t, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+}
+
+// Files writes the pair into dir as tls.crt and tls.key, and returns
+// their paths.
+func (p Pair) Files(t testing.TB, dir string) (cert, key string) {
+	t.Helper()
+	cert, key = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := errors.Join(os.WriteFile(cert, p.CertPEM, 0o600), os.WriteFile(key, p.KeyPEM, 0o600)); err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+// Pool is a pool of the CA alone, for a client that trusts it.
+func (ca *CA) Pool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.PEM)
+	return pool
 }

@@ -97,8 +97,8 @@ func Version(s string) (uint16, error) {
 	return 0, fmt.Errorf("unknown TLS version %q: want VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13", s)
 }
 
-// Suite is the ID of a suite named as Suites reads names.
-func Suite(name string) (uint16, bool) {
+// suite is the ID of a suite named as Suites reads names.
+func suite(name string) (uint16, bool) {
 	id, ok := cipherSuites[name]
 	return id, ok
 }

@@ -1,4 +1,4 @@
-package main
+package httpserve
 
 import "net/http"
 

@@ -1,0 +1,66 @@
+// Package admitd runs mcs admit: the admission webhook beside the watch of the MachineConfigs stored before it, both under one ceiling, fixed or followed from the cluster's ClusterVersion.
+package admitd
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/ignition-mcs/mcs/admit"
+	"github.com/ignition-mcs/mcs/admit/stored"
+	"github.com/ignition-mcs/mcs/convert"
+)
+
+// Config is what the webhook serves with.
+type Config struct {
+	Client   dynamic.Interface
+	Registry *prometheus.Registry
+	Log      *slog.Logger
+	Recorder admit.Recorder
+	Deny     bool // refuse a person's write above the ceiling
+	// MaxSpec is a fixed ceiling; zero: the ClusterVersion's, read every
+	// Recheck (each tick of Ticks, when given: a test's clock).
+	MaxSpec   convert.Version
+	Recheck   time.Duration
+	Ticks     <-chan time.Time
+	Cert, Key string // the serving pair, re-read when it changes
+}
+
+// Serve serves the webhook on ln until ctx ends.
+func Serve(ctx context.Context, ln net.Listener, c Config) error {
+	var ceiling stored.Ceiling
+	watch, err := stored.New(stored.Config{Client: c.Client, Ceiling: ceiling.Get, Resync: c.Recheck, Registry: c.Registry, Log: c.Log.With("watch", "stored")})
+	if err != nil {
+		return err
+	}
+	ceiling.Follow(watch)
+	watch.Start(ctx)
+	w := admit.New(admit.Config{
+		Logger: c.Log, Registry: c.Registry, Gatherer: c.Registry, Deny: c.Deny,
+		Recorder: c.Recorder, Stored: watch.Status,
+	})
+	if c.MaxSpec.IsZero() {
+		ticks := c.Ticks
+		if ticks == nil {
+			ticker := time.NewTicker(c.Recheck)
+			defer ticker.Stop()
+			ticks = ticker.C
+		}
+		read := func(ctx context.Context) (admit.Ceiling, error) {
+			cl, err := admit.CeilingFromCluster(ctx, c.Client)
+			if err == nil {
+				ceiling.Set(cl.Spec)
+			}
+			return cl, err
+		}
+		go w.FollowCeiling(ctx, read, ticks)
+	} else {
+		ceiling.Set(c.MaxSpec)
+		w.SetCeiling(admit.Ceiling{Spec: c.MaxSpec, Reader: "the release a rollback returns to (--max-spec " + c.MaxSpec.String() + ")", Source: "--max-spec " + c.MaxSpec.String()})
+	}
+	return admit.ServeTLS(ctx, ln, w, admit.TLSConfig{CertFile: c.Cert, KeyFile: c.Key, Logger: c.Log})
+}

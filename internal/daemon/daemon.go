@@ -1,0 +1,112 @@
+// Package daemon starts a long-running mcs command the same way each time: its logger, the klog bridge, a metrics registry, its API clients, Events and a status listener, all undone when the command ends.
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ignition-mcs/mcs/internal/klogbridge"
+	"github.com/ignition-mcs/mcs/internal/logthrottle"
+)
+
+// NewLogger is a logger writing format ("text" or "json") to w at level,
+// lines an outsider can repeat at will throttled (see logthrottle).
+func NewLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, error) {
+	ho := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "text":
+		return slog.New(logthrottle.New(slog.NewTextHandler(w, ho), nil)), nil
+	case "json":
+		return slog.New(logthrottle.New(slog.NewJSONHandler(w, ho), nil)), nil
+	}
+	return nil, fmt.Errorf("%q is not text or json", format)
+}
+
+// newRegistry is a private metrics registry with the Go runtime's and the
+// process's collectors, which every command's /metrics shows.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Config is how a command starts.
+type Config struct {
+	Log *slog.Logger
+	// REST is the API server's config; nil for a command that reads none.
+	REST *rest.Config
+}
+
+// Command is a started command. Close undoes what Start did.
+type Command struct {
+	Log      *slog.Logger
+	Registry *prometheus.Registry
+	API      *Clients // nil without Config.REST
+	undo     []func()
+}
+
+// Start routes klog's lines (and controller-runtime's) through cfg.Log
+// until Close, and makes the registry and the API clients.
+func Start(ctx context.Context, cfg Config) (*Command, error) {
+	c := &Command{Log: cfg.Log, Registry: newRegistry()}
+	c.undo = append(c.undo, klogbridge.To(ctx, cfg.Log))
+	if cfg.REST != nil {
+		api, err := NewClients(cfg.REST)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.API = api
+	}
+	return c, nil
+}
+
+// Close undoes Start, and stops what the command started since, latest
+// first.
+func (c *Command) Close() {
+	for i := len(c.undo) - 1; i >= 0; i-- {
+		c.undo[i]()
+	}
+	c.undo = nil
+}
+
+// Recorder is an Event recorder for component, sending through the API
+// clients until Close. In a pod the host name is the pod's: each
+// replica's Events say which one saw what.
+func (c *Command) Recorder(component string) record.EventRecorder {
+	events := record.NewBroadcaster()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.API.Kube.CoreV1().Events("")})
+	c.undo = append(c.undo, events.Shutdown)
+	host, _ := os.Hostname()
+	return events.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: component, Host: host})
+}
+
+// shutdownGrace is how long a status listener's requests under way get
+// to finish when the command ends.
+const shutdownGrace = 5 * time.Second
+
+// Serve serves h (status, metrics, probes) over plain HTTP on ln until
+// Close, which lets requests under way finish for shutdownGrace.
+func (c *Command) Serve(ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	c.undo = append(c.undo, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+}
