@@ -17,7 +17,7 @@ var (
 )
 
 // otherTools start the commands in the docs whose flags are not mcs's.
-var otherTools = []string{"oc", "kubectl", "curl", "podman", "unshare", "jq", "git", "go", "make", "ls", "sed", "base64", "openssl", "wrk", "ignition", "butane", "chromium"}
+var otherTools = []string{"oc", "kubectl", "curl", "podman", "unshare", "jq", "git", "go", "make", "ls", "sed", "base64", "openssl", "wrk", "ignition", "butane", "chromium", "etcd"}
 
 // Every --flag the README and docs name in code (a span, or a line of a
 // block) is a flag of mcs, one of its commands or render, unless the code
