@@ -43,9 +43,65 @@ type cluster struct {
 	ignitionURL string            // host:port pointer configs fetch from
 }
 
-// read gathers the cluster's PKI objects, pools and Infrastructure. An
-// object that does not parse is reported in cur.problems and planned anew.
+// readAttempts bounds how often read starts over because another writer
+// (the controller, or `mcs pki rotate` beside it) changed the PKI meanwhile.
+const readAttempts = 5
+
+// read gathers the cluster's PKI objects, pools and Infrastructure as one
+// state. A pass reading the signer before another writer's rotation and
+// the serving Secret after it would plan from the old CA with the new
+// certificate, and write that certificate without the cross-signature a
+// node trusting the old CA needs (and the bundle led by the old CA), with
+// resourceVersions fresh enough to succeed. So the signer, bundle and
+// serving objects are read again at the end, and the read starts over if
+// any of them changed meanwhile. An object that does not parse is
+// reported in cur.problems and planned anew.
 func read(ctx context.Context, c Clients) (*cluster, error) {
+	for range readAttempts {
+		cl, err := readOnce(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		same, err := cl.unchanged(ctx, c)
+		if err != nil || same {
+			return cl, err
+		}
+	}
+	return nil, fmt.Errorf("reading the PKI objects: %w", errConflict)
+}
+
+// unchanged says whether the signer, bundle and serving objects are still
+// the versions cl read (or still absent).
+func (cl *cluster) unchanged(ctx context.Context, c Clients) (bool, error) {
+	signer, err := getSecret(ctx, c, mcoNamespace, signerName)
+	if err != nil {
+		return false, err
+	}
+	serving, err := getSecret(ctx, c, mcoNamespace, servingName)
+	if err != nil {
+		return false, err
+	}
+	bundle, err := getConfigMap(ctx, c, mcoNamespace, bundleName)
+	if err != nil {
+		return false, err
+	}
+	return sameVersion(signer, cl.signerSec) && sameVersion(serving, cl.servingSec) && sameVersion(bundle, cl.bundleCM), nil
+}
+
+// sameVersion compares two reads of one object by resourceVersion; nil is
+// absent.
+func sameVersion[T interface {
+	comparable
+	GetResourceVersion() string
+}](a, b T) bool {
+	var none T
+	if a == none || b == none {
+		return a == b
+	}
+	return a.GetResourceVersion() == b.GetResourceVersion()
+}
+
+func readOnce(ctx context.Context, c Clients) (*cluster, error) {
 	cl := &cluster{tokens: map[string]*corev1.Secret{}, pools: map[string]string{}}
 	var err error
 	if cl.signerSec, err = getSecret(ctx, c, mcoNamespace, signerName); err != nil {
@@ -54,13 +110,8 @@ func read(ctx context.Context, c Clients) (*cluster, error) {
 	if cl.servingSec, err = getSecret(ctx, c, mcoNamespace, servingName); err != nil {
 		return nil, err
 	}
-	cm, err := c.Kube.CoreV1().ConfigMaps(mcoNamespace).Get(ctx, bundleName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return nil, fmt.Errorf("configmap %s/%s: %w", mcoNamespace, bundleName, err)
-	default:
-		cl.bundleCM = cm
+	if cl.bundleCM, err = getConfigMap(ctx, c, mcoNamespace, bundleName); err != nil {
+		return nil, err
 	}
 	if err := cl.readPKI(ctx, c); err != nil {
 		return nil, err
@@ -80,6 +131,17 @@ func getSecret(ctx context.Context, c Clients, ns, name string) (*corev1.Secret,
 		return nil, fmt.Errorf("secret %s/%s: %w", ns, name, err)
 	}
 	return s, nil
+}
+
+func getConfigMap(ctx context.Context, c Clients, ns, name string) (*corev1.ConfigMap, error) {
+	cm, err := c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("configmap %s/%s: %w", ns, name, err)
+	}
+	return cm, nil
 }
 
 // readPKI parses the signer, bundle and serving objects and the CAs the
@@ -105,11 +167,11 @@ func (cl *cluster) readPKI(ctx context.Context, c Clients) error {
 		cur.bundle = b
 	}
 	if s := cl.servingSec; s != nil {
-		p, _, err := parsePair(s.Data["tls.crt"], s.Data["tls.key"])
+		p, chain, err := parsePair(s.Data["tls.crt"], s.Data["tls.key"])
 		if err != nil {
 			cur.problems = append(cur.problems, fmt.Sprintf("secret %s/%s: %v", mcoNamespace, servingName, err))
 		}
-		cur.serving = p
+		cur.serving, cur.served = p, chain
 	}
 	if root, err := c.Kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "root-ca", metav1.GetOptions{}); err == nil {
 		certs, _ := parseCerts([]byte(root.Data["ca.crt"]))

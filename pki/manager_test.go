@@ -2,7 +2,9 @@ package pki
 
 import (
 	"context"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -170,4 +174,59 @@ func TestManagerRotateAndRevoke(t *testing.T) {
 		}
 		return err
 	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A pass whose reads straddle another writer's rotation (`mcs pki rotate`
+// beside the controller: the signer read before it, the serving Secret
+// after) must not write from that mix: the serving certificate keeps its
+// cross-signature and the bundle leads with the new CA.
+func TestSyncAcrossAnotherRotation(t *testing.T) {
+	c := cluster0(t, "worker")
+	ctx := context.Background()
+	now := time.Now()
+	clock := func() time.Time { return now }
+	lt := Lifetimes{CAValidity: time.Hour, CARefresh: 40 * time.Minute, CertValidity: time.Hour, CertRefresh: 40 * time.Minute}
+	rotator, err := New(Config{Clients: c, Lifetimes: lt, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	cfg := rest.CopyConfig(shared.Need(t).Admin)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/secrets/"+servingName) {
+				once.Do(func() {
+					if _, err := rotator.Sync(ctx, true, false); err != nil {
+						t.Errorf("the other writer's rotation: %v", err)
+					}
+				})
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	straddled := Clients{Kube: kubernetes.NewForConfigOrDie(cfg), Dynamic: c.Dynamic}
+	m, err := New(Config{Clients: straddled, Lifetimes: lt, Now: clock, Logger: kubetest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rotator.Sync(ctx, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Sync(ctx, false, false); err != nil {
+		t.Fatal(err)
+	}
+	signer := kubetest.Get(t, c.Kube.CoreV1().Secrets(mcoNamespace), signerName)
+	ca, _ := parseCerts(signer.Data["tls.crt"])
+	serving := kubetest.Get(t, c.Kube.CoreV1().Secrets(mcoNamespace), servingName)
+	if certs, _ := parseCerts(serving.Data["tls.crt"]); len(certs) != 2 || !certs[1].IsCA || certs[0].Issuer.CommonName != ca[0].Subject.CommonName {
+		t.Errorf("served after the rotation: %d certificates, want %s's certificate and its cross-signature", len(certs), ca[0].Subject.CommonName)
+	}
+	bundle := kubetest.Get(t, c.Kube.CoreV1().ConfigMaps(mcoNamespace), bundleName)
+	if b, _ := parseCerts([]byte(bundle.Data[bundleKey])); len(b) != 2 || !b[0].Equal(ca[0]) {
+		t.Errorf("the bundle (%d CAs) does not lead with the new CA %s", len(b), ca[0].Subject.CommonName)
+	}
 }

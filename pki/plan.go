@@ -67,6 +67,7 @@ type current struct {
 	cross   []*x509.Certificate
 	bundle  []*x509.Certificate
 	serving *pair
+	served  []*x509.Certificate // what the serving Secret's tls.crt carries after the certificate
 	carried []*x509.Certificate // CAs that pointer configs trust
 	// problems are objects that exist but could not be read: they are
 	// replaced, and said so.
@@ -90,9 +91,11 @@ type desired struct {
 // missing or due (or force), cross-signed by the one it replaces; the
 // bundle of every unexpired CA, including those pointer configs carry; a
 // new serving certificate when due, for other hosts, or as soon as the old
-// one's issuer is reachable through a cross-signature.
+// one's issuer is reachable through a cross-signature. The cross-signatures
+// served now stay with the signer's until they expire: whatever the
+// signer Secret says, no pass shrinks a chain a node may still need.
 func plan(now time.Time, cur current, hosts []string, lt Lifetimes, force bool) (desired, error) {
-	d := desired{signer: cur.signer, cross: unexpired(now, cur.cross), serving: cur.serving, reasons: cur.problems}
+	d := desired{signer: cur.signer, cross: unexpired(now, withServed(cur.cross, cur.served)), serving: cur.serving, reasons: cur.problems}
 	if why := due(now, cur.signer, lt.CARefresh); why != "" || force {
 		if force {
 			why = "rotation asked for"
@@ -235,6 +238,18 @@ func chainFor(leaf *x509.Certificate, cross []*x509.Certificate) []*x509.Certifi
 				out = append(out, x)
 				want = append(want, x.RawIssuer)
 			}
+		}
+	}
+	return out
+}
+
+// withServed is cross and, once each, the cross-signatures of served (CAs
+// not self-signed).
+func withServed(cross, served []*x509.Certificate) []*x509.Certificate {
+	out := slices.Clone(cross)
+	for _, c := range served {
+		if c.IsCA && !bytes.Equal(c.RawSubject, c.RawIssuer) && !slices.ContainsFunc(out, c.Equal) {
+			out = append(out, c)
 		}
 	}
 	return out

@@ -100,6 +100,38 @@ func TestPlanChainsThroughTwoRotations(t *testing.T) {
 
 // The bundle keeps every unexpired CA a pointer config carries, even one
 // the bundle ConfigMap lost (an admin's edit, an adopted cluster).
+// A pass that read the signer Secret before a rotation and the serving
+// Secret after it (B's certificate, served with B cross-signed by A) must
+// not write that certificate without the cross-signature while A is
+// valid: a node trusting only A would no longer verify it.
+func TestPlanKeepsServedCrossSignature(t *testing.T) {
+	t0 := time.Now()
+	d0 := mustPlan(t, t0, current{}, false)
+	d1 := mustPlan(t, t0.Add(time.Minute), applied(d0), true)
+	caA := d0.signer.cert
+	mixed := current{signer: d0.signer, cross: d0.cross, bundle: d1.bundle, serving: d1.serving, served: d1.chain}
+	now := t0.Add(2 * time.Minute)
+	// The rehearsal's lifetimes: B's certificate is not replaced for
+	// being signed by a CA other than the signer read.
+	lt := testLifetimes
+	lt.CertRefresh = 50 * time.Minute
+	d, err := plan(now, mixed, hosts, lt, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.servingChanged || len(d.chain) != 1 {
+		t.Fatalf("from the mixed view: %v, chain of %d cross-signatures, want B's certificate with B by A", d.reasons, len(d.chain))
+	}
+	if err := verifies(now, d, caA); err != nil {
+		t.Errorf("a pointer trusting A: %v", err)
+	}
+	// Once A has expired, the cross-signature goes.
+	after := caA.NotAfter.Add(time.Second)
+	if d, err := plan(after, mixed, hosts, lt, false); err != nil || len(d.chain) != 0 {
+		t.Errorf("chain of %d cross-signatures after A expired (%v)", len(d.chain), err)
+	}
+}
+
 func TestPlanBundleKeepsCarriedCAs(t *testing.T) {
 	t0 := time.Now()
 	other, err := newSigner(t0, time.Hour)
