@@ -123,25 +123,23 @@ func readOnce(ctx context.Context, c Clients) (*cluster, error) {
 }
 
 func getSecret(ctx context.Context, c Clients, ns, name string) (*corev1.Secret, error) {
-	s, err := c.Kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("secret %s/%s: %w", ns, name, err)
-	}
-	return s, nil
+	return getOrNil(ctx, c.Kube.CoreV1().Secrets(ns).Get, "secret", ns, name)
 }
 
 func getConfigMap(ctx context.Context, c Clients, ns, name string) (*corev1.ConfigMap, error) {
-	cm, err := c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	return getOrNil(ctx, c.Kube.CoreV1().ConfigMaps(ns).Get, "configmap", ns, name)
+}
+
+// getOrNil is get's object, or nil where there is none.
+func getOrNil[T any](ctx context.Context, get func(context.Context, string, metav1.GetOptions) (*T, error), kind, ns, name string) (*T, error) {
+	o, err := get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("configmap %s/%s: %w", ns, name, err)
+		return nil, fmt.Errorf("%s %s/%s: %w", kind, ns, name, err)
 	}
-	return cm, nil
+	return o, nil
 }
 
 // readPKI parses the signer, bundle and serving objects and the CAs the
