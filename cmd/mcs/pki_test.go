@@ -171,6 +171,16 @@ func startRehearsal(t *testing.T, ctx context.Context) *rehearsal {
 		bundle, err = kc.CoreV1().ConfigMaps(mcoNS).Get(ctx, "machine-config-server-ca", metav1.GetOptions{})
 		return err == nil
 	})
+	// The first pass writes the pools' pointer configs last: a rotation
+	// reading before them would create them again ("already exists").
+	waitFor(t, "the first pass's pointer configs", func() bool {
+		for _, pool := range []string{"worker", "infra"} {
+			if _, err := kc.CoreV1().Secrets(mapiNS).Get(ctx, pool+"-user-data-managed", metav1.GetOptions{}); err != nil {
+				return false
+			}
+		}
+		return true
+	})
 	r := &rehearsal{kubeconfig: kubeconfig, kc: kc, old: []byte(bundle.Data["ca-bundle.crt"])}
 	ca := `{"source":"` + dataurl.EncodeBytes(r.old) + `"}`
 	for name, cas := range map[string]string{"worker-user-data": ca, "bare-metal-iso": ca + "," + ca} {
