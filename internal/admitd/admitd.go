@@ -32,6 +32,10 @@ type Config struct {
 
 // Serve serves the webhook on ln until ctx ends.
 func Serve(ctx context.Context, ln net.Listener, c Config) error {
+	// The watch and the ceiling's reader end with Serve, also when serving
+	// fails before ctx ends.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var ceiling stored.Ceiling
 	watch, err := stored.New(stored.Config{Client: c.Client, Ceiling: ceiling.Get, Resync: c.Recheck, Registry: c.Registry, Log: c.Log.With("watch", "stored")})
 	if err != nil {

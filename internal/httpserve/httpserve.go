@@ -87,6 +87,7 @@ func Listen(c Config) (out []Server, err error) {
 		if err != nil {
 			for _, s := range out {
 				s.Listener.Close()
+				s.HTTP.Shutdown(context.Background()) // stops the TLS pair's reloader
 			}
 		}
 	}()

@@ -116,6 +116,10 @@ func (b *Bootstrap) nodeFiles(files func() (render.NodeFiles, error)) func() (re
 // Run serves as c says until ctx ends (see run), saying on stdout where
 // it listens.
 func Run(ctx context.Context, c *Config, log *slog.Logger, reg *prometheus.Registry, stdout io.Writer) error {
+	// What starts on ctx (token watch, insights, events) ends with Run, also
+	// when a later step fails.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	ro, ceiling := c.maxSpec(ctx, log)
 	gate, reloadPolicy, err := c.newGate(log)
 	if err != nil {
