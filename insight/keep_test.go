@@ -13,19 +13,18 @@ import (
 	"github.com/ignition-mcs/mcs/source/kube"
 )
 
-// syncs answers each Sync with the next error, and tells done when out.
+// syncs answers each Sync with the next error, then nil.
 type syncs struct {
 	errs  []error
 	calls int
-	done  chan struct{}
 }
 
 func (s *syncs) Sync(_ context.Context, _ []kube.HealthInsight) (bool, error) {
-	err := s.errs[s.calls]
-	s.calls++
-	if s.calls == len(s.errs) {
-		close(s.done)
+	var err error
+	if s.calls < len(s.errs) {
+		err = s.errs[s.calls]
 	}
+	s.calls++
 	return err == nil, err
 }
 
@@ -33,7 +32,7 @@ func (s *syncs) Sync(_ context.Context, _ []kube.HealthInsight) (bool, error) {
 // differs from the one before.
 func TestKeep(t *testing.T) {
 	no := errors.New("no such API")
-	s := &syncs{errs: []error{no, no, nil, no, errors.New("forbidden")}, done: make(chan struct{})}
+	s := &syncs{errs: []error{no, no, nil, no, errors.New("forbidden")}}
 	var logged bytes.Buffer
 	ctx, cancel := context.WithCancel(t.Context())
 	ticks := make(chan time.Time)
@@ -42,10 +41,11 @@ func TestKeep(t *testing.T) {
 		defer close(stopped)
 		Keep(ctx, s.Sync, func() status.Status { return status.Status{} }, ticks, time.Now, slog.New(slog.NewTextHandler(&logged, nil)))
 	}()
-	for range len(s.errs) - 1 {
+	// A tick is taken only once Keep waits again, so the sync before it
+	// has been logged: the last send follows the last error's log line.
+	for range len(s.errs) {
 		ticks <- time.Time{}
 	}
-	<-s.done
 	cancel()
 	<-stopped
 	if n := strings.Count(logged.String(), "health insights not written"); n != 3 {
