@@ -8,23 +8,16 @@ import (
 	"testing"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // realdataRendered is OpenShift's rendered config of a realdata pool as
 // OpenShift writes it today: at spec 3.5.0.
 func realdataRendered(tb testing.TB, set, pool string) *render.MachineConfig {
 	tb.Helper()
-	s, err := tree.Load(shareddata.Path(tb, "realdata", set))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	r, err := s.RenderPool(pool, render.Options{Spec: convert.V3_5})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	r, _ := servetest.OpenShiftRendered(tb, servetest.Load(tb, shareddata.Path(tb, "realdata", set)), pool)
 	return r.MachineConfig
 }
 

@@ -37,10 +37,9 @@ import (
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/internal/testpki"
-	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 var admitMachineConfigs = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
@@ -49,18 +48,7 @@ var admitMachineConfigs = schema.GroupVersionResource{Group: "machineconfigurati
 // OpenShift stores it: spec 3.5.0.
 func renderedAt35(tb testing.TB, set, pool string) []byte {
 	tb.Helper()
-	s, err := tree.Load(shareddata.Path(tb, "realdata", set))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	res, err := s.RenderPool(pool, render.Options{Spec: convert.V3_5})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	b, err := res.MachineConfig.MarshalRendered()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	_, b := servetest.OpenShiftRendered(tb, servetest.Load(tb, shareddata.Path(tb, "realdata", set)), pool)
 	return b
 }
 

@@ -11,9 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/dynamic"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/ignition-mcs/mcs/render"
@@ -129,11 +127,7 @@ func New(cfg Config) (*Controller, error) {
 	if c.lease, err = leaseClient(rc); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("controller: %w", err)
-	}
-	meta, err := metadata.NewForConfig(rc)
+	dyn, meta, err := kube.DynamicClients(rc)
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}

@@ -22,9 +22,9 @@ import (
 
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/mctest"
+	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
-	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // BenchmarkWritesFloor is what the API server and etcd alone cost for the
@@ -123,10 +123,7 @@ type floorBody struct {
 // the controller would, and returns each pool's writes.
 func floorBodies(b *testing.B, cp *kubetest.ControlPlane, dir, content string) map[string]floorBody {
 	writeFile(b, dir, "99-worker-bench.yaml", mctest.MachineConfig("99-worker-bench", "worker", content))
-	set, err := tree.Load(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	set := servetest.Load(b, dir)
 	l, err := cp.Dynamic.Resource(kube.MachineConfigPools).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		b.Fatal(err)

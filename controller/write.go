@@ -39,7 +39,6 @@ const maxConflictRetries = 8
 // rewritten: the pool keeps what it has and is degraded until someone looks.
 type contentError struct {
 	Name string
-	Pool string
 }
 
 func (e *contentError) Error() string {
@@ -95,11 +94,11 @@ func renderedBody(res *render.Result, pool *unstructured.Unstructured) ([]byte, 
 }
 
 // sameContent is nil when cur holds the spec want does.
-func sameContent(pool string, cur, want *unstructured.Unstructured) error {
+func sameContent(cur, want *unstructured.Unstructured) error {
 	if sameJSON(cur.Object["spec"], want.Object["spec"]) {
 		return nil
 	}
-	return &contentError{Name: want.GetName(), Pool: pool}
+	return &contentError{Name: want.GetName()}
 }
 
 // ensureRendered creates the pool's rendered MachineConfig unless it
@@ -151,7 +150,7 @@ func (w *writer) ensureRendered(ctx context.Context, res *render.Result, pool *u
 	if err := obj.UnmarshalJSON(body); err != nil {
 		return "", fmt.Errorf("encoding %s: %w", name, err)
 	}
-	if err := sameContent(res.Pool, cur, obj); err != nil {
+	if err := sameContent(cur, obj); err != nil {
 		return "", err
 	}
 	w.checked.found(name, cur.GetResourceVersion())

@@ -101,13 +101,28 @@ func newRehearsal(t *testing.T) *rehearsal {
 	return &rehearsal{cp: cp, co: co, ctx: ctx}
 }
 
-func (r *rehearsal) overrides(t *testing.T) []any {
+// plan is the cutover's plan of the cluster as it is now.
+func (r *rehearsal) plan(t *testing.T) *Plan {
+	t.Helper()
+	p, err := r.co.Plan(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (r *rehearsal) clusterVersion(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
 	cv, err := r.cp.Dynamic.Resource(clusterVersions).Get(r.ctx, "version", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, _, _ := unstructured.NestedSlice(cv.Object, "spec", "overrides")
+	return cv
+}
+
+func (r *rehearsal) overrides(t *testing.T) []any {
+	t.Helper()
+	list, _, _ := unstructured.NestedSlice(r.clusterVersion(t).Object, "spec", "overrides")
 	return list
 }
 
@@ -153,10 +168,7 @@ func rollOut(t *testing.T, k kubernetes.Interface, want State, stop <-chan struc
 // mcs serving until then.
 func TestCutoverAndBack(t *testing.T) {
 	r := newRehearsal(t)
-	p, err := r.co.Plan(r.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := r.plan(t)
 	if p.State != StateOpenShift || !slices.Equal(p.Args, openShiftArgs) || p.OperatorReplicas != 1 || p.OtherOverrides != 1 {
 		t.Fatalf("plan: %+v", p)
 	}
@@ -176,9 +188,9 @@ func TestCutoverAndBack(t *testing.T) {
 	r.checkApplied(t)
 
 	// Plan again: mcs runs, the override is set; apply refuses.
-	again, err := r.co.Plan(r.ctx)
-	if err != nil || again.State != StateMCS || again.Patch != nil {
-		t.Fatalf("plan after apply: %+v %v", again, err)
+	again := r.plan(t)
+	if again.State != StateMCS || again.Patch != nil {
+		t.Fatalf("plan after apply: %+v", again)
 	}
 	if err := r.co.Apply(r.ctx, again); !errors.Is(err, ErrNotOpenShift) {
 		t.Errorf("apply twice: %v", err)
@@ -283,14 +295,8 @@ func (r *rehearsal) back(t *testing.T) {
 // resourceVersion test) instead of being lost, and nothing else changes.
 func TestOverrideEditedMeanwhile(t *testing.T) {
 	r := newRehearsal(t)
-	p, err := r.co.Plan(r.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv, err := r.cp.Dynamic.Resource(clusterVersions).Get(r.ctx, "version", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := r.plan(t)
+	cv := r.clusterVersion(t)
 	other := map[string]any{"kind": "Deployment", "group": "apps", "namespace": "openshift-ingress-operator", "name": "ingress-operator", "unmanaged": true}
 	_ = unstructured.SetNestedSlice(cv.Object, []any{monitoring, other}, "spec", "overrides")
 	if _, err := r.cp.Dynamic.Resource(clusterVersions).Update(r.ctx, cv, metav1.UpdateOptions{}); err != nil {

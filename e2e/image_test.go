@@ -17,9 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // TestImage builds the image exactly as `make image` does and runs it as
@@ -115,10 +115,7 @@ func checkServedPool(t *testing.T, url, dir, pool string) {
 	if err != nil {
 		t.Fatalf("served body does not parse: %v", err)
 	}
-	set, err := tree.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := servetest.Load(t, dir)
 	want, err := set.RenderPool(pool, render.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -164,14 +164,20 @@ func (m *Manager) poke() {
 // (the API server checks each write with dryRun=All). The Report says
 // what is there afterwards and what changed.
 func (m *Manager) Sync(ctx context.Context, force, dryRun bool) (*Report, error) {
+	r, _, err := m.pass(ctx, force, dryRun)
+	return r, err
+}
+
+// pass reads, plans and writes once; caWritten says a new CA was written.
+func (m *Manager) pass(ctx context.Context, force, dryRun bool) (r *Report, caWritten bool, err error) {
 	now := m.cfg.Now()
 	cl, err := read(ctx, m.cfg.Clients)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	d, err := plan(now, cl.cur, cl.hosts, m.cfg.Lifetimes, force)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	w := &writer{c: m.cfg.Clients, dryRun: dryRun}
 	err = w.applyPKI(ctx, cl, d)
@@ -186,16 +192,13 @@ func (m *Manager) Sync(ctx context.Context, force, dryRun bool) (*Report, error)
 	for _, c := range w.changes {
 		m.log.Info("pki", "change", c, "dryRun", dryRun)
 	}
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		err = fmt.Errorf("%w: %w", errConflict, err)
-	}
 	if dryRun {
 		// What is there, not what would be: the changes say that.
 		d, toks = asIs(cl), currentTokens(cl)
 	}
-	r := report(now, cl, d, toks, left, m.cfg.Lifetimes, m.cfg.Tokens)
+	r = report(now, cl, d, toks, left, m.cfg.Lifetimes, m.cfg.Tokens)
 	r.Changes = w.changes
-	return r, err
+	return r, w.caWritten, err
 }
 
 // syncTokens rotates each pool's token, creates the missing ones, and

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/ignition-mcs/mcs/internal/text"
 	"github.com/ignition-mcs/mcs/serve/status"
 )
 
@@ -93,6 +92,3 @@ func (ref *refuser) refuseAs(w http.ResponseWriter, r *http.Request, cause statu
 	}
 	plain(w, a.Code, toldMsg)
 }
-
-// bounded keeps a request-supplied string short enough for a log and /status.
-func bounded(s string) string { return text.Truncate(s, 64, "…") }

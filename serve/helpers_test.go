@@ -4,15 +4,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/rendertest"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // result is rendertest.Result: a pool of one MachineConfig, 99-<pool>.
@@ -96,30 +95,8 @@ func file(t testing.TB, body []byte, path string) (string, bool) {
 // on s's registry; 0 when it has none.
 func metric(t testing.TB, s *Server, name string, labels ...string) float64 {
 	t.Helper()
-	mfs, err := s.cfg.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == labels[i] && l.GetValue() == labels[i+1] }) {
-					continue series
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return 0
+	v, _ := testkit.Metric(t, s.cfg.Registry, name, labels...)
+	return v
 }
 
 // mustNew is New, failing the test on a registration error.

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/text"
 	"github.com/ignition-mcs/mcs/nodefail"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
@@ -245,14 +246,14 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		info.pool = "unknown"
 		if why, ok := snap.Failed(name); ok {
-			s.refuser.refuse(w, r, status.CausePoolNotRendered, name, fmt.Sprintf("pool %q has no good render yet: %s", bounded(name), oneLine(why)))
+			s.refuser.refuse(w, r, status.CausePoolNotRendered, name, fmt.Sprintf("pool %q has no good render yet: %s", text.Bounded(name), oneLine(why)))
 			return
 		}
 		// Which pools exist is the admin's to read (/status), not every
 		// caller's: named only where /status is open too (no tokens).
-		msg := fmt.Sprintf("unknown pool %q", bounded(name))
+		msg := fmt.Sprintf("unknown pool %q", text.Bounded(name))
 		if s.cfg.Tokens == nil {
-			msg = render.UnknownPool(bounded(name), snap.Names(), false)
+			msg = render.UnknownPool(text.Bounded(name), snap.Names(), false)
 		}
 		s.refuser.refuse(w, r, status.CauseUnknownPool, name, msg)
 		return
@@ -266,11 +267,11 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		q = r.URL.Query()
 		if k := unknownParam(q); k != "" {
-			s.refuser.refuse(w, r, status.CauseBadQuery, p.Name(), fmt.Sprintf("?%s is not a parameter of /config/, which takes ?version=X.Y.Z (the spec to write), ?format=json and ?pretty=1", bounded(k)))
+			s.refuser.refuse(w, r, status.CauseBadQuery, p.Name(), fmt.Sprintf("?%s is not a parameter of /config/, which takes ?version=X.Y.Z (the spec to write), ?format=json and ?pretty=1", text.Bounded(k)))
 			return
 		}
 		if f := q.Get("format"); f != "" && !strings.EqualFold(f, "json") {
-			s.refuser.refuse(w, r, status.CauseBadFormat, p.Name(), fmt.Sprintf("?format=%s is not served: an Ignition config is JSON, the one format (?format=json, or leave it out; ?pretty=1 indents it)", bounded(f)))
+			s.refuser.refuse(w, r, status.CauseBadFormat, p.Name(), fmt.Sprintf("?format=%s is not served: an Ignition config is JSON, the one format (?format=json, or leave it out; ?pretty=1 indents it)", text.Bounded(f)))
 			return
 		}
 	}

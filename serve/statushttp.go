@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/ignition-mcs/mcs/internal/text"
 	"github.com/ignition-mcs/mcs/serve/status"
 )
 
@@ -13,7 +14,7 @@ import (
 func statusHandler(rec *status.Recorder, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if f := r.URL.Query().Get("format"); f != "" && f != "html" && f != "json" {
-			plain(w, http.StatusBadRequest, fmt.Sprintf("?format=%s: /status is served as html or json (?format=html, ?format=json, or by Accept)", bounded(f)))
+			plain(w, http.StatusBadRequest, fmt.Sprintf("?format=%s: /status is served as html or json (?format=html, ?format=json, or by Accept)", text.Bounded(f)))
 			return
 		}
 		if wantsHTML(r) {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -105,25 +103,9 @@ func (b *Bootstrap) pool(pool, poolFile string) (*render.Result, error) {
 	return render.FromRendered(pool, mcs[0], nil, b.Options)
 }
 
-// Watch signals a change when a file under Dir changes (size, time or
-// presence), checked every Poll.
+// Watch signals a change when a file under Dir changes (its bytes or
+// presence; see tree.Digest), checked every Poll.
 func (b *Bootstrap) Watch(ctx context.Context, changed chan<- struct{}) {
-	stamp := func() string { return treeStamp(b.Dir) }
+	stamp := func() [32]byte { return tree.Digest(tree.Limits{}, b.Dir) }
 	poll(ctx, max(b.Poll, 100*time.Millisecond), stamp(), stamp, changed)
-}
-
-// treeStamp is each file's path, size and modification time under dir.
-func treeStamp(dir string) string {
-	var lines []string
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		if info, err := os.Stat(p); err == nil {
-			lines = append(lines, p+" "+strconv.FormatInt(info.Size(), 10)+" "+strconv.FormatInt(info.ModTime().UnixNano(), 10))
-		}
-		return nil
-	})
-	slices.Sort(lines)
-	return strings.Join(lines, "\n")
 }

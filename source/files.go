@@ -2,15 +2,14 @@ package source
 
 import (
 	"context"
-	"os"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // WithFiles is src, signalling a change also when one of paths changes
-// (size, modification time or presence, following symlinks as a Secret
-// volume's files are), checked every every (100 ms at least): files read
+// (its bytes or presence, following symlinks as a Secret volume's files
+// are; see tree.Digest), checked every every (100 ms at least): files read
 // beside src's objects, such as the node-bootstrapper token mcs start puts
 // into the served kubeconfig, reach the next render without a restart.
 func WithFiles(src Source, paths []string, every time.Duration) Source {
@@ -25,18 +24,6 @@ type filesWatched struct {
 
 func (f *filesWatched) Watch(ctx context.Context, changed chan<- struct{}) {
 	go f.Source.Watch(ctx, changed)
-	stamp := func() string { return stamps(f.paths) }
+	stamp := func() [32]byte { return tree.Digest(tree.Limits{}, f.paths...) }
 	poll(ctx, max(f.every, 100*time.Millisecond), stamp(), stamp, changed)
-}
-
-// stamps is the size and modification time of each path.
-func stamps(paths []string) string {
-	var b strings.Builder
-	for _, p := range paths {
-		if info, err := os.Stat(p); err == nil {
-			b.WriteString(strconv.FormatInt(info.Size(), 10) + " " + strconv.FormatInt(info.ModTime().UnixNano(), 10))
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
 }

@@ -44,3 +44,52 @@ type idleSource struct{}
 func (idleSource) Load(context.Context) (*Input, error)         { return &Input{}, nil }
 func (idleSource) Watch(ctx context.Context, _ chan<- struct{}) { <-ctx.Done() }
 func (idleSource) String() string                               { return "idle" }
+
+// Both polling watchers compare content: a same-size edit whose
+// modification time is set back (a restored backup, a copy keeping times,
+// a coarse-mtime file system) is a change, and an unchanged tree polled
+// for a minute signals none.
+func TestWatchersSeeContentEdits(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		watch func(dir string) Source
+		file  string
+	}{
+		{"files", func(dir string) Source {
+			return WithFiles(idleSource{}, []string{filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")}, 10*time.Millisecond)
+		}, "token"},
+		{"bootstrap", func(dir string) Source { return &Bootstrap{Dir: dir, Poll: 10 * time.Millisecond} }, "machine-configs/rendered-master-1.yaml"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				dir := testkit.WriteTree(t, map[string]string{c.file: "content-one", "machine-pools/master.yaml": "status: {}"})
+				p := filepath.Join(dir, c.file)
+				before, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				changed := make(chan struct{}, 1)
+				go c.watch(dir).Watch(ctx, changed)
+				testkit.Advance(time.Minute)
+				if len(changed) != 0 {
+					t.Fatal("an unchanged tree signalled a change")
+				}
+				if err := os.WriteFile(p, []byte("content-two"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chtimes(p, before.ModTime(), before.ModTime()); err != nil {
+					t.Fatal(err)
+				}
+				if after, _ := os.Stat(p); after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+					t.Fatalf("the edit changed size or mtime: %v %v → %v %v", before.Size(), before.ModTime(), after.Size(), after.ModTime())
+				}
+				testkit.Advance(time.Second)
+				if len(changed) != 1 {
+					t.Fatal("a same-size edit with its modification time set back signalled no change")
+				}
+			})
+		})
+	}
+}

@@ -3,7 +3,6 @@ package apitest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -17,11 +16,10 @@ import (
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/releases"
-	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // readerVersion is the Ignition release of the rollback reader: its
@@ -57,19 +55,9 @@ func realdataObjects(t *testing.T, set string) []*unstructured.Unstructured {
 			out = append(out, o)
 		}
 	}
-	s, err := tree.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := servetest.Load(t, dir)
 	for _, pool := range []string{"master", "worker"} {
-		r, err := s.RenderPool(pool, render.Options{Spec: convert.V3_5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := json.Marshal(r.MachineConfig)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, b := servetest.OpenShiftRendered(t, s, pool)
 		o := &unstructured.Unstructured{}
 		if err := o.UnmarshalJSON(b); err != nil {
 			t.Fatal(err)

@@ -21,11 +21,11 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/mctest"
+	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/internal/shareddata"
 	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/source/kube"
-	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 var shared kubetest.Shared
@@ -65,10 +65,7 @@ func newCluster(t *testing.T, set string) *cluster {
 		}
 	}
 	cp.Apply(t, c.objects...)
-	s, err := tree.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := servetest.Load(t, dir)
 	for _, pool := range s.PoolNames() {
 		c.addRendered(t, s, pool)
 	}
@@ -80,14 +77,7 @@ func newCluster(t *testing.T, set string) *cluster {
 // puts a node on it.
 func (c *cluster) addRendered(t *testing.T, s *render.Set, pool string) {
 	t.Helper()
-	res, err := s.RenderPool(pool, render.Options{Spec: convert.V3_5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := res.MachineConfig.MarshalRendered()
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, b := servetest.OpenShiftRendered(t, s, pool)
 	u := &unstructured.Unstructured{}
 	if err := json.Unmarshal(b, &u.Object); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+
+	"github.com/ignition-mcs/mcs/source/kube"
 )
 
 // Clients are the API server's clients as mcs's commands use them.
@@ -22,10 +24,7 @@ func NewClients(rc *rest.Config) (*Clients, error) {
 	if c.Kube, err = kubernetes.NewForConfig(rc); err != nil {
 		return nil, err
 	}
-	if c.Dynamic, err = dynamic.NewForConfig(rc); err != nil {
-		return nil, err
-	}
-	if c.Metadata, err = metadata.NewForConfig(rc); err != nil {
+	if c.Dynamic, c.Metadata, err = kube.DynamicClients(rc); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/internal/testpki"
 	"github.com/ignition-mcs/mcs/netlimit"
 )
@@ -150,19 +151,9 @@ func TestCertReport(t *testing.T) {
 
 func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	v, ok := testkit.Metric(t, reg, name)
+	if !ok {
+		t.Fatalf("no %s", name)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			m := mf.GetMetric()[0]
-			if m.Gauge != nil {
-				return m.Gauge.GetValue()
-			}
-			return m.Counter.GetValue()
-		}
-	}
-	t.Fatalf("no %s", name)
-	return 0
+	return v
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/render"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
@@ -17,18 +18,41 @@ import (
 // kubeconfig is the bootstrap kubeconfig the servers of Handler give nodes.
 var kubeconfig = []byte("apiVersion: v1\nkind: Config\n")
 
-// Render loads dir and renders every pool with opts; any error fails tb.
-func Render(tb testing.TB, dir string, opts render.Options) (*render.Set, []*render.Result) {
+// Load loads the tree dir; an error fails tb.
+func Load(tb testing.TB, dir string) *render.Set {
 	tb.Helper()
 	set, err := tree.Load(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return set
+}
+
+// Render loads dir and renders every pool with opts; any error fails tb.
+func Render(tb testing.TB, dir string, opts render.Options) (*render.Set, []*render.Result) {
+	tb.Helper()
+	set := Load(tb, dir)
 	results, errs := set.Render(opts)
 	if errs != nil {
 		tb.Fatal(errs)
 	}
 	return set, results
+}
+
+// OpenShiftRendered is pool's rendered MachineConfig in set as OpenShift's
+// render controller writes it today, at spec 3.5.0, and its JSON as the
+// API server stores it; any error fails tb.
+func OpenShiftRendered(tb testing.TB, set *render.Set, pool string) (*render.Result, []byte) {
+	tb.Helper()
+	res, err := set.RenderPool(pool, render.Options{Spec: convert.V3_5})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := res.MachineConfig.MarshalRendered()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res, b
 }
 
 // Handler renders dir with the default options into a server built from

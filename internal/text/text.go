@@ -31,6 +31,11 @@ func Truncate(s string, n int, tail string) string {
 	return s[:cut] + tail
 }
 
+// Bounded is a request-supplied name (a pool, a client, a query
+// parameter) cut to 64 bytes, "…" when cut: short enough for a log line
+// and a row of /status.
+func Bounded(s string) string { return Truncate(s, 64, "…") }
+
 // logValueMax bounds a header value in a log line: the headers are the
 // client's to choose (up to 64 KiB), every request is logged, and real
 // Ignition clients send under 200 bytes.
@@ -39,14 +44,7 @@ const logValueMax = 256
 // ForLog is a request-supplied value cut to logValueMax bytes (at a rune
 // boundary), saying how long it was.
 func ForLog(v string) string {
-	if len(v) <= logValueMax {
-		return v
-	}
-	cut := logValueMax
-	for cut > 0 && !utf8.RuneStart(v[cut]) {
-		cut--
-	}
-	return v[:cut] + "…(" + strconv.Itoa(len(v)) + " bytes)"
+	return Truncate(v, logValueMax, "…("+strconv.Itoa(len(v))+" bytes)")
 }
 
 // Closest is the word of list a person most likely meant by name, for

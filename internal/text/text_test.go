@@ -1,6 +1,9 @@
 package text
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestVerbS(t *testing.T) {
 	for what, want := range map[string]string{"a file": "s", "files": "", "the address": "s", "kernel arguments": ""} {
@@ -24,6 +27,26 @@ func TestTruncate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Truncate(tc.s, tc.n, "…"); got != tc.want {
 				t.Errorf("Truncate(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBoundedAndForLog(t *testing.T) {
+	long := strings.Repeat("a", 63) + "€" + strings.Repeat("b", 300)
+	for _, tc := range []struct {
+		name, got, want string
+	}{
+		{"bounded short", Bounded("worker"), "worker"},
+		{"bounded at 64", Bounded(strings.Repeat("x", 64)), strings.Repeat("x", 64)},
+		{"bounded inside a character", Bounded(long), strings.Repeat("a", 63) + "…"},
+		{"for log short", ForLog("Ignition/2.19.0"), "Ignition/2.19.0"},
+		{"for log long", ForLog(long), long[:256] + "…(366 bytes)"},
+		{"for log inside a character", ForLog(strings.Repeat("a", 255) + "€b"), strings.Repeat("a", 255) + "…(259 bytes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.got != tc.want {
+				t.Errorf("got %q, want %q", tc.got, tc.want)
 			}
 		})
 	}

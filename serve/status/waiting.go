@@ -44,9 +44,6 @@ func (c Cause) Unauthenticated() bool {
 	return c == CauseTokenMissing || c == CauseTokenRejected || c == CauseTokenRetired
 }
 
-// bounded keeps a request-supplied string short enough for a log and /status.
-func bounded(s string) string { return text.Truncate(s, 64, "…") }
-
 // Waiting is one cause that is keeping nodes waiting, for /status.
 type Waiting struct {
 	Cause     Cause     `json:"cause"`
@@ -96,7 +93,7 @@ type WaitingNodes struct {
 // guesser must not fill a pool's waiting nodes (they are logged and
 // counted only).
 func (wn *WaitingNodes) Note(log *slog.Logger, cause Cause, code int, pool, remoteAddr, agent, msg string) {
-	pool, client := bounded(pool), bounded(hostOf(remoteAddr))
+	pool, client := text.Bounded(pool), text.Bounded(hostOf(remoteAddr))
 	now := time.Now()
 	wn.mu.Lock()
 	if wn.entries == nil {
@@ -107,7 +104,7 @@ func (wn *WaitingNodes) Note(log *slog.Logger, cause Cause, code int, pool, remo
 	if !cause.Unauthenticated() {
 		e, wk = wn.entry(now, wk, code)
 		e.Requests++
-		e.Last, e.Message, e.LastAgent = now, msg, bounded(agent)
+		e.Last, e.Message, e.LastAgent = now, msg, text.Bounded(agent)
 	}
 	key := warnKey{wk, client}
 	_, seen := wn.warned[key]
@@ -124,7 +121,7 @@ func (wn *WaitingNodes) Note(log *slog.Logger, cause Cause, code int, pool, remo
 	wn.mu.Unlock()
 	if !seen {
 		log.Warn("node waiting: answered "+fmt.Sprint(code)+", Ignition retries", "cause", string(cause),
-			"pool", pool, "remote", client, "client", bounded(agent), "answer", msg, "listed", e != nil)
+			"pool", pool, "remote", client, "client", text.Bounded(agent), "answer", msg, "listed", e != nil)
 	}
 }
 

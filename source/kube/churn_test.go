@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/serve"
 	"github.com/ignition-mcs/mcs/serve/status"
 )
@@ -138,14 +139,8 @@ func condition(s status.Status, typ string) status.Condition {
 // gaugeValue is the value of the gauge name in reg, or -1 when absent.
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
+	if v, ok := testkit.Metric(t, reg, name); ok {
+		return v
 	}
 	return -1
 }

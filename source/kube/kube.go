@@ -205,11 +205,7 @@ func New(cfg Config) (*Source, error) {
 	s := &Source{}
 	observed := rest.CopyConfig(rc)
 	observed.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &observer{s: s, next: rt} })
-	client, err := dynamic.NewForConfig(observed)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes source: %w", err)
-	}
-	meta, err := metadata.NewForConfig(observed)
+	client, meta, err := DynamicClients(observed)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes source: %w", err)
 	}
@@ -229,6 +225,21 @@ func New(cfg Config) (*Source, error) {
 	s.monitor = monitor{m: m, log: log, host: rc.Host, signal: s.signal, policy: &s.policy}
 	s.backlog = backlog{now: cfg.Now, gauge: m.backlog.Set}
 	return s, nil
+}
+
+// DynamicClients are rc's two clients of any resource: of objects whole,
+// and of their metadata only (listing rendered configs without their
+// hundreds of kilobytes each).
+func DynamicClients(rc *rest.Config) (dynamic.Interface, metadata.Interface, error) {
+	client, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, meta, nil
 }
 
 func (s *Source) String() string {

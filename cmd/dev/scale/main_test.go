@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ignition-mcs/mcs/internal/servetest"
 	"github.com/ignition-mcs/mcs/render"
-	"github.com/ignition-mcs/mcs/source/tree"
 )
 
 // The generated tree renders: master, worker and n custom pools, each custom
@@ -16,10 +16,7 @@ func TestGenerate(t *testing.T) {
 	if err := generate("../../../fixtures/cluster", dir, n); err != nil {
 		t.Fatal(err)
 	}
-	set, err := tree.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := servetest.Load(t, dir)
 	if got := len(set.PoolNames()); got != n+2 {
 		t.Fatalf("%d pools %v, want %d", got, set.PoolNames(), n+2)
 	}
