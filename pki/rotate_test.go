@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,7 +44,8 @@ func writing(r *http.Request, resource, name string) bool {
 }
 
 // rotation0 is a cluster whose PKI a first pass made, and a manager on
-// clients whose requests hook sees first, with a clock now().
+// clients whose requests hook sees first, with a clock now() and passes
+// paced at once.
 func rotation0(t *testing.T, now func() time.Time, hook func(*http.Request)) (Clients, *Manager, *Report) {
 	c := cluster0(t, "worker")
 	first, err := New(Config{Clients: c, Lifetimes: rotateLifetimes, Now: now})
@@ -57,6 +59,11 @@ func rotation0(t *testing.T, now func() time.Time, hook func(*http.Request)) (Cl
 	m, err := New(Config{Clients: hooked(t, c, hook), Lifetimes: rotateLifetimes, Now: now, Logger: kubetest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	m.after = func(time.Duration) <-chan time.Time {
+		ch := make(chan time.Time, 1)
+		ch <- time.Time{}
+		return ch
 	}
 	return c, m, r0
 }
@@ -77,5 +84,94 @@ func TestReadConflictNamesObjects(t *testing.T) {
 	want := "configmap " + mcoNamespace + "/" + bundleName
 	if !errors.As(err, &ce) || strings.Join(ce.Objects, ",") != want || !strings.Contains(err.Error(), want+" changed by someone else") {
 		t.Fatalf("got %v, want a conflict naming %s alone", err, want)
+	}
+}
+
+// `mcs pki rotate` racing a controller pass: the bundle write after the
+// new CA's meets the other writer's change. The rotation reads everything
+// again and finishes (one new CA, not two; the bundle leading with it; a
+// serving certificate from it carrying the cross-signature), and says
+// what it met.
+func TestRotateFinishesAfterAConflict(t *testing.T) {
+	var c Clients
+	var once sync.Once
+	c, m, r0 := rotation0(t, time.Now, func(r *http.Request) {
+		if writing(r, "configmaps", bundleName) {
+			once.Do(func() { bump(t, c, "configmaps", bundleName) })
+		}
+	})
+	r, err := m.Sync(context.Background(), true, false)
+	if err != nil {
+		t.Fatalf("the rotation: %v", err)
+	}
+	signer := kubetest.Get(t, c.Kube.CoreV1().Secrets(mcoNamespace), signerName)
+	ca, _ := parseCerts(signer.Data["tls.crt"])
+	if len(ca) != 1 || ca[0].Subject.CommonName == r0.CA.Subject || r.CA.Subject != ca[0].Subject.CommonName {
+		t.Fatalf("CA in force %v; before %s, reported %s", ca, r0.CA.Subject, r.CA.Subject)
+	}
+	caWrites := 0
+	for _, ch := range r.Changes {
+		if strings.HasPrefix(ch, "update secret "+mcoNamespace+"/"+signerName+":") {
+			caWrites++
+		}
+	}
+	if caWrites != 1 {
+		t.Errorf("%d CA writes, want 1: %v", caWrites, r.Changes)
+	}
+	bundle := kubetest.Get(t, c.Kube.CoreV1().ConfigMaps(mcoNamespace), bundleName)
+	if b, _ := parseCerts([]byte(bundle.Data[bundleKey])); len(b) != 2 || !b[0].Equal(ca[0]) {
+		t.Errorf("the bundle (%d CAs) does not lead with the new CA", len(b))
+	}
+	serving := kubetest.Get(t, c.Kube.CoreV1().Secrets(mcoNamespace), servingName)
+	if certs, _ := parseCerts(serving.Data["tls.crt"]); len(certs) != 2 || certs[0].Issuer.CommonName != ca[0].Subject.CommonName || certs[1].Issuer.CommonName != r0.CA.Subject {
+		t.Errorf("served: %d certificates, want one from the new CA and its cross-signature by the old", len(certs))
+	}
+	if p := strings.Join(r.Problems, "\n"); !strings.Contains(p, "configmap "+mcoNamespace+"/"+bundleName) || !strings.Contains(p, "finished in 2 passes") {
+		t.Errorf("the report does not say what the rotation met: %q", p)
+	}
+}
+
+// A rotation whose writes after the new CA keep meeting other writers'
+// changes gives up at its deadline, on its clock, saying that the CA is
+// written and what stopped it; one whose CA write itself meets a change
+// says nothing was written.
+func TestRotateSaysWhatHappened(t *testing.T) {
+	for _, c := range []struct {
+		name, resource, object, want string
+		written                      bool
+	}{
+		{"after the CA", "configmaps", bundleName, "is written and in force, but the rotation is unfinished", true},
+		{"at the CA", "secrets", signerName, "nothing written, the CA in force is unchanged", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			at := time.Now()
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); at = at.Add(7 * time.Second); return at }
+			var api Clients
+			api, m, r0 := rotation0(t, clock, func(r *http.Request) {
+				if writing(r, c.resource, c.object) {
+					bump(t, api, c.resource, c.object)
+				}
+			})
+			_, err := m.Sync(context.Background(), true, false)
+			var ce *conflictError
+			obj := strings.TrimSuffix(c.resource, "s") + " " + mcoNamespace + "/" + c.object
+			if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ce) || ce.Objects[0] != obj {
+				t.Fatalf("got %v; want %q and a conflict naming %s", err, c.want, obj)
+			}
+			var ue *unfinishedError
+			if errors.As(err, &ue) != c.written {
+				t.Errorf("unfinished: %v, want %v", ue, c.written)
+			}
+			signer := kubetest.Get(t, api.Kube.CoreV1().Secrets(mcoNamespace), signerName)
+			ca, _ := parseCerts(signer.Data["tls.crt"])
+			if replaced := ca[0].Subject.CommonName != r0.CA.Subject; replaced != c.written {
+				t.Errorf("CA replaced: %v, want %v", replaced, c.written)
+			}
+			if c.written && (ue.Passes < 3 || ue.For < finishWithin) {
+				t.Errorf("gave up after %d passes in %s, want several over %s", ue.Passes, ue.For, finishWithin)
+			}
+			t.Log(err)
+		})
 	}
 }
