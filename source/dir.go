@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,8 +26,6 @@ type Dir struct {
 	// Poll is how often the tree is checked for changes (see the function
 	// Poll for why polling).
 	Poll time.Duration
-
-	watching func() // a test's hook: Watch has its baseline
 }
 
 func (d *Dir) String() string { return d.Path }
@@ -62,7 +59,9 @@ func (d *Dir) Load(ctx context.Context) (*Input, error) {
 const stableTries = 5
 
 // loadStable reads the tree until it reads the same before and after: a
-// render must not mix files from before and after a writer's update.
+// render must not mix files from before and after a writer's update. Same
+// means the same content (see entries), so a writer that keeps a file's
+// size and modification time is seen too.
 func (d *Dir) loadStable(ctx context.Context) (*render.Set, []*render.Error, error) {
 	var skipped []*render.Error
 	var changed []string
@@ -85,16 +84,15 @@ func (d *Dir) loadStable(ctx context.Context) (*render.Set, []*render.Error, err
 }
 
 // changedPaths names (up to a few of) the entries that differ.
-func changedPaths(before, after []string) []string {
-	was := map[string]bool{}
+func changedPaths(before, after []tree.Entry) []string {
+	was := map[tree.Entry]bool{}
 	for _, e := range before {
 		was[e] = true
 	}
 	var out []string
 	for _, e := range after {
 		if !was[e] && len(out) < 5 {
-			p, _, _ := strings.Cut(e, "\x00")
-			out = append(out, p)
+			out = append(out, e.Path)
 		}
 	}
 	if len(out) == 0 {
@@ -103,43 +101,27 @@ func changedPaths(before, after []string) []string {
 	return out
 }
 
-// Watch sends on changed whenever the tree's fingerprint (names, sizes,
-// modification times, or an error reading it) changes, until ctx ends.
+// Watch sends on changed whenever the tree's content key (see entries)
+// changes, until ctx ends.
 func (d *Dir) Watch(ctx context.Context, changed chan<- struct{}) {
 	every := d.Poll
 	if every <= 0 {
 		every = time.Second
 	}
-	last := d.fingerprint()
-	if d.watching != nil {
-		d.watching()
-	}
-	poll(ctx, every, last, d.fingerprint, changed)
+	poll(ctx, every, d.fingerprint(), d.fingerprint, changed)
 }
 
-// fingerprint hashes entries, as Watch keeps only that.
-func (d *Dir) fingerprint() [32]byte {
-	return sha256.Sum256([]byte(strings.Join(d.entries(), "\n")))
-}
+// fingerprint is one key of entries, as Watch keeps only that.
+func (d *Dir) fingerprint() [32]byte { return tree.Sum(d.entries()) }
 
-// entries describes every entry of the tree, hidden ones too (a Butane file
-// may name any file beside it), walked as Load walks it: symbolic links
-// followed, loops not entered, and nothing opened but directories. Each is
-// "path\x00size mtime mode", or "path\x00err …".
-func (d *Dir) entries() []string {
-	// A root that is a symlink (a mounted ConfigMap swaps one) is named by
-	// what it resolves to, so a swap shows even between identical trees.
+// entries keys every entry of the tree by its content, as a load reads it
+// and within the same limits (see tree.Entries), after the root keyed by
+// what it resolves to: a root that is a symlink (a mounted ConfigMap swaps
+// one) shows a swap even between identical trees.
+func (d *Dir) entries() []tree.Entry {
 	root, err := filepath.EvalSymlinks(d.Path)
-	out := []string{fmt.Sprintf("root\x00%s %v", root, err)}
-	tree.Walk(d.Path, func(p string, info fs.FileInfo, err error) error {
-		if err != nil {
-			out = append(out, fmt.Sprintf("%s\x00err %v", p, err))
-			return nil
-		}
-		out = append(out, fmt.Sprintf("%s\x00%d %d %v", p, info.Size(), info.ModTime().UnixNano(), info.Mode()))
-		return nil
-	})
-	return out
+	out := []tree.Entry{{Path: d.Path, Key: sha256.Sum256(fmt.Appendf(nil, "root %s %v", root, err))}}
+	return append(out, tree.Entries(d.Limits, d.Path)...)
 }
 
 // Notices are what a load found to tell a person without failing: objects

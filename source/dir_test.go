@@ -2,13 +2,17 @@ package source
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/mctest"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 )
 
 func write(t *testing.T, dir, name, role string) {
@@ -50,44 +54,106 @@ func TestLoadMissingDir(t *testing.T) {
 	}
 }
 
+// Watch sees a file added behind a symlinked root, the root swapped to an
+// identical tree (same names, bytes and modification times: only where the
+// root leads differs, as when a mounted ConfigMap's link is replaced), and
+// the new target removed; an unchanged tree signals nothing.
 func TestWatch(t *testing.T) {
-	parent := t.TempDir()
-	real := filepath.Join(parent, "v1")
-	os.Mkdir(real, 0o755)
-	write(t, real, "50-worker", "worker")
-	link := filepath.Join(parent, "current")
-	os.Symlink(real, link)
-	watching := make(chan struct{})
-	d := &Dir{Path: link, Poll: 5 * time.Millisecond, watching: func() { close(watching) }}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	changed := make(chan struct{}, 1)
-	go d.Watch(ctx, changed)
-	<-watching // changes from here on are signalled
-	// Watch signals when the fingerprint changes: unchanged, it is stable.
-	if a, b := d.fingerprint(), d.fingerprint(); a != b {
-		t.Fatal("the fingerprint of an unchanged tree changes")
-	}
-	expect := func(what string) {
-		t.Helper()
-		select {
-		case <-changed:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: no change signalled", what)
+	synctest.Test(t, func(t *testing.T) {
+		parent := t.TempDir()
+		real := filepath.Join(parent, "v1")
+		os.Mkdir(real, 0o755)
+		write(t, real, "50-worker", "worker")
+		link := filepath.Join(parent, "current")
+		os.Symlink(real, link)
+		d := &Dir{Path: link, Poll: 5 * time.Millisecond}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		changed := make(chan struct{}, 1)
+		go d.Watch(ctx, changed)
+		expect := func(what string, n int) {
+			t.Helper()
+			testkit.Advance(time.Second)
+			if len(changed) != n {
+				t.Fatalf("%s: %d changes signalled, want %d", what, len(changed), n)
+			}
+			if n > 0 {
+				<-changed
+			}
 		}
-	}
-	write(t, real, "60-worker", "worker")
-	expect("a new file behind a symlinked root")
-	// A ConfigMap-style swap: a new directory, the link replaced by rename.
-	v2 := filepath.Join(parent, "v2")
-	os.Mkdir(v2, 0o755)
-	write(t, v2, "50-worker", "worker")
-	os.Symlink(v2, link+".tmp")
-	os.Rename(link+".tmp", link)
-	expect("the link swapped")
-	os.RemoveAll(v2)
-	expect("the target removed")
+		expect("an unchanged tree", 0)
+		write(t, real, "60-worker", "worker")
+		expect("a new file behind a symlinked root", 1)
+		v2 := filepath.Join(parent, "v2")
+		if err := os.CopyFS(v2, os.DirFS(real)); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"50-worker.yaml", "60-worker.yaml"} {
+			info, _ := os.Stat(filepath.Join(real, name))
+			os.Chtimes(filepath.Join(v2, name), info.ModTime(), info.ModTime())
+		}
+		os.Symlink(v2, link+".tmp")
+		os.Rename(link+".tmp", link)
+		expect("the link swapped to an identical tree", 1)
+		os.RemoveAll(v2)
+		expect("the target removed", 1)
+	})
 }
+
+// A writer's edit during a load (same size, its modification time set
+// back) is seen: the load is read again, and one torn on every try fails
+// naming the file that kept changing.
+func TestLoadRereadsTornTree(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		edits int
+		loads int
+	}{
+		{"torn once", 1, 2},
+		{"torn every time", stableTries, stableTries},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "50-worker", "worker")
+			write(t, dir, "60-worker", "worker")
+			p := filepath.Join(dir, "60-worker.yaml")
+			before, _ := os.Stat(p)
+			loads, edits := 0, 0
+			ctx := WithProgress(t.Context(), progressFunc(func(what string) {
+				if filepath.Base(what) != "50-worker.yaml" {
+					return
+				}
+				loads++
+				if edits < c.edits {
+					edits++
+					os.WriteFile(p, []byte(mctest.MachineConfig("60-worker", "worker", strconv.Itoa(edits%2))), 0o644)
+					os.Chtimes(p, before.ModTime(), before.ModTime())
+				}
+			}))
+			_, err := (&Dir{Path: dir}).Load(ctx)
+			if after, _ := os.Stat(p); after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+				t.Fatalf("the edit changed size or mtime: %v %v → %v %v", before.Size(), before.ModTime(), after.Size(), after.ModTime())
+			}
+			if loads != c.loads {
+				t.Errorf("%d loads, want %d", loads, c.loads)
+			}
+			if c.edits < stableTries {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if want := fmt.Sprintf("kept changing while it was read (%d tries; last changed: %s)", stableTries, p); err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %v, want it to contain %q", err, want)
+			}
+		})
+	}
+}
+
+// progressFunc is a Progress.
+type progressFunc func(what string)
+
+func (f progressFunc) Reading(what string) { f(what) }
 
 // An empty tree (a mount not there yet, a wrong --dir) is an error naming
 // it, not a render of no pool that reports itself ready.

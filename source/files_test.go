@@ -45,7 +45,7 @@ func (idleSource) Load(context.Context) (*Input, error)         { return &Input{
 func (idleSource) Watch(ctx context.Context, _ chan<- struct{}) { <-ctx.Done() }
 func (idleSource) String() string                               { return "idle" }
 
-// Both polling watchers compare content: a same-size edit whose
+// The polling watchers compare content: a same-size edit whose
 // modification time is set back (a restored backup, a copy keeping times,
 // a coarse-mtime file system) is a change, and an unchanged tree polled
 // for a minute signals none.
@@ -59,6 +59,7 @@ func TestWatchersSeeContentEdits(t *testing.T) {
 			return WithFiles(idleSource{}, []string{filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")}, 10*time.Millisecond)
 		}, "token"},
 		{"bootstrap", func(dir string) Source { return &Bootstrap{Dir: dir, Poll: 10 * time.Millisecond} }, "machine-configs/rendered-master-1.yaml"},
+		{"dir", func(dir string) Source { return &Dir{Path: dir, Poll: 10 * time.Millisecond} }, "50-worker.yaml"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

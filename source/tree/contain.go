@@ -40,6 +40,12 @@ func outside(tree, p string) error {
 	if err != nil {
 		return nil
 	}
+	return outsideReal(tree, realTree, p)
+}
+
+// outsideReal is outside for a tree already resolved to realTree, for a
+// caller checking many paths under it.
+func outsideReal(tree, realTree, p string) error {
 	rel, err := filepath.Rel(tree, p)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 		return nil

@@ -3,6 +3,7 @@ package tree
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -57,5 +58,52 @@ func TestDigest(t *testing.T) {
 	}
 	if Digest(lim, filepath.Join(dir, "b.yaml")) == Digest(lim, filepath.Join(dir, "c.yaml")) {
 		t.Error("two absent paths share a key")
+	}
+}
+
+// Entries keys a tree as Load reads it: a link leading out of the tree is
+// keyed by where it leads, its target neither read nor entered, and an
+// edit inside names its path alone.
+func TestEntries(t *testing.T) {
+	out := testkit.WriteTree(t, map[string]string{"secret": "one", "d/x.yaml": "two"})
+	dir := testkit.WriteTree(t, map[string]string{"a.yaml": "three", "b.yaml": "four"})
+	for name, target := range map[string]string{"leak.yaml": "secret", "outdir": "d"} {
+		if err := os.Symlink(filepath.Join(out, target), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := func(before, after []Entry) []string {
+		var paths []string
+		for i := range after {
+			if i >= len(before) || after[i] != before[i] {
+				paths = append(paths, filepath.Base(after[i].Path))
+			}
+		}
+		return paths
+	}
+	base := Entries(Limits{}, dir)
+	if len(base) != 5 {
+		t.Fatalf("%d entries, want the tree, its two files and two links, none entered: %v", len(base), base)
+	}
+	for _, c := range []struct {
+		name   string
+		change func()
+		want   []string
+	}{
+		{"the target outside edited", func() { os.WriteFile(filepath.Join(out, "secret"), []byte("ONE"), 0o600) }, nil},
+		{"a file in the tree edited", func() { os.WriteFile(filepath.Join(dir, "b.yaml"), []byte("FOUR"), 0o600) }, []string{"b.yaml"}},
+		{"the link out retargeted", func() {
+			os.Remove(filepath.Join(dir, "leak.yaml"))
+			os.Symlink(filepath.Join(out, "d", "x.yaml"), filepath.Join(dir, "leak.yaml"))
+		}, []string{"leak.yaml"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.change()
+			now := Entries(Limits{}, dir)
+			if got := changed(base, now); !slices.Equal(got, c.want) {
+				t.Errorf("changed %q, want %q", got, c.want)
+			}
+			base = now
+		})
 	}
 }

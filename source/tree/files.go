@@ -59,7 +59,7 @@ var (
 	errSymlinkLoop = errors.New("directory symlink loop")
 )
 
-// Walk visits root and, when it is a directory, everything under it in
+// walkTree visits root and, when it is a directory, everything under it in
 // lexical order, as Load reads a tree: symbolic links are followed, so info
 // (nil when err is set) describes what a link points to. A directory is
 // visited before its contents; returning fs.SkipDir skips them, any other
@@ -67,7 +67,7 @@ var (
 // ancestors is visited with an error wrapping errSymlinkLoop and not entered;
 // one reached a second time by another link is not visited again. Nothing is
 // opened but directories, so no file in the tree can block the walk.
-func Walk(root string, visit func(p string, info fs.FileInfo, err error) error) error {
+func walkTree(root string, visit func(p string, info fs.FileInfo, err error) error) error {
 	info, err := os.Stat(root)
 	if err != nil {
 		return visit(root, nil, err)

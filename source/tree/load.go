@@ -91,7 +91,7 @@ var readExts = map[string]bool{".yaml": true, ".yml": true, ".json": true, ".bu"
 //
 // Files are opened through root, so that none is read outside the tree.
 func (l *Loader) dir(root *os.Root, dir string) {
-	Walk(dir, func(p string, info fs.FileInfo, err error) error {
+	walkTree(dir, func(p string, info fs.FileInfo, err error) error {
 		if p != dir && strings.HasPrefix(filepath.Base(p), ".") {
 			if info != nil && info.IsDir() {
 				return fs.SkipDir
@@ -102,7 +102,7 @@ func (l *Loader) dir(root *os.Root, dir string) {
 		if err == nil && (read || info.IsDir()) {
 			if err := outside(dir, p); err != nil {
 				l.Fail(&render.Error{File: p, Message: err.Error(), Err: err})
-				return fs.SkipDir // for a file, as nil: Walk goes on
+				return fs.SkipDir // for a file, as nil: walkTree goes on
 			}
 		}
 		switch {
