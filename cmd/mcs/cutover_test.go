@@ -227,8 +227,7 @@ func newCluster(t *testing.T) *cluster {
 		cp.Apply(t, object(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
 	}
 	dir := shareddata.Path(t, "realdata", "aws")
-	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	cp.ApplyFiles(t, files...)
+	cp.ApplyDir(t, dir)
 	c.applyRendered(t, dir)
 	c.applySecrets(t)
 	c.applyImageMode(t)

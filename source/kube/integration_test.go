@@ -171,15 +171,6 @@ func sameResponses(t *testing.T, what string, a, b map[string]reply) {
 	}
 }
 
-func yamlFiles(t *testing.T, dir string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no objects in %s: %v", dir, err)
-	}
-	return files
-}
-
 // The objects of a real cluster, read from the API server, render to the
 // same bytes and ETags as the same objects read from a directory: one
 // renderer, whichever the source.
@@ -189,7 +180,7 @@ func TestSelfModeMatchesDirectory(t *testing.T) {
 		t.Run(cluster, func(t *testing.T) {
 			resetObjects(t, cp)
 			dir := clusterDir(t, cluster)
-			cp.applyFiles(t, yamlFiles(t, dir)...)
+			cp.ApplyDir(t, dir)
 			fromDir := serveSource(t, &source.Dir{Path: dir, Poll: time.Hour}, nil)
 			fromKube := cp.kubeStack(t, Config{})
 			fromDir.waitServing(t, "master", "worker")
@@ -272,7 +263,7 @@ func TestFollowsChangesAndReplicasAgree(t *testing.T) {
 func TestPoolMode(t *testing.T) {
 	cp := needControlPlane(t)
 	dir := clusterDir(t, "aws")
-	cp.applyFiles(t, yamlFiles(t, dir)...)
+	cp.ApplyDir(t, dir)
 	_, self := servetest.Render(t, dir, render.Options{})
 	names := applyRendered(t, cp, self)
 	st := cp.kubeStack(t, Config{Mode: ModePool})
@@ -466,7 +457,7 @@ func toObject(t *testing.T, v any) *unstructured.Unstructured {
 // in both modes; the identity can read nothing else and write nothing.
 func TestDeployRBACIsEnough(t *testing.T) {
 	cp := needControlPlane(t)
-	cp.applyFiles(t, yamlFiles(t, clusterDir(t, "aws"))...)
+	cp.ApplyDir(t, clusterDir(t, "aws"))
 	sa := cp.serviceAccount(t)
 
 	for _, mode := range []Mode{ModeSelf, ModePool} {
@@ -655,7 +646,7 @@ func (st *stack) outage(t *testing.T, api *envtest.APIServer, before reply) {
 // ServiceAccount of deploy/, whose rule names only that object.
 func TestSkewPolicyFromCluster(t *testing.T) {
 	cp := needControlPlane(t)
-	cp.applyFiles(t, yamlFiles(t, clusterDir(t, "aws"))...)
+	cp.ApplyDir(t, clusterDir(t, "aws"))
 	gate := skewgate.New(nil, testLogger(t))
 	reg := prometheus.NewRegistry()
 	src := cp.newSource(t, Config{REST: cp.serviceAccount(t), SkewPolicy: true, Registerer: reg})
@@ -713,7 +704,7 @@ func TestSkewPolicyFromCluster(t *testing.T) {
 // renders without them rather than never syncing.)
 func TestSkewPolicyRefusedStillServes(t *testing.T) {
 	cp := needControlPlane(t)
-	cp.applyFiles(t, yamlFiles(t, clusterDir(t, "aws"))...)
+	cp.ApplyDir(t, clusterDir(t, "aws"))
 	cp.serviceAccount(t) // the namespace and ServiceAccount
 	const name = "mcs-reader-without-policy"
 	cp.apply(t,
