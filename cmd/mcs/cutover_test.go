@@ -409,18 +409,7 @@ func bootPointer(t *testing.T, version string, pointer []byte) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := ignclient.Run(ctx, ignclient.Get(t, version), "", ignclient.Options{Pointer: pointer})
-	if res != nil {
-		t.Cleanup(func() { os.RemoveAll(res.Dir) })
-	}
-	if err != nil {
-		log := ""
-		if res != nil {
-			log = tailString(res.Log, 3000)
-		}
-		t.Fatalf("ignition %s: %v\n%s", version, err, log)
-	}
-	return res.Root
+	return ignclient.Boot(ctx, t, ignclient.Get(t, version), "", ignclient.Options{Pointer: pointer}).Root
 }
 
 // servedFile is the contents of one file of what the plain listener

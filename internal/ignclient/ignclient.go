@@ -432,6 +432,7 @@ func nodePath(name string) string {
 // Running is a Run in the background: a node booting while the test changes
 // the server under it.
 type Running struct {
+	c    Client
 	done chan struct{}
 	res  *Result
 	err  error
@@ -440,7 +441,7 @@ type Running struct {
 
 // Start runs Run in a goroutine; Wait collects it.
 func Start(ctx context.Context, c Client, url string, opts Options) *Running {
-	r := &Running{done: make(chan struct{})}
+	r := &Running{c: c, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		r.res, r.err = run(ctx, c, url, opts, &r.live)
