@@ -36,8 +36,8 @@ type lowerCache struct {
 const maxSame = 1024
 
 type lowerKey struct {
-	sum     [sha256.Size]byte
-	ceiling convert.Version
+	sum            [sha256.Size]byte
+	ceiling, reads convert.Version
 }
 
 type lowerEntry struct {
@@ -51,10 +51,11 @@ func newLowerCache(maxBytes int) *lowerCache {
 	return &lowerCache{max: maxBytes, order: list.New(), byKey: map[lowerKey]*list.Element{}}
 }
 
-// lower is Lower(raw, ceiling), from the cache when the same bytes were
-// lowered under the same ceiling before.
-func (c *lowerCache) lower(raw []byte, ceiling convert.Version) (*Result, error) {
-	k := lowerKey{sum(raw), ceiling}
+// lower is lower(raw, ceiling, reads), from the cache when the same bytes
+// were lowered under the same ceiling and reader before: each content is
+// parsed, checked at reads and lowered once.
+func (c *lowerCache) lower(raw []byte, ceiling, reads convert.Version) (*Result, error) {
+	k := lowerKey{sum(raw), ceiling, reads}
 	c.mu.Lock()
 	if el, ok := c.byKey[k]; ok {
 		c.order.MoveToFront(el)
@@ -63,7 +64,7 @@ func (c *lowerCache) lower(raw []byte, ceiling convert.Version) (*Result, error)
 		return e.res, e.err
 	}
 	c.mu.Unlock()
-	res, err := lower(raw, ceiling, &c.valid)
+	res, err := lower(raw, ceiling, reads, &c.valid)
 	c.valid.Forget(maxValidItems)
 	e := &lowerEntry{key: k, res: res, err: err, size: len(raw) + len(res.Config)}
 	if e.size > c.max/4 {

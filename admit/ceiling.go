@@ -27,6 +27,10 @@ type Ceiling struct {
 	Reader string `json:"reader,omitempty"`
 	// Source says how the ceiling was found.
 	Source string `json:"source"`
+	// Reads is the newest spec the cluster's machine-config-operator reads,
+	// which it validates every MachineConfig at (see lower's readable);
+	// zero: not known, releases.NewestSpec.
+	Reads convert.Version `json:"reads,omitzero"`
 }
 
 // clusterVersions is OpenShift's ClusterVersion resource.
@@ -63,7 +67,7 @@ func CeilingFromCluster(ctx context.Context, client dynamic.Interface) (Ceiling,
 	if !c.Rollback {
 		reader = fmt.Sprintf("OpenShift %s (the release the cluster runs)", c.Release.Version)
 	}
-	return Ceiling{Spec: c.Spec, Reader: reader, Source: c.Source()}, nil
+	return Ceiling{Spec: c.Spec, Reader: reader, Source: c.Source(), Reads: c.Reads.Row.Spec}, nil
 }
 
 // FollowCeiling sets the webhook's ceiling from read at once and at every

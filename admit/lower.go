@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/releases"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -66,13 +67,18 @@ func (e *PassError) Unwrap() error { return e.Err }
 // lists the fields that need more than it, for the caller to warn or
 // refuse. An empty config ("", {} or null) is kept as it is. A config that
 // is spec 2, does not parse, or has no provably lossless lower spec is kept
-// byte for byte with a *PassError saying why. Same input, same bytes.
-func Lower(raw []byte, ceiling convert.Version) (*Result, error) { return lower(raw, ceiling, nil) }
+// byte for byte with a *PassError saying why, and so is one that OpenShift's
+// machine-config-operator refuses though it is valid at its own spec (see
+// readable). Same input, same bytes.
+func Lower(raw []byte, ceiling convert.Version) (*Result, error) {
+	return lower(raw, ceiling, convert.Version{}, nil)
+}
 
-// lower is Lower, validating each spec it writes through valid (nil:
-// alone), which reviews share: a new rendered config repeats most files
-// and units of the one before it.
-func lower(raw []byte, ceiling convert.Version, valid *convert.ValidItems) (*Result, error) {
+// lower is Lower where the cluster's machine-config-operator reads spec
+// reads (zero: not known), validating each spec it writes through valid
+// (nil: alone), which reviews share: a new rendered config repeats most
+// files and units of the one before it.
+func lower(raw []byte, ceiling, reads convert.Version, valid *convert.ValidItems) (*Result, error) {
 	res := &Result{Config: raw}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) || isEmptyObject(trimmed) {
@@ -94,6 +100,9 @@ func lower(raw []byte, ceiling convert.Version, valid *convert.ValidItems) (*Res
 	if !ceiling.IsZero() {
 		res.Above = convert.ReasonsAbove(res.Reasons, ceiling)
 	}
+	if err := readable(enc, parsed.Version, res.Needs, reads); err != nil {
+		return res, &PassError{Kind: PassInvalid, Err: err}
+	}
 	var first error
 	for _, v := range candidates(res.Needs, parsed.Version) {
 		out, err := enc.Encode(v, nil)
@@ -109,6 +118,30 @@ func lower(raw []byte, ceiling convert.Version, valid *convert.ValidItems) (*Res
 		return res, &PassError{Kind: PassUnprovable, Err: first}
 	}
 	return res, nil
+}
+
+// readable checks a config of spec declared, needing spec needs, by the
+// rules of reads, the newest spec the cluster's machine-config-operator
+// reads (zero: not known, the newest any release reads). The operator
+// translates every MachineConfig up to that spec and validates it there
+// (IgnParseWrapper, then ValidateIgnition): one valid at its own spec but
+// not at reads (3.1 requires a merged config's source, 3.3 a link's
+// target) stops its render controller, lowered or not, so it is stored as
+// written and the writer warned. convert.ParseDeclared checks only the
+// declared spec. One that needs more than reads the operator cannot read
+// at all: the ceiling's warning is the one for it.
+func readable(enc *convert.Encoder, declared, needs, reads convert.Version) error {
+	who := "the cluster's machine-config-operator"
+	if reads.IsZero() {
+		reads, who = releases.NewestSpec(), "OpenShift's machine-config-operator (of the newest release known)"
+	}
+	if declared == reads || reads.Less(needs) {
+		return nil
+	}
+	if err := enc.Check(reads, declared); err != nil {
+		return fmt.Errorf("%s reads spec %s and refuses it: %w", who, reads, err)
+	}
+	return nil
 }
 
 // candidates are the specs to try, lowest first: from what the config

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/ignition-mcs/mcs/convert"
@@ -47,13 +48,18 @@ func equivalent(a, b convert.Config) bool {
 func TestLower(t *testing.T) {
 	kargs := `{"ignition":{"version":"3.5.0"},"kernelArguments":{"shouldExist":["nosmt"]}}`
 	setuid := `{"ignition":{"version":"3.6.0"},"storage":{"files":[{"path":"/usr/local/bin/x","mode":2541,"contents":{"source":"data:,x"}}]}}`
+	// Valid at their own spec, not at the newer spec the operator reads.
+	noTarget := `{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x"}]}}`
+	noSource := `{"ignition":{"version":"3.0.0","config":{"merge":[{"verification":{}}]}}}`
 	for _, c := range []struct {
 		name          string
 		in            string
 		ceiling       convert.Version
+		reads         convert.Version // the operator's spec; zero: not known
 		stored, needs convert.Version
 		above         []string // paths
 		pass          string   // PassError kind
+		why           string   // in the PassError's text
 	}{
 		{name: "files at 3.5.0", in: `{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/motd","contents":{"source":"data:,hi"},"mode":420}]}}`, stored: convert.V3_0, needs: convert.V3_0},
 		{name: "3.6.0 without its bits", in: `{"ignition":{"version":"3.6.0"},"systemd":{"units":[{"name":"a.service","enabled":true}]}}`, stored: convert.V3_0, needs: convert.V3_0},
@@ -68,16 +74,21 @@ func TestLower(t *testing.T) {
 		{name: "no version", in: `{"storage":{}}`, pass: PassInvalid},
 		{name: "not an object", in: `["x"]`, pass: PassInvalid},
 		{name: "bad JSON", in: `{"ignition":`, pass: PassInvalid},
+		{name: "link without a target, operator reads 3.5.0", in: noTarget, ceiling: convert.V3_4, reads: convert.V3_5, pass: PassInvalid,
+			why: "the cluster's machine-config-operator reads spec 3.5.0 and refuses it: invalid spec 3.5.0 config: $.storage.links.0.target: valid in spec 3.2.0 but not in 3.5.0: link target is required"},
+		{name: "link without a target, operator not known", in: noTarget, pass: PassInvalid, why: "valid in spec 3.2.0 but not in 3.5.0"},
+		{name: "link with its target, operator reads 3.5.0", in: `{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x","target":"/y"}]}}`, reads: convert.V3_5, stored: convert.V3_0, needs: convert.V3_0},
+		{name: "merge without a source, operator reads 3.2.0", in: noSource, reads: convert.V3_2, pass: PassInvalid, why: "valid in spec 3.0.0 but not in 3.2.0: source is required"},
 		{name: "empty", in: ``},
 		{name: "empty object", in: ` {} `},
 		{name: "null", in: `null`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := Lower([]byte(c.in), c.ceiling)
+			res, err := lower([]byte(c.in), c.ceiling, c.reads, nil)
 			var pe *PassError
 			if c.pass != "" {
-				if !errors.As(err, &pe) || pe.Kind != c.pass {
-					t.Fatalf("err %v, want a %s PassError", err, c.pass)
+				if !errors.As(err, &pe) || pe.Kind != c.pass || !strings.Contains(err.Error(), c.why) {
+					t.Fatalf("err %v, want a %s PassError saying %q", err, c.pass, c.why)
 				}
 				if string(res.Config) != c.in || res.Changed() {
 					t.Errorf("passed config changed: %s", res.Config)
@@ -107,7 +118,7 @@ func TestLower(t *testing.T) {
 				t.Errorf("stored bytes do not say %s: %s", c.stored, res.Config)
 			}
 			sameConfig(t, []byte(c.in), res.Config)
-			again, err := Lower(res.Config, c.ceiling)
+			again, err := lower(res.Config, c.ceiling, c.reads, nil)
 			if err != nil || again.Changed() {
 				t.Errorf("lowering the stored config again: changed %v, %v", again.Changed(), err)
 			}

@@ -140,7 +140,7 @@ func review(req *request, c Ceiling, deny bool, lc *lowerCache) (*admissionv1.Ad
 	}
 	mc := &req.Object
 	v.name = firstOf(mc.Metadata.Name, req.Name, mc.Metadata.GenerateName+"*")
-	res, err := lc.lower(mc.Spec.Config, c.Spec)
+	res, err := lc.lower(mc.Spec.Config, c.Spec, c.Reads)
 	var pe *PassError
 	switch {
 	case errors.As(err, &pe):

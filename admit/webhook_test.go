@@ -161,10 +161,28 @@ func TestReviewIgnores(t *testing.T) {
 }
 
 func TestReviewPassesWithWarning(t *testing.T) {
-	w := New(Config{})
-	_, resp := post(t, w, reviewBody(admissionv1.Create, "x", mcObject("old", `{"ignition":{"version":"2.2.0"}}`), nil))
-	if !resp.Allowed || resp.Patch != nil || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "MachineConfig old: spec.config stored as written: it is spec 2.2.0") {
-		t.Errorf("allowed %v patch %s warnings %q", resp.Allowed, resp.Patch, resp.Warnings)
+	for _, c := range []struct {
+		name, config, outcome, warning string
+	}{
+		{name: "spec 2", config: `{"ignition":{"version":"2.2.0"}}`, outcome: PassSpec2, warning: "MachineConfig old: spec.config stored as written: it is spec 2.2.0"},
+		// The operator translates it to 3.5.0 and refuses it there: lowered,
+		// it would be refused as well, and no one told.
+		{name: "valid at 3.2.0, not at the operator's 3.5.0", config: `{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x"}]}}`, outcome: PassInvalid,
+			warning: "MachineConfig old: spec.config stored as written: it does not parse: the cluster's machine-config-operator reads spec 3.5.0 and refuses it: invalid spec 3.5.0 config: $.storage.links.0.target: valid in spec 3.2.0 but not in 3.5.0: link target is required"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := New(Config{})
+			w.SetCeiling(Ceiling{Spec: convert.V3_4, Reads: convert.V3_5})
+			for range 2 { // the second from the cache, warned the same
+				_, resp := post(t, w, reviewBody(admissionv1.Create, "x", mcObject("old", c.config), nil))
+				if !resp.Allowed || resp.Patch != nil || len(resp.Warnings) != 1 || !strings.HasPrefix(resp.Warnings[0], c.warning) {
+					t.Errorf("allowed %v patch %s warnings %q\nwant the warning %q", resp.Allowed, resp.Patch, resp.Warnings, c.warning)
+				}
+			}
+			if n := testutil.ToFloat64(w.metrics.reviews.WithLabelValues(c.outcome)); n != 2 {
+				t.Errorf("%s reviews: %v, want 2", c.outcome, n)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,9 @@
 package convert
 
 import (
+	"errors"
+	"slices"
+
 	// clarketm/json omits empty structs tagged omitempty, as Butane and the
 	// MCO write Ignition; encoding/json would emit "storage":{} and so on.
 	json "github.com/clarketm/json"
@@ -71,6 +74,22 @@ func (e *Encoder) Written(w WrittenModes) *Encoder {
 func (e *Encoder) Validating(v *ValidItems) *Encoder {
 	e.valid = v
 	return e
+}
+
+// Check validates the config by spec v's rules, as a reader of v sees it
+// (translated to v): valid at the spec it declared, it may not be at a newer
+// one (3.1 requires a merged config's source, 3.3 a link's target), and a
+// reader that translates every config up to its own spec and validates it
+// there (OpenShift's machine-config-operator) refuses it. v is at least
+// MinVersion's. The error is an *InvalidError whose problems say so, or a
+// *CannotExpressError.
+func (e *Encoder) Check(v, declared Version) error {
+	_, _, err := down(&e.swapped, v, e.reasons, e.written, e.valid)
+	var ie *InvalidError
+	if errors.As(err, &ie) && declared != v {
+		return &InvalidError{Version: v, Problems: validOnlyIn(slices.Clone(ie.Problems), declared, v)}
+	}
+	return err
 }
 
 // MinVersion is MinVersion of the config.

@@ -165,3 +165,37 @@ func TestTranslateConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Check validates at a newer spec than the one declared, as a reader that
+// translates every config up to its own spec does; the checks an older
+// spec lacks are found, named for both specs.
+func TestEncoderCheck(t *testing.T) {
+	noTarget := `{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x"}]}}`
+	for _, c := range []struct {
+		name, in string
+		at       Version
+		want     string // in the error; "" for none
+	}{
+		{name: "link without a target at 3.5.0", in: noTarget, at: V3_5, want: "invalid spec 3.5.0 config: $.storage.links.0.target: valid in spec 3.2.0 but not in 3.5.0: link target is required"},
+		{name: "link without a target at 3.3.0", in: noTarget, at: V3_3, want: "valid in spec 3.2.0 but not in 3.3.0: link target is required"},
+		{name: "link without a target at its own spec", in: noTarget, at: V3_2},
+		{name: "merge without a source at 3.1.0", in: `{"ignition":{"version":"3.0.0","config":{"merge":[{"verification":{}}]}}}`, at: V3_1, want: "$.ignition.config.merge.0: valid in spec 3.0.0 but not in 3.1.0: source is required"},
+		{name: "valid at every spec", in: `{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x","target":"/y"}]}}`, at: V3_5},
+		{name: "a 3.6.0 config at 3.5.0", in: `{"ignition":{"version":"3.6.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,a"}}]}}`, at: V3_5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := ParseDeclared([]byte(c.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = NewEncoder(p.Config, false).Validating(&ValidItems{}).Check(c.at, p.Version)
+			var ie *InvalidError
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("Check(%s): %v", c.at, err)
+			case c.want != "" && (!errors.As(err, &ie) || ie.Version != c.at || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("Check(%s): %v; want an *InvalidError saying %q", c.at, err, c.want)
+			}
+		})
+	}
+}

@@ -150,11 +150,16 @@ func validNewest(c Config, declared Version) error {
 	if !r.IsFatal() {
 		return nil
 	}
-	ps := problems(r, nil)
+	return &InvalidError{Version: declared, Problems: validOnlyIn(problems(r, nil), declared, Newest)}
+}
+
+// validOnlyIn says of each problem that it is one in spec v, not in spec
+// declared.
+func validOnlyIn(ps []Problem, declared, v Version) []Problem {
 	for i := range ps {
-		ps[i].Message = "valid in spec " + declared.String() + " but not in " + Newest.String() + ": " + ps[i].Message
+		ps[i].Message = "valid in spec " + declared.String() + " but not in " + v.String() + ": " + ps[i].Message
 	}
-	return &InvalidError{Version: declared, Problems: ps}
+	return ps
 }
 
 func parser[T any](parse func([]byte) (T, report.Report, error)) func([]byte) (any, report.Report, error) {

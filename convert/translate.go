@@ -16,15 +16,28 @@ import (
 // the target spec, or an InvalidError says why (valid, when not nil,
 // shares the validation of items other configs hold too).
 func translate(cfg *Config, target Version, reasons []Reason, written WrittenModes, valid *ValidItems) (any, error) {
+	in, out, err := down(cfg, target, reasons, written, valid)
+	if err != nil {
+		return nil, err
+	}
+	if err := proveLossless(in, out, target); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// down is translate without the proof: cfg as spec target's typed config,
+// validated, and the config it came from as the proof reads it.
+func down(cfg *Config, target Version, reasons []Reason, written WrittenModes, valid *ValidItems) (Config, any, error) {
 	if !IsOutputVersion(target) {
-		return nil, &UnsupportedVersionError{Version: target.String(), Output: true}
+		return Config{}, nil, &UnsupportedVersionError{Version: target.String(), Output: true}
 	}
 	blocked := ReasonsAbove(reasons, target)
 	if target == V2_2 {
 		blocked = append(blocked, spec2Blockers(cfg)...)
 	}
 	if len(blocked) > 0 {
-		return nil, &CannotExpressError{Target: target, Reasons: blocked}
+		return Config{}, nil, &CannotExpressError{Target: target, Reasons: blocked}
 	}
 
 	in := *cfg
@@ -39,7 +52,7 @@ func translate(cfg *Config, target Version, reasons []Reason, written WrittenMod
 			for i := range ps {
 				ps[i].Message = fmt.Sprintf("translating spec %s to %s: %s", s.from, s.to, ps[i].Message)
 			}
-			return nil, &InvalidError{Version: s.to, Problems: ps}
+			return Config{}, nil, &InvalidError{Version: s.to, Problems: ps}
 		}
 		if s.to == V3_5 {
 			// Every spec before 3.6 carries the bits (and ignores them), and
@@ -51,13 +64,10 @@ func translate(cfg *Config, target Version, reasons []Reason, written WrittenMod
 	// ign-converter's spec-2 step validates its output with spec 2's rules.
 	if target.Major == 3 {
 		if err := validated(cur, target, valid); err != nil {
-			return nil, err
+			return Config{}, nil, err
 		}
 	}
-	if err := proveLossless(in, cur, target); err != nil {
-		return nil, err
-	}
-	return cur, nil
+	return in, cur, nil
 }
 
 // validated runs Ignition's validation of the target spec, so translate never

@@ -19,11 +19,25 @@ import (
 type writer struct {
 	c       Clients
 	dryRun  bool
-	changes []string
+	changes []string // the writes made (dry run: that would be made)
+	// caWritten says a new CA was written: from then on a pass that stops
+	// leaves a rotation unfinished.
+	caWritten bool
 }
 
-func (w *writer) note(format string, a ...any) {
-	w.changes = append(w.changes, fmt.Sprintf(format, a...))
+// done records a write, verb kind ns/name, when err is nil; a write the
+// API server refused because another writer changed (or created) the
+// object since it was read is a *conflictError naming it.
+func (w *writer) done(err error, verb, kind, ns, name, why string) error {
+	obj := objectName(kind, ns, name)
+	if err == nil {
+		w.changes = append(w.changes, verb+" "+obj+": "+why)
+		return nil
+	}
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return &conflictError{Objects: []string{obj}, Err: err}
+	}
+	return fmt.Errorf("%s %s: %w", verb, obj, err)
 }
 
 // putSecret creates s, or updates old to s's type, labels, annotations and
@@ -37,19 +51,18 @@ func (w *writer) putSecret(ctx context.Context, old, s *corev1.Secret, why strin
 	}
 	switch {
 	case old == nil:
-		w.note("create secret %s/%s: %s", s.Namespace, s.Name, why)
 		_, err := api.Create(ctx, s, opts)
-		return err
+		return w.done(err, "create", "secret", s.Namespace, s.Name, why)
 	case old.Type != s.Type && old.Type != "":
-		w.note("replace secret %s/%s (type %s → %s): %s", s.Namespace, s.Name, old.Type, s.Type, why)
+		why = fmt.Sprintf("type %s → %s; %s", old.Type, s.Type, why)
 		if w.dryRun {
-			return nil
+			return w.done(nil, "replace", "secret", s.Namespace, s.Name, why)
 		}
-		if err := api.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &old.ResourceVersion}}); err != nil {
-			return err
+		err := api.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &old.ResourceVersion}})
+		if err == nil {
+			_, err = api.Create(ctx, s, opts)
 		}
-		_, err := api.Create(ctx, s, opts)
-		return err
+		return w.done(err, "replace", "secret", s.Namespace, s.Name, why)
 	}
 	next := old.DeepCopy()
 	next.Type = old.Type
@@ -59,9 +72,8 @@ func (w *writer) putSecret(ctx context.Context, old, s *corev1.Secret, why strin
 	if len(s.OwnerReferences) > 0 {
 		next.OwnerReferences = s.OwnerReferences
 	}
-	w.note("update secret %s/%s: %s", s.Namespace, s.Name, why)
 	_, err := api.Update(ctx, next, metav1.UpdateOptions{DryRun: opts.DryRun})
-	return err
+	return w.done(err, "update", "secret", s.Namespace, s.Name, why)
 }
 
 func merged(a, b map[string]string) map[string]string {
@@ -80,21 +92,19 @@ func (w *writer) putBundle(ctx context.Context, old *corev1.ConfigMap, bundle []
 		dry = []string{metav1.DryRunAll}
 	}
 	if old == nil {
-		w.note("create configmap %s/%s: %s", mcoNamespace, bundleName, why)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: bundleName, Namespace: mcoNamespace,
 			Annotations: map[string]string{"openshift.io/description": "CA bundle that stores all valid CAs for the MachineConfigServer TLS certificate"}},
 			Data: map[string]string{bundleKey: string(bundle)}}
 		_, err := api.Create(ctx, cm, metav1.CreateOptions{DryRun: dry})
-		return err
+		return w.done(err, "create", "configmap", mcoNamespace, bundleName, why)
 	}
 	next := old.DeepCopy()
 	if next.Data == nil {
 		next.Data = map[string]string{}
 	}
 	next.Data[bundleKey] = string(bundle)
-	w.note("update configmap %s/%s: %s", mcoNamespace, bundleName, why)
 	_, err := api.Update(ctx, next, metav1.UpdateOptions{DryRun: dry})
-	return err
+	return w.done(err, "update", "configmap", mcoNamespace, bundleName, why)
 }
 
 // applyPKI writes signer, bundle and serving certificate in that order, so
@@ -111,6 +121,7 @@ func (w *writer) applyPKI(ctx context.Context, cl *cluster, d desired) error {
 		if err := w.putSecret(ctx, cl.signerSec, s, reasonsOr(d.reasons, "new CA")); err != nil {
 			return fmt.Errorf("writing the CA: %w", err)
 		}
+		w.caWritten = !w.dryRun
 	}
 	bundle := encodeCerts(d.bundle...)
 	if cl.bundleCM == nil || cl.bundleCM.Data[bundleKey] != string(bundle) {
@@ -152,14 +163,13 @@ func ownerRef(pool, uid string) []metav1.OwnerReference {
 }
 
 func (w *writer) deleteSecret(ctx context.Context, s *corev1.Secret, why string) error {
-	w.note("delete secret %s/%s: %s", s.Namespace, s.Name, why)
 	var dry []string
 	if w.dryRun {
 		dry = []string{metav1.DryRunAll}
 	}
 	err := w.c.Kube.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{DryRun: dry})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return nil // gone already, as wanted
 	}
-	return err
+	return w.done(err, "delete", "secret", s.Namespace, s.Name, why)
 }

@@ -3,7 +3,6 @@ package pki
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -57,35 +56,49 @@ const readAttempts = 5
 // any of them changed meanwhile. An object that does not parse is
 // reported in cur.problems and planned anew.
 func read(ctx context.Context, c Clients) (*cluster, error) {
+	moved := map[string]bool{}
 	for range readAttempts {
 		cl, err := readOnce(ctx, c)
 		if err != nil {
 			return nil, err
 		}
-		same, err := cl.unchanged(ctx, c)
-		if err != nil || same {
+		changed, err := cl.changedSince(ctx, c)
+		if err != nil || len(changed) == 0 {
 			return cl, err
 		}
+		for _, o := range changed {
+			moved[o] = true
+		}
 	}
-	return nil, fmt.Errorf("reading the PKI objects: %w", errConflict)
+	return nil, fmt.Errorf("reading the PKI objects (%d times): %w", readAttempts, &conflictError{Objects: sortedKeys(moved)})
 }
 
-// unchanged says whether the signer, bundle and serving objects are still
-// the versions cl read (or still absent).
-func (cl *cluster) unchanged(ctx context.Context, c Clients) (bool, error) {
+// changedSince names the signer, bundle and serving objects that are no
+// longer the versions cl read (or no longer absent, or gone).
+func (cl *cluster) changedSince(ctx context.Context, c Clients) ([]string, error) {
 	signer, err := getSecret(ctx, c, mcoNamespace, signerName)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	serving, err := getSecret(ctx, c, mcoNamespace, servingName)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	bundle, err := getConfigMap(ctx, c, mcoNamespace, bundleName)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	return sameVersion(signer, cl.signerSec) && sameVersion(serving, cl.servingSec) && sameVersion(bundle, cl.bundleCM), nil
+	var out []string
+	if !sameVersion(signer, cl.signerSec) {
+		out = append(out, objectName("secret", mcoNamespace, signerName))
+	}
+	if !sameVersion(serving, cl.servingSec) {
+		out = append(out, objectName("secret", mcoNamespace, servingName))
+	}
+	if !sameVersion(bundle, cl.bundleCM) {
+		out = append(out, objectName("configmap", mcoNamespace, bundleName))
+	}
+	return out, nil
 }
 
 // sameVersion compares two reads of one object by resourceVersion; nil is
@@ -263,6 +276,27 @@ func tlsAnnotations(c *x509.Certificate) map[string]string {
 	}
 }
 
-var errConflict = errors.New("changed by someone else meanwhile; retried at the next pass")
+// conflictError is a pass given up because another writer (the
+// controller, or `mcs pki rotate` beside it) changed the objects it names
+// under it: between its reads, or between a read and the write after it.
+type conflictError struct {
+	// Objects are "secret namespace/name" or "configmap namespace/name".
+	Objects []string
+	// Err is the API server's refusal of the write, when one was refused.
+	Err error
+}
+
+func (e *conflictError) Error() string {
+	s := strings.Join(e.Objects, ", ") + " changed by someone else meanwhile"
+	if e.Err != nil {
+		s += " (" + e.Err.Error() + ")"
+	}
+	return s
+}
+
+func (e *conflictError) Unwrap() error { return e.Err }
+
+// objectName is how errors and changes name an object.
+func objectName(kind, ns, name string) string { return kind + " " + ns + "/" + name }
 
 func poolsGVR() schema.GroupVersionResource { return kube.MachineConfigPools }

@@ -47,6 +47,8 @@ type Manager struct {
 	// worksUntil is, per user-data Secret, when a node booting with its
 	// pointer config stops reaching the server (0: it does not now).
 	worksUntil *prometheus.GaugeVec
+	// after paces finish's passes; tests replace it.
+	after func(time.Duration) <-chan time.Time
 }
 
 // New checks cfg and returns a Manager.
@@ -70,7 +72,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Now = time.Now
 	}
 	f, registered := prom.With(cfg.Registry)
-	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "pki"), kick: make(chan struct{}, 1),
+	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "pki"), kick: make(chan struct{}, 1), after: time.After,
 		worksUntil: f.NewGaugeVec(prometheus.GaugeOpts{Name: "mcs_pki_pointer_config_works_until_timestamp_seconds",
 			Help: "Per user-data Secret, when a node booting with its pointer config stops reaching the server (its CAs expire, or what they verify is replaced); 0 when it does not now."}, []string{"secret"})}
 	if err := registered(); err != nil {
@@ -162,16 +164,33 @@ func (m *Manager) poke() {
 
 // Sync runs one pass: force replaces the CA now; dryRun writes nothing
 // (the API server checks each write with dryRun=All). The Report says
-// what is there afterwards and what changed.
+// what is there afterwards and what changed. A forced pass whose new CA is
+// written is finished even when a later write meets another writer's
+// change (see finish).
 func (m *Manager) Sync(ctx context.Context, force, dryRun bool) (*Report, error) {
+	r, caWritten, err := m.pass(ctx, force, dryRun)
+	var ce *conflictError
+	switch {
+	case !force || dryRun || err == nil:
+		return r, err
+	case !caWritten && errors.As(err, &ce):
+		return r, fmt.Errorf("nothing written, the CA in force is unchanged: %w", err)
+	case !caWritten:
+		return r, err
+	}
+	return m.finish(ctx, r, err)
+}
+
+// pass reads, plans and writes once; caWritten says a new CA was written.
+func (m *Manager) pass(ctx context.Context, force, dryRun bool) (r *Report, caWritten bool, err error) {
 	now := m.cfg.Now()
 	cl, err := read(ctx, m.cfg.Clients)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	d, err := plan(now, cl.cur, cl.hosts, m.cfg.Lifetimes, force)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	w := &writer{c: m.cfg.Clients, dryRun: dryRun}
 	err = w.applyPKI(ctx, cl, d)
@@ -186,16 +205,13 @@ func (m *Manager) Sync(ctx context.Context, force, dryRun bool) (*Report, error)
 	for _, c := range w.changes {
 		m.log.Info("pki", "change", c, "dryRun", dryRun)
 	}
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		err = fmt.Errorf("%w: %w", errConflict, err)
-	}
 	if dryRun {
 		// What is there, not what would be: the changes say that.
 		d, toks = asIs(cl), currentTokens(cl)
 	}
-	r := report(now, cl, d, toks, left, m.cfg.Lifetimes, m.cfg.Tokens)
+	r = report(now, cl, d, toks, left, m.cfg.Lifetimes, m.cfg.Tokens)
 	r.Changes = w.changes
-	return r, err
+	return r, w.caWritten, err
 }
 
 // syncTokens rotates each pool's token, creates the missing ones, and

@@ -180,6 +180,20 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// hooked is c with hook called before each of its Kubernetes client's
+// requests is sent: a test's other writer, acting between two of a pass's
+// requests.
+func hooked(t *testing.T, c Clients, hook func(*http.Request)) Clients {
+	cfg := rest.CopyConfig(shared.Need(t).Admin)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			hook(r)
+			return rt.RoundTrip(r)
+		})
+	})
+	return Clients{Kube: kubernetes.NewForConfigOrDie(cfg), Dynamic: c.Dynamic}
+}
+
 // A pass whose reads straddle another writer's rotation (`mcs pki rotate`
 // beside the controller: the signer read before it, the serving Secret
 // after) must not write from that mix: the serving certificate keeps its
@@ -195,20 +209,15 @@ func TestSyncAcrossAnotherRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	var once sync.Once
-	cfg := rest.CopyConfig(shared.Need(t).Admin)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/secrets/"+servingName) {
-				once.Do(func() {
-					if _, err := rotator.Sync(ctx, true, false); err != nil {
-						t.Errorf("the other writer's rotation: %v", err)
-					}
-				})
-			}
-			return rt.RoundTrip(r)
-		})
+	straddled := hooked(t, c, func(r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/secrets/"+servingName) {
+			once.Do(func() {
+				if _, err := rotator.Sync(ctx, true, false); err != nil {
+					t.Errorf("the other writer's rotation: %v", err)
+				}
+			})
+		}
 	})
-	straddled := Clients{Kube: kubernetes.NewForConfigOrDie(cfg), Dynamic: c.Dynamic}
 	m, err := New(Config{Clients: straddled, Lifetimes: lt, Now: clock, Logger: kubetest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,9 @@ type Report struct {
 	Chain    []CertInfo      `json:"chain,omitempty"`
 	Pointers []PointerReport `json:"pointers"`
 	Tokens   []TokenReport   `json:"tokens,omitempty"`
-	// Problems are objects found unreadable, replaced by this pass.
+	// Problems are what a person should know of the run: objects found
+	// unreadable (replaced by this pass), and other writers' changes a
+	// rotation met and finished after.
 	Problems []string `json:"problems,omitempty"`
 	// Changes are the writes of the pass (or, dry run, those it would make).
 	Changes []string `json:"changes"`

@@ -120,6 +120,12 @@ func (l Lookup) source() string {
 	return l.Row.source()
 }
 
+// NewestSpec is the newest spec any release of Table reads, its newest
+// row's (no release reads less than the one before it): what a cluster
+// whose release is not known may read (one newer than the table is
+// assumed to read that much, see Lookup.Assumed).
+func NewestSpec() convert.Version { return Table[len(Table)-1].Spec }
+
 // Find looks an OpenShift version up in Table. A version before 4.6 (spec
 // 2.2 only) or one that does not parse is a *ReleaseError.
 func Find(version string) (Lookup, error) {

@@ -92,14 +92,15 @@ func TestCeilingOf(t *testing.T) {
 		want     convert.Version
 		release  string
 		rollback bool
+		reads    string // the release whose operator reads the newer spec
 	}{
-		{name: "updated", history: []configv1.UpdateHistory{entry("4.19.2", done), entry("4.18.7", done)}, want: convert.V3_4, release: "4.18.7", rollback: true},
-		{name: "updating", history: []configv1.UpdateHistory{entry("4.19.2", partial), entry("4.18.7", done)}, want: convert.V3_4, release: "4.18.7", rollback: true},
-		{name: "skips partial", history: []configv1.UpdateHistory{entry("4.19.2", done), entry("4.18.9", partial), entry("4.17.1", done)}, want: convert.V3_4, release: "4.17.1", rollback: true},
-		{name: "z-stream", history: []configv1.UpdateHistory{entry("4.19.3", done), entry("4.19.2", done)}, want: convert.V3_5, release: "4.19.2", rollback: true},
-		{name: "fresh", history: []configv1.UpdateHistory{entry("4.19.2", done)}, want: convert.V3_5, release: "4.19.2"},
-		{name: "installing", history: []configv1.UpdateHistory{entry("4.19.2", partial)}, want: convert.V3_5, release: "4.19.2"},
-		{name: "rolling back", history: []configv1.UpdateHistory{entry("4.18.7", partial), entry("4.19.2", done), entry("4.18.7", done)}, want: convert.V3_4, release: "4.18.7"},
+		{name: "updated", history: []configv1.UpdateHistory{entry("4.19.2", done), entry("4.18.7", done)}, want: convert.V3_4, release: "4.18.7", rollback: true, reads: "4.19.2"},
+		{name: "updating", history: []configv1.UpdateHistory{entry("4.19.2", partial), entry("4.18.7", done)}, want: convert.V3_4, release: "4.18.7", rollback: true, reads: "4.19.2"},
+		{name: "skips partial", history: []configv1.UpdateHistory{entry("4.19.2", done), entry("4.18.9", partial), entry("4.17.1", done)}, want: convert.V3_4, release: "4.17.1", rollback: true, reads: "4.19.2"},
+		{name: "z-stream", history: []configv1.UpdateHistory{entry("4.19.3", done), entry("4.19.2", done)}, want: convert.V3_5, release: "4.19.2", rollback: true, reads: "4.19.3"},
+		{name: "fresh", history: []configv1.UpdateHistory{entry("4.19.2", done)}, want: convert.V3_5, release: "4.19.2", reads: "4.19.2"},
+		{name: "installing", history: []configv1.UpdateHistory{entry("4.19.2", partial)}, want: convert.V3_5, release: "4.19.2", reads: "4.19.2"},
+		{name: "rolling back", history: []configv1.UpdateHistory{entry("4.18.7", partial), entry("4.19.2", done), entry("4.18.7", done)}, want: convert.V3_4, release: "4.18.7", reads: "4.19.2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := CeilingOf(c.history)
@@ -108,6 +109,9 @@ func TestCeilingOf(t *testing.T) {
 			}
 			if got.Spec != c.want || got.Release.Version != c.release || got.Rollback != c.rollback {
 				t.Errorf("CeilingOf = %s from %s (rollback %v); want %s from %s (rollback %v)", got.Spec, got.Release.Version, got.Rollback, c.want, c.release, c.rollback)
+			}
+			if got.Reads.Version != c.reads {
+				t.Errorf("the operator reading the newer spec: %s's, want %s's", got.Reads.Version, c.reads)
 			}
 			if s := got.Source(); !strings.Contains(s, c.release) || !strings.Contains(s, "status.history") {
 				t.Errorf("source %q names neither the release nor the history", s)

@@ -26,6 +26,12 @@ type Ceiling struct {
 	Release Lookup
 	// Rollback is true when Release is the rollback target.
 	Rollback bool
+	// Reads is, of Current and the rollback target, the release whose
+	// machine-config-operator reads the newer spec: the operator translates
+	// every MachineConfig up to its spec and validates it there (its render
+	// controller's ValidateMachineConfig), so a config valid at the spec it
+	// declares must be valid at Reads.Row.Spec too.
+	Reads Lookup
 }
 
 // Source says, for people, how the ceiling was found.
@@ -65,7 +71,7 @@ func CeilingOf(history []configv1.UpdateHistory) (Ceiling, error) {
 	if err != nil {
 		return Ceiling{}, err
 	}
-	c.Release, c.Spec = cur, cur.Row.Spec
+	c.Release, c.Spec, c.Reads = cur, cur.Row.Spec, cur
 	target, ok := rollbackTarget(history)
 	if !ok {
 		return c, nil
@@ -76,6 +82,8 @@ func CeilingOf(history []configv1.UpdateHistory) (Ceiling, error) {
 	}
 	if !cur.Row.Spec.Less(back.Row.Spec) {
 		c.Release, c.Spec, c.Rollback = back, back.Row.Spec, true
+	} else {
+		c.Reads = back
 	}
 	return c, nil
 }

@@ -47,38 +47,32 @@ func parseAdmitFlags(args []string, stderr io.Writer) (*admitOptions, error) {
 	return o, nil
 }
 
-// runAdmit is `mcs admit`: the webhook until ctx ends.
-func runAdmit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// runAdmit is `mcs admit`: the webhook until ctx ends, or lower-existing.
+func runAdmit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "lower-existing" {
 		return runAdmitLowerExisting(ctx, args[1:], stdout, stderr)
 	}
-	o, err := parseAdmitFlags(args, stderr)
-	if err != nil || o == nil {
-		return err
-	}
-	log, err := o.log.logger(stderr)
-	if err != nil {
-		return err
-	}
+	return daemonCommand(parseAdmitFlags, func(o *admitOptions) logOptions { return o.log }, serveAdmit)(ctx, args, stdin, stdout, stderr)
+}
+
+// serveAdmit is the webhook until ctx ends. klogbridge (in daemon) routes
+// controller-runtime's logger too (the certificate watcher logs through
+// it): main's bridge, never a process-wide set here.
+func serveAdmit(ctx context.Context, o *admitOptions, cmd *daemon.Command, stdout io.Writer) error {
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	// klogbridge (in daemon) routes controller-runtime's logger too (the
-	// certificate watcher logs through it): main's bridge, never a
-	// process-wide set here.
-	cmd, err := daemon.Start(ctx, daemon.Config{Log: log, REST: rc})
-	if err != nil {
+	if err := cmd.Connect(rc); err != nil {
 		return err
 	}
-	defer cmd.Close()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	fmt.Fprintf(stdout, "mcs admit: listening on https://%s%s (above the ceiling: %s; ceiling: %s)\n", ln.Addr(), admit.MutatePath, o.aboveCeiling, ceilingWords(o.maxSpec))
 	return admitd.Serve(ctx, ln, admitd.Config{
-		Client: cmd.API.Dynamic, Registry: cmd.Registry, Log: log, Recorder: cmd.Recorder("mcs-admit"),
+		Client: cmd.API.Dynamic, Registry: cmd.Registry, Log: cmd.Log, Recorder: cmd.Recorder("mcs-admit"),
 		Deny: o.aboveCeiling == "deny", MaxSpec: o.maxSpec, Recheck: o.recheck, Cert: o.cert, Key: o.key,
 	})
 }

@@ -88,36 +88,23 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 
 // runController is `mcs controller`: the controller, and its status
 // endpoints, until ctx ends; then it gives the Lease up.
-func runController(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseControllerFlags(args, stderr)
-	if err != nil || o == nil {
-		return err
-	}
-	log, err := o.log.logger(stderr)
-	if err != nil {
-		return err
-	}
+func runController(ctx context.Context, o *controllerOptions, cmd *daemon.Command, stdout io.Writer) error {
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
 	rc.QPS, rc.Burst = float32(o.kubeQPS), o.kubeBurst
-	cmd, err := daemon.Start(ctx, daemon.Config{Log: log})
-	if err != nil {
-		return err
-	}
-	defer cmd.Close()
 	c, err := controller.New(controller.Config{
 		REST: rc, Options: o.render, ControllerConfig: o.controllerConfig,
 		Identity: o.identity, LeaseNamespace: o.leaseNamespace, LeaseName: o.leaseName,
 		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewWithin, RetryPeriod: o.retryPeriod,
 		ReleaseOnCancel: true, DryRun: o.dryRun, Prune: o.prune, Keep: o.keep,
-		Resync: o.resync, Debounce: o.debounce, Workers: o.workers, PruneGrace: o.pruneGrace, Logger: log, Registerer: cmd.Registry,
+		Resync: o.resync, Debounce: o.debounce, Workers: o.workers, PruneGrace: o.pruneGrace, Logger: cmd.Log, Registerer: cmd.Registry,
 	})
 	if err != nil {
 		return err
 	}
-	stopPKI, err := startPKI(ctx, o.pki, rc, log, cmd.Registry)
+	stopPKI, err := startPKI(ctx, o.pki, rc, cmd.Log, cmd.Registry)
 	if err != nil {
 		return err
 	}

@@ -56,14 +56,14 @@ type command struct {
 // verb).
 func commands() []command {
 	return []command{
-		{"controller", "render every pool into the cluster's rendered MachineConfigs, leader-elected", noStdin(runController)},
+		{"controller", "render every pool into the cluster's rendered MachineConfigs, leader-elected", daemonCommand(parseControllerFlags, func(o *controllerOptions) logOptions { return o.log }, runController)},
 		{"prune", "list or delete rendered MachineConfigs no pool or node uses", noStdin(runPrune)},
 		{"pki", "status|rotate: the machine-config-server CA, certificate, pointer configs and tokens", noStdin(runPKI)},
 		{"start", "OpenShift's machine-config-server start, as its DaemonSet runs it", server(parseStartFlags)},
 		{"bootstrap", "OpenShift's machine-config-server bootstrap, as the installer's bootstrap node runs it", server(parseBootstrapFlags)},
 		{"preflight", "read a cluster, changing nothing, and report what mcs start needs and would serve", noStdin(runPreflight)},
 		{"cutover", "plan|apply|back: OpenShift's machine-config-server DaemonSet to mcs start and back", noStdin(runCutover)},
-		{"admit", "mutating admission webhook: every MachineConfig stored at the lowest spec", noStdin(runAdmit)},
+		{"admit", "mutating admission webhook: every MachineConfig stored at the lowest spec", runAdmit},
 	}
 }
 

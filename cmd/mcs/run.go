@@ -16,15 +16,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // server is a server command (mcs, mcs start, mcs bootstrap): its command
-// line read by parse (nil options: nothing to serve, as for --help), then
-// serving.Run.
+// line read by parse, then serving.Run.
 func server(parse func(args []string, stderr io.Writer) (*options, error)) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
+	return daemonCommand(parse, func(o *options) logOptions { return o.log }, func(ctx context.Context, o *options, cmd *daemon.Command, stdout io.Writer) error {
+		return serving.Run(ctx, o.config(), cmd.Log, cmd.Registry, stdout)
+	})
+}
+
+// daemonCommand is a long-running command: its command line read by parse
+// (nil options: nothing to run, as for --help), the logger the flags logs
+// returns ask for, daemon.Start, then run until it returns; Close after.
+func daemonCommand[O any](parse func([]string, io.Writer) (*O, error), logs func(*O) logOptions, run func(context.Context, *O, *daemon.Command, io.Writer) error) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o, err := parse(args, stderr)
 		if err != nil || o == nil {
 			return err
 		}
-		log, err := o.log.logger(stderr)
+		log, err := logs(o).logger(stderr)
 		if err != nil {
 			return err
 		}
@@ -33,7 +41,7 @@ func server(parse func(args []string, stderr io.Writer) (*options, error)) func(
 			return err
 		}
 		defer cmd.Close()
-		return serving.Run(ctx, o.config(), log, cmd.Registry, stdout)
+		return run(ctx, o, cmd, stdout)
 	}
 }
 

@@ -43,7 +43,7 @@ ldflags() {
 	printf '%s' "$ld"
 }
 
-stamp_of() { module_stamp "$here/$1" tools.go "$(ldflags "$1")" GOOS GOARCH; }
+stamp_of() { module_stamp "$here/$1/go.mod" tools.go "$(ldflags "$1")" GOOS GOARCH; }
 
 # Every client needs cgo and libblkid (blkid.go links -lblkid); v0.35.0 too.
 have_blkid() {
@@ -93,5 +93,5 @@ fi
 install_blkid
 
 for v in "${todo[@]}"; do
-	build_verified ignition-clients "$here/$v" "${pkg[$v]}" 1 "$(ldflags "$v")" "$v" "$out/ignition-$v" "$(stamp_of "$v")"
+	build_verified ignition-clients "$here/$v/go.mod" "${pkg[$v]}" 1 "$(ldflags "$v")" "$v" "$out/ignition-$v" "$(stamp_of "$v")"
 done

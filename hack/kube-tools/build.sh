@@ -42,7 +42,7 @@ ldflags() {
 	esac
 }
 
-stamp_of() { module_stamp "$here/$1" tools.go "$(ldflags "$1")" GOOS GOARCH GOVERSION; }
+stamp_of() { module_stamp "$here/$1/go.mod" tools.go "$(ldflags "$1")" GOOS GOARCH GOVERSION; }
 
 mkdir -p "$out"
 mapfile -t todo < <(stale "$out/" "${bins[@]}")
@@ -53,5 +53,5 @@ fi
 
 for b in "${todo[@]}"; do
 	echo "kube-tools: $b (cold: minutes on 2 cores)"
-	build_verified kube-tools "$here/$b" "${pkg[$b]}" 0 "$(ldflags "$b")" "${want[$b]}" "$out/$b" "$(stamp_of "$b")"
+	build_verified kube-tools "$here/$b/go.mod" "${pkg[$b]}" 0 "$(ldflags "$b")" "${want[$b]}" "$out/$b" "$(stamp_of "$b")"
 done

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the rollback readers the rollback rehearsals run into OUT (default
 # $HOME/.cache/mcs-tools/rollback): the config.Parse of Ignition v2.10.1
-# (newest stable spec 3.2; the module next to this script) and of v2.19.0
-# (newest 3.4, as OpenShift 4.14 to 4.18 read; the module in v2.19.0/, same
-# main.go), through the Go module proxy. Each is rebuilt only when missing or
+# (newest stable spec 3.2; go.mod) and of v2.19.0 (newest 3.4, as OpenShift
+# 4.14 to 4.18 read; v2.19.0.mod), one main.go built against each through the
+# Go module proxy (`go build -modfile`). Each is rebuilt only when missing or
 # its stamp (a hash of its module) no longer matches.
 set -euo pipefail
 
@@ -14,14 +14,14 @@ source "$here/../lib/tools.sh"
 
 mkdir -p "$out"
 for version in v2.10.1 v2.19.0; do
-	dir=$here
-	[[ $version == v2.10.1 ]] || dir=$here/$version
+	modfile=$here/go.mod
+	[[ $version == v2.10.1 ]] || modfile=$here/$version.mod
 	ldflags="-X main.version=$version"
 	bin=$out/rollback-reader-$version
-	stamp=$(module_stamp "$dir" main.go "$ldflags" GOOS GOARCH)
+	stamp=$(module_stamp "$modfile" main.go "$ldflags" GOOS GOARCH)
 	if up_to_date "$bin" "$stamp"; then
 		echo "rollback-reader $version: up to date in $out"
 		continue
 	fi
-	(build_verified "rollback-reader $version" "$dir" . 0 "$ldflags" "$version" "$bin" "$stamp")
+	(build_verified "rollback-reader $version" "$modfile" . 0 "$ldflags" "$version" "$bin" "$stamp")
 done

@@ -47,32 +47,33 @@ func newRegistry() *prometheus.Registry {
 // Config is how a command starts.
 type Config struct {
 	Log *slog.Logger
-	// REST is the API server's config; nil for a command that reads none.
-	REST *rest.Config
 }
 
 // Command is a started command. Close undoes what Start did.
 type Command struct {
 	Log      *slog.Logger
 	Registry *prometheus.Registry
-	API      *Clients // nil without Config.REST
+	API      *Clients // nil until Connect
 	undo     []func()
 }
 
 // Start routes klog's lines (and controller-runtime's) through cfg.Log
-// until Close, and makes the registry and the API clients.
+// until Close, and makes the registry.
 func Start(ctx context.Context, cfg Config) (*Command, error) {
 	c := &Command{Log: cfg.Log, Registry: newRegistry()}
 	c.undo = append(c.undo, klogbridge.To(ctx, cfg.Log))
-	if cfg.REST != nil {
-		api, err := NewClients(cfg.REST)
-		if err != nil {
-			c.Close()
-			return nil, err
-		}
-		c.API = api
-	}
 	return c, nil
+}
+
+// Connect makes the command's API clients (API) from rc: those Recorder
+// sends through.
+func (c *Command) Connect(rc *rest.Config) error {
+	api, err := NewClients(rc)
+	if err != nil {
+		return err
+	}
+	c.API = api
+	return nil
 }
 
 // Close undoes Start, and stops what the command started since, latest

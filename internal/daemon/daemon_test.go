@@ -61,23 +61,24 @@ func TestNewRegistryGathersRuntime(t *testing.T) {
 	}
 }
 
-func TestStartWithAndWithoutAPIServer(t *testing.T) {
+func TestStartThenConnect(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	c, err := Start(context.Background(), Config{Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer c.Close()
 	if c.API != nil || c.Registry == nil || c.Log != log {
-		t.Errorf("without REST: %+v", c)
+		t.Errorf("before Connect: %+v", c)
 	}
-	c.Close()
-	c, err = Start(context.Background(), Config{Log: log, REST: &rest.Config{Host: "https://127.0.0.1:1"}})
-	if err != nil {
+	if err := c.Connect(&rest.Config{Host: "https://127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	if c.API == nil || c.API.Kube == nil || c.API.Dynamic == nil || c.API.Metadata == nil || c.API.REST.Host != "https://127.0.0.1:1" {
-		t.Errorf("with REST: clients %+v", c.API)
+		t.Errorf("after Connect: clients %+v", c.API)
+	}
+	if err := c.Connect(&rest.Config{Host: "127.0.0.1:1/%zz"}); err == nil {
+		t.Error("Connect to a host that is no URL: no error")
 	}
 }
 
