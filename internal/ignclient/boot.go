@@ -10,11 +10,13 @@ import (
 // end, where the failing stage speaks.
 const logTail = 4000
 
-// Boot is Run for a test: the scratch directory is removed when tb's test
-// ends, and a failed run fails tb with the error and the end of the log.
+// Boot runs the client's fetch and files stages against url the way a
+// booting node does (see run) for a test: the scratch directory is removed
+// when tb's test ends, and a failed run fails tb with the error and the
+// end of the log.
 func Boot(ctx context.Context, tb testing.TB, c Client, url string, opts Options) *Result {
 	tb.Helper()
-	res, err := Run(ctx, c, url, opts)
+	res, err := run(ctx, c, url, opts, nil)
 	return booted(tb, c, res, err)
 }
 
