@@ -245,15 +245,7 @@ func (c *cluster) applyRendered(t *testing.T, dir string) {
 	_, results := servetest.Render(t, dir, render.Options{})
 	c.rendered = servetest.ByPool(results)
 	for _, r := range results {
-		b, err := json.Marshal(asRendered(t, r))
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(b, &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		c.cp.Apply(t, u)
+		c.cp.Apply(t, object(t, asRendered(t, r)))
 		pool, err := c.cp.Dynamic.Resource(kube.MachineConfigPools).Get(context.Background(), r.Pool, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -481,9 +473,10 @@ func secret(ns, name, typ string, data map[string][]byte) *unstructured.Unstruct
 	}}
 }
 
-func object(t *testing.T, m map[string]any) *unstructured.Unstructured {
+// object is v (a map or a typed object) as the API server's JSON reads it.
+func object(t *testing.T, v any) *unstructured.Unstructured {
 	t.Helper()
-	b, err := json.Marshal(m)
+	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
