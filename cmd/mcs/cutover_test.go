@@ -224,7 +224,7 @@ func newCluster(t *testing.T) *cluster {
 	cp := kubetest.New(t, true)
 	c := &cluster{cp: cp, rootCA: testpki.NewCA(t), apiCA: testpki.NewCA(t).PEM, image: layeredImage}
 	for _, ns := range []string{mcoNS, machineAPI, "openshift-image-registry"} {
-		cp.Apply(t, object(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
+		cp.Apply(t, kubetest.ToObject(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
 	}
 	dir := shareddata.Path(t, "realdata", "aws")
 	cp.ApplyDir(t, dir)
@@ -245,7 +245,7 @@ func (c *cluster) applyRendered(t *testing.T, dir string) {
 	_, results := servetest.Render(t, dir, render.Options{})
 	c.rendered = servetest.ByPool(results)
 	for _, r := range results {
-		c.cp.Apply(t, object(t, asRendered(t, r)))
+		c.cp.Apply(t, kubetest.ToObject(t, asRendered(t, r)))
 		pool, err := c.cp.Dynamic.Resource(kube.MachineConfigPools).Get(context.Background(), r.Pool, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -280,7 +280,7 @@ func (c *cluster) applySecrets(t *testing.T) {
 	ctx := context.Background()
 	pair := c.rootCA.Serving(t)
 	c.cp.Apply(t, secret(mcoNS, "machine-config-server-tls", "kubernetes.io/tls", map[string][]byte{"tls.crt": pair.CertPEM, "tls.key": pair.KeyPEM}))
-	c.cp.Apply(t, object(t, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "node-bootstrapper", "namespace": mcoNS}}))
+	c.cp.Apply(t, kubetest.ToObject(t, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "node-bootstrapper", "namespace": mcoNS}}))
 	tr, err := c.cp.Kube.CoreV1().ServiceAccounts(mcoNS).CreateToken(ctx, "node-bootstrapper", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -313,13 +313,13 @@ func (c *cluster) applyUserData(t *testing.T, base string) {
 func (c *cluster) applyImageMode(t *testing.T) {
 	t.Helper()
 	now := time.Now().UTC().Format(time.RFC3339)
-	c.cp.Apply(t, object(t, map[string]any{
+	c.cp.Apply(t, kubetest.ToObject(t, map[string]any{
 		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineOSConfig", "metadata": map[string]any{"name": "worker"},
 		"spec": map[string]any{"machineConfigPool": map[string]any{"name": "worker"}, "imageBuilder": map[string]any{"imageBuilderType": "Job"},
 			"renderedImagePushSecret": map[string]any{"name": "push"}, "renderedImagePushSpec": "quay.example.com/org/os:latest"},
 		"status": map[string]any{"currentImagePullSpec": c.image},
 	}))
-	c.cp.Apply(t, object(t, map[string]any{
+	c.cp.Apply(t, kubetest.ToObject(t, map[string]any{
 		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineOSBuild", "metadata": map[string]any{"name": "worker-build"},
 		"spec": map[string]any{"machineConfig": map[string]any{"name": c.rendered["worker"].Name}, "machineOSConfig": map[string]any{"name": "worker"},
 			"renderedImagePushSpec": "quay.example.com/org/os:latest"},
@@ -471,20 +471,6 @@ func secret(ns, name, typ string, data map[string][]byte) *unstructured.Unstruct
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "type": typ, "metadata": map[string]any{"name": name, "namespace": ns}, "data": d,
 	}}
-}
-
-// object is v (a map or a typed object) as the API server's JSON reads it.
-func object(t *testing.T, v any) *unstructured.Unstructured {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(b, &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	return u
 }
 
 // writeKubeconfig writes a kubeconfig file for rc (a token identity).

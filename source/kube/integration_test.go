@@ -344,7 +344,7 @@ func applyRendered(t *testing.T, cp *controlPlane, self []*render.Result) map[st
 			t.Fatal(err)
 		}
 		mc.Spec.Config = cfg
-		cp.apply(t, toObject(t, &mc))
+		cp.apply(t, kubetest.ToObject(t, &mc))
 		names[r.Pool] = mc.Metadata.Name
 		cp.apply(t, withConfiguration(t, cp, r.Pool, mc.Metadata.Name, mc.Metadata.Name, 3))
 	}
@@ -438,19 +438,6 @@ func withConfiguration(t *testing.T, cp *controlPlane, pool, target, current str
 		"readyMachineCount":   updated,
 	}, "status")
 	return p
-}
-
-func toObject(t *testing.T, v any) *unstructured.Unstructured {
-	t.Helper()
-	js, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(js); err != nil {
-		t.Fatal(err)
-	}
-	return u
 }
 
 // The ServiceAccount and ClusterRole of deploy/ are all the source needs,
@@ -668,7 +655,7 @@ func TestSkewPolicyFromCluster(t *testing.T) {
 	}
 
 	policy := func(enforcement map[string]any) *unstructured.Unstructured {
-		return toObject(t, map[string]any{
+		return kubetest.ToObject(t, map[string]any{
 			"apiVersion": MachineConfigurations.GroupVersion().String(), "kind": "MachineConfiguration",
 			"metadata": map[string]any{"name": clusterMachineConfiguration},
 			"spec":     map[string]any{"managementState": "Managed", "bootImageSkewEnforcement": enforcement},
@@ -708,13 +695,13 @@ func TestSkewPolicyRefusedStillServes(t *testing.T) {
 	cp.serviceAccount(t) // the namespace and ServiceAccount
 	const name = "mcs-reader-without-policy"
 	cp.apply(t,
-		toObject(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": name},
+		kubetest.ToObject(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": name},
 			"rules": []any{map[string]any{"apiGroups": []any{Group}, "resources": []any{MachineConfigs.Resource, MachineConfigPools.Resource, ControllerConfigs.Resource},
 				"verbs": []any{"get", "list", "watch"}}}}),
-		toObject(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": name},
+		kubetest.ToObject(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": name},
 			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
 			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "old", "namespace": "mcs"}}}),
-		toObject(t, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "old", "namespace": "mcs"}}),
+		kubetest.ToObject(t, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "old", "namespace": "mcs"}}),
 	)
 	tr, err := cp.kube.CoreV1().ServiceAccounts("mcs").CreateToken(context.Background(), "old",
 		&authenticationv1.TokenRequest{}, metav1.CreateOptions{})
