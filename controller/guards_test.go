@@ -46,17 +46,7 @@ func completedStatus(generation int64) map[string]any {
 // sync too waits, leaving the pool unwritten.
 func waits(t *testing.T, cp *kubetest.ControlPlane, c *running, poolName, reason, msg string) {
 	t.Helper()
-	kubetest.Eventually(t, 10*time.Second, poolName+" waits on "+reason, func() error {
-		p := pool(t, cp, poolName)
-		cond := poolCondition(p, conditionRenderPending)
-		if cond == nil || cond["status"] != "True" || cond["reason"] != reason || !strings.Contains(fmt.Sprint(cond["message"]), msg) {
-			return fmt.Errorf("RenderPending %v", cond)
-		}
-		if st := c.book.copy().Pools[poolName]; st == nil || !strings.Contains(st.Waiting, reason) {
-			return fmt.Errorf("/status %+v", st)
-		}
-		return nil
-	})
+	showsWaiting(t, cp, c, poolName, reason, msg)
 	before, _ := c.syncs.get(poolName)
 	c.guards.signal() // a change: every waiting pool is synced again
 	kubetest.Eventually(t, 10*time.Second, poolName+" synced again", func() error {
@@ -68,6 +58,22 @@ func waits(t *testing.T, cp *kubetest.ControlPlane, c *running, poolName, reason
 	if n := configuration(pool(t, cp, poolName)); n != "" {
 		t.Fatalf("%s written while waiting on %s: %s", poolName, reason, n)
 	}
+}
+
+// showsWaiting waits until the pool's RenderPending condition and its
+// /status entry both say it waits on reason, the condition with msg.
+func showsWaiting(t *testing.T, cp *kubetest.ControlPlane, c *running, poolName, reason, msg string) {
+	t.Helper()
+	kubetest.Eventually(t, 20*time.Second, poolName+" waits on "+reason, func() error {
+		cond := poolCondition(pool(t, cp, poolName), conditionRenderPending)
+		if cond == nil || cond["status"] != "True" || cond["reason"] != reason || !strings.Contains(fmt.Sprint(cond["message"]), msg) {
+			return fmt.Errorf("RenderPending %v", cond)
+		}
+		if st := c.book.copy().Pools[poolName]; st == nil || !strings.Contains(st.Waiting, reason) {
+			return fmt.Errorf("/status %+v", st)
+		}
+		return nil
+	})
 }
 
 // written checks the pool is pointed at a config, its RenderPending

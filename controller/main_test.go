@@ -45,21 +45,12 @@ func clusterDir(t testing.TB, name string) string {
 	return filepath.Join("..", "fixtures", "cluster")
 }
 
-func yamlFiles(t testing.TB, dir string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no objects in %s: %v", dir, err)
-	}
-	return files
-}
-
 // applyCluster applies a cluster's objects, its ControllerConfig completed
 // by the template controller (the dumps carry no status), as the guards
 // want it.
 func applyCluster(t testing.TB, cp *kubetest.ControlPlane, dir string) {
 	t.Helper()
-	cp.ApplyFiles(t, yamlFiles(t, dir)...)
+	cp.ApplyDir(t, dir)
 	l, err := cp.Dynamic.Resource(kube.ControllerConfigs).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -178,16 +178,7 @@ func TestOSImageStream(t *testing.T) {
 func waitsOn(t *testing.T, cp *kubetest.ControlPlane, c *running, poolName, reason, msg string) {
 	t.Helper()
 	before := configuration(pool(t, cp, poolName))
-	kubetest.Eventually(t, 20*time.Second, poolName+" waits on "+reason, func() error {
-		cond := poolCondition(pool(t, cp, poolName), conditionRenderPending)
-		if cond == nil || cond["status"] != "True" || cond["reason"] != reason || !strings.Contains(fmt.Sprint(cond["message"]), msg) {
-			return fmt.Errorf("RenderPending %v", cond)
-		}
-		if st := c.book.copy().Pools[poolName]; st == nil || !strings.Contains(st.Waiting, reason) {
-			return fmt.Errorf("/status %+v", st)
-		}
-		return nil
-	})
+	showsWaiting(t, cp, c, poolName, reason, msg)
 	if n := configuration(pool(t, cp, poolName)); n != before {
 		t.Fatalf("%s moved from %s to %s while waiting", poolName, before, n)
 	}

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -19,13 +20,27 @@ import (
 // link, or a unit's or dropin's) and a unit's name and its dropins' (the
 // same as another unit's, or a node's path), in every spec 3 version. So a
 // config passes when each of its files and units passes alone (kept by
-// the item's JSON and type: the pools taking the worker configs share most
-// of them) and the config passes with only the items that could meet such
+// a hash of the item's JSON and type, itemKey: the pools taking the worker
+// configs share most of them) and the config passes with only the items that could meet such
 // a check. One shared by a set's renders validates each item once. Safe
 // for concurrent use; the zero value is ready.
 type ValidItems struct {
 	mu    sync.Mutex
-	valid map[string]bool // the item's type and JSON → passes alone
+	valid map[itemKey]bool // passes alone
+}
+
+// itemKey is an item's content key: the SHA-256 of its type's name and its
+// JSON (see anyToken), so that what a ValidItems keeps of an item is the
+// same few bytes however large it is (a file's inline contents run to
+// megabytes), and Forget's bound on the count bounds the bytes too.
+type itemKey [sha256.Size]byte
+
+func itemKeyOf(t reflect.Type, js []byte) itemKey {
+	h := sha256.New()
+	// A type's name holds no NUL, so it cannot run into the JSON.
+	h.Write([]byte(t.PkgPath() + "." + t.Name() + "\x00"))
+	h.Write(anyToken(js))
+	return itemKey(h.Sum(nil))
 }
 
 // anyToken is an item's JSON with each placeholder token (see
@@ -102,7 +117,7 @@ func (v *ValidItems) alone(cfg, list reflect.Value, i int) bool {
 	if err != nil {
 		return false
 	}
-	key := item.Type().PkgPath() + "." + item.Type().Name() + string(anyToken(js))
+	key := itemKeyOf(item.Type(), js)
 	v.mu.Lock()
 	ok, known := v.valid[key]
 	v.mu.Unlock()
@@ -122,7 +137,7 @@ func (v *ValidItems) alone(cfg, list reflect.Value, i int) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.valid == nil {
-		v.valid = map[string]bool{}
+		v.valid = map[itemKey]bool{}
 	}
 	v.valid[key] = ok
 	return ok

@@ -2,6 +2,8 @@ package convert
 
 import (
 	"bytes"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -110,4 +112,41 @@ func itemCases() (Config, []configCase) {
 			c.Systemd.Units[0].Dropins = []types.Dropin{{Name: "x.conf"}, {Name: "x.conf"}}
 		})},
 	}
+}
+
+// What a ValidItems keeps of an item is its key, not the item: 64 files of
+// 64 KiB each (4 MiB of JSON, which keys of the whole JSON would keep)
+// leave a few KiB behind. Each item is still told apart: every one is
+// validated, once.
+func TestValidItemsKeepsKeys(t *testing.T) {
+	const n, size = 64, 64 << 10
+	var v ValidItems
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	pass := func(i int) bool {
+		var c Config
+		c.Ignition.Version = Newest.String()
+		src := "data:," + strings.Repeat(strconv.Itoa(i%10), size)
+		c.Storage.Files = []types.File{{Node: types.Node{Path: "/etc/f" + strconv.Itoa(i)}, FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: &src}}}}
+		return v.Passes(c)
+	}
+	before := heap()
+	for i := range n {
+		if !pass(i) {
+			t.Fatalf("file %d does not pass", i)
+		}
+	}
+	kept := int64(heap()) - int64(before)
+	t.Logf("%d items of %d bytes: %d bytes kept", n, size, kept)
+	if kept > n*size/16 {
+		t.Errorf("%d items of %d bytes: %d bytes kept, want under %d", n, size, kept, n*size/16)
+	}
+	if len(v.valid) != n {
+		t.Errorf("%d keys for %d items", len(v.valid), n)
+	}
+	runtime.KeepAlive(&v)
 }

@@ -60,24 +60,7 @@ func fetch(t *testing.T, c ignclient.Client, url string) *ignclient.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := ignclient.Run(ctx, c, url, ignclient.Options{FetchTimeout: 10 * time.Second, HTTPTotal: 20 * time.Second})
-	if res != nil {
-		t.Cleanup(func() { os.RemoveAll(res.Dir) })
-	}
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", c, err, tail(res))
-	}
-	return res
-}
-
-func tail(r *ignclient.Result) string {
-	if r == nil {
-		return ""
-	}
-	if len(r.Log) > 4000 {
-		return r.Log[len(r.Log)-4000:]
-	}
-	return r.Log
+	return ignclient.Boot(ctx, t, c, url, ignclient.Options{FetchTimeout: 10 * time.Second, HTTPTotal: 20 * time.Second})
 }
 
 // An admitted client gets the pool: its files, the node files, no issue.
@@ -181,7 +164,7 @@ func TestSkewed(t *testing.T) {
 			res := fetch(t, cs[c.client], ts.URL+"/config/worker")
 			msg, err := res.ReadFile(skewgate.IssuePath("worker"))
 			if err != nil {
-				t.Fatalf("no issue file: %v\n%s", err, tail(res))
+				t.Fatalf("no issue file: %v\n%s", err, res.Tail())
 			}
 			for _, w := range append(c.want, `pool "worker"`, "Reference: mcs-skew-") {
 				if !strings.Contains(string(msg), w) {

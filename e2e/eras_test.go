@@ -57,14 +57,7 @@ func installerFetch(t *testing.T, c ignclient.Client, url string, ca *testpki.CA
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := ignclient.Run(ctx, c, url, ignclient.Options{CA: ca.PEM, Token: token, HTTPTotal: 20 * time.Second})
-	if res != nil {
-		t.Cleanup(func() { os.RemoveAll(res.Dir) })
-	}
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", c, err, tail(res))
-	}
-	return res
+	return ignclient.Boot(ctx, t, c, url, ignclient.Options{CA: ca.PEM, Token: token, HTTPTotal: 20 * time.Second})
 }
 
 // Every era boots an admitted pool through the installer's TLS pointer
@@ -148,7 +141,7 @@ func checkStubOnly(t *testing.T, res *ignclient.Result, want []string) {
 	t.Helper()
 	msg, err := res.ReadFile(skewgate.IssuePath("worker"))
 	if err != nil {
-		t.Fatalf("no issue file: %v\n%s", err, tail(res))
+		t.Fatalf("no issue file: %v\n%s", err, res.Tail())
 	}
 	for _, w := range append(want, `pool "worker"`, "Reference: mcs-skew-") {
 		if !strings.Contains(string(msg), w) {
@@ -195,10 +188,10 @@ func TestServerRestarts(t *testing.T) {
 		t.Cleanup(func() { os.RemoveAll(res.Dir) })
 	}
 	if err != nil {
-		t.Fatalf("%v\n%s", err, tail(res))
+		t.Fatalf("%v\n%s", err, res.Tail())
 	}
 	if !strings.Contains(res.Log, "connection refused") {
-		t.Errorf("the client never saw mcs down:\n%s", tail(res))
+		t.Errorf("the client never saw mcs down:\n%s", res.Tail())
 	}
 	checkAdmittedFiles(t, res, pools["worker"])
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -42,13 +41,7 @@ func serveChain(t *testing.T, d desired) string {
 // bootsWith runs client c against url trusting the PEM bundle ca.
 func bootsWith(t *testing.T, ctx context.Context, c ignclient.Client, url string, ca []byte) {
 	t.Helper()
-	res, err := ignclient.Run(ctx, c, url, ignclient.Options{CA: ca, HTTPTotal: 20 * time.Second})
-	if res != nil {
-		defer os.RemoveAll(res.Dir)
-	}
-	if err != nil {
-		t.Fatalf("%v\n%s", err, res.Log)
-	}
+	res := ignclient.Boot(ctx, t, c, url, ignclient.Options{CA: ca, HTTPTotal: 20 * time.Second})
 	if b, err := res.ReadFile("/etc/hello"); err != nil || string(b) != "crossed" {
 		t.Errorf("/etc/hello: %q %v", b, err)
 	}

@@ -214,17 +214,7 @@ func (p *proc) readStdout(r io.Reader, wantTLS bool) {
 }
 
 func (p *proc) fetch(c *http.Client, path string, header ...string) (int, []byte, error) {
-	req, _ := http.NewRequest("GET", p.plain+path, nil)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	return getWith(c, p.plain+path, header...)
 }
 
 // cpu is the CPU time the process used so far.

@@ -224,11 +224,10 @@ func newCluster(t *testing.T) *cluster {
 	cp := kubetest.New(t, true)
 	c := &cluster{cp: cp, rootCA: testpki.NewCA(t), apiCA: testpki.NewCA(t).PEM, image: layeredImage}
 	for _, ns := range []string{mcoNS, machineAPI, "openshift-image-registry"} {
-		cp.Apply(t, object(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
+		cp.Apply(t, kubetest.ToObject(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
 	}
 	dir := shareddata.Path(t, "realdata", "aws")
-	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	cp.ApplyFiles(t, files...)
+	cp.ApplyDir(t, dir)
 	c.applyRendered(t, dir)
 	c.applySecrets(t)
 	c.applyImageMode(t)
@@ -246,15 +245,7 @@ func (c *cluster) applyRendered(t *testing.T, dir string) {
 	_, results := servetest.Render(t, dir, render.Options{})
 	c.rendered = servetest.ByPool(results)
 	for _, r := range results {
-		b, err := json.Marshal(asRendered(t, r))
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(b, &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		c.cp.Apply(t, u)
+		c.cp.Apply(t, kubetest.ToObject(t, asRendered(t, r)))
 		pool, err := c.cp.Dynamic.Resource(kube.MachineConfigPools).Get(context.Background(), r.Pool, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -289,7 +280,7 @@ func (c *cluster) applySecrets(t *testing.T) {
 	ctx := context.Background()
 	pair := c.rootCA.Serving(t)
 	c.cp.Apply(t, secret(mcoNS, "machine-config-server-tls", "kubernetes.io/tls", map[string][]byte{"tls.crt": pair.CertPEM, "tls.key": pair.KeyPEM}))
-	c.cp.Apply(t, object(t, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "node-bootstrapper", "namespace": mcoNS}}))
+	c.cp.Apply(t, kubetest.ToObject(t, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "node-bootstrapper", "namespace": mcoNS}}))
 	tr, err := c.cp.Kube.CoreV1().ServiceAccounts(mcoNS).CreateToken(ctx, "node-bootstrapper", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -322,13 +313,13 @@ func (c *cluster) applyUserData(t *testing.T, base string) {
 func (c *cluster) applyImageMode(t *testing.T) {
 	t.Helper()
 	now := time.Now().UTC().Format(time.RFC3339)
-	c.cp.Apply(t, object(t, map[string]any{
+	c.cp.Apply(t, kubetest.ToObject(t, map[string]any{
 		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineOSConfig", "metadata": map[string]any{"name": "worker"},
 		"spec": map[string]any{"machineConfigPool": map[string]any{"name": "worker"}, "imageBuilder": map[string]any{"imageBuilderType": "Job"},
 			"renderedImagePushSecret": map[string]any{"name": "push"}, "renderedImagePushSpec": "quay.example.com/org/os:latest"},
 		"status": map[string]any{"currentImagePullSpec": c.image},
 	}))
-	c.cp.Apply(t, object(t, map[string]any{
+	c.cp.Apply(t, kubetest.ToObject(t, map[string]any{
 		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineOSBuild", "metadata": map[string]any{"name": "worker-build"},
 		"spec": map[string]any{"machineConfig": map[string]any{"name": c.rendered["worker"].Name}, "machineOSConfig": map[string]any{"name": "worker"},
 			"renderedImagePushSpec": "quay.example.com/org/os:latest"},
@@ -410,18 +401,7 @@ func bootPointer(t *testing.T, version string, pointer []byte) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := ignclient.Run(ctx, ignclient.Get(t, version), "", ignclient.Options{Pointer: pointer})
-	if res != nil {
-		t.Cleanup(func() { os.RemoveAll(res.Dir) })
-	}
-	if err != nil {
-		log := ""
-		if res != nil {
-			log = tailString(res.Log, 3000)
-		}
-		t.Fatalf("ignition %s: %v\n%s", version, err, log)
-	}
-	return res.Root
+	return ignclient.Boot(ctx, t, ignclient.Get(t, version), "", ignclient.Options{Pointer: pointer}).Root
 }
 
 // servedFile is the contents of one file of what the plain listener
@@ -491,19 +471,6 @@ func secret(ns, name, typ string, data map[string][]byte) *unstructured.Unstruct
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "type": typ, "metadata": map[string]any{"name": name, "namespace": ns}, "data": d,
 	}}
-}
-
-func object(t *testing.T, m map[string]any) *unstructured.Unstructured {
-	t.Helper()
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(b, &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	return u
 }
 
 // writeKubeconfig writes a kubeconfig file for rc (a token identity).

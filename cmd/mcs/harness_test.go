@@ -73,11 +73,20 @@ func (in *instance) stop() error {
 }
 
 func (in *instance) get(path string, header ...string) (int, []byte, error) {
-	req, _ := http.NewRequest("GET", in.base+path, nil)
+	return getWith(http.DefaultClient, in.base+path, header...)
+}
+
+// getWith GETs url with c, header holding name, value pairs, and reads
+// the whole body.
+func getWith(c *http.Client, url string, header ...string) (int, []byte, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -59,7 +59,7 @@ func TestServeKubernetes(t *testing.T) {
 	waitLogged(t, in, map[string]*ignclient.Running{"v2.27.0": node}, "cause=unknown-pool pool=infra")
 	apply(kube.MachineConfigPools, strings.Split(pools, "---\n")[1])
 	apply(kube.MachineConfigs, infraMC(nil))
-	if b, err := booted(t, node).ReadFile("/etc/infra-hello"); err != nil || string(b) != "infra" {
+	if b, err := node.Booted(t).ReadFile("/etc/infra-hello"); err != nil || string(b) != "infra" {
 		t.Fatalf("/etc/infra-hello: %q %v", b, err)
 	}
 

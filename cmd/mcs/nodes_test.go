@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -88,38 +87,14 @@ func (ti *tlsInstance) bootAll(t *testing.T, pool string, token func(ignclient.C
 func bootedAll(t *testing.T, runs map[string]*ignclient.Running, saw, path, want string) {
 	t.Helper()
 	for v, run := range runs {
-		res := booted(t, run)
+		res := run.Booted(t)
 		if !strings.Contains(res.Log, saw) {
-			t.Errorf("%s never saw %q:\n%s", v, saw, tailString(res.Log, 3000))
+			t.Errorf("%s never saw %q:\n%s", v, saw, res.Tail())
 		}
 		if b, err := res.ReadFile(path); err != nil || string(b) != want {
 			t.Errorf("%s: %s: %q %v", v, path, b, err)
 		}
 	}
-}
-
-// booted waits for the node and returns what landed.
-func booted(t *testing.T, run *ignclient.Running) *ignclient.Result {
-	t.Helper()
-	res, err := run.Wait()
-	if res != nil {
-		t.Cleanup(func() { os.RemoveAll(res.Dir) })
-	}
-	if err != nil {
-		log := ""
-		if res != nil {
-			log = res.Log
-		}
-		t.Fatalf("node did not boot: %v\n%s", err, tailString(log, 3000))
-	}
-	return res
-}
-
-func tailString(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 // waitLogged waits for a log line and requires that no node has stopped

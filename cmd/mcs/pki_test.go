@@ -327,7 +327,7 @@ func tlsStatusOf(t *testing.T, ti *tlsInstance) *status.TLSStatus {
 func bootedWith(t *testing.T, runs map[string]*ignclient.Running) {
 	t.Helper()
 	for v, run := range runs {
-		res := booted(t, run)
+		res := run.Booted(t)
 		if b, err := res.ReadFile("/etc/hello"); err != nil || string(b) != "rehearsal" {
 			t.Errorf("%s: /etc/hello %q %v", v, b, err)
 		}

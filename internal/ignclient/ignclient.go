@@ -45,9 +45,9 @@ func (c Client) String() string { return "ignition " + c.Version }
 // headers (a bearer token): spec 3.1 and newer can, 3.0 and 2.x cannot.
 func (c Client) Headers() bool { return !c.Spec2 && c.Spec != "3.0.0" }
 
-// Options tune one Run; the zero value runs like a node's first boot.
+// Options tune one run; the zero value runs like a node's first boot.
 type Options struct {
-	// Dir is the scratch directory (it should be empty); Run makes one with
+	// Dir is the scratch directory (it should be empty); run makes one with
 	// mkdirScratch when empty, which the caller then owns. For users to work
 	// as root, uid 1000 must be able to reach Dir/root/home/core.
 	Dir string
@@ -80,7 +80,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Result is what one Run left behind.
+// Result is what one run left behind.
 type Result struct {
 	Dir  string // scratch directory
 	Root string // Dir/root, the node's "/"
@@ -125,18 +125,13 @@ const (
 	runDir      = "run"
 )
 
-// Run runs the client's fetch and files stages against url the way a booting
+// run runs the client's fetch and files stages against url the way a booting
 // node does: a pointer config that merges (spec 3) or appends (spec 2) url,
 // then the files stage writing into a scratch root seeded with a core user.
 // The disks, mount, umount and kargs stages touch the host and never run.
-// On a failed stage Run returns the partial Result with a *stageError; when
-// ctx ends first the error wraps ctx.Err().
-func Run(ctx context.Context, c Client, url string, opts Options) (*Result, error) {
-	return run(ctx, c, url, opts, nil)
-}
-
-// run is Run; live, when not nil, also receives the stages' output as it
-// is printed (Running.Log).
+// On a failed stage run returns the partial Result with a *stageError; when
+// ctx ends first the error wraps ctx.Err(). live, when not nil, also
+// receives the stages' output as it is printed (Running.Log).
 func run(ctx context.Context, c Client, url string, opts Options, live io.Writer) (*Result, error) {
 	if c.Bin == "" || c.Version == "" {
 		return nil, fmt.Errorf("ignclient: client %+v needs Bin and Version", c)
@@ -201,7 +196,7 @@ func run(ctx context.Context, c Client, url string, opts Options, live io.Writer
 	return res, nil
 }
 
-// mkdirScratch makes a directory for Run under os.TempDir (/tmp). Unlike
+// mkdirScratch makes a directory for run under os.TempDir (/tmp). Unlike
 // t.TempDir's, its parents are open to others: the clients write a user's
 // SSH keys with that user's fsuid, which must reach home/core.
 func mkdirScratch() (string, error) {
@@ -429,18 +424,19 @@ func nodePath(name string) string {
 	return p
 }
 
-// Running is a Run in the background: a node booting while the test changes
+// Running is a run in the background: a node booting while the test changes
 // the server under it.
 type Running struct {
+	c    Client
 	done chan struct{}
 	res  *Result
 	err  error
 	live syncbuf.Buffer
 }
 
-// Start runs Run in a goroutine; Wait collects it.
+// Start runs the client in a goroutine, as Boot does; Wait collects it.
 func Start(ctx context.Context, c Client, url string, opts Options) *Running {
-	r := &Running{done: make(chan struct{})}
+	r := &Running{c: c, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		r.res, r.err = run(ctx, c, url, opts, &r.live)
@@ -454,7 +450,8 @@ func (r *Running) Log() string { return r.live.String() }
 // Done is closed once the run has finished.
 func (r *Running) Done() <-chan struct{} { return r.done }
 
-// Wait waits for the run to finish and returns what Run returned.
+// Wait waits for the run to finish and returns its Result and error (see
+// Boot).
 func (r *Running) Wait() (*Result, error) {
 	<-r.done
 	return r.res, r.err

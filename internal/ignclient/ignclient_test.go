@@ -202,9 +202,9 @@ func TestRun(t *testing.T) {
 			}
 			srv := newServer(t, harnessRoutes(t, c.Spec2))
 			start := time.Now()
-			res, err := Run(testContext(t, 60*time.Second), c, srv.URL+configPath, Options{Dir: scratch(t)})
+			res, err := run(testContext(t, 60*time.Second), c, srv.URL+configPath, Options{Dir: scratch(t)}, nil)
 			if err != nil {
-				t.Fatalf("Run: %v\n%s", err, logOf(res))
+				t.Fatalf("run: %v\n%s", err, logOf(res))
 			}
 			t.Logf("%s: fetch+files in %s (%v)", c, time.Since(start).Round(time.Millisecond), res.Stages)
 
@@ -260,9 +260,9 @@ func TestRunUnshare(t *testing.T) {
 	for _, c := range Find(t) {
 		t.Run(c.Version, func(t *testing.T) {
 			srv := newServer(t, harnessRoutes(t, c.Spec2))
-			res, err := Run(testContext(t, 60*time.Second), c, srv.URL+configPath, Options{Dir: scratch(t), Unshare: true})
+			res, err := run(testContext(t, 60*time.Second), c, srv.URL+configPath, Options{Dir: scratch(t), Unshare: true}, nil)
 			if err != nil {
-				t.Fatalf("Run: %v\n%s", err, logOf(res))
+				t.Fatalf("run: %v\n%s", err, logOf(res))
 			}
 			assertFile(t, res, inlinePath, inlineMode, inlineData)
 			assertFile(t, res, "/etc/systemd/system/"+unitName, 0o644, unitData)
@@ -308,12 +308,12 @@ func TestRunToken(t *testing.T) {
 			})
 			url := srv.URL + securedPath
 			if !c.Headers() {
-				if _, err := Run(t.Context(), c, url, Options{Dir: scratch(t), Token: "s3cret"}); err == nil {
+				if _, err := run(t.Context(), c, url, Options{Dir: scratch(t), Token: "s3cret"}, nil); err == nil {
 					t.Fatal("a spec-2 or spec-3.0 client was given a token it cannot send")
 				}
 				return
 			}
-			res, err := Run(testContext(t, 60*time.Second), c, url, Options{Dir: scratch(t), Token: "s3cret"})
+			res, err := run(testContext(t, 60*time.Second), c, url, Options{Dir: scratch(t), Token: "s3cret"}, nil)
 			if err != nil {
 				t.Fatalf("with token: %v\n%s", err, logOf(res))
 			}
@@ -322,7 +322,7 @@ func TestRunToken(t *testing.T) {
 				t.Errorf("secured requests %+v, want one with the bearer token", got)
 			}
 
-			res, err = Run(testContext(t, 60*time.Second), c, url, Options{Dir: scratch(t)})
+			res, err = run(testContext(t, 60*time.Second), c, url, Options{Dir: scratch(t)}, nil)
 			var se *stageError
 			if !errors.As(err, &se) || se.Stage != "fetch" || se.ExitCode != 1 {
 				t.Fatalf("without token: err %v, want a failed fetch stage\n%s", err, logOf(res))
@@ -348,9 +348,9 @@ func TestRunCoreUser(t *testing.T) {
 		t.Run(c.Version, func(t *testing.T) {
 			cfg := fmt.Sprintf(`{"ignition":{"version":"3.0.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":[%q]}]}}`, coreSSHKey)
 			srv := newServer(t, func(string) map[string]response { return map[string]response{configPath: {body: cfg}} })
-			res, err := Run(testContext(t, 60*time.Second), c, srv.URL+configPath, Options{Dir: scratch(t)})
+			res, err := run(testContext(t, 60*time.Second), c, srv.URL+configPath, Options{Dir: scratch(t)}, nil)
 			if err != nil {
-				t.Fatalf("Run: %v\n%s", err, logOf(res))
+				t.Fatalf("run: %v\n%s", err, logOf(res))
 			}
 			const keys = "/home/core/.ssh/authorized_keys.d/ignition"
 			got, err := res.ReadFile(keys)
@@ -527,7 +527,7 @@ func runFailure(t *testing.T, c Client, tc failure) {
 	opts := tc.opts
 	opts.Dir = scratch(t)
 	opts.FetchTimeout = 5 * time.Second
-	res, err := Run(ctx, c, srv.URL+configPath, opts)
+	res, err := run(ctx, c, srv.URL+configPath, opts, nil)
 	want := tc.want(c)
 	hits := len(srv.requests(configPath))
 	t.Logf("%s: %d requests, err %v, stages %v", c, hits, err, res.Stages)
@@ -798,7 +798,7 @@ func BenchmarkRun(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if res, err := Run(b.Context(), c, srv.URL+configPath, Options{Dir: dir}); err != nil {
+				if res, err := run(b.Context(), c, srv.URL+configPath, Options{Dir: dir}, nil); err != nil {
 					b.Fatalf("%v\n%s", err, logOf(res))
 				}
 			}

@@ -300,6 +300,13 @@ func (cp *ControlPlane) ApplyFiles(t testing.TB, files ...string) {
 	}
 }
 
+// ApplyDir applies every object of every *.yaml file in dir, the files in
+// name order; a directory without one fails t.
+func (cp *ControlPlane) ApplyDir(t testing.TB, dir string) {
+	t.Helper()
+	cp.Apply(t, DecodeDir(t, dir)...)
+}
+
 // ServiceAccount applies the manifests named (relative to dir) and returns
 // a client config carrying a token for the ServiceAccount namespace/name,
 // as the kubelet mounts one.

@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -101,6 +102,20 @@ func Object(t testing.TB, tmpl string, kv ...string) *unstructured.Unstructured 
 		t.Fatalf("%d objects", len(objs))
 	}
 	return objs[0]
+}
+
+// ToObject is v (a map or a typed object) as the API server's JSON reads it.
+func ToObject(t testing.TB, v any) *unstructured.Unstructured {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 // MachineConfig is mctest's MachineConfig as an object.

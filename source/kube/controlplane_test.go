@@ -74,11 +74,6 @@ func (cp *controlPlane) apply(t *testing.T, objs ...*unstructured.Unstructured) 
 	cp.Apply(t, objs...)
 }
 
-func (cp *controlPlane) applyFiles(t *testing.T, files ...string) {
-	t.Helper()
-	cp.ApplyFiles(t, files...)
-}
-
 // newSource starts a Source as cfg says (REST defaults to the admin's)
 // until the test ends.
 func (cp *controlPlane) newSource(t *testing.T, cfg Config) *Source {

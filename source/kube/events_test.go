@@ -62,7 +62,7 @@ func TestEventNotifierNotices(t *testing.T) {
 // MachineConfigPool, found by `oc describe` (its kind, name and uid).
 func TestEventsOnPools(t *testing.T) {
 	cp := needControlPlane(t)
-	cp.applyFiles(t, yamlFiles(t, clusterDir(t, "aws"))...)
+	cp.ApplyDir(t, clusterDir(t, "aws"))
 	st, _ := cp.eventStack(t, cp.serviceAccount(t), "minIgnitionVersion: {worker: 2.20.0}\n")
 	st.waitServing(t, "master", "worker")
 
@@ -113,7 +113,7 @@ func checkEvent(cp *controlPlane, ev corev1.Event, pool string) error {
 // addresses add none; and a failing render, another reason, is still told.
 func TestEventsBoundedUnderBootLoop(t *testing.T) {
 	cp := needControlPlane(t)
-	cp.applyFiles(t, yamlFiles(t, clusterDir(t, "aws"))...)
+	cp.ApplyDir(t, clusterDir(t, "aws"))
 	sa := cp.serviceAccount(t)
 	var writes atomic.Int64
 	sa.Wrap(func(rt http.RoundTripper) http.RoundTripper {

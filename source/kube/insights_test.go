@@ -31,7 +31,7 @@ func TestHealthInsights(t *testing.T) {
 		t.Fatalf("without the resource: served %v, %v", served, err)
 	}
 
-	cp.applyFiles(t, "testdata/healthinsights.crd.yaml")
+	cp.ApplyFiles(t, "testdata/healthinsights.crd.yaml")
 	t.Cleanup(func() {
 		_ = cp.dyn.Resource(crds).Delete(context.Background(), "healthinsights.update.openshift.io", metav1.DeleteOptions{})
 	})

@@ -171,15 +171,6 @@ func sameResponses(t *testing.T, what string, a, b map[string]reply) {
 	}
 }
 
-func yamlFiles(t *testing.T, dir string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no objects in %s: %v", dir, err)
-	}
-	return files
-}
-
 // The objects of a real cluster, read from the API server, render to the
 // same bytes and ETags as the same objects read from a directory: one
 // renderer, whichever the source.
@@ -189,7 +180,7 @@ func TestSelfModeMatchesDirectory(t *testing.T) {
 		t.Run(cluster, func(t *testing.T) {
 			resetObjects(t, cp)
 			dir := clusterDir(t, cluster)
-			cp.applyFiles(t, yamlFiles(t, dir)...)
+			cp.ApplyDir(t, dir)
 			fromDir := serveSource(t, &source.Dir{Path: dir, Poll: time.Hour}, nil)
 			fromKube := cp.kubeStack(t, Config{})
 			fromDir.waitServing(t, "master", "worker")
@@ -272,7 +263,7 @@ func TestFollowsChangesAndReplicasAgree(t *testing.T) {
 func TestPoolMode(t *testing.T) {
 	cp := needControlPlane(t)
 	dir := clusterDir(t, "aws")
-	cp.applyFiles(t, yamlFiles(t, dir)...)
+	cp.ApplyDir(t, dir)
 	_, self := servetest.Render(t, dir, render.Options{})
 	names := applyRendered(t, cp, self)
 	st := cp.kubeStack(t, Config{Mode: ModePool})
@@ -353,7 +344,7 @@ func applyRendered(t *testing.T, cp *controlPlane, self []*render.Result) map[st
 			t.Fatal(err)
 		}
 		mc.Spec.Config = cfg
-		cp.apply(t, toObject(t, &mc))
+		cp.apply(t, kubetest.ToObject(t, &mc))
 		names[r.Pool] = mc.Metadata.Name
 		cp.apply(t, withConfiguration(t, cp, r.Pool, mc.Metadata.Name, mc.Metadata.Name, 3))
 	}
@@ -449,24 +440,11 @@ func withConfiguration(t *testing.T, cp *controlPlane, pool, target, current str
 	return p
 }
 
-func toObject(t *testing.T, v any) *unstructured.Unstructured {
-	t.Helper()
-	js, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(js); err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
 // The ServiceAccount and ClusterRole of deploy/ are all the source needs,
 // in both modes; the identity can read nothing else and write nothing.
 func TestDeployRBACIsEnough(t *testing.T) {
 	cp := needControlPlane(t)
-	cp.applyFiles(t, yamlFiles(t, clusterDir(t, "aws"))...)
+	cp.ApplyDir(t, clusterDir(t, "aws"))
 	sa := cp.serviceAccount(t)
 
 	for _, mode := range []Mode{ModeSelf, ModePool} {
@@ -655,7 +633,7 @@ func (st *stack) outage(t *testing.T, api *envtest.APIServer, before reply) {
 // ServiceAccount of deploy/, whose rule names only that object.
 func TestSkewPolicyFromCluster(t *testing.T) {
 	cp := needControlPlane(t)
-	cp.applyFiles(t, yamlFiles(t, clusterDir(t, "aws"))...)
+	cp.ApplyDir(t, clusterDir(t, "aws"))
 	gate := skewgate.New(nil, testLogger(t))
 	reg := prometheus.NewRegistry()
 	src := cp.newSource(t, Config{REST: cp.serviceAccount(t), SkewPolicy: true, Registerer: reg})
@@ -677,7 +655,7 @@ func TestSkewPolicyFromCluster(t *testing.T) {
 	}
 
 	policy := func(enforcement map[string]any) *unstructured.Unstructured {
-		return toObject(t, map[string]any{
+		return kubetest.ToObject(t, map[string]any{
 			"apiVersion": MachineConfigurations.GroupVersion().String(), "kind": "MachineConfiguration",
 			"metadata": map[string]any{"name": clusterMachineConfiguration},
 			"spec":     map[string]any{"managementState": "Managed", "bootImageSkewEnforcement": enforcement},
@@ -713,17 +691,17 @@ func TestSkewPolicyFromCluster(t *testing.T) {
 // renders without them rather than never syncing.)
 func TestSkewPolicyRefusedStillServes(t *testing.T) {
 	cp := needControlPlane(t)
-	cp.applyFiles(t, yamlFiles(t, clusterDir(t, "aws"))...)
+	cp.ApplyDir(t, clusterDir(t, "aws"))
 	cp.serviceAccount(t) // the namespace and ServiceAccount
 	const name = "mcs-reader-without-policy"
 	cp.apply(t,
-		toObject(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": name},
+		kubetest.ToObject(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": name},
 			"rules": []any{map[string]any{"apiGroups": []any{Group}, "resources": []any{MachineConfigs.Resource, MachineConfigPools.Resource, ControllerConfigs.Resource},
 				"verbs": []any{"get", "list", "watch"}}}}),
-		toObject(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": name},
+		kubetest.ToObject(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": name},
 			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
 			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "old", "namespace": "mcs"}}}),
-		toObject(t, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "old", "namespace": "mcs"}}),
+		kubetest.ToObject(t, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "old", "namespace": "mcs"}}),
 	)
 	tr, err := cp.kube.CoreV1().ServiceAccounts("mcs").CreateToken(context.Background(), "old",
 		&authenticationv1.TokenRequest{}, metav1.CreateOptions{})
