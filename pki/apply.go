@@ -22,6 +22,9 @@ type writer struct {
 	changes []string // the writes made (dry run: that would be made)
 	// ca is how far the pass's writes to the CA Secret got.
 	ca caWrite
+	// uses is how many of the bundle and the serving certificate, in
+	// that order, are as planned (written, or right already).
+	uses int
 }
 
 // caWrite is how far a pass's writes to the CA Secret got, in order.
@@ -148,6 +151,7 @@ func (w *writer) applyPKI(ctx context.Context, cl *cluster, d desired) error {
 			return fmt.Errorf("writing the bundle: %w", err)
 		}
 	}
+	w.uses = 1
 	chain := encodeCerts(append([]*x509.Certificate{d.serving.cert}, d.chain...)...)
 	if d.servingChanged || cl.servingSec == nil || string(cl.servingSec.Data["tls.crt"]) != string(chain) || cl.servingSec.Type != corev1.SecretTypeTLS {
 		key, err := encodeKey(d.serving.key)
@@ -164,6 +168,7 @@ func (w *writer) applyPKI(ctx context.Context, cl *cluster, d desired) error {
 			return fmt.Errorf("writing the serving certificate: %w", err)
 		}
 	}
+	w.uses = 2
 	return nil
 }
 

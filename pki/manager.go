@@ -169,9 +169,9 @@ func (m *Manager) poke() {
 // change (see finish); one that stops before says whether any write to
 // the CA Secret landed.
 func (m *Manager) Sync(ctx context.Context, force, dryRun bool) (*Report, error) {
-	r, ca, err := m.pass(ctx, force, dryRun)
+	r, w, err := m.pass(ctx, force, dryRun)
 	var ce *conflictError
-	switch {
+	switch ca := w.ca; {
 	case !force || dryRun || err == nil:
 		return r, err
 	case ca == caTouched:
@@ -181,22 +181,21 @@ func (m *Manager) Sync(ctx context.Context, force, dryRun bool) (*Report, error)
 	case ca == caUntouched:
 		return r, err
 	}
-	return m.finish(ctx, r, err)
+	return m.finish(ctx, r, w.uses, err)
 }
 
-// pass reads, plans and writes once; ca says how far its writes to the
-// CA Secret got.
-func (m *Manager) pass(ctx context.Context, force, dryRun bool) (r *Report, ca caWrite, err error) {
+// pass reads, plans and writes once; w says how far its writes got.
+func (m *Manager) pass(ctx context.Context, force, dryRun bool) (r *Report, w *writer, err error) {
 	now := m.cfg.Now()
+	w = &writer{c: m.cfg.Clients, dryRun: dryRun}
 	cl, err := read(ctx, m.cfg.Clients)
 	if err != nil {
-		return nil, caUntouched, err
+		return nil, w, err
 	}
 	d, err := plan(now, cl.cur, cl.hosts, m.cfg.Lifetimes, force)
 	if err != nil {
-		return nil, caUntouched, err
+		return nil, w, err
 	}
-	w := &writer{c: m.cfg.Clients, dryRun: dryRun}
 	err = w.applyPKI(ctx, cl, d)
 	var toks map[string]poolToken
 	if err == nil {
@@ -215,7 +214,7 @@ func (m *Manager) pass(ctx context.Context, force, dryRun bool) (r *Report, ca c
 	}
 	r = report(now, cl, d, toks, left, m.cfg.Lifetimes, m.cfg.Tokens)
 	r.Changes = w.changes
-	return r, w.ca, err
+	return r, w, err
 }
 
 // syncTokens rotates each pool's token, creates the missing ones, and

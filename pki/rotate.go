@@ -20,23 +20,33 @@ const finishWithin = time.Minute
 // meet the same writer still writing.
 var finishBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 5 * time.Second}
 
-// unfinishedError is a forced rotation whose new CA is written (and is the
-// CA in force) but whose later writes (bundle, serving certificate, token
-// and user-data Secrets) did not all land.
+// unfinishedError is a forced rotation whose new CA is written to the CA
+// Secret but whose later writes (bundle, serving certificate, token and
+// user-data Secrets) did not all land.
 type unfinishedError struct {
 	CA     string        // the new CA's subject
+	Uses   int           // writer.uses of the last pass
 	Passes int           // passes run, the forced one included
 	For    time.Duration // from the first conflict to giving up
 	Err    error         // why the last pass stopped
 }
 
 func (e *unfinishedError) Error() string {
-	return fmt.Sprintf("the new CA %s is written and in force, but the rotation is unfinished after %d passes in %s: %v; "+
-		"the next pass of a controller managing the PKI writes the rest without replacing the CA again",
-		e.CA, e.Passes, e.For.Round(time.Millisecond), e.Err)
+	behind := [...]string{"the bundle and serving certificate do not use it yet", "the bundle lists it; the serving certificate does not use it yet",
+		"the bundle and serving certificate use it; token or pointer Secrets are behind"}[min(e.Uses, 2)]
+	return fmt.Sprintf("the CA Secret holds the new CA %s; %s: the rotation is unfinished after %d passes in %s: %v",
+		e.CA, behind, e.Passes, e.For.Round(time.Millisecond), e.Err)
 }
 
 func (e *unfinishedError) Unwrap() error { return e.Err }
+
+// Unfinished reports whether err is a forced rotation that wrote its new CA
+// but not all that follows from it: a pass without force (a controller's)
+// writes the rest; another forced one would replace the CA again.
+func Unfinished(err error) bool {
+	var ue *unfinishedError
+	return errors.As(err, &ue)
+}
 
 // finish completes a forced rotation whose new CA is written but whose
 // pass then stopped on err: a write that met another writer's change (a
@@ -48,7 +58,7 @@ func (e *unfinishedError) Unwrap() error { return e.Err }
 // completes or finishWithin has passed on the Manager's clock. The report
 // is the last pass's, with every pass's changes and, in Problems, the
 // writers met.
-func (m *Manager) finish(ctx context.Context, r *Report, err error) (*Report, error) {
+func (m *Manager) finish(ctx context.Context, r *Report, uses int, err error) (*Report, error) {
 	ca, start, passes := r.CA.Subject, m.cfg.Now(), 1
 	changes, met := r.Changes, map[string]bool{}
 	b := finishBackoff
@@ -63,7 +73,9 @@ func (m *Manager) finish(ctx context.Context, r *Report, err error) (*Report, er
 		case <-m.after(b.Step()):
 		}
 		var next *Report
-		next, _, err = m.pass(ctx, false, false)
+		var w *writer
+		next, w, err = m.pass(ctx, false, false)
+		uses = w.uses
 		passes++
 		if next != nil {
 			r, changes = next, append(changes, next.Changes...)
@@ -71,7 +83,7 @@ func (m *Manager) finish(ctx context.Context, r *Report, err error) (*Report, er
 	}
 	r.Changes = changes
 	if err != nil {
-		return r, &unfinishedError{CA: ca, Passes: passes, For: m.cfg.Now().Sub(start), Err: err}
+		return r, &unfinishedError{CA: ca, Uses: uses, Passes: passes, For: m.cfg.Now().Sub(start), Err: err}
 	}
 	if len(met) > 0 {
 		r.Problems = append(r.Problems, fmt.Sprintf("after the new CA was written, another writer changed %s meanwhile: everything was read again and the rotation finished in %d passes, without replacing the CA again",

@@ -3,6 +3,7 @@ package pki
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -142,7 +143,9 @@ func TestRotateSaysWhatHappened(t *testing.T) {
 		name, resource, object, want string
 		written                      bool
 	}{
-		{"after the CA", "configmaps", bundleName, "is written and in force, but the rotation is unfinished", true},
+		{"after the CA", "configmaps", bundleName, "the CA Secret holds the new CA openshift-machine-config-operator_machine-config-server-ca@", true},
+		{"at the bundle", "configmaps", bundleName, "; the bundle and serving certificate do not use it yet: the rotation is unfinished", true},
+		{"at the serving certificate", "secrets", servingName, "; the bundle lists it; the serving certificate does not use it yet: the rotation is unfinished", true},
 		{"at the CA", "secrets", signerName, "nothing written, the CA in force is unchanged", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -162,7 +165,7 @@ func TestRotateSaysWhatHappened(t *testing.T) {
 				t.Fatalf("got %v; want %q and a conflict naming %s", err, c.want, obj)
 			}
 			var ue *unfinishedError
-			if errors.As(err, &ue) != c.written {
+			if errors.As(err, &ue) != c.written || Unfinished(fmt.Errorf("wrapped: %w", err)) != c.written {
 				t.Errorf("unfinished: %v, want %v", ue, c.written)
 			}
 			signer := kubetest.Get(t, api.Kube.CoreV1().Secrets(mcoNamespace), signerName)

@@ -99,7 +99,7 @@ func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	r, err := m.Sync(ctx, verb == "rotate", verb == "status" || !*confirm)
 	if err != nil {
-		return err
+		return pkiFailed(stdout, r, err)
 	}
 	if format == "json" {
 		enc := json.NewEncoder(stdout)
@@ -108,6 +108,18 @@ func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	printReport(stdout, r, verb == "status" || !*confirm)
 	return nil
+}
+
+// pkiFailed prints the writes that landed before err (a failed pass's
+// report is what it meant to write, not what is there), then err.
+func pkiFailed(w io.Writer, r *pki.Report, err error) error {
+	for i := 0; r != nil && i < len(r.Changes); i++ {
+		fmt.Fprintln(w, "changed:", r.Changes[i])
+	}
+	if pki.Unfinished(err) {
+		return fmt.Errorf("%w\nthe next pass of a controller managing the PKI (`mcs controller --manage-pki`) writes the rest with this CA; `mcs pki` has no command that does: `rotate --confirm` would make another CA", err)
+	}
+	return err
 }
 
 func printReport(w io.Writer, r *pki.Report, dry bool) {
