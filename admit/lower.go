@@ -36,19 +36,20 @@ func (r *Result) Changed() bool { return r.Stored != r.Declared }
 const (
 	PassSpec2      = "spec2"      // spec 2: OpenShift converts it itself
 	PassInvalid    = "invalid"    // it does not parse (or not strictly)
+	PassRefused    = "refused"    // it parses; the cluster's operator refuses it at its newer spec
 	PassUnprovable = "unprovable" // no lower spec proved lossless
 )
 
 // PassError is a config Lower leaves as it is, and why. Lower's Result then
 // holds the input unchanged.
 type PassError struct {
-	Kind string // PassSpec2, PassInvalid or PassUnprovable
+	Kind string // PassSpec2, PassInvalid, PassRefused or PassUnprovable
 	Err  error
 }
 
 func (e *PassError) Error() string {
 	switch e.Kind {
-	case PassSpec2:
+	case PassSpec2, PassRefused:
 		return "stored as written: " + e.Err.Error()
 	case PassUnprovable:
 		return "stored as written: no lower spec could be proven lossless: " + e.Err.Error()
@@ -68,8 +69,8 @@ func (e *PassError) Unwrap() error { return e.Err }
 // refuse. An empty config ("", {} or null) is kept as it is. A config that
 // is spec 2, does not parse, or has no provably lossless lower spec is kept
 // byte for byte with a *PassError saying why, and so is one that OpenShift's
-// machine-config-operator refuses though it is valid at its own spec (see
-// readable). Same input, same bytes.
+// machine-config-operator refuses though it is valid at its own spec
+// (PassRefused, see readable). Same input, same bytes.
 func Lower(raw []byte, ceiling convert.Version) (*Result, error) {
 	return lower(raw, ceiling, convert.Version{}, nil)
 }
@@ -101,7 +102,7 @@ func lower(raw []byte, ceiling, reads convert.Version, valid *convert.ValidItems
 		res.Above = convert.ReasonsAbove(res.Reasons, ceiling)
 	}
 	if err := readable(enc, parsed.Version, res.Needs, reads); err != nil {
-		return res, &PassError{Kind: PassInvalid, Err: err}
+		return res, &PassError{Kind: PassRefused, Err: err}
 	}
 	var first error
 	for _, v := range candidates(res.Needs, parsed.Version) {

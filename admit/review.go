@@ -34,7 +34,7 @@ const (
 	outcomeDenied    = "denied"    // above the ceiling, refused
 	outcomeIgnored   = "ignored"   // not a MachineConfig CREATE or UPDATE
 	outcomeBad       = "bad"       // not an AdmissionReview the webhook can answer
-	// and PassSpec2, PassInvalid, PassUnprovable
+	// and PassSpec2, PassInvalid, PassRefused, PassUnprovable
 )
 
 // maxListed bounds the fields named in a warning or refusal.

@@ -167,8 +167,8 @@ func TestReviewPassesWithWarning(t *testing.T) {
 		{name: "spec 2", config: `{"ignition":{"version":"2.2.0"}}`, outcome: PassSpec2, warning: "MachineConfig old: spec.config stored as written: it is spec 2.2.0"},
 		// The operator translates it to 3.5.0 and refuses it there: lowered,
 		// it would be refused as well, and no one told.
-		{name: "valid at 3.2.0, not at the operator's 3.5.0", config: `{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x"}]}}`, outcome: PassInvalid,
-			warning: "MachineConfig old: spec.config stored as written: it does not parse: the cluster's machine-config-operator reads spec 3.5.0 and refuses it: invalid spec 3.5.0 config: $.storage.links.0.target: valid in spec 3.2.0 but not in 3.5.0: link target is required"},
+		{name: "valid at 3.2.0, not at the operator's 3.5.0", config: `{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x"}]}}`, outcome: PassRefused,
+			warning: "MachineConfig old: spec.config stored as written: the cluster's machine-config-operator reads spec 3.5.0 and refuses it: invalid spec 3.5.0 config: $.storage.links.0.target: valid in spec 3.2.0 but not in 3.5.0: link target is required"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := New(Config{})

@@ -20,10 +20,18 @@ type writer struct {
 	c       Clients
 	dryRun  bool
 	changes []string // the writes made (dry run: that would be made)
-	// caWritten says a new CA was written: from then on a pass that stops
-	// leaves a rotation unfinished.
-	caWritten bool
+	// ca is how far the pass's writes to the CA Secret got.
+	ca caWrite
 }
+
+// caWrite is how far a pass's writes to the CA Secret got, in order.
+type caWrite int
+
+const (
+	caUntouched caWrite = iota // nothing of it written: the CA in force is the one read
+	caTouched                  // a write landed (a replace's delete) but not the new CA
+	caWritten                  // the new CA: from then on a pass that stops leaves a rotation unfinished
+)
 
 // done records a write, verb kind ns/name, when err is nil; a write the
 // API server refused because another writer changed (or created) the
@@ -58,11 +66,14 @@ func (w *writer) putSecret(ctx context.Context, old, s *corev1.Secret, why strin
 		if w.dryRun {
 			return w.done(nil, "replace", "secret", s.Namespace, s.Name, why)
 		}
+		// Two writes, each its own change: the delete can land and the
+		// create then fail (another writer created it meanwhile).
 		err := api.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &old.ResourceVersion}})
-		if err == nil {
-			_, err = api.Create(ctx, s, opts)
+		if err := w.done(err, "delete", "secret", s.Namespace, s.Name, why+"; to be created again"); err != nil {
+			return err
 		}
-		return w.done(err, "replace", "secret", s.Namespace, s.Name, why)
+		_, err = api.Create(ctx, s, opts)
+		return w.done(err, "create", "secret", s.Namespace, s.Name, why)
 	}
 	next := old.DeepCopy()
 	next.Type = old.Type
@@ -118,10 +129,18 @@ func (w *writer) applyPKI(ctx context.Context, cl *cluster, d desired) error {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: signerName, Namespace: mcoNamespace, Annotations: tlsAnnotations(d.signer.cert)},
 			Type: corev1.SecretTypeTLS,
 			Data: map[string][]byte{"tls.crt": encodeCerts(d.signer.cert), "tls.key": key, crossKey: encodeCerts(d.cross...)}}
-		if err := w.putSecret(ctx, cl.signerSec, s, reasonsOr(d.reasons, "new CA")); err != nil {
+		landed := len(w.changes)
+		err = w.putSecret(ctx, cl.signerSec, s, reasonsOr(d.reasons, "new CA"))
+		switch {
+		case w.dryRun:
+		case err == nil:
+			w.ca = caWritten
+		case len(w.changes) > landed:
+			w.ca = caTouched
+		}
+		if err != nil {
 			return fmt.Errorf("writing the CA: %w", err)
 		}
-		w.caWritten = !w.dryRun
 	}
 	bundle := encodeCerts(d.bundle...)
 	if cl.bundleCM == nil || cl.bundleCM.Data[bundleKey] != string(bundle) {

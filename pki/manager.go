@@ -166,31 +166,35 @@ func (m *Manager) poke() {
 // (the API server checks each write with dryRun=All). The Report says
 // what is there afterwards and what changed. A forced pass whose new CA is
 // written is finished even when a later write meets another writer's
-// change (see finish).
+// change (see finish); one that stops before says whether any write to
+// the CA Secret landed.
 func (m *Manager) Sync(ctx context.Context, force, dryRun bool) (*Report, error) {
-	r, caWritten, err := m.pass(ctx, force, dryRun)
+	r, ca, err := m.pass(ctx, force, dryRun)
 	var ce *conflictError
 	switch {
 	case !force || dryRun || err == nil:
 		return r, err
-	case !caWritten && errors.As(err, &ce):
+	case ca == caTouched:
+		return r, fmt.Errorf("the CA Secret was deleted to change its type, but this rotation's new CA was not created in its place: %w", err)
+	case ca == caUntouched && errors.As(err, &ce):
 		return r, fmt.Errorf("nothing written, the CA in force is unchanged: %w", err)
-	case !caWritten:
+	case ca == caUntouched:
 		return r, err
 	}
 	return m.finish(ctx, r, err)
 }
 
-// pass reads, plans and writes once; caWritten says a new CA was written.
-func (m *Manager) pass(ctx context.Context, force, dryRun bool) (r *Report, caWritten bool, err error) {
+// pass reads, plans and writes once; ca says how far its writes to the
+// CA Secret got.
+func (m *Manager) pass(ctx context.Context, force, dryRun bool) (r *Report, ca caWrite, err error) {
 	now := m.cfg.Now()
 	cl, err := read(ctx, m.cfg.Clients)
 	if err != nil {
-		return nil, false, err
+		return nil, caUntouched, err
 	}
 	d, err := plan(now, cl.cur, cl.hosts, m.cfg.Lifetimes, force)
 	if err != nil {
-		return nil, false, err
+		return nil, caUntouched, err
 	}
 	w := &writer{c: m.cfg.Clients, dryRun: dryRun}
 	err = w.applyPKI(ctx, cl, d)
@@ -211,7 +215,7 @@ func (m *Manager) pass(ctx context.Context, force, dryRun bool) (r *Report, caWr
 	}
 	r = report(now, cl, d, toks, left, m.cfg.Lifetimes, m.cfg.Tokens)
 	r.Changes = w.changes
-	return r, w.caWritten, err
+	return r, w.ca, err
 }
 
 // syncTokens rotates each pool's token, creates the missing ones, and

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ignition-mcs/mcs/internal/kubetest"
@@ -174,4 +176,38 @@ func TestRotateSaysWhatHappened(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// A rotation that must replace the CA Secret (its type differs) and whose
+// create, after the delete landed, meets another writer's Secret: the
+// delete is a change of its own, and Sync does not say nothing was
+// written.
+func TestRotateReplaceDeleteLanded(t *testing.T) {
+	var c Clients
+	var on bool
+	var once sync.Once
+	var theirs *corev1.Secret
+	c, m, _ := rotation0(t, time.Now, func(r *http.Request) {
+		if on && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/"+mcoNamespace+"/secrets") {
+			once.Do(func() { theirs = putSecret(t, c, theirs) })
+		}
+	})
+	// The CA as an Opaque Secret: a type is immutable, so recreated.
+	signer := kubetest.Get(t, c.Kube.CoreV1().Secrets(mcoNamespace), signerName)
+	if err := c.Kube.CoreV1().Secrets(mcoNamespace).Delete(context.Background(), signerName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	theirs = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: signerName, Namespace: mcoNamespace}, Type: corev1.SecretTypeOpaque, Data: signer.Data}
+	putSecret(t, c, theirs.DeepCopy())
+	on = true
+	r, err := m.Sync(context.Background(), true, false)
+	var ce *conflictError
+	if err == nil || strings.Contains(err.Error(), "nothing written") || !strings.Contains(err.Error(), "the CA Secret was deleted") || !errors.As(err, &ce) {
+		t.Fatalf("got %v; want the CA Secret's delete said, and the conflict", err)
+	}
+	want := "delete secret " + mcoNamespace + "/" + signerName + ":"
+	if r == nil || !slices.ContainsFunc(r.Changes, func(s string) bool { return strings.HasPrefix(s, want) }) {
+		t.Errorf("changes %v, want one starting %q", r.Changes, want)
+	}
+	t.Log(err)
 }

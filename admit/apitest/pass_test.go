@@ -24,7 +24,7 @@ func TestPassedWithWarning(t *testing.T) {
 		{"spec2", `{"ignition":{"version":"2.2.0"},"storage":{"files":[{"filesystem":"root","path":"/etc/a","contents":{"source":"data:,a"}}]}}`, admit.PassSpec2, "it is spec 2.2.0"},
 		{"unknown-key", `{"ignition":{"version":"3.5.0"},"storage":{"filez":[]}}`, admit.PassInvalid, "does not parse"},
 		// Valid at 3.2.0; the operator, reading 3.5.0, refuses it.
-		{"link-without-target", `{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x"}]}}`, admit.PassInvalid, "valid in spec 3.2.0 but not in 3.5.0: link target is required"},
+		{"link-without-target", `{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x"}]}}`, admit.PassRefused, "valid in spec 3.2.0 but not in 3.5.0: link target is required"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := admit.Lower([]byte(c.config), convert.Version{})

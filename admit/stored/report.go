@@ -95,8 +95,9 @@ type summary struct {
 	Lowest string `json:"lowest,omitempty"`
 	// Needs are the fields needing a spec above 3.0.0.
 	Needs []need `json:"needs,omitempty"`
-	// Problem says why it was not converted: it does not parse, or the
-	// conversion cannot prove a lower spec lossless.
+	// Problem says why it was not converted: it does not parse, the
+	// cluster's machine-config-operator refuses it at its newer spec, or
+	// the conversion cannot prove a lower spec lossless.
 	Problem string `json:"problem,omitempty"`
 }
 

@@ -89,3 +89,21 @@ func TestVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryProblem: the Problem lower-existing shows says which it is: a
+// config that does not parse, or one that parses but that the operator
+// refuses at its newer spec.
+func TestSummaryProblem(t *testing.T) {
+	for _, tc := range []struct{ name, config, want, not string }{
+		{"does not parse", `{"ignition":{"version":"3.5.0"},"storge":{}}`, "stored as written: it does not parse: ", "refuses"},
+		{"refused at the newer spec", `{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x"}]}}`,
+			"stored as written: OpenShift's machine-config-operator (of the newest release known) reads spec ", "does not parse"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := summarize([]byte(tc.config)).Problem
+			if !strings.HasPrefix(p, tc.want) || strings.Contains(p, tc.not) {
+				t.Errorf("problem %q, want it to start %q, without %q", p, tc.want, tc.not)
+			}
+		})
+	}
+}
