@@ -104,8 +104,9 @@ func (b *Bootstrap) pool(pool, poolFile string) (*render.Result, error) {
 }
 
 // Watch signals a change when a file under Dir changes (its bytes or
-// presence; see tree.Digest), checked every Poll.
+// presence; see tree.Memo.Digest), checked every Poll.
 func (b *Bootstrap) Watch(ctx context.Context, changed chan<- struct{}) {
-	stamp := func() [32]byte { return tree.Digest(tree.Limits{}, b.Dir) }
+	var memo tree.Memo
+	stamp := func() [32]byte { return memo.Digest(tree.Limits{}, b.Dir) }
 	poll(ctx, max(b.Poll, 100*time.Millisecond), stamp(), stamp, changed)
 }

@@ -23,6 +23,9 @@ type Dir struct {
 
 	cache    render.ParseCache // parsed configs, kept from one load to the next
 	renderer Renderer          // re-renders only the pools whose inputs changed
+	// memo keeps each file's key by its stat, so that polls and a load's
+	// checks read only what changed (see tree.Memo).
+	memo tree.Memo
 	// Poll is how often the tree is checked for changes (see the function
 	// Poll for why polling).
 	Poll time.Duration
@@ -115,13 +118,14 @@ func (d *Dir) Watch(ctx context.Context, changed chan<- struct{}) {
 func (d *Dir) fingerprint() [32]byte { return tree.Sum(d.entries()) }
 
 // entries keys every entry of the tree by its content, as a load reads it
-// and within the same limits (see tree.Entries), after the root keyed by
+// and within the same limits (see tree.Memo.Entries), reading only the
+// files whose stat changed since the last time, after the root keyed by
 // what it resolves to: a root that is a symlink (a mounted ConfigMap swaps
 // one) shows a swap even between identical trees.
 func (d *Dir) entries() []tree.Entry {
 	root, err := filepath.EvalSymlinks(d.Path)
 	out := []tree.Entry{{Path: d.Path, Key: sha256.Sum256(fmt.Appendf(nil, "root %s %v", root, err))}}
-	return append(out, tree.Entries(d.Limits, d.Path)...)
+	return append(out, d.memo.Entries(d.Limits, d.Path)...)
 }
 
 // Notices are what a load found to tell a person without failing: objects

@@ -9,7 +9,7 @@ import (
 
 // WithFiles is src, signalling a change also when one of paths changes
 // (its bytes or presence, following symlinks as a Secret volume's files
-// are; see tree.Digest), checked every every (100 ms at least): files read
+// are; see tree.Memo.Digest), checked every every (100 ms at least): files read
 // beside src's objects, such as the node-bootstrapper token mcs start puts
 // into the served kubeconfig, reach the next render without a restart.
 func WithFiles(src Source, paths []string, every time.Duration) Source {
@@ -24,6 +24,7 @@ type filesWatched struct {
 
 func (f *filesWatched) Watch(ctx context.Context, changed chan<- struct{}) {
 	go f.Source.Watch(ctx, changed)
-	stamp := func() [32]byte { return tree.Digest(tree.Limits{}, f.paths...) }
+	var memo tree.Memo
+	stamp := func() [32]byte { return memo.Digest(tree.Limits{}, f.paths...) }
 	poll(ctx, max(f.every, 100*time.Millisecond), stamp(), stamp, changed)
 }

@@ -4,8 +4,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // Entry is a path and its content key: the SHA-256 of its bytes, or of why
@@ -15,34 +15,6 @@ import (
 type Entry struct {
 	Path string
 	Key  [32]byte
-}
-
-// Digest is a content key of paths and, for a directory, of everything
-// under it (walked as Load walks a tree, but following symbolic links
-// wherever they lead, as a Secret volume's files do): each path with its
-// bytes, or with why they were not read (absent, not a regular file, over
-// lim), so an edit that keeps a file's size and modification time still
-// changes it. Files are read as a load reads them, through one budget of
-// lim, so computing the key can neither block on a FIFO nor read more than
-// a load would.
-func Digest(lim Limits, paths ...string) [32]byte {
-	k := keyer{budget: budget{Limits: lim}}
-	for _, p := range paths {
-		k.walk(p)
-	}
-	return Sum(k.out)
-}
-
-// Entries keys each entry of the tree dir, as Digest does, walked as Load
-// walks it: hidden entries too (a Butane config may embed any file beside
-// it), and symbolic links followed while they stay in dir; one leading out
-// of it is keyed by where it leads (as Load's error names it), neither read
-// nor entered. Comparing two lists names what changed; Sum is one key.
-func Entries(lim Limits, dir string) []Entry {
-	k := keyer{budget: budget{Limits: lim}, tree: dir}
-	k.realTree, k.realErr = filepath.EvalSymlinks(dir)
-	k.walk(dir)
-	return k.out
 }
 
 // Sum is one key of entries: their paths and keys, in order.
@@ -65,6 +37,13 @@ type keyer struct {
 	realTree string
 	realErr  error
 	out      []Entry
+
+	open opener           // how files are opened
+	now  func() time.Time // when a read ends, to tell a racy key
+	// memo, when set, is the Memo this walk holds; kept is what it will
+	// remember after this walk.
+	memo *Memo
+	kept map[string]memoFile
 }
 
 func (k *keyer) walk(root string) {
@@ -89,13 +68,19 @@ func (k *keyer) key(p string, info fs.FileInfo, err error) [32]byte {
 	case info.IsDir():
 		h.Write([]byte("dir"))
 	default:
-		data, err := k.readFile(osFiles{}, p)
+		if key, ok := k.recall(p, info); ok {
+			return key
+		}
+		data, read, err := k.readFileInfo(k.open, p)
 		if err != nil {
 			fmt.Fprintf(h, "unread %v", err)
 			break
 		}
 		h.Write([]byte("file "))
 		h.Write(data)
+		key := [32]byte(h.Sum(nil))
+		k.remember(p, read, int64(len(data)), key)
+		return key
 	}
 	return [32]byte(h.Sum(nil))
 }

@@ -273,9 +273,16 @@ func (b *budget) over(se *sizeError) bool {
 
 // readFile reads a regular file, p as o names it, within the budget.
 func (b *budget) readFile(o opener, p string) ([]byte, error) {
+	data, _, err := b.readFileInfo(o, p)
+	return data, err
+}
+
+// readFileInfo is readFile, with the stat of the file it opened (taken
+// before its bytes were read).
+func (b *budget) readFileInfo(o opener, p string) ([]byte, fs.FileInfo, error) {
 	f, info, err := openRegular(o, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	data, err := readAtMost(f, info.Size(), b.next())
@@ -284,5 +291,5 @@ func (b *budget) readFile(o opener, p string) ([]byte, error) {
 		b.full = true
 	}
 	b.read += int64(len(data))
-	return data, err
+	return data, info, err
 }

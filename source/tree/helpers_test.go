@@ -20,3 +20,6 @@ func loadErrs(t *testing.T, paths ...string) []*render.Error {
 
 // doc is a MachineConfig document for role, its one file holding content.
 func doc(name, role, content string) string { return mctest.MachineConfig(name, role, content) }
+
+// noMemo remembers nothing: every walk through it reads every file.
+var noMemo *Memo
