@@ -2,6 +2,7 @@ package tree
 
 import (
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -29,7 +30,8 @@ type Memo struct {
 
 	mu    sync.Mutex
 	files map[string]memoFile
-	open  opener // nil: osFiles; tests count the files opened
+	// opening, when set, is told each name a walk opens (tests count them).
+	opening func(name string)
 }
 
 // memoFile is what a walk remembers of a file it read.
@@ -44,6 +46,10 @@ type memoFile struct {
 // it), and symbolic links followed while they stay in dir; one leading out
 // of it is keyed by where it leads (as Load's error names it), neither read
 // nor entered. Comparing two lists names what changed; Sum is one key.
+//
+// The budgets are the walk's own (see keyer): a file a load would read is
+// keyed by its bytes whenever the load could read it; a file over a limit
+// is keyed by why and by its stat, so a write to it still changes its key.
 func (m *Memo) Entries(lim Limits, dir string) []Entry {
 	k := m.keyer(lim)
 	defer k.done()
@@ -72,19 +78,36 @@ func (m *Memo) Digest(lim Limits, paths ...string) [32]byte {
 
 // keyer starts a walk through m, which holds m until done.
 func (m *Memo) keyer(lim Limits) *keyer {
-	k := &keyer{budget: budget{Limits: lim}, open: osFiles{}, now: time.Now}
+	k := &keyer{budget: budget{Limits: lim}, others: budget{Limits: lim}, open: osFiles{}, now: time.Now}
+	k.name = func(p string) string { return p }
+	k.hook(m)
 	if m == nil {
 		return k
 	}
 	m.mu.Lock()
 	k.memo, k.kept = m, map[string]memoFile{}
-	if m.open != nil {
-		k.open = m.open
-	}
 	if m.Now != nil {
 		k.now = m.Now
 	}
 	return k
+}
+
+// hook has k's opens told to m.opening, when set.
+func (k *keyer) hook(m *Memo) {
+	if m != nil && m.opening != nil {
+		k.open = toldOpener{k.open, m.opening}
+	}
+}
+
+// toldOpener is an opener telling each name it opens.
+type toldOpener struct {
+	opener
+	tell func(name string)
+}
+
+func (t toldOpener) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	t.tell(name)
+	return t.opener.OpenFile(name, flag, perm)
 }
 
 // done ends the walk: its memo keeps what this walk read or found unchanged
@@ -97,19 +120,19 @@ func (k *keyer) done() {
 }
 
 // recall is p's remembered key when info, the walk's stat of it, is what it
-// was when the key was taken, and the budget still has room for its bytes
-// (as a read would have): those are charged as if read.
-func (k *keyer) recall(p string, info fs.FileInfo) ([32]byte, bool) {
+// was when the key was taken, and b, p's budget, still has room for its
+// bytes (as a read would have): those are charged as if read.
+func (k *keyer) recall(b *budget, p string, info fs.FileInfo) ([32]byte, bool) {
 	if k.memo == nil {
 		return [32]byte{}, false
 	}
 	was, ok := k.memo.files[p]
 	now, known := statOf(info)
-	if !ok || !known || now != was.stat || was.size > k.next() {
+	if !ok || !known || now != was.stat || was.size > b.next() {
 		return [32]byte{}, false
 	}
 	k.kept[p] = was
-	k.read += was.size
+	b.read += was.size
 	return was.key, true
 }
 

@@ -65,7 +65,7 @@ func TestMemoStatKey(t *testing.T) {
 			k.done()
 			k = m.keyer(Limits{})
 			defer k.done()
-			key, hit := k.recall("f", info(&now))
+			key, hit := k.recall(&k.budget, "f", info(&now))
 			if hit != c.hit || (hit && key != [32]byte{7}) {
 				t.Errorf("recalled %v (key %x), want %v", hit, key[:1], c.hit)
 			}

@@ -1,26 +1,17 @@
 package tree
 
 import (
-	"io/fs"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ignition-mcs/mcs/internal/testkit"
 )
-
-// countingFiles opens files as osFiles does, counting the opens: a walk
-// reads a file's bytes only through one.
-type countingFiles struct{ opened *atomic.Int64 }
-
-func (c countingFiles) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
-func (c countingFiles) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
-	c.opened.Add(1)
-	return os.OpenFile(name, flag, perm)
-}
 
 // memoWalker is a Memo on a clock the test sets, and a way to walk a tree
 // through it counting the files read.
@@ -35,7 +26,7 @@ type memoWalker struct {
 
 func newMemoWalker(t *testing.T, files map[string]string) *memoWalker {
 	w := &memoWalker{t: t, dir: testkit.WriteTree(t, files), now: time.Now().Add(time.Hour)}
-	w.memo = &Memo{Now: func() time.Time { return w.now }, open: countingFiles{&w.opened}}
+	w.memo = &Memo{Now: func() time.Time { return w.now }, opening: func(string) { w.opened.Add(1) }}
 	return w
 }
 
@@ -177,4 +168,61 @@ func TestMemoConcurrentWalks(t *testing.T) {
 			t.Errorf("entries %v, want %v", got, want)
 		}
 	}
+}
+
+// The reviewer's tree: .git/ bytes a load never reads took the whole-tree
+// budget, so 50-worker.yaml, which Load reads fine, was keyed by its size
+// error alone and a same-size edit of it was not seen. The keyer's budgets
+// are its own: the config is keyed by its bytes.
+func TestMemoHiddenBytesLeaveConfigKeyed(t *testing.T) {
+	w := newMemoWalker(t, map[string]string{
+		".git/objects/pack": strings.Repeat("p", 90),
+		"50-worker.yaml":    strings.Repeat("a", 60),
+	})
+	w.lim = Limits{MaxTreeSize: 100}
+	if _, err := (&Loader{Limits: w.lim}).budget().readFile(osFiles{}, filepath.Join(w.dir, "50-worker.yaml")); err != nil {
+		t.Fatalf("a load reads 50-worker.yaml: %v", err)
+	}
+	before, _ := w.walk()
+	w.write("50-worker.yaml", strings.Repeat("b", 60), time.Unix(1_700_000_000, 0))
+	after, _ := w.walk()
+	config := filepath.Join(w.dir, "50-worker.yaml")
+	if keyOf(after, config) != sha256.Sum256([]byte("file "+strings.Repeat("b", 60))) {
+		t.Errorf("50-worker.yaml is not keyed by its bytes")
+	}
+	if keyOf(before, config) == keyOf(after, config) {
+		t.Errorf("a same-size edit of 50-worker.yaml left its key as it was")
+	}
+}
+
+// A file over a limit is keyed by why and by its stat: a same-size edit
+// keeping its modification time still changes its key (the change time
+// moves), and an untouched one keeps it.
+func TestMemoKeysOverLimitByStat(t *testing.T) {
+	w := newMemoWalker(t, map[string]string{"big.yaml": "0123456789", ".big": "0123456789"})
+	w.lim = Limits{MaxFileSize: 5}
+	at := time.Unix(1_700_000_000, 0)
+	w.write("big.yaml", "0123456789", at)
+	w.write(".big", "0123456789", at)
+	first, _ := w.walk()
+	if again, _ := w.walk(); !slices.Equal(again, first) {
+		t.Fatalf("untouched files over the limit changed keys")
+	}
+	for _, name := range []string{"big.yaml", ".big"} {
+		w.write(name, "9876543210", at)
+		now, _ := w.walk()
+		if p := filepath.Join(w.dir, name); keyOf(now, p) == keyOf(first, p) {
+			t.Errorf("%s: a same-size same-mtime edit of a file over the limit left its key", name)
+		}
+	}
+}
+
+// keyOf is p's key in entries.
+func keyOf(entries []Entry, p string) [32]byte {
+	for _, e := range entries {
+		if e.Path == p {
+			return e.Key
+		}
+	}
+	return [32]byte{}
 }
