@@ -103,10 +103,13 @@ func (b *Bootstrap) pool(pool, poolFile string) (*render.Result, error) {
 	return render.FromRendered(pool, mcs[0], nil, b.Options)
 }
 
-// Watch signals a change when a file under Dir changes (its bytes or
-// presence; see tree.Memo.Digest), checked every Poll.
+// Watch signals a change when an entry of the tree Dir changes (a file's
+// bytes, an entry's presence, where a link leading out of it points),
+// checked every Poll. The tree is keyed as tree.Memo.Entries keys one:
+// a link leading out of Dir is keyed by its target, never entered or read,
+// so a link to / costs no walk of the file system each poll.
 func (b *Bootstrap) Watch(ctx context.Context, changed chan<- struct{}) {
 	var memo tree.Memo
-	stamp := func() [32]byte { return memo.Digest(tree.Limits{}, b.Dir) }
+	stamp := func() [32]byte { return tree.Sum(memo.Entries(tree.Limits{}, b.Dir)) }
 	poll(ctx, max(b.Poll, 100*time.Millisecond), stamp(), stamp, changed)
 }

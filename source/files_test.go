@@ -107,3 +107,35 @@ func TestWatchersSeeContentEdits(t *testing.T) {
 		})
 	}
 }
+
+// Bootstrap.Watch keys the tree Dir alone: a link to a directory outside it
+// is keyed by where it leads, never entered, so a write out there signals
+// nothing while one in the tree does.
+func TestBootstrapWatchStaysInTree(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := testkit.WriteTree(t, map[string]string{"machine-configs/rendered-master-1.yaml": "one"})
+		out := testkit.WriteTree(t, map[string]string{"x.yaml": "outside"})
+		if err := os.Symlink(out, filepath.Join(dir, "machine-configs", "out")); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		changed := make(chan struct{}, 1)
+		go (&Bootstrap{Dir: dir, Poll: 10 * time.Millisecond}).Watch(ctx, changed)
+		testkit.Advance(time.Minute)
+		if err := os.WriteFile(filepath.Join(out, "x.yaml"), []byte("OUTSIDE, longer"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Advance(time.Second)
+		if len(changed) != 0 {
+			t.Fatal("a write outside Dir, through a link to a directory, signalled a change: the link was entered")
+		}
+		if err := os.WriteFile(filepath.Join(dir, "machine-configs", "rendered-master-1.yaml"), []byte("two, longer"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Advance(time.Second)
+		if len(changed) != 1 {
+			t.Fatal("a write in Dir signalled no change")
+		}
+	})
+}
