@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -46,13 +47,28 @@ type keyer struct {
 	realErr  error
 	out      []Entry
 
-	open opener                // how files are opened
-	name func(p string) string // the name open opens p by
-	now  func() time.Time      // when a read ends, to tell a racy key
+	// open opens files by the names name gives them: an *os.Root on tree
+	// with names relative to it (so that a link swapped in after the
+	// containment check still cannot lead out), or the file system.
+	open opener
+	name func(p string) string
+	now  func() time.Time // when a read ends, to tell a racy key
 	// memo, when set, is the Memo this walk holds; kept is what it will
 	// remember after this walk.
 	memo *Memo
 	kept map[string]memoFile
+}
+
+// inTree opens the files of tree through root, by names relative to tree.
+func (k *keyer) inTree(tree string, root *os.Root) {
+	k.open = root
+	k.name = func(p string) string {
+		rel, err := filepath.Rel(tree, p)
+		if err != nil {
+			return p // not under tree: root refuses it
+		}
+		return rel
+	}
 }
 
 // loadReads says whether a load of the tree reads p itself: a file with an

@@ -47,6 +47,8 @@ type memoFile struct {
 // of it is keyed by where it leads (as Load's error names it), neither read
 // nor entered. Comparing two lists names what changed; Sum is one key.
 //
+// Files are opened through an *os.Root on dir by names relative to it, as
+// Load opens them, so a link swapped in after the check is not read either.
 // The budgets are the walk's own (see keyer): a file a load would read is
 // keyed by its bytes whenever the load could read it; a file over a limit
 // is keyed by why and by its stat, so a write to it still changes its key.
@@ -55,6 +57,11 @@ func (m *Memo) Entries(lim Limits, dir string) []Entry {
 	defer k.done()
 	k.tree = dir
 	k.realTree, k.realErr = filepath.EvalSymlinks(dir)
+	if root, err := os.OpenRoot(dir); err == nil {
+		defer root.Close()
+		k.inTree(dir, root)
+		k.hook(m)
+	}
 	k.walk(dir)
 	return k.out
 }

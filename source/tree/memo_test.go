@@ -217,6 +217,35 @@ func TestMemoKeysOverLimitByStat(t *testing.T) {
 	}
 }
 
+// A file swapped for a link out of the tree after the walk checked its
+// path (here: as it is opened) is not read: files are opened through an
+// os.Root on the tree.
+func TestEntriesOpenThroughRoot(t *testing.T) {
+	secret := filepath.Join(testkit.WriteTree(t, map[string]string{"token": "secret"}), "token")
+	w := newMemoWalker(t, map[string]string{"a.yaml": "inside"})
+	a := filepath.Join(w.dir, "a.yaml")
+	swapped := false
+	w.memo.opening = func(name string) {
+		if filepath.Base(name) != "a.yaml" || swapped {
+			return
+		}
+		swapped = true
+		if err := os.Remove(a); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(secret, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := w.memo.Entries(w.lim, w.dir)
+	if !swapped {
+		t.Fatal("a.yaml was never opened")
+	}
+	if keyOf(got, a) == sha256.Sum256([]byte("file secret")) {
+		t.Errorf("a.yaml, swapped for a link out of the tree after the check, was read through it")
+	}
+}
+
 // keyOf is p's key in entries.
 func keyOf(entries []Entry, p string) [32]byte {
 	for _, e := range entries {
