@@ -3,6 +3,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -68,9 +69,12 @@ func Start(ctx context.Context, cfg Config) (*Command, error) {
 // Connect makes the command's API clients (API) from rc: those Recorder
 // sends through.
 func (c *Command) Connect(rc *rest.Config) error {
+	if rc == nil {
+		return errors.New("connecting to the API server: no client configuration")
+	}
 	api, err := NewClients(rc)
 	if err != nil {
-		return err
+		return fmt.Errorf("connecting to the API server %s: %w", rc.Host, err)
 	}
 	c.API = api
 	return nil
@@ -87,8 +91,13 @@ func (c *Command) Close() {
 
 // Recorder is an Event recorder for component, sending through the API
 // clients until Close. In a pod the host name is the pod's: each
-// replica's Events say which one saw what.
+// replica's Events say which one saw what. It needs the clients: called
+// before Connect succeeded it panics saying so, a mistake in the command's
+// wiring, not something to run with (its Events would be lost unseen).
 func (c *Command) Recorder(component string) record.EventRecorder {
+	if c.API == nil {
+		panic("daemon: Recorder(" + component + ") before Connect: no API clients to send Events through")
+	}
 	events := record.NewBroadcaster()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.API.Kube.CoreV1().Events("")})
 	c.undo = append(c.undo, events.Shutdown)

@@ -3,6 +3,8 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -77,9 +79,23 @@ func TestStartThenConnect(t *testing.T) {
 	if c.API == nil || c.API.Kube == nil || c.API.Dynamic == nil || c.API.Metadata == nil || c.API.REST.Host != "https://127.0.0.1:1" {
 		t.Errorf("after Connect: clients %+v", c.API)
 	}
-	if err := c.Connect(&rest.Config{Host: "127.0.0.1:1/%zz"}); err == nil {
-		t.Error("Connect to a host that is no URL: no error")
+	if err := c.Connect(&rest.Config{Host: "127.0.0.1:1/%zz"}); err == nil || !strings.Contains(err.Error(), "connecting to the API server 127.0.0.1:1/%zz: ") || errors.Unwrap(err) == nil {
+		t.Errorf("Connect to a host that is no URL: %v, want an error naming the host, wrapping the cause", err)
 	}
+	if err := c.Connect(nil); err == nil {
+		t.Error("Connect(nil): no error")
+	}
+}
+
+// Recorder before Connect is a wiring mistake, said at once.
+func TestRecorderBeforeConnect(t *testing.T) {
+	c := &Command{Log: slog.New(slog.DiscardHandler)}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "before Connect") {
+			t.Errorf("recovered %v, want a panic saying Recorder came before Connect", r)
+		}
+	}()
+	c.Recorder("mcs-test")
 }
 
 // Serve answers until Close, and not after: the listener is the
