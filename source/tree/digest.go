@@ -79,15 +79,13 @@ func (k *keyer) loadReads(p string) bool {
 		return true
 	}
 	rel, err := filepath.Rel(k.tree, p)
+	if rel == "." {
+		return true // the tree is a file, named: Load reads it whatever its name
+	}
 	if err != nil || !readExts[strings.ToLower(filepath.Ext(p))] {
 		return false
 	}
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		if strings.HasPrefix(part, ".") {
-			return false
-		}
-	}
-	return true
+	return !strings.HasPrefix(rel, ".") && !strings.Contains(rel, string(filepath.Separator)+".")
 }
 
 // budgetFor is the budget p's bytes are charged to.
