@@ -97,25 +97,25 @@ func runPKI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	r, err := m.Sync(ctx, verb == "rotate", verb == "status" || !*confirm)
+	dry := verb == "status" || !*confirm
+	r, err := m.Sync(ctx, verb == "rotate", dry)
 	if err != nil {
-		return pkiFailed(stdout, r, err)
+		return pkiFailed(stderr, r, err, dry)
 	}
 	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	printReport(stdout, r, verb == "status" || !*confirm)
+	printReport(stdout, r, dry)
 	return nil
 }
 
-// pkiFailed prints the writes that landed before err (a failed pass's
-// report is what it meant to write, not what is there), then err.
-func pkiFailed(w io.Writer, r *pki.Report, err error) error {
-	for i := 0; r != nil && i < len(r.Changes); i++ {
-		fmt.Fprintln(w, "changed:", r.Changes[i])
-	}
+// pkiFailed prints the writes that landed before err, or in a dry run those
+// it would have made (a failed pass's report is what it meant to write), then
+// err. w is stderr, with the other errors: stdout stays JSON under -o json.
+func pkiFailed(w io.Writer, r *pki.Report, err error, dry bool) error {
+	printChanges(w, r, dry)
 	if pki.Unfinished(err) {
 		return fmt.Errorf("%w\nthe next pass of a controller managing the PKI (`mcs controller --manage-pki`) writes the rest with this CA; `mcs pki` has no command that does: `rotate --confirm` would make another CA", err)
 	}
@@ -159,11 +159,12 @@ func printReport(w io.Writer, r *pki.Report, dry bool) {
 	for _, p := range r.Problems {
 		fmt.Fprintln(w, "problem:", p)
 	}
-	verb := "changed:"
-	if dry {
-		verb = "would change:"
-	}
-	for _, c := range r.Changes {
-		fmt.Fprintln(w, verb, c)
+	printChanges(w, r, dry)
+}
+
+func printChanges(w io.Writer, r *pki.Report, dry bool) {
+	verb := map[bool]string{false: "changed:", true: "would change:"}[dry]
+	for i := 0; r != nil && i < len(r.Changes); i++ {
+		fmt.Fprintln(w, verb, r.Changes[i])
 	}
 }

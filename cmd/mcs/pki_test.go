@@ -433,13 +433,24 @@ func adminOnlyWithAllPools(t *testing.T, in *instance, poolToken string) {
 // A pki pass that fails says first what it wrote before failing, then
 // the error, as it was.
 func TestPKIFailedShowsChanges(t *testing.T) {
-	var out bytes.Buffer
 	failed := fmt.Errorf("writing the bundle: conflict")
-	err := pkiFailed(&out, &pki.Report{Changes: []string{"update secret ns/ca: new CA"}}, failed)
-	if err != failed || out.String() != "changed: update secret ns/ca: new CA\n" {
-		t.Errorf("printed %q, returned %v", out.String(), err)
-	}
-	if err := pkiFailed(&out, nil, failed); err != failed {
-		t.Errorf("no report: %v", err)
+	report := &pki.Report{Changes: []string{"update secret ns/ca: new CA"}}
+	for _, tc := range []struct {
+		name string
+		dry  bool
+		want string
+	}{
+		{"confirmed", false, "changed: update secret ns/ca: new CA\n"},
+		{"dry run", true, "would change: update secret ns/ca: new CA\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := pkiFailed(&out, report, failed, tc.dry); err != failed || out.String() != tc.want {
+				t.Errorf("printed %q, returned %v", out.String(), err)
+			}
+			if err := pkiFailed(&out, nil, failed, tc.dry); err != failed {
+				t.Errorf("no report: %v", err)
+			}
+		})
 	}
 }
