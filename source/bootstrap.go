@@ -104,12 +104,47 @@ func (b *Bootstrap) pool(pool, poolFile string) (*render.Result, error) {
 }
 
 // Watch signals a change when an entry of the tree Dir changes (a file's
-// bytes, an entry's presence, where a link leading out of it points),
-// checked every Poll. The tree is keyed as tree.Memo.Entries keys one:
-// a link leading out of Dir is keyed by its target, never entered or read,
-// so a link to / costs no walk of the file system each poll.
+// bytes, an entry's presence, where a link leading out of it points) or
+// when a file Load opens does, checked every Poll. The tree is keyed as
+// tree.Memo.Entries keys one: a link leading out of Dir is keyed by its
+// target, never entered or read, so a link to / costs no walk of the file
+// system each poll. Load opens its files by path, following links anywhere,
+// so those few files (see loadFiles) are keyed by their bytes too, every
+// link followed: an edit to a rendered config linked from outside Dir is
+// served by the next load, so it must signal one.
 func (b *Bootstrap) Watch(ctx context.Context, changed chan<- struct{}) {
-	var memo tree.Memo
-	stamp := func() [32]byte { return tree.Sum(memo.Entries(tree.Limits{}, b.Dir)) }
+	var dir, files tree.Memo
+	stamp := func() [32]byte {
+		return tree.Sum([]tree.Entry{
+			{Path: b.Dir, Key: tree.Sum(dir.Entries(tree.Limits{}, b.Dir))},
+			{Path: "load", Key: files.Digest(tree.Limits{}, b.loadFiles()...)},
+		})
+	}
 	poll(ctx, max(b.Poll, 100*time.Millisecond), stamp(), stamp, changed)
+}
+
+// loadFiles are the files Load may open: the ControllerConfig, the pool
+// files and every machine-configs/*.yaml one level deep (whichever a pool
+// file names), links followed as Load follows them. A directory among them
+// is left out (Load reads no directory it can be told to), so a link to /
+// is never walked.
+func (b *Bootstrap) loadFiles() []string {
+	named := []string{filepath.Join(b.Dir, "controller-config", "machine-config-controller.yaml")}
+	for _, pool := range bootstrapPools {
+		named = append(named, filepath.Join(b.Dir, "machine-pools", pool+".yaml"))
+	}
+	mcDir := filepath.Join(b.Dir, "machine-configs")
+	entries, _ := os.ReadDir(mcDir) // absent or unreadable: Load fails alike, and the tree's key says so
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".yaml") {
+			named = append(named, filepath.Join(mcDir, e.Name()))
+		}
+	}
+	files := named[:0]
+	for _, p := range named {
+		if info, err := os.Stat(p); err != nil || !info.IsDir() {
+			files = append(files, p)
+		}
+	}
+	return files
 }

@@ -139,3 +139,35 @@ func TestBootstrapWatchStaysInTree(t *testing.T) {
 		}
 	})
 }
+
+// TestBootstrapWatchSeesLinkedConfig: Load opens a rendered config by path,
+// following a link out of Dir, so an edit to the link's target is served by
+// the next load and must signal one (the tree's key alone keys such a link
+// by its target only).
+func TestBootstrapWatchSeesLinkedConfig(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := testkit.WriteTree(t, map[string]string{"machine-pools/master.yaml": "status: {configuration: {name: rendered-master-1}}"})
+		out := testkit.WriteTree(t, map[string]string{"rendered-master-1.yaml": "one"})
+		if err := os.Mkdir(filepath.Join(dir, "machine-configs"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(out, "rendered-master-1.yaml"), filepath.Join(dir, "machine-configs", "rendered-master-1.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		changed := make(chan struct{}, 1)
+		go (&Bootstrap{Dir: dir, Poll: 10 * time.Millisecond}).Watch(ctx, changed)
+		testkit.Advance(time.Minute)
+		if len(changed) != 0 {
+			t.Fatal("an unchanged tree signalled a change")
+		}
+		if err := os.WriteFile(filepath.Join(out, "rendered-master-1.yaml"), []byte("two, longer"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Advance(time.Second)
+		if len(changed) != 1 {
+			t.Fatal("an edit to the rendered config Load reads, through a link out of Dir, signalled no change")
+		}
+	})
+}
