@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,10 +76,23 @@ func (c *Command) Connect(rc *rest.Config) error {
 	}
 	api, err := NewClients(rc)
 	if err != nil {
-		return fmt.Errorf("connecting to the API server %s: %w", rc.Host, err)
+		return fmt.Errorf("connecting to the API server%s: %w", apiHost(rc.Host, err), err)
 	}
 	c.API = api
 	return nil
+}
+
+// apiHost is host as Connect's error names it: never its userinfo (a
+// password may be there), and not at all where the cause names it already
+// (client-go's errors about the host quote it).
+func apiHost(host string, cause error) string {
+	if strings.Contains(cause.Error(), host) {
+		return ""
+	}
+	if u, err := url.Parse(host); err == nil && u.Host != "" {
+		return " " + u.Host
+	}
+	return " " + host[strings.LastIndex(host, "@")+1:]
 }
 
 // Close undoes Start, and stops what the command started since, latest

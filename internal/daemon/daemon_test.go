@@ -79,8 +79,19 @@ func TestStartThenConnect(t *testing.T) {
 	if c.API == nil || c.API.Kube == nil || c.API.Dynamic == nil || c.API.Metadata == nil || c.API.REST.Host != "https://127.0.0.1:1" {
 		t.Errorf("after Connect: clients %+v", c.API)
 	}
-	if err := c.Connect(&rest.Config{Host: "127.0.0.1:1/%zz"}); err == nil || !strings.Contains(err.Error(), "connecting to the API server 127.0.0.1:1/%zz: ") || errors.Unwrap(err) == nil {
-		t.Errorf("Connect to a host that is no URL: %v, want an error naming the host, wrapping the cause", err)
+	for _, tc := range []struct {
+		name, host, caFile, want string
+	}{
+		{"no URL, named once by the cause", "127.0.0.1:1/%zz", "", `connecting to the API server: parse "http://127.0.0.1:1/%zz": invalid URL escape`},
+		{"userinfo left out", "https://admin:s3cret@127.0.0.1:1", "/nonexistent/ca.crt", "connecting to the API server 127.0.0.1:1: "},
+		{"host:port with userinfo", "admin:s3cret@127.0.0.1:1", "/nonexistent/ca.crt", "connecting to the API server 127.0.0.1:1: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.Connect(&rest.Config{Host: tc.host, TLSClientConfig: rest.TLSClientConfig{CAFile: tc.caFile}})
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") || errors.Unwrap(err) == nil {
+				t.Errorf("got %v, want it to start %q, wrap the cause and keep the password out", err, tc.want)
+			}
+		})
 	}
 	if err := c.Connect(nil); err == nil {
 		t.Error("Connect(nil): no error")
