@@ -255,3 +255,27 @@ func keyOf(entries []Entry, p string) [32]byte {
 	}
 	return [32]byte{}
 }
+
+// TestMemoAbsoluteLinkNotRecalled: a.yaml -> b.yaml, remembered, replaced by
+// a.yaml -> /abs/tree/b.yaml, which stays in the tree (so passes the
+// containment check) and stats as b.yaml did, but which Load refuses (an
+// os.Root refuses absolute links): the walk keys it as Load fails on it,
+// not by the remembered bytes.
+func TestMemoAbsoluteLinkNotRecalled(t *testing.T) {
+	w := newMemoWalker(t, map[string]string{"b.yaml": "bee"})
+	a := filepath.Join(w.dir, "a.yaml")
+	if err := os.Symlink("b.yaml", a); err != nil {
+		t.Fatal(err)
+	}
+	w.walk()
+	if err := os.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(w.dir, "b.yaml"), a); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := w.walk()
+	if want := sha256.Sum256([]byte("err " + errAbsolute.Error())); keyOf(got, a) != want {
+		t.Errorf("a.yaml, now an absolute link: key %x, want Load's error's %x", keyOf(got, a), want)
+	}
+}
