@@ -25,7 +25,7 @@ var finishBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Ji
 // user-data Secrets) did not all land.
 type unfinishedError struct {
 	CA     string        // the new CA's subject
-	Uses   int           // writer.uses of the last pass
+	Uses   int           // the furthest writer.uses of any pass
 	Passes int           // passes run, the forced one included
 	For    time.Duration // from the first conflict to giving up
 	Err    error         // why the last pass stopped
@@ -75,7 +75,7 @@ func (m *Manager) finish(ctx context.Context, r *Report, uses int, err error) (*
 		var next *Report
 		var w *writer
 		next, w, err = m.pass(ctx, false, false)
-		uses = w.uses
+		uses = max(uses, w.uses) // a pass failing in read or plan wrote nothing: keep the furthest progress seen
 		passes++
 		if next != nil {
 			r, changes = next, append(changes, next.Changes...)

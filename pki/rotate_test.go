@@ -181,6 +181,31 @@ func TestRotateSaysWhatHappened(t *testing.T) {
 	}
 }
 
+// A rotation whose forced pass wrote the CA and the bundle, met another
+// writer at the serving certificate, and whose next pass then failed to
+// read (infrastructure/cluster gone: an API blip) says the bundle lists the
+// new CA: the progress is the furthest any pass made, not the last pass's.
+func TestRotateKeepsFurthestProgress(t *testing.T) {
+	var api Clients
+	var once sync.Once
+	api, m, _ := rotation0(t, time.Now, func(r *http.Request) {
+		if writing(r, "secrets", servingName) {
+			once.Do(func() {
+				bump(t, api, "secrets", servingName)
+				if err := api.Dynamic.Resource(Infrastructures).Delete(context.Background(), "cluster", metav1.DeleteOptions{}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	})
+	_, err := m.Sync(context.Background(), true, false)
+	var ue *unfinishedError
+	if !errors.As(err, &ue) || ue.Passes != 2 || !strings.Contains(err.Error(), "; the bundle lists it; the serving certificate does not use it yet:") ||
+		!strings.Contains(err.Error(), "infrastructure/cluster") {
+		t.Fatalf("got %v; want the bundle said to list the new CA after a failed read in pass 2", err)
+	}
+}
+
 // A rotation that must replace the CA Secret (its type differs) and whose
 // create, after the delete landed, meets another writer's Secret: the
 // delete is a change of its own, and Sync does not say nothing was
