@@ -12,6 +12,11 @@ import (
 // leads out of the tree being read.
 var errOutside = errors.New("outside the tree")
 
+// errAbsolute is a file refused because a symbolic link on its way is
+// absolute (os.Root refuses those, wherever they lead) or leads out: Load's
+// words, so the watch keys such a file as the load fails on it.
+var errAbsolute = fmt.Errorf("%w: a symbolic link on its way is absolute or leads out of the tree (links in a tree must be relative and stay inside it): not read", errOutside)
+
 // outsideError is a file whose path leads out of the tree through a
 // symbolic link: one reviewed change adding `innocent.txt -> /var/run/
 // secrets/…/token` must not publish the server's token in a config.
@@ -40,12 +45,14 @@ func outside(tree, p string) error {
 	if err != nil {
 		return nil
 	}
-	return outsideReal(tree, realTree, p)
+	return outsideReal(tree, realTree, p, false)
 }
 
 // outsideReal is outside for a tree already resolved to realTree, for a
-// caller checking many paths under it.
-func outsideReal(tree, realTree, p string) error {
+// caller checking many paths under it. With abs, a link on the way that
+// stays inside but whose target is absolute is errAbsolute, as opening p
+// through an os.Root on tree fails (so no remembered key is recalled).
+func outsideReal(tree, realTree, p string, abs bool) error {
 	rel, err := filepath.Rel(tree, p)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 		return nil
@@ -67,6 +74,11 @@ func outsideReal(tree, realTree, p string) error {
 		if !within(realTree, resolved) {
 			target, _ := os.Readlink(cur)
 			return &outsideError{Link: cur, Target: target, Resolved: resolved, Tree: realTree}
+		}
+		if abs {
+			if target, err := os.Readlink(cur); err == nil && filepath.IsAbs(target) {
+				return errAbsolute
+			}
 		}
 	}
 	return nil

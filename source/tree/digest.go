@@ -100,7 +100,7 @@ func (k *keyer) walk(root string) {
 	walkTree(root, func(p string, info fs.FileInfo, err error) error {
 		var skip error
 		if err == nil && k.tree != "" && k.realErr == nil {
-			if err = outsideReal(k.tree, k.realTree, p); err != nil {
+			if err = outsideReal(k.tree, k.realTree, p, true); err != nil {
 				skip = fs.SkipDir // a directory is not entered; for a file, as nil
 			}
 		}

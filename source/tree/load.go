@@ -3,7 +3,6 @@ package tree
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -132,7 +131,7 @@ func (l *Loader) file(o opener, name, p string, named bool) {
 	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
 		// os.Root's words: outside let it pass, so a link on the way is
 		// absolute, or was swapped since.
-		err = fmt.Errorf("%w: a symbolic link on its way is absolute or leads out of the tree (links in a tree must be relative and stay inside it): not read", errOutside)
+		err = errAbsolute
 	}
 	switch {
 	case errors.Is(err, errNotRegular) && !named:

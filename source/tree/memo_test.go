@@ -222,27 +222,45 @@ func TestMemoKeysOverLimitByStat(t *testing.T) {
 // os.Root on the tree.
 func TestEntriesOpenThroughRoot(t *testing.T) {
 	secret := filepath.Join(testkit.WriteTree(t, map[string]string{"token": "secret"}), "token")
-	w := newMemoWalker(t, map[string]string{"a.yaml": "inside"})
-	a := filepath.Join(w.dir, "a.yaml")
-	swapped := false
-	w.memo.opening = func(name string) {
-		if filepath.Base(name) != "a.yaml" || swapped {
-			return
-		}
-		swapped = true
-		if err := os.Remove(a); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(secret, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := w.memo.Entries(w.lim, w.dir)
-	if !swapped {
-		t.Fatal("a.yaml was never opened")
-	}
-	if keyOf(got, a) == sha256.Sum256([]byte("file secret")) {
-		t.Errorf("a.yaml, swapped for a link out of the tree after the check, was read through it")
+	for _, tc := range []struct {
+		name   string
+		target func(dir string) string
+	}{
+		// os.Root refuses an absolute link whatever it leads to, and a
+		// relative one for leaving the tree: each must be refused.
+		{"absolute", func(string) string { return secret }},
+		{"relative", func(dir string) string {
+			rel, err := filepath.Rel(dir, secret)
+			if err != nil || !strings.HasPrefix(rel, "..") {
+				t.Fatalf("no relative way out of %s to %s: %q, %v", dir, secret, rel, err)
+			}
+			return rel
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newMemoWalker(t, map[string]string{"a.yaml": "inside"})
+			a := filepath.Join(w.dir, "a.yaml")
+			swapped := false
+			w.memo.opening = func(name string) {
+				if filepath.Base(name) != "a.yaml" || swapped {
+					return
+				}
+				swapped = true
+				if err := os.Remove(a); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(tc.target(w.dir), a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := w.memo.Entries(w.lim, w.dir)
+			if !swapped {
+				t.Fatal("a.yaml was never opened")
+			}
+			if keyOf(got, a) == sha256.Sum256([]byte("file secret")) {
+				t.Errorf("a.yaml, swapped for a link out of the tree after the check, was read through it")
+			}
+		})
 	}
 }
 
@@ -254,4 +272,28 @@ func keyOf(entries []Entry, p string) [32]byte {
 		}
 	}
 	return [32]byte{}
+}
+
+// TestMemoAbsoluteLinkNotRecalled: a.yaml -> b.yaml, remembered, replaced by
+// a.yaml -> /abs/tree/b.yaml, which stays in the tree (so passes the
+// containment check) and stats as b.yaml did, but which Load refuses (an
+// os.Root refuses absolute links): the walk keys it as Load fails on it,
+// not by the remembered bytes.
+func TestMemoAbsoluteLinkNotRecalled(t *testing.T) {
+	w := newMemoWalker(t, map[string]string{"b.yaml": "bee"})
+	a := filepath.Join(w.dir, "a.yaml")
+	if err := os.Symlink("b.yaml", a); err != nil {
+		t.Fatal(err)
+	}
+	w.walk()
+	if err := os.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(w.dir, "b.yaml"), a); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := w.walk()
+	if want := sha256.Sum256([]byte("err " + errAbsolute.Error())); keyOf(got, a) != want {
+		t.Errorf("a.yaml, now an absolute link: key %x, want Load's error's %x", keyOf(got, a), want)
+	}
 }
