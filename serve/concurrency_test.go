@@ -242,7 +242,7 @@ func TestRequestPathAllocs(t *testing.T) {
 				// body's reader are then made anew (4–5 on average).
 				limit += 4
 			}
-			if n := testing.AllocsPerRun(2000, func() { serve() }); n > float64(limit) {
+			if n := testkit.Allocs(2000, func() { serve() }); n > float64(limit) {
 				t.Errorf("a config request allocates %v times, want at most %d", n, limit)
 			}
 		})

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ignition-mcs/mcs/internal/testkit"
 )
 
 // Goroutines asking for the same keys at once get one counter per key,
@@ -41,7 +43,7 @@ func TestMemo(t *testing.T) {
 		}
 	}
 	k := bytesKey{"pool-7", "3.4.0"}
-	if n := testing.AllocsPerRun(100, func() { m.get(k, mk) }); n != 0 {
+	if n := testkit.Allocs(100, func() { m.get(k, mk) }); n != 0 {
 		t.Errorf("a hit allocates %v times", n)
 	}
 }

@@ -283,7 +283,7 @@ func FuzzParseUserAgent(f *testing.F) {
 }
 
 func TestParseUserAgentAllocs(t *testing.T) {
-	if n := testing.AllocsPerRun(100, func() { ParseUserAgent("Ignition/v2.27.0") }); n != 0 {
+	if n := testkit.Allocs(100, func() { ParseUserAgent("Ignition/v2.27.0") }); n != 0 {
 		t.Errorf("ParseUserAgent allocates %v times", n)
 	}
 }

@@ -69,6 +69,9 @@ func TestCutoverRehearsal(t *testing.T) {
 	args := append(daemonSetArgs(t, "--apiserver-url="+c.cp.Admin.Host),
 		"--kubeconfig", c.mcsConfig, "--cert", filepath.Join(c.certDir, "tls.crt"), "--key", filepath.Join(c.certDir, "tls.key"),
 		"--bootstrap-token-dir", c.tokenDir, "--listen-tls", "127.0.0.1:0", "--listen-plain", "127.0.0.1:0",
+		// mcs start's own default, 127.0.0.1:22626, is taken when another
+		// make test runs on the machine.
+		"--listen-admin", "127.0.0.1:0",
 		"--debounce", "20ms", "--poll", "100ms")
 	in := startSubcommand(t, true, args...)
 	c.applyUserData(t, in.tlsURL(t))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/rendertest"
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -73,7 +74,7 @@ func TestBodyWriteAllocatesNothing(t *testing.T) {
 		t.Fatalf("%d pieces: the contents were not held out", len(b.pieces))
 	}
 	w := &writerOnly{io.Discard}
-	if n := testing.AllocsPerRun(100, func() { b.Send(w) }); n != 0 {
+	if n := testkit.Allocs(100, func() { b.Send(w) }); n != 0 {
 		t.Fatalf("writing a body allocates %v times", n)
 	}
 }
