@@ -67,10 +67,7 @@ func TestWatch(t *testing.T) {
 		link := filepath.Join(parent, "current")
 		os.Symlink(real, link)
 		d := &Dir{Path: link, Poll: 5 * time.Millisecond}
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		changed := make(chan struct{}, 1)
-		go d.Watch(ctx, changed)
+		changed := watching(t, d)
 		expect := func(what string, n int) {
 			t.Helper()
 			testkit.Advance(time.Second)

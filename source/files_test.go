@@ -18,10 +18,7 @@ func TestTokenRotationReloads(t *testing.T) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "token"), []byte("one"), 0o600)
 		w := WithFiles(idleSource{}, []string{filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")}, 10*time.Millisecond)
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		changed := make(chan struct{}, 1)
-		go w.Watch(ctx, changed)
+		changed := watching(t, w)
 		testkit.Advance(time.Minute) // many polls, on the bubble's clock
 		select {
 		case <-changed:
@@ -82,10 +79,7 @@ func TestWatchersSeeContentEdits(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ctx, cancel := context.WithCancel(t.Context())
-				defer cancel()
-				changed := make(chan struct{}, 1)
-				go c.watch(dir).Watch(ctx, changed)
+				changed := watching(t, c.watch(dir))
 				testkit.Advance(time.Minute)
 				if len(changed) != 0 {
 					t.Fatal("an unchanged tree signalled a change")
@@ -118,22 +112,13 @@ func TestBootstrapWatchStaysInTree(t *testing.T) {
 		if err := os.Symlink(out, filepath.Join(dir, "machine-configs", "out")); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		changed := make(chan struct{}, 1)
-		go (&Bootstrap{Dir: dir, Poll: 10 * time.Millisecond}).Watch(ctx, changed)
+		changed := watching(t, &Bootstrap{Dir: dir, Poll: 10 * time.Millisecond})
 		testkit.Advance(time.Minute)
-		if err := os.WriteFile(filepath.Join(out, "x.yaml"), []byte("OUTSIDE, longer"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		testkit.Advance(time.Second)
+		rewrite(t, filepath.Join(out, "x.yaml"), "OUTSIDE, longer")
 		if len(changed) != 0 {
 			t.Fatal("a write outside Dir, through a link to a directory, signalled a change: the link was entered")
 		}
-		if err := os.WriteFile(filepath.Join(dir, "machine-configs", "rendered-master-1.yaml"), []byte("two, longer"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		testkit.Advance(time.Second)
+		rewrite(t, filepath.Join(dir, "machine-configs", "rendered-master-1.yaml"), "two, longer")
 		if len(changed) != 1 {
 			t.Fatal("a write in Dir signalled no change")
 		}
@@ -154,20 +139,33 @@ func TestBootstrapWatchSeesLinkedConfig(t *testing.T) {
 		if err := os.Symlink(filepath.Join(out, "rendered-master-1.yaml"), filepath.Join(dir, "machine-configs", "rendered-master-1.yaml")); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		changed := make(chan struct{}, 1)
-		go (&Bootstrap{Dir: dir, Poll: 10 * time.Millisecond}).Watch(ctx, changed)
+		changed := watching(t, &Bootstrap{Dir: dir, Poll: 10 * time.Millisecond})
 		testkit.Advance(time.Minute)
 		if len(changed) != 0 {
 			t.Fatal("an unchanged tree signalled a change")
 		}
-		if err := os.WriteFile(filepath.Join(out, "rendered-master-1.yaml"), []byte("two, longer"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		testkit.Advance(time.Second)
+		rewrite(t, filepath.Join(out, "rendered-master-1.yaml"), "two, longer")
 		if len(changed) != 1 {
 			t.Fatal("an edit to the rendered config Load reads, through a link out of Dir, signalled no change")
 		}
 	})
+}
+
+// watching runs w's Watch until the test ends (synctest cancels t's
+// context as the test function returns) and gives what it signals on.
+func watching(t *testing.T, w interface {
+	Watch(context.Context, chan<- struct{})
+}) chan struct{} {
+	changed := make(chan struct{}, 1)
+	go w.Watch(t.Context(), changed)
+	return changed
+}
+
+// rewrite writes data to p and lets a second of polls run.
+func rewrite(t *testing.T, p, data string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Advance(time.Second)
 }
