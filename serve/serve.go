@@ -96,7 +96,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, m: m}
-	s.failures, err = nodefail.New(nodefail.Config{Notify: cfg.Notify, Known: s.poolExists, Authorize: reportAuth(cfg.Tokens),
+	s.failures, err = nodefail.New(nodefail.Config{Notify: cfg.Notify, Known: func(pool string) bool { return poolExists(s.snap.Load(), pool) }, Authorize: reportAuth(cfg.Tokens),
 		Logger: cfg.Logger, Registry: cfg.Registry})
 	if err != nil {
 		return nil, err
@@ -234,8 +234,7 @@ func knownPool(snap *pipeline.Snapshot, name string) string {
 // poolExists reports whether the pool named name exists: served, or its
 // newest render failed (it may serve none yet), as /config/<pool> tells
 // the two apart from an unknown pool.
-func (s *Server) poolExists(name string) bool {
-	snap := s.snap.Load()
+func poolExists(snap *pipeline.Snapshot, name string) bool {
 	if snap == nil {
 		return false
 	}

@@ -79,29 +79,7 @@ func attackNodeFailures(t *testing.T) {
 		}
 	}
 
-	began := time.Now()
-	var sent, accepted atomic.Int64
-	var wg sync.WaitGroup
-	for w := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			clients := make([]*http.Client, 10)
-			for i := range clients {
-				clients[i] = client(fmt.Sprintf("127.0.1.%d", 1+w*10+i), 10*time.Second)
-			}
-			for i := range 500 {
-				code, _ := postFrom(clients[i%10], p, evil("worker", fmt.Sprintf("fake-%d-%d", w, i)), workerToken)
-				sent.Add(1)
-				if code == 202 {
-					accepted.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	took := time.Since(began)
-
+	sent, accepted, took := floodReports200(p, evil)
 	var st status.Status
 	_, raw, _ := p.fetch(http.DefaultClient, "/status", "Authorization", "Bearer "+adminToken)
 	if err := json.Unmarshal(raw, &st); err != nil {
@@ -147,6 +125,34 @@ func attackNodeFailures(t *testing.T) {
 			}
 		}
 	}
+}
+
+// floodReports200 sends 10,000 reports with the worker token from 200
+// addresses, each a new node: how many were sent and answered 202, and
+// how long it took.
+func floodReports200(p *proc, evil func(pool, nodeID string) string) (sent, accepted *atomic.Int64, took time.Duration) {
+	sent, accepted = new(atomic.Int64), new(atomic.Int64)
+	began := time.Now()
+	var wg sync.WaitGroup
+	for w := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			clients := make([]*http.Client, 10)
+			for i := range clients {
+				clients[i] = client(fmt.Sprintf("127.0.1.%d", 1+w*10+i), 10*time.Second)
+			}
+			for i := range 500 {
+				code, _ := postFrom(clients[i%10], p, evil("worker", fmt.Sprintf("fake-%d-%d", w, i)), workerToken)
+				sent.Add(1)
+				if code == 202 {
+					accepted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return sent, accepted, time.Since(began)
 }
 
 // gaugeSeries counts the series of a scrape starting with prefix and sums
@@ -252,4 +258,32 @@ func attackTokenFiles(t *testing.T) {
 		t.Errorf("the FIFO was logged %d times, want once", n)
 	}
 	t.Logf("token file: FIFO and world-readable refused at start; a FIFO swapped in: requests answered, logged once")
+}
+
+// Issue 43 item 6, in the server: a MachineConfig with a 3 MiB name and a
+// 7 MiB spec version fails its render; the ERROR line saying so is cut to
+// some KiB, each value with its length.
+func attackHugeLogValues(t *testing.T) {
+	dir := t.TempDir()
+	mc := "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 50-worker-" + strings.Repeat("a", 3<<20) +
+		"\n  labels: {machineconfiguration.openshift.io/role: worker}\nspec:\n  config:\n    ignition: {version: \"" + strings.Repeat("9", 7<<20) + "\"}\n"
+	os.WriteFile(filepath.Join(dir, "50-worker.yaml"), []byte(mc), 0o644)
+	logs := &logTap{}
+	cmd := exec.Command(os.Getenv(attackBinEnv), "--dir", dir, "--listen-plain", "127.0.0.1:0", "--listen-tls", "")
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the render failure logged", func() bool { return strings.Contains(logs.String(), "render failed") })
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	longest := 0
+	for _, line := range strings.Split(logs.String(), "\n") {
+		longest = max(longest, len(line))
+	}
+	bytes, lines := logs.counts()
+	t.Logf("a MachineConfig with a 3 MiB name and a 7 MiB version: %d log lines, %d bytes, the longest %d bytes", lines, bytes, longest)
+	if longest > 8<<10 || !strings.Contains(logs.String(), " bytes)") {
+		t.Errorf("the longest log line is %d bytes, want at most 8 KiB, cut with its length", longest)
+	}
 }

@@ -15,8 +15,8 @@ import (
 // opening a FIFO blocks, and a device such as /dev/zero never ends.
 var ErrNotRegular = errors.New("not a regular file")
 
-// ErrTooLarge marks a file over the size ReadFile was given.
-var ErrTooLarge = errors.New("over the size limit")
+// errTooLarge marks a file over the size ReadFile was given.
+var errTooLarge = errors.New("over the size limit")
 
 // Opener opens files: the whole file system (OS), or a tree through an
 // *os.Root.
@@ -80,7 +80,7 @@ func ReadFile(p string, max int64) ([]byte, fs.FileInfo, error) {
 	case err != nil:
 		return nil, info, fmt.Errorf("%s: %w", p, err)
 	case int64(len(b)) > max:
-		return nil, info, fmt.Errorf("%s: %w: more than %d bytes", p, ErrTooLarge, max)
+		return nil, info, fmt.Errorf("%s: %w: more than %d bytes", p, errTooLarge, max)
 	}
 	return b, info, nil
 }

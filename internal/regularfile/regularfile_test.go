@@ -22,7 +22,7 @@ func TestReadFile(t *testing.T) {
 	if b, info, err := ReadFile(reg, 10); err != nil || string(b) != "0123456789" || info.Mode().Perm() != 0o600 {
 		t.Errorf("a regular file: %q %v", b, err)
 	}
-	if _, _, err := ReadFile(reg, 9); !errors.Is(err, ErrTooLarge) {
+	if _, _, err := ReadFile(reg, 9); !errors.Is(err, errTooLarge) {
 		t.Errorf("over the limit: %v", err)
 	}
 	for p, want := range map[string]string{fifo: "a named pipe (FIFO)", link: "a named pipe (FIFO)", dir: "a directory", "/dev/zero": "a character device"} {
