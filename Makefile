@@ -62,6 +62,19 @@ scale:
 	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/mcs
 	$(GO) run ./cmd/dev/scale -mcs $(BIN)/mcs -tree $(SCALE_TREE) -n $(SCALE_N)
 
+# A boot storm (cmd/dev/storm, docs/performance.md): STORM_N nodes, 1,000 in
+# flight, each a new TLS connection from one of 200 loopback addresses and
+# one fetch, against mcs and a bare TLS server writing the same bytes,
+# alternating; exits 1 when a goal is missed. STORM_ARGS adds flags
+# (e.g. -rounds 5 -key p256).
+STORM_TREE ?= $(SCALE_TREE)
+STORM_N ?= 5000
+STORM_ARGS ?=
+.PHONY: storm
+storm:
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/mcs ./cmd/dev/storm
+	$(BIN)/storm -mcs $(BIN)/mcs -tree $(STORM_TREE) -n $(STORM_N) $(STORM_ARGS)
+
 wrk:
 	@command -v wrk >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq wrk; }
 

@@ -329,10 +329,25 @@ func aboveWarnings(name string, res *Result, c Ceiling) []string {
 			out = append(out, fmt.Sprintf("MachineConfig %s: %d more fields need a spec above %s", name, len(res.Above)-maxListed, c.Spec))
 			break
 		}
+		if l, ok := lostAt(res.Lost, r.Path); ok {
+			out = append(out, fmt.Sprintf("MachineConfig %s: %s: %s: kept at Ignition spec %s, above the ceiling %s, which %s reads up to: stored at %s, %s would read it otherwise (%s); drop or change the field to store it within the ceiling, or keep it knowing that a rollback cannot read this MachineConfig",
+				name, machinePath(r.Path), r.What, r.Version, c.Spec, c.Reader, l.Stored, l.Reader.Who, l.Message))
+			continue
+		}
 		out = append(out, fmt.Sprintf("MachineConfig %s: %s: %s need%s Ignition spec %s; %s reads only up to %s",
 			name, machinePath(r.Path), r.What, text.VerbS(r.What), r.Version, c.Reader, c.Spec))
 	}
 	return out
+}
+
+// lostAt is the first of lost at path p.
+func lostAt(lost []convert.Loss, p convert.Path) (convert.Loss, bool) {
+	for _, l := range lost {
+		if l.Path.String() == p.String() {
+			return l, true
+		}
+	}
+	return convert.Loss{}, false
 }
 
 // aboveText is the refusal (and Event) text: every field above the ceiling.
@@ -343,10 +358,20 @@ func aboveText(name string, res *Result, c Ceiling) string {
 			fields = append(fields, fmt.Sprintf("and %d more", len(res.Above)-maxListed))
 			break
 		}
+		if l, ok := lostAt(res.Lost, r.Path); ok {
+			fields = append(fields, fmt.Sprintf("%s (%s, spec %s: %s reads it otherwise at %s)", machinePath(r.Path), r.What, r.Version, l.Reader.Who, l.Stored))
+			continue
+		}
 		fields = append(fields, fmt.Sprintf("%s (%s, spec %s)", machinePath(r.Path), r.What, r.Version))
 	}
+	need := res.Needs
+	for _, r := range res.Above {
+		if need.Less(r.Version) {
+			need = r.Version
+		}
+	}
 	return fmt.Sprintf("MachineConfig %s needs Ignition spec %s, above the ceiling %s: %s could not read it; fields: %s",
-		name, res.Needs, c.Spec, c.Reader, strings.Join(fields, "; "))
+		name, need, c.Spec, c.Reader, strings.Join(fields, "; "))
 }
 
 // machinePath places a path of the config inside the MachineConfig.

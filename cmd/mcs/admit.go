@@ -11,6 +11,7 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/admitd"
 	"github.com/ignition-mcs/mcs/internal/daemon"
+	"github.com/ignition-mcs/mcs/netlimit"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -21,6 +22,8 @@ type admitOptions struct {
 	maxSpec           convert.Version
 	aboveCeiling      string
 	recheck           time.Duration
+	maxReviews        int
+	conns             netlimit.Limits
 	log               logOptions
 }
 
@@ -34,9 +37,15 @@ func parseAdmitFlags(args []string, stderr io.Writer) (*admitOptions, error) {
 	fs.Var(cmdline.Version(&o.maxSpec), "max-spec", "warn above this spec `VERSION` (default: the newest spec the release a rollback returns to reads, from the ClusterVersion; none without one)")
 	cmdline.Choice(fs, &o.aboveCeiling, "above-ceiling", "warn", "a person's MachineConfig that needs more than the ceiling: warn, or deny it (OpenShift's own controllers are only warned)", "warn", "deny")
 	fs.DurationVar(&o.recheck, "recheck", 5*time.Minute, "how often the ClusterVersion is read again for the ceiling")
+	fs.IntVar(&o.maxReviews, "max-reviews", 8, "reviews under way at once, shared fairly between client addresses; one more waits a second for a slot, then is answered 503 (the API server applies the failurePolicy)")
+	fs.IntVar(&o.conns.Max, "max-connections", 256, "client connections open at once; past it an idle one is closed, else the new one (0: no bound)")
+	fs.IntVar(&o.conns.PerClient, "max-connections-per-client", 32, "client connections open at once from one address (0: no bound)")
 	o.log.define(fs)
 	if err := cmdline.Parse(fs, args); err != nil {
 		return nil, err
+	}
+	if o.maxReviews <= 0 {
+		return nil, cmdline.Mistake(fs, fmt.Errorf("--max-reviews: want a positive number (got %d)", o.maxReviews))
 	}
 	if o.recheck <= 0 {
 		return nil, cmdline.Mistake(fs, fmt.Errorf("--recheck: want a positive duration (got %s)", o.recheck))
@@ -74,6 +83,7 @@ func serveAdmit(ctx context.Context, o *admitOptions, cmd *daemon.Command, stdou
 	return admitd.Serve(ctx, ln, admitd.Config{
 		Client: cmd.API.Dynamic, Registry: cmd.Registry, Log: cmd.Log, Recorder: cmd.Recorder("mcs-admit"),
 		Deny: o.aboveCeiling == "deny", MaxSpec: o.maxSpec, Recheck: o.recheck, Cert: o.cert, Key: o.key,
+		Conns: o.conns, MaxReviews: o.maxReviews,
 	})
 }
 

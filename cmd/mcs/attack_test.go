@@ -38,6 +38,7 @@ func TestAttacks(t *testing.T) {
 	t.Run("PrettyFlood", attackPrettyFlood)
 	t.Run("BadCertificateReload", attackBadCertificate)
 	t.Run("Smuggling", attackSmuggling)
+	t.Run("Admit", attackAdmit)
 	t.Run("NodeFailures", attackNodeFailures)
 	t.Run("NodeFailureUnknownPool", attackNodeFailureUnknownPool)
 	t.Run("TokenFiles", attackTokenFiles)

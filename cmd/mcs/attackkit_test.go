@@ -556,7 +556,13 @@ func (p *proc) metric(t *testing.T, name string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	return sampleOf(string(b), name)
+}
+
+// sampleOf is the value of the first sample of a scrape starting with
+// name, -1 when there is none.
+func sampleOf(scrape, name string) float64 {
+	for _, line := range strings.Split(scrape, "\n") {
 		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
 			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 			return v
