@@ -75,6 +75,16 @@ storm:
 	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/mcs ./cmd/dev/storm
 	$(BIN)/storm -mcs $(BIN)/mcs -tree $(STORM_TREE) -n $(STORM_N) $(STORM_ARGS)
 
+# MachineConfig creates through the real kube-apiserver and etcd (issue 46):
+# no webhook, a webhook answering mcs admit's patch computed beforehand (the
+# floor of any patching webhook), and mcs admit, alternating, new content
+# each create, for the 168 KB rendered config and a small one
+# (admit BenchmarkCreate; docs/performance.md).
+ADMIT_BENCH_ARGS ?= -benchtime 30x -count 3
+.PHONY: bench-admit
+bench-admit: kube-tools
+	$(GO) test ./admit -run '^$$' -bench 'BenchmarkCreate$$' $(ADMIT_BENCH_ARGS)
+
 wrk:
 	@command -v wrk >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq wrk; }
 
