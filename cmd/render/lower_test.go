@@ -21,6 +21,8 @@ import (
 	v36 "github.com/coreos/ignition/v2/config/v3_6"
 	"github.com/coreos/vcontext/report"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ignition-mcs/mcs/internal/shareddata"
 )
 
 // ignitionParsers are Ignition's own readers, by the spec a config
@@ -165,12 +167,14 @@ func takeConfig(o map[string]any) map[string]any {
 // MachineConfigs: Ignition reads every config as before, only version
 // lines change, and a second run changes nothing.
 func TestLowerTrees(t *testing.T) {
-	toRoot(t)
-	for _, tree := range []string{"fixtures", "/work/shared/realdata"} {
-		if _, err := os.Stat(tree); err != nil {
-			t.Logf("%s: %v", tree, err)
-			continue
+	trees := []string{"fixtures"}
+	for _, rel := range []string{"realdata", "mco-testdata"} {
+		if p, ok := shareddata.Optional(t, rel); ok {
+			trees = append(trees, p)
 		}
+	}
+	toRoot(t)
+	for _, tree := range trees {
 		t.Run(filepath.Base(tree), func(t *testing.T) {
 			dir := copyAll(t, tree)
 			before := readTree(t, dir)
@@ -188,7 +192,7 @@ func TestLowerTrees(t *testing.T) {
 			lowered := 0
 			for name, b := range before {
 				a := after[name]
-				if strings.HasSuffix(name, ".bu") || strings.HasSuffix(name, ".md") {
+				if ext := filepath.Ext(name); ext != ".yaml" && ext != ".yml" && ext != ".json" {
 					if !bytes.Equal(a, b) {
 						t.Errorf("%s rewritten", name)
 					}
