@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -129,63 +131,94 @@ func apiserverPID(tb testing.TB) int {
 }
 
 // createKinds are the creates each iteration makes, in rotation: (c) mcs
-// admit reviews it, (b) the patch floor answers mcs admit's patch, the
-// null webhook answers "allowed", (a) no webhook sees it.
-var createKinds = []string{"webhook", "patch", "null", "none"}
+// admit reviews it, (b) the patch floor answers mcs admit's patch,
+// "minpatch" the patch floor answers a patch of only what mcs admit's
+// changes (the same object stored: what the patch's shape costs the API
+// server), the null webhook answers "allowed", (a) no webhook sees it.
+var createKinds = []string{"webhook", "patch", "minpatch", "null", "none"}
 
 // cost is one create's: its wall time, this process's CPU (the client and
 // the webhooks) and the API server's.
 type cost struct{ wall, self, apiserver time.Duration }
 
+// creates makes the benchmark's MachineConfigs and creates them.
+type creates struct {
+	b       *testing.B
+	res     dynamic.ResourceInterface
+	pid     int          // the API server's
+	ref     http.Handler // mcs admit of its own, for the patch floor's patches
+	patches *patchHook
+	mc      *unstructured.Unstructured
+	// run names this run's objects: -count runs this again with the same
+	// webhook, whose lowering cache must not have seen the contents.
+	run        string
+	wantConfig map[string][]byte // a minimal patch's object: the full patch's
+	patchBytes map[string]int    // the last patch's size, by kind
+}
+
+// object is iteration i's MachineConfig of kind: new content (a file
+// named by the iteration), as a new rendered config is; the patch floor's
+// patch for it is made here, before it is created.
+func (c *creates) object(i int, kind string) *unstructured.Unstructured {
+	u := c.mc.DeepCopy()
+	u.SetName(fmt.Sprintf("bench-%s-%d-%s", c.run, i, kind))
+	u.SetLabels(map[string]string{"bench": strings.TrimPrefix(kind, "min")})
+	files, _, _ := unstructured.NestedSlice(u.Object, "spec", "config", "storage", "files")
+	files = append(files, map[string]any{"path": fmt.Sprintf("/etc/bench-%s-%d-%s", c.run, i, kind), "contents": map[string]any{"source": "data:,x"}})
+	if err := unstructured.SetNestedSlice(u.Object, files, "spec", "config", "storage", "files"); err != nil {
+		c.b.Fatal(err)
+	}
+	var patch []byte
+	switch kind {
+	case "patch":
+		patch = patchOf(c.b, c.ref, u)
+	case "minpatch":
+		full := patchOf(c.b, c.ref, u)
+		patch = minimalPatch(c.b, u, full)
+		c.wantConfig[u.GetName()] = full
+	}
+	if patch != nil {
+		c.patches.set(u.GetName(), patch)
+		c.patchBytes[kind] = len(patch)
+	}
+	return u
+}
+
+// create creates u, checks what was stored, deletes it and returns its cost.
+func (c *creates) create(u *unstructured.Unstructured, kind string) cost {
+	b := c.b
+	self0, api0 := cpuTime(), apiCPU(b, c.pid)
+	start := time.Now()
+	got, err := c.res.Create(context.Background(), u, metav1.CreateOptions{})
+	took := cost{wall: time.Since(start), self: cpuTime() - self0, apiserver: apiCPU(b, c.pid) - api0}
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, _, _ := unstructured.NestedString(got.Object, "spec", "config", "ignition", "version")
+	if lowered := kind != "null" && kind != "none"; (v == "3.5.0") == lowered {
+		b.Fatalf("created %s at %s", kind, v)
+	}
+	if full := c.wantConfig[u.GetName()]; full != nil {
+		sameConfig(b, got, full)
+	}
+	if err := c.res.Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return took
+}
+
 func benchCreate(b *testing.B, cp *kubetest.ControlPlane, reg prometheus.Gatherer, patches *patchHook, mc *unstructured.Unstructured) {
-	ctx := context.Background()
-	res := cp.Dynamic.Resource(admitMachineConfigs)
-	pid := apiserverPID(b)
 	ref := admit.New(admit.Config{})
 	ref.SetCeiling(admit.Ceiling{Spec: convert.V3_4})
-	// A name of this run's own: -count runs this again with the same
-	// webhook, whose lowering cache must not have seen the contents.
-	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	// Every create carries new content (a file named by the iteration), as
-	// a new rendered config does; the patch floor's patches are made first.
-	object := func(i int, kind string) *unstructured.Unstructured {
-		u := mc.DeepCopy()
-		u.SetName(fmt.Sprintf("bench-%s-%d-%s", run, i, kind))
-		u.SetLabels(map[string]string{"bench": kind})
-		files, _, _ := unstructured.NestedSlice(u.Object, "spec", "config", "storage", "files")
-		files = append(files, map[string]any{"path": fmt.Sprintf("/etc/bench-%s-%d-%s", run, i, kind), "contents": map[string]any{"source": "data:,x"}})
-		if err := unstructured.SetNestedSlice(u.Object, files, "spec", "config", "storage", "files"); err != nil {
-			b.Fatal(err)
-		}
-		if kind == "patch" {
-			patches.set(u.GetName(), patchOf(b, ref, u))
-		}
-		return u
-	}
-	create := func(u *unstructured.Unstructured, kind string) cost {
-		self0, api0 := cpuTime(), apiCPU(b, pid)
-		start := time.Now()
-		got, err := res.Create(ctx, u, metav1.CreateOptions{})
-		c := cost{wall: time.Since(start), self: cpuTime() - self0, apiserver: apiCPU(b, pid) - api0}
-		if err != nil {
-			b.Fatal(err)
-		}
-		v, _, _ := unstructured.NestedString(got.Object, "spec", "config", "ignition", "version")
-		if lowered := kind == "webhook" || kind == "patch"; (v == "3.5.0") == lowered {
-			b.Fatalf("created %s at %s", kind, v)
-		}
-		if err := res.Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		return c
-	}
+	c := &creates{b: b, res: cp.Dynamic.Resource(admitMachineConfigs), pid: apiserverPID(b), ref: ref, patches: patches, mc: mc,
+		run: strconv.FormatInt(time.Now().UnixNano(), 36), wantConfig: map[string][]byte{}, patchBytes: map[string]int{}}
 	for _, k := range createKinds {
-		create(object(-1, k), k) // connections up, caches warm
+		c.create(c.object(-1, k), k) // connections up, caches warm
 	}
 	objs := make([][]*unstructured.Unstructured, b.N)
 	for i := range objs {
 		for _, k := range createKinds {
-			objs[i] = append(objs[i], object(i, k))
+			objs[i] = append(objs[i], c.object(i, k))
 		}
 	}
 	before := timings(b, cp, reg)
@@ -195,13 +228,16 @@ func benchCreate(b *testing.B, cp *kubetest.ControlPlane, reg prometheus.Gathere
 	for i := range b.N {
 		for j := range createKinds {
 			k := (i + j) % len(createKinds) // so that none always follows another
-			costs[createKinds[k]] = append(costs[createKinds[k]], create(objs[i][k], createKinds[k]))
+			costs[createKinds[k]] = append(costs[createKinds[k]], c.create(objs[i][k], createKinds[k]))
 		}
 	}
 	b.StopTimer()
 	profiled()
 	reportMeans(b, before, timings(b, cp, reg))
 	reportCreates(b, costs)
+	for k, n := range c.patchBytes {
+		b.ReportMetric(float64(n), k+"-bytes")
+	}
 	if patches.missed > 0 {
 		b.Errorf("the patch floor had no patch for %d reviews", patches.missed)
 	}
@@ -237,4 +273,88 @@ func reportCreates(b *testing.B, costs map[string][]cost) {
 	b.ReportMetric(p50["webhook"]/p50["none"], "c/a")
 	b.ReportMetric(p50["patch"]/p50["none"], "b/a")
 	b.ReportMetric(p50["null"]/p50["none"], "null/a")
+}
+
+// minimalPatch is a JSON patch taking u's spec.config to the one the full
+// patch (replacing /spec/config) stores: only the values that differ
+// replaced, added or removed, arrays of unequal length replaced whole.
+func minimalPatch(tb testing.TB, u *unstructured.Unstructured, full []byte) []byte {
+	tb.Helper()
+	var ops []map[string]any
+	if err := json.Unmarshal(full, &ops); err != nil || len(ops) != 1 || ops[0]["path"] != "/spec/config" {
+		tb.Fatalf("not one replace of /spec/config: %.200s", full)
+	}
+	from, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "config")
+	// Through JSON, so that numbers compare as the patch's do.
+	raw, _ := json.Marshal(from)
+	var fromJSON any
+	_ = json.Unmarshal(raw, &fromJSON)
+	out := jsonDiff(nil, "/spec/config", fromJSON, ops[0]["value"])
+	b, err := json.Marshal(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// sameConfig fails unless got's spec.config is the value full's one
+// operation writes.
+func sameConfig(tb testing.TB, got *unstructured.Unstructured, full []byte) {
+	tb.Helper()
+	var ops []struct{ Value any }
+	_ = json.Unmarshal(full, &ops)
+	cfg, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "config")
+	raw, _ := json.Marshal(cfg)
+	var have any
+	_ = json.Unmarshal(raw, &have)
+	if len(ops) != 1 || !reflect.DeepEqual(have, ops[0].Value) {
+		tb.Fatalf("%s: the minimal patch stored another config than the full one", got.GetName())
+	}
+}
+
+func jsonDiff(ops []map[string]any, path string, a, b any) []map[string]any {
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			break
+		}
+		keys := make([]string, 0, len(av)+len(bv))
+		for k := range av {
+			keys = append(keys, k)
+		}
+		for k := range bv {
+			if _, ok := av[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := path + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+			x, inA := av[k]
+			y, inB := bv[k]
+			switch {
+			case !inB:
+				ops = append(ops, map[string]any{"op": "remove", "path": p})
+			case !inA:
+				ops = append(ops, map[string]any{"op": "add", "path": p, "value": y})
+			default:
+				ops = jsonDiff(ops, p, x, y)
+			}
+		}
+		return ops
+	case []any:
+		bv, ok := b.([]any)
+		if !ok || len(av) != len(bv) {
+			break
+		}
+		for i := range av {
+			ops = jsonDiff(ops, path+"/"+strconv.Itoa(i), av[i], bv[i])
+		}
+		return ops
+	}
+	if reflect.DeepEqual(a, b) {
+		return ops
+	}
+	return append(ops, map[string]any{"op": "replace", "path": path, "value": b})
 }

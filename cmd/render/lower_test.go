@@ -358,3 +358,40 @@ func TestLowerStdin(t *testing.T) {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
+
+// TestLowerInPlace: a file is rewritten where a symbolic link leads, the
+// link kept, once however many links lead to it, its mode kept.
+func TestLowerInPlace(t *testing.T) {
+	dir := t.TempDir()
+	in, err := os.ReadFile(filepath.Join("testdata", "lower", "commented.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(dir, "real.yaml")
+	if err := os.WriteFile(real, in, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.yaml")
+	if err := os.Symlink("real.yaml", link); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := cli(t, "", "lower", dir)
+	if code != exitOK || strings.Count(out, " → ") != 1 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600: %v", fi.Mode(), err)
+	}
+	b, _ := os.ReadFile(real)
+	if !bytes.Contains(b, []byte(`version: "3.0.0"`)) {
+		t.Errorf("not lowered:\n%s", b)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 2 {
+		t.Errorf("%d entries: a temporary file left behind?", len(ents))
+	}
+}
