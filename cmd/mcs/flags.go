@@ -127,6 +127,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeletCA, "kubelet-ca", "", "CA bundle served as /etc/kubernetes/kubelet-ca.crt (default: the ControllerConfig's)")
 	fs.StringVar(&o.AuthTokenFile, "auth-token-file", "", "file of bearer tokens, one per line, each followed by the pools it may fetch (none: every pool, and /status and /metrics); /config/, /status and /metrics then require one")
 	fs.StringVar(&o.ListenAdmin, "listen-admin", "", "also serve /status, /metrics and the probes here without a token, e.g. 127.0.0.1:22626 (with tokens on, the other listeners need an all-pools token for them)")
+	fs.BoolVar(&o.AdminOnly, "admin-only", false, "serve /status and /metrics on --listen-admin only: the other listeners answer /config/, the probes and /v1/node-failure, as mcs start's do")
 	fs.BoolVar(&o.PoolTokenSecrets, "pool-token-secrets", false, "also accept the pool token Secrets of mcs controller --manage-pki --pool-token-rotation, each for its pool (read with --kubeconfig; docs/pki.md)")
 	fs.StringVar(&o.SkewPolicy, "skew-policy", "", "boot-image skew policy file (YAML or JSON); reloaded on SIGHUP")
 	fs.StringVar(&o.Runbooks, "runbook-base", insight.DefaultRunbooks, "with --source kube: the `URL` of docs/alerts.md the health insights' references point into (#<alert> appended); your copy's, where you keep this repository (docs/alerts.md#where-the-runbooks-are)")
