@@ -44,7 +44,8 @@ replaced.
 Butane (.bu) files and other kinds are read for mistakes, not rewritten.
 A config the webhook stores as written (spec 2, one OpenShift's operator
 refuses, one with no provably lossless lower spec) is left so, with a
-notice. Problems are printed as "file:line: object: $.json.path: message".
+notice. Problems are printed as "file:line:column: object: $.json.path:
+message".
 
 Flags:
 %s
