@@ -57,6 +57,7 @@ type Config struct {
 	SkewPolicy              string
 	DefaultSpec             convert.Version
 	Render                  render.Options // --min-spec, --max-spec, --spec
+	Runbooks                string         // the base of the health insights' references; "": insight.DefaultRunbooks
 	SpecGiven, MaxSpecGiven bool           // --spec, --max-spec given
 	Poll, Debounce          time.Duration
 	ShutdownDelay           time.Duration
