@@ -27,6 +27,11 @@ type Result struct {
 	Needs   convert.Version
 	Reasons []convert.Reason
 	Above   []convert.Reason
+	// Lost is, when the config is stored above the ceiling although no
+	// field needs more than it, what a reader would have read otherwise
+	// at the ceiling, field by field (see Lower): each is also in Above,
+	// needing the spec stored.
+	Lost []convert.Loss
 }
 
 // Changed reports whether Config differs from the input.
@@ -61,16 +66,25 @@ func (e *PassError) Unwrap() error { return e.Err }
 
 // Lower re-encodes an Ignition config (a MachineConfig's spec.config) at
 // the lowest spec able to express it, never below render.DefaultMinSpec,
-// the floor every OpenShift release since 4.6 reads. Each translation is
-// proven lossless by the converter (translated back up, it must equal the
-// input), else the next spec up is tried; the input's own spec is never
-// exceeded. ceiling (zero: none) does not change what is stored: Above
+// the floor every OpenShift release since 4.6 reads, and never above the
+// spec the input declares. A spec is taken only when it is lossless as its
+// readers read it, judged by their own code (convert.Judge): Ignition's
+// ParseCompatibleVersion, at the newest spec of OpenShift's
+// machine-config-operator (reads, or the newest release's when zero), of
+// the release a rollback returns to (ceiling) and of the input's own spec,
+// must read the stored bytes as it reads the input, and a reader of the
+// ceiling must parse them; the converter's own proof (translated back up,
+// it must equal the input) must hold too. Else the next spec up is tried.
+// ceiling (zero: none) does not otherwise change what is stored: Above
 // lists the fields that need more than it, for the caller to warn or
-// refuse. An empty config ("", {} or null) is kept as it is. A config that
-// is spec 2, does not parse, or has no provably lossless lower spec is kept
-// byte for byte with a *PassError saying why, and so is one that OpenShift's
-// machine-config-operator refuses though it is valid at its own spec
-// (PassRefused, see readable). Same input, same bytes.
+// refuse, among them those a reader loses at every spec up to the ceiling
+// (Lost says which reader and how): such a config is above the ceiling
+// although no field is newer than it. An empty config ("", {} or null) is
+// kept as it is. A config that is spec 2, does not parse, or has no
+// lossless lower spec is kept byte for byte with a *PassError saying why,
+// and so is one that OpenShift's machine-config-operator refuses though it
+// is valid at its own spec (PassRefused, see readable). Same input, same
+// bytes.
 func Lower(raw []byte, ceiling convert.Version) (*Result, error) {
 	return lower(raw, ceiling, convert.Version{}, nil)
 }
@@ -104,21 +118,93 @@ func lower(raw []byte, ceiling, reads convert.Version, valid *convert.ValidItems
 	if err := readable(enc, parsed.Version, res.Needs, reads); err != nil {
 		return res, &PassError{Kind: PassRefused, Err: err}
 	}
+	cands := candidates(res.Needs, parsed.Version)
+	if len(cands) == 0 {
+		return res, nil
+	}
+	judge, err := parsed.Judge(readersOf(ceiling, reads))
+	if err != nil {
+		return res, &PassError{Kind: PassInvalid, Err: err}
+	}
+	return res, res.lowest(enc, judge, cands, ceiling)
+}
+
+// lowest stores the config at the first of cands (lowest first) that the
+// converter writes and judge accepts, or leaves it as written with a
+// *PassError. What the readers lose at the highest spec tried up to the
+// ceiling is, when the config ends above the ceiling, Lost and Above.
+func (res *Result) lowest(enc *convert.Encoder, judge *convert.Judge, cands []convert.Version, ceiling convert.Version) error {
 	var first error
-	for _, v := range candidates(res.Needs, parsed.Version) {
+	var lost []convert.Loss
+	for _, v := range cands {
 		out, err := enc.Encode(v, nil)
 		if err == nil {
-			res.Config, res.Stored = out.JSON, v
-			return res, nil
+			losses := judge.Losses(out.JSON)
+			if len(losses) == 0 {
+				res.Config, res.Stored = out.JSON, v
+				break
+			}
+			if ceiling.IsZero() || !ceiling.Less(v) {
+				lost = losses
+			}
+			err = &convert.LossesError{Losses: losses}
 		}
 		if first == nil {
 			first = fmt.Errorf("spec %s: %w", v, err)
 		}
 	}
-	if first != nil {
-		return res, &PassError{Kind: PassUnprovable, Err: first}
+	if len(lost) > 0 && !ceiling.IsZero() && ceiling.Less(res.Stored) {
+		res.Lost = lost
+		res.Above = append(res.Above, lostAbove(lost, res.Reasons, res.Above, res.Stored)...)
 	}
-	return res, nil
+	if res.Stored == res.Declared && first != nil {
+		return &PassError{Kind: PassUnprovable, Err: first}
+	}
+	return nil
+}
+
+// lostAbove are the reasons, beside those in above already, a config is
+// above the ceiling for its losses: the spec stored at, for each path a
+// reader loses, named as MinVersion names it (else "what a reader reads").
+func lostAbove(lost []convert.Loss, reasons, above []convert.Reason, stored convert.Version) []convert.Reason {
+	var out []convert.Reason
+	seen := map[string]bool{}
+	for _, r := range above {
+		seen[r.Path.String()] = true
+	}
+	for _, l := range lost {
+		k := l.Path.String()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		what := "the value a reader reads"
+		for _, r := range reasons {
+			if r.Path.String() == k {
+				what = r.What
+			}
+		}
+		out = append(out, convert.Reason{Path: l.Path, What: what, Version: stored})
+	}
+	return out
+}
+
+// readersOf are who read a MachineConfig stored while the cluster's
+// machine-config-operator reads spec reads (zero: not known, the newest
+// any release reads) and a rollback returns to a release reading ceiling
+// (zero: none): the operators of both, each through Ignition's own
+// ParseCompatibleVersion at its spec (ctrlcommon.ParseAndConvertConfig),
+// as the webhook's Lower judges what it stores.
+func readersOf(ceiling, reads convert.Version) []convert.Reader {
+	who := "the cluster's machine-config-operator"
+	if reads.IsZero() {
+		reads, who = releases.NewestSpec(), "OpenShift's machine-config-operator (of the newest release known)"
+	}
+	out := []convert.Reader{{Spec: reads, Who: who}}
+	if !ceiling.IsZero() {
+		out = append(out, convert.Reader{Spec: ceiling, Who: "the machine-config-operator of the release a rollback returns to"})
+	}
+	return out
 }
 
 // readable checks a config of spec declared, needing spec needs, by the

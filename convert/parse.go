@@ -33,6 +33,10 @@ type Parsed struct {
 	Warnings []Problem // non-fatal findings from Ignition's or Butane's validation
 	// WrittenModes are the directory modes parsing masked (specs before 3.6).
 	WrittenModes WrittenModes
+	// declared is the config as Ignition's own parser of its spec read it
+	// (a value of that spec's types.Config), before convert's steps up: a
+	// spec-3 reader of that spec reads exactly this. Nil but for spec 3.
+	declared any
 }
 
 // Parse reads an Ignition config of any supported spec (JSON), or a Butane
@@ -84,7 +88,7 @@ func parse(raw []byte, checkNewest, quick bool) (*Parsed, error) {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			p.Path = ParsePath(te.Field)
-			p.Message = typeMistake(te, p.Path)
+			p.Message, p.Stopped = typeMistake(te, p.Path), true
 			if te.Field == "ignition.version" {
 				// YAML reads version: 3.2 as a number.
 				p.Message = fmt.Sprintf("the version is a %s, not a string: write all three parts, quoted in YAML (version: \"3.2.0\"); supported versions are %s", te.Value, VersionList(inputVersions))
@@ -125,7 +129,7 @@ func parseSpec3(raw []byte, v Version, vs string, checkNewest bool) (*Parsed, er
 		}
 		return nil, &InvalidError{Version: v, Problems: nameDuplicates(raw, problems(rpt, err))}
 	}
-	p := &Parsed{Version: v}
+	p := &Parsed{Version: v, declared: typed}
 	if err := p.takeWarnings(rpt); err != nil {
 		return nil, err
 	}

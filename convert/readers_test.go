@@ -1,0 +1,117 @@
+package convert
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestReadAsIsIgnitions(t *testing.T) {
+	raw := []byte(`{"ignition":{"version":"3.4.0"},"storage":{"luks":[{"name":"d","device":"/dev/vdb","clevis":{"tang":[{"url":"http://t","thumbprint":"x","advertisement":"{}"}]}}]}}`)
+	for _, c := range []struct {
+		spec    Version
+		adv     bool // the reading keeps the advertisement
+		refused bool
+	}{
+		{spec: V3_3, refused: true}, // a 3.3 reader cannot read 3.4
+		{spec: V3_4, adv: true},
+		{spec: V3_5}, // Ignition's 3.4→3.5 step drops it
+		{spec: V3_6},
+	} {
+		t.Run(c.spec.String(), func(t *testing.T) {
+			got, err := readAs(raw, c.spec)
+			if c.refused {
+				if err == nil {
+					t.Fatal("read")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			js, _ := Marshal(got, false)
+			if strings.Contains(string(js), "advertisement") != c.adv {
+				t.Errorf("advertisement kept %v, want %v: %s", !c.adv, c.adv, js)
+			}
+		})
+	}
+	if _, err := readAs(raw, V2_2); err == nil {
+		t.Error("a spec-2 reader")
+	}
+}
+
+// readViews reads every fixture, and each written at every spec it can be,
+// as each reader's own ParseCompatibleVersion reads it: the same value, or
+// an error from both.
+func TestReadViewsIsParseCompatibleVersion(t *testing.T) {
+	for _, f := range fixtures(t) {
+		raws := [][]byte{f.raw}
+		if p, err := Parse(f.raw); err == nil && p.Version.Major == 3 {
+			for _, v := range OutputVersions {
+				if out, err := NewEncoder(p.Config, false).Encode(v, nil); err == nil {
+					raws = append(raws, out.JSON)
+				}
+			}
+		}
+		for _, raw := range raws {
+			for _, v := range OutputVersions {
+				// A reader alone: its reading is the parse at raw's spec
+				// stepped up to it, not a reading of a reader between.
+				vs := readViews(raw, []Version{v})
+				if v.Less(vs.declared) || vs.err != nil && vs.declared.IsZero() {
+					continue
+				}
+				want, werr := readAs(raw, v)
+				if got, ok := vs.by[v]; (werr != nil) != (vs.err != nil) || werr == nil && (!ok || !reflect.DeepEqual(got, want)) {
+					t.Errorf("%s at %s read at %s: views (%v) differ from ParseCompatibleVersion (%v)", f.name, vs.declared, v, vs.err, werr)
+				}
+			}
+		}
+	}
+}
+
+// TestJudge: a candidate stands for the original when every reader reads
+// both alike, a reader that cannot read the original parses it, and
+// readers older than the candidate are not asked.
+func TestJudge(t *testing.T) {
+	orig := []byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/a","mode":420,"contents":{"source":"data:,a"}}]}}`)
+	readers := []Reader{{Spec: V3_5, Who: "current"}, {Spec: V3_4, Who: "rollback"}}
+	j, err := newJudgeOf(orig, readers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jp, err := p.Judge(readers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(j.orig.by, jp.orig.by) {
+		t.Error("Parsed.Judge reads the original otherwise than newJudgeOf")
+	}
+	for _, c := range []struct {
+		name, stored string
+		who          []string // the readers that lose something
+	}{
+		{name: "same at 3.0", stored: `{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/a","mode":420,"contents":{"source":"data:,a"}}]}}`},
+		{name: "as written", stored: string(orig)},
+		{name: "a mode changed", stored: `{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/a","mode":384,"contents":{"source":"data:,a"}}]}}`, who: []string{"current"}},
+		{name: "does not parse", stored: `{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"a"}]}}`, who: []string{"current", "rollback"}},
+		{name: "a file added", stored: `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/a","mode":420,"contents":{"source":"data:,a"}},{"path":"/b"}]}}`, who: []string{"current"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var who []string
+			for _, l := range jp.Losses([]byte(c.stored)) {
+				who = append(who, l.Reader.Who)
+			}
+			if !reflect.DeepEqual(who, c.who) {
+				t.Errorf("losses by %v, want %v", who, c.who)
+			}
+		})
+	}
+	if _, err := newJudgeOf([]byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"a"}]}}`), readers); err == nil {
+		t.Error("judged an original Ignition refuses")
+	}
+}
