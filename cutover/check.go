@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 )
@@ -21,7 +23,14 @@ import (
 type Blocker struct {
 	What string // "namespace openshift-image-registry", "patch clusterversions.config.openshift.io/version"
 	Err  error
+	// Capability is the OpenShift capability, not enabled in the
+	// ClusterVersion, that a missing namespace comes with ("ImageRegistry").
+	Capability string
 }
+
+// namespaceCapabilities are the cluster capabilities the namespaces the
+// manifests go to exist only with.
+var namespaceCapabilities = map[string]string{"openshift-image-registry": "ImageRegistry"}
 
 // CheckError lists every Blocker check found.
 type CheckError struct{ Blockers []Blocker }
@@ -95,7 +104,7 @@ func (c *Cutover) check(ctx context.Context) error {
 		n, err := c.cfg.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		switch {
 		case err != nil:
-			out = append(out, Blocker{What: "namespace " + ns, Err: err})
+			out = append(out, Blocker{What: "namespace " + ns, Err: err, Capability: capabilityOff(ctx, c.cfg.Dynamic, ns)})
 		case n.Status.Phase == corev1.NamespaceTerminating:
 			out = append(out, Blocker{What: "namespace " + ns, Err: errors.New("being deleted")})
 		}
@@ -171,4 +180,22 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// capabilityOff is the capability namespace ns comes with when the
+// ClusterVersion's status says it is not enabled, else "".
+func capabilityOff(ctx context.Context, dyn dynamic.Interface, ns string) string {
+	capability := namespaceCapabilities[ns]
+	if capability == "" {
+		return ""
+	}
+	cv, err := dyn.Resource(clusterVersions).Get(ctx, "version", metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	enabled, found, _ := unstructured.NestedStringSlice(cv.Object, "status", "capabilities", "enabledCapabilities")
+	if !found || slices.Contains(enabled, capability) {
+		return ""
+	}
+	return capability
 }

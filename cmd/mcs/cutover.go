@@ -166,6 +166,9 @@ func (c *cutoverCommand) stopped(verb string, co *cutover.Cutover, err error) er
 		var b strings.Builder
 		for _, bl := range ce.Blockers {
 			fmt.Fprintf(&b, "\n  BLOCKER  %s: %v", bl.What, bl.Err)
+			if bl.Capability != "" {
+				fmt.Fprintf(&b, " (the namespace comes with the cluster's %s capability, which is not enabled: create the namespace, empty, for mcs's Role there, or enable the capability)", bl.Capability)
+			}
 		}
 		err = fmt.Errorf("cutover %s stopped at %s:%s", verb, stepWords[cutover.StepCheck], b.String())
 	}

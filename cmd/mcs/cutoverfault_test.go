@@ -54,6 +54,18 @@ func newFaultCluster(t *testing.T) *faultCluster {
 	cp.Apply(t, kubetest.ToObject(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": mcoNS}}))
 	cp.ApplyFiles(t, filepath.Join("testdata", "cutover-openshift.yaml"))
 	cp.Apply(t, kubetest.ToObject(t, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "machine-config-server", "namespace": mcoNS}}))
+	// The ImageRegistry capability is off, so its namespace is missing.
+	cvs := cp.Dynamic.Resource(clusterVersionsGVR)
+	cv, err := cvs.Get(context.Background(), "version", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv.Object["status"] = map[string]any{"desired": map[string]any{"version": "4.21.0", "image": "quay.io/openshift-release-dev/ocp-release@sha256:0"},
+		"observedGeneration": int64(1), "versionHash": "x", "availableUpdates": nil,
+		"capabilities": map[string]any{"enabledCapabilities": []any{"MachineAPI", "marketplace"}, "knownCapabilities": []any{"ImageRegistry", "MachineAPI", "marketplace"}}}
+	if _, err := cvs.UpdateStatus(context.Background(), cv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	f.openshift = f.daemonSet(t).Spec.Template.Spec
 	f.replacePods(t, f.daemonSet(t), "")
 	return f
