@@ -217,6 +217,13 @@ func (f *faultCluster) apply(t *testing.T, image string) (string, error) {
 	return f.run(t, "cutover", "apply", "--image", image, "--preflight=false", "--timeout", "300ms", "--interval", "10ms")
 }
 
+// applyPlayed is mcs cutover apply while the test plays the DaemonSet
+// controller: its waits end when it has acted, however loaded the
+// machine.
+func (f *faultCluster) applyPlayed(t *testing.T, image string) (string, error) {
+	return f.run(t, "cutover", "apply", "--image", image, "--preflight=false", "--timeout", "1m", "--interval", "10ms")
+}
+
 // generations are the DaemonSet's, which depend on how many cutovers
 // ran before.
 var generations = regexp.MustCompile(`(generation|observed:) [0-9]+`)
@@ -320,10 +327,10 @@ func (f *faultCluster) imagePull(t *testing.T, original, image string) {
 	testkit.Golden(t, filepath.Join("testdata", "cutover-fault-plan.txt"), generations.ReplaceAllString(plan, "$1 N"), *update)
 	stop = f.play(t, true, "")
 	defer stop()
-	if out, err := f.apply(t, image); err != nil || !strings.Contains(out, "Resuming the cutover") {
+	if out, err := f.applyPlayed(t, image); err != nil || !strings.Contains(out, "Resuming the cutover") {
 		t.Fatalf("apply again with an image that pulls: %v\n%s", err, out)
 	}
-	if out, err := f.run(t, "cutover", "back", "--timeout", "10s", "--interval", "10ms"); err != nil {
+	if out, err := f.run(t, "cutover", "back", "--timeout", "1m", "--interval", "10ms"); err != nil {
 		t.Fatalf("back: %v\n%s", err, out)
 	}
 	if got := f.state(t); got != original {
@@ -365,7 +372,7 @@ func (f *faultCluster) faultThenResume(t *testing.T, fault func(http.ResponseWri
 	f.inject(nil)
 	stop := f.play(t, true, "")
 	defer stop()
-	out, err := f.apply(t, image)
+	out, err := f.applyPlayed(t, image)
 	if err != nil || !strings.Contains(out, "Resuming the cutover") {
 		t.Fatalf("apply again: %v\n%s", err, out)
 	}
@@ -373,7 +380,7 @@ func (f *faultCluster) faultThenResume(t *testing.T, fault func(http.ResponseWri
 	if c := ds.Spec.Template.Spec.Containers[0]; c.Command[0] != "/usr/bin/mcs" || c.Image != image || ds.Status.NumberAvailable != 3 {
 		t.Errorf("after apply again the DaemonSet runs %v %s, %d available", c.Command, c.Image, ds.Status.NumberAvailable)
 	}
-	if out, err := f.run(t, "cutover", "back", "--timeout", "10s", "--interval", "10ms"); err != nil {
+	if out, err := f.run(t, "cutover", "back", "--timeout", "1m", "--interval", "10ms"); err != nil {
 		t.Fatalf("back: %v\n%s", err, out)
 	}
 	if got := f.state(t); got != f.expected(original) {
