@@ -35,6 +35,10 @@ type Object struct {
 	Declared, Stored, Needs convert.Version
 	Above                   []convert.Reason
 	AboveLines              []int // the line of each of Above (0: unknown)
+	// Lost is, where the config is kept above the ceiling though no field
+	// needs more, what a reader of the ceiling would read otherwise (see
+	// admit.Result.Lost).
+	Lost []convert.Loss
 	// Pass says why a config is stored as written (spec 2, refused by the
 	// operator, no provably lossless lower spec); nil otherwise.
 	Pass *admit.PassError
@@ -150,7 +154,7 @@ func lowerObject(file string, o *objRef, cfg []byte, ceiling convert.Version) (O
 	keep := lowered{config: cfg}
 	r, err := admit.Lower(cfg, ceiling)
 	if r != nil {
-		ob.Declared, ob.Stored, ob.Needs, ob.Above = r.Declared, r.Stored, r.Needs, r.Above
+		ob.Declared, ob.Stored, ob.Needs, ob.Above, ob.Lost = r.Declared, r.Stored, r.Needs, r.Above, r.Lost
 		for _, a := range r.Above {
 			line, _ := o.posOf(cfgNode, pathParts(a.Path))
 			ob.AboveLines = append(ob.AboveLines, line)
