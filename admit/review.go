@@ -148,7 +148,7 @@ func review(req *request, c Ceiling, deny bool, lc *lowerCache) (*admissionv1.Ad
 	switch {
 	case errors.As(err, &pe):
 		v.outcome = pe.Kind
-		resp.Warnings = append(resp.Warnings, fmt.Sprintf("MachineConfig %s: spec.config %v", v.name, err))
+		resp.Warnings = append(resp.Warnings, passWarnings(v.name, mc.Spec.Config, pe)...)
 	case err != nil:
 		v.outcome = PassInvalid // Lower fails with PassErrors only
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf("MachineConfig %s: spec.config stored as written: %v", v.name, err))
@@ -169,7 +169,7 @@ func review(req *request, c Ceiling, deny bool, lc *lowerCache) (*admissionv1.Ad
 	if deny && !v.openShift {
 		v.outcome = outcomeDenied
 		resp.Allowed, resp.Patch, resp.PatchType = false, nil, nil
-		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden, Message: v.message}
+		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden, Message: v.message + ". " + denyRemedy(res, c)}
 	}
 	return resp, v
 }

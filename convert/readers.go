@@ -117,14 +117,25 @@ func declaredVersion(raw []byte) (Version, error) {
 }
 
 // readViews reads raw for readers of each of specs: one Ignition parse, at
-// the lowest of them that reads raw's spec, stepped up with Ignition's own
-// translations to the others. Readers older than raw's spec are left out.
+// raw's own spec, stepped up with Ignition's own translations to the
+// lowest of them that reads it, then to the others. Readers older than
+// raw's spec are left out. That is what each reader's
+// ParseCompatibleVersion does, without its version scan of the whole
+// config at every spec on the way down (four of a 3.0 config read at 3.4,
+// a third of the reading's time).
 func readViews(raw []byte, specs []Version) *views {
 	vs := &views{by: map[Version]any{}}
 	if vs.declared, vs.err = declaredVersion(raw); vs.err != nil {
 		return vs
 	}
-	vs.err = vs.stepUp(specs, func(v Version) (any, error) { return readAs(raw, v) })
+	vs.err = vs.stepUp(specs, func(v Version) (any, error) {
+		c, err := readAs(raw, vs.declared)
+		for at := vs.declared; err == nil && at.Less(v); {
+			at = next(at)
+			c = ignitionReaders[at].up(c)
+		}
+		return c, err
+	})
 	return vs
 }
 

@@ -40,6 +40,36 @@ func TestReadAsIsIgnitions(t *testing.T) {
 	}
 }
 
+// readViews reads every fixture, and each written at every spec it can be,
+// as each reader's own ParseCompatibleVersion reads it: the same value, or
+// an error from both.
+func TestReadViewsIsParseCompatibleVersion(t *testing.T) {
+	for _, f := range fixtures(t) {
+		raws := [][]byte{f.raw}
+		if p, err := Parse(f.raw); err == nil && p.Version.Major == 3 {
+			for _, v := range OutputVersions {
+				if out, err := NewEncoder(p.Config, false).Encode(v, nil); err == nil {
+					raws = append(raws, out.JSON)
+				}
+			}
+		}
+		for _, raw := range raws {
+			for _, v := range OutputVersions {
+				// A reader alone: its reading is the parse at raw's spec
+				// stepped up to it, not a reading of a reader between.
+				vs := readViews(raw, []Version{v})
+				if v.Less(vs.declared) || vs.err != nil && vs.declared.IsZero() {
+					continue
+				}
+				want, werr := readAs(raw, v)
+				if got, ok := vs.by[v]; (werr != nil) != (vs.err != nil) || werr == nil && (!ok || !reflect.DeepEqual(got, want)) {
+					t.Errorf("%s at %s read at %s: views (%v) differ from ParseCompatibleVersion (%v)", f.name, vs.declared, v, vs.err, werr)
+				}
+			}
+		}
+	}
+}
+
 // TestJudge: a candidate stands for the original when every reader reads
 // both alike, a reader that cannot read the original parses it, and
 // readers older than the candidate are not asked.

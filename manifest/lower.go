@@ -171,7 +171,7 @@ func lowerObject(file string, o *objRef, cfg []byte, ceiling convert.Version) (O
 	if err != nil {
 		return ob, nil, keep, &render.Error{File: file, Line: ob.Line, Object: ob.Label, Message: "the lowered config does not parse: " + err.Error(), Err: err}
 	}
-	p := planner{doc: o.doc, cfg: cfgNode, raw: cfg, res: r, want: want}
+	p := planner{doc: o.doc, cfg: cfgNode, raw: cfg, res: r, want: want, at: o.at}
 	es, how, err := p.plan()
 	if err != nil {
 		return ob, nil, keep, &render.Error{File: file, Line: ob.Line, Object: ob.Label, Path: convert.NewPath("spec", "config"), Message: "cannot rewrite in place: " + err.Error(), Err: err}

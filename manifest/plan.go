@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/intake"
 )
 
 // planner finds the fewest bytes to rewrite so that one object's config
@@ -20,7 +22,8 @@ type planner struct {
 	cfg  *yaml.Node // spec.config's value
 	raw  []byte     // the config, as JSON
 	res  *admit.Result
-	want []byte // marshalParsed of the lowered config
+	want []byte       // marshalParsed of the lowered config
+	at   convert.Path // of the object in the document
 }
 
 // plan is the edits and what they rewrite: the version alone where that
@@ -35,11 +38,16 @@ func (p *planner) plan() ([]edit, string, error) {
 	}
 	if dels, ok := p.deletions(); ok {
 		if ve, err := p.versionEdit(); err == nil {
-			if len(dels) == 0 {
-				return []edit{ve}, RewroteVersion, nil
+			es, how := []edit{ve}, RewroteVersion
+			if len(dels) > 0 {
+				des, err := p.deletionEdits(dels)
+				es, how = append(des, ve), RewroteFields
+				if err != nil {
+					es = nil
+				}
 			}
-			if des, err := p.deletionEdits(dels); err == nil {
-				return append(des, ve), RewroteFields, nil
+			if es != nil && p.reads(es) {
+				return es, how, nil
 			}
 		}
 	}
@@ -47,7 +55,45 @@ func (p *planner) plan() ([]edit, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if !p.reads([]edit{e}) {
+		return nil, "", errors.New("no rewrite of it reads back as the lowered config")
+	}
 	return []edit{e}, RewroteConfig, nil
+}
+
+// reads says whether the document, with es made, holds at p.at a config
+// that parses as the lowered one.
+func (p *planner) reads(es []edit) bool {
+	local := make([]edit, len(es))
+	for i, e := range es {
+		local[i] = edit{e.start - p.doc.start, e.end - p.doc.start, e.repl}
+	}
+	js, err := intake.YAMLToJSON(apply(p.doc.t.b, local), 1)
+	if err != nil {
+		return false
+	}
+	v := decode(js)
+	for _, seg := range append(pathParts(p.at), "spec", "config") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[seg]
+		case []any:
+			i := -1
+			fmt.Sscan(seg, &i)
+			if i < 0 || i >= len(x) {
+				return false
+			}
+			v = x[i]
+		default:
+			return false
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	got, err := marshalParsed(b)
+	return err == nil && bytes.Equal(got, p.want)
 }
 
 func hasAlias(n *yaml.Node) bool {
@@ -174,18 +220,41 @@ func (p *planner) deletionEdits(dels [][]string) ([]edit, error) {
 		if key == nil {
 			return nil, errors.New("no such key")
 		}
-		t := p.doc.t
-		ko := t.offset(key.Line, key.Column)
-		if ko < 0 || !t.firstOnLine(ko) {
-			return nil, errors.New("the key does not start its line")
+		e, err := p.deletePair(parent, key, val)
+		if err != nil {
+			return nil, err
 		}
-		end := p.doc.subtreeEnd(val)
-		if end < 0 {
-			return nil, errors.New("the value's end is not a line's")
-		}
-		out = append(out, edit{p.doc.start + t.lineStart(ko), p.doc.start + end, nil})
+		out = append(out, e)
 	}
 	return out, nil
+}
+
+// deletePair deletes a key and its value from a block mapping: its whole
+// lines, or where the key follows a list item's "- ", up to the next key,
+// which moves up beside the "- ".
+func (p *planner) deletePair(parent, key, val *yaml.Node) (edit, error) {
+	t := p.doc.t
+	ko := t.offset(key.Line, key.Column)
+	if ko < 0 {
+		return edit{}, errors.New("the key is not found")
+	}
+	if t.firstOnLine(ko) {
+		end := p.doc.subtreeEnd(val)
+		if end < 0 {
+			return edit{}, errors.New("the value's end is not a line's")
+		}
+		return edit{p.doc.start + t.lineStart(ko), p.doc.start + end, nil}, nil
+	}
+	prefix := bytes.TrimLeft(t.b[t.lineStart(ko):ko], " ")
+	if string(prefix) != "- " || parent.Content[0] != key || len(parent.Content) < 4 {
+		return edit{}, errors.New("the key does not start its line")
+	}
+	next := parent.Content[2]
+	no := t.offset(next.Line, next.Column)
+	if no < 0 || !t.firstOnLine(no) || t.lineStart(no) == t.lineStart(ko) {
+		return edit{}, errors.New("the next key does not start its line")
+	}
+	return edit{p.doc.start + ko, p.doc.start + no, nil}, nil
 }
 
 // subtreeEnd is the document offset just past the last line of n's text
@@ -252,7 +321,7 @@ func (p *planner) wholeEdit() (edit, error) {
 	if end < 0 {
 		return edit{}, errors.New("spec.config's end is not a line's")
 	}
-	repl, err := yamlBlock(p.res.Config, n.Column-1, p.indentUnit(2), compactSeqs(p.doc.root))
+	repl, err := yamlBlock(p.res.Config, n, p.indentUnit(2), compactSeqs(p.doc.root))
 	if err != nil {
 		return edit{}, err
 	}
@@ -302,13 +371,17 @@ func compactSeqs(root *yaml.Node) bool {
 	return compact
 }
 
-// yamlBlock writes a JSON object as a block mapping whose lines after the
-// first are indented by indent spaces, nested by unit, ending in a newline.
-func yamlBlock(js []byte, indent, unit int, compact bool) ([]byte, error) {
+// yamlBlock writes a JSON object as a block mapping in place of orig (a
+// block mapping): its lines after the first indented to orig's column,
+// nested by unit, ending in a newline. Where a key of orig remains, its
+// place among its siblings, its comments and its value's style are kept
+// (see graft).
+func yamlBlock(js []byte, orig *yaml.Node, unit int, compact bool) ([]byte, error) {
 	var n yaml.Node
 	if err := yaml.Unmarshal(js, &n); err != nil || len(n.Content) == 0 {
 		return nil, fmt.Errorf("re-encoding the config: %v", err)
 	}
+	root := n.Content[0]
 	var plain func(*yaml.Node)
 	plain = func(x *yaml.Node) {
 		x.Style = 0
@@ -316,21 +389,26 @@ func yamlBlock(js []byte, indent, unit int, compact bool) ([]byte, error) {
 			plain(c)
 		}
 	}
-	plain(n.Content[0])
+	plain(root)
+	graft(root, orig)
+	root.Style = 0
+	if len(root.Content) > 0 {
+		root.Content[0].HeadComment = "" // above the span replaced: kept there
+	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(unit)
 	if compact {
 		enc.CompactSeqIndent()
 	}
-	if err := enc.Encode(n.Content[0]); err != nil {
+	if err := enc.Encode(root); err != nil {
 		return nil, err
 	}
 	if err := enc.Close(); err != nil {
 		return nil, err
 	}
 	lines := strings.SplitAfter(b.String(), "\n")
-	pad := strings.Repeat(" ", indent)
+	pad := strings.Repeat(" ", orig.Column-1)
 	var out strings.Builder
 	for i, ln := range lines {
 		if i > 0 && strings.TrimSpace(ln) != "" {
@@ -339,4 +417,53 @@ func yamlBlock(js []byte, indent, unit int, compact bool) ([]byte, error) {
 		out.WriteString(ln)
 	}
 	return []byte(out.String()), nil
+}
+
+// graft gives n, the lowered config's node, what orig, the input's node at
+// the same path, had beside its value: mapping keys in orig's order (new
+// ones after), head and line comments, flow or block style, and a
+// scalar's quoting where the value is the same. Foot comments are left:
+// those after the config lie outside the bytes replaced.
+func graft(n, orig *yaml.Node) {
+	if orig == nil || n.Kind != orig.Kind {
+		return
+	}
+	n.HeadComment, n.LineComment = orig.HeadComment, orig.LineComment
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Value == orig.Value {
+			n.Style = orig.Style
+		}
+	case yaml.SequenceNode:
+		n.Style = orig.Style & yaml.FlowStyle
+		for i, c := range n.Content {
+			if i < len(orig.Content) {
+				graft(c, orig.Content[i])
+			}
+		}
+	case yaml.MappingNode:
+		n.Style = orig.Style & yaml.FlowStyle
+		type pair struct {
+			k, v *yaml.Node
+			at   int
+		}
+		var pairs []pair
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			at := len(orig.Content) + i
+			for j := 0; j+1 < len(orig.Content); j += 2 {
+				if orig.Content[j].Value == k.Value {
+					graft(k, orig.Content[j])
+					graft(v, orig.Content[j+1])
+					at = j
+				}
+			}
+			pairs = append(pairs, pair{k, v, at})
+		}
+		slices.SortStableFunc(pairs, func(a, b pair) int { return a.at - b.at })
+		n.Content = n.Content[:0]
+		for _, p := range pairs {
+			n.Content = append(n.Content, p.k, p.v)
+		}
+	}
 }

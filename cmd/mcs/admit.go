@@ -29,7 +29,7 @@ type admitOptions struct {
 
 func parseAdmitFlags(args []string, stderr io.Writer) (*admitOptions, error) {
 	o := &admitOptions{}
-	fs := cmdline.NewFlagSet("mcs admit", "Usage: mcs admit [flags]\n       mcs admit lower-existing [--confirm] [flags]   (see 'mcs admit lower-existing --help')\n\nA mutating admission webhook for MachineConfigs: stores each one's spec.config at the lowest\nIgnition spec able to express it, proven lossless, beside OpenShift's own controllers\n(docs/admission.md). lower-existing stores again, the same way, those stored before it.\nEvery flag can also be set as MCS_<FLAG>.\n", stderr)
+	fs := cmdline.NewFlagSet("mcs admit", "Usage: mcs admit [flags]\n       mcs admit lower-existing [--confirm] [flags]   (see 'mcs admit lower-existing --help')\n       mcs admit webhook-config --url URL --ca-file FILE   (see 'mcs admit webhook-config --help')\n\nA mutating admission webhook for MachineConfigs: stores each one's spec.config at the lowest\nIgnition spec able to express it, proven lossless, beside OpenShift's own controllers\n(docs/admission.md). lower-existing stores again, the same way, those stored before it;\nwebhook-config prints the MutatingWebhookConfiguration for a cluster without OpenShift's service CA.\nEvery flag can also be set as MCS_<FLAG>.\n", stderr)
 	fs.StringVar(&o.listen, "listen", ":9443", "address of the webhook (HTTPS: /mutate, /status, /metrics, /healthz, /readyz)")
 	fs.StringVar(&o.cert, "cert", "/etc/ssl/mcs-admit/tls.crt", "serving certificate (PEM), re-read when it changes")
 	fs.StringVar(&o.key, "key", "/etc/ssl/mcs-admit/tls.key", "serving key (PEM), re-read when it changes")
@@ -61,6 +61,9 @@ func runAdmit(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if len(args) > 0 && args[0] == "lower-existing" {
 		return runAdmitLowerExisting(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "webhook-config" {
+		return runAdmitWebhookConfig(args[1:], stdout, stderr)
+	}
 	return daemonCommand(parseAdmitFlags, func(o *admitOptions) logOptions { return o.log }, serveAdmit)(ctx, args, stdin, stdout, stderr)
 }
 
@@ -68,6 +71,9 @@ func runAdmit(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // controller-runtime's logger too (the certificate watcher logs through
 // it): main's bridge, never a process-wide set here.
 func serveAdmit(ctx context.Context, o *admitOptions, cmd *daemon.Command, stdout io.Writer) error {
+	if err := admitd.CheckPair(o.cert, o.key); err != nil {
+		return fmt.Errorf("%w (make one: docs/admission.md#try-it-on-any-kubernetes)", err)
+	}
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err

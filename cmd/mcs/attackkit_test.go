@@ -143,11 +143,15 @@ func (l *logTap) String() string {
 var listeningOn = regexp.MustCompile(`listening on (https?)://(\S+)`)
 
 // startMCS runs the binary under attack with args after its listeners on
-// the namespace's loopback, and waits until it is ready. prefix,
+// the namespace's loopback (and --dir dir, unless dir is ""), and waits
+// until it is ready. prefix,
 // when set, runs it under a command (prlimit).
 func startMCS(t *testing.T, dir string, prefix []string, args ...string) *proc {
 	t.Helper()
-	argv := append(slices.Clone(prefix), os.Getenv(attackBinEnv), "--dir", dir, "--listen-plain", "127.0.0.1:0")
+	argv := append(slices.Clone(prefix), os.Getenv(attackBinEnv), "--listen-plain", "127.0.0.1:0")
+	if dir != "" {
+		argv = append(argv, "--dir", dir)
+	}
 	wantTLS := slices.Contains(args, "--listen-tls")
 	if !wantTLS {
 		argv = append(argv, "--listen-tls", "")

@@ -35,10 +35,11 @@ Multi-document files, Lists and JSON arrays are rewritten object by object.
 
 Only the bytes the lowering changes are rewritten: ignition.version's value,
 in the quotes it had; where the lower spec lacks a key the input wrote
-empty, that key's lines too. Comments, key order, quoting and layout are
-kept. Only where neither reads, by Ignition's own parser, as the lowered
-config is spec.config written whole (a notice says so: comments inside it
-are lost). Each file is read back and checked before it is replaced.
+empty, that key too. Comments, key order, quoting and layout are kept.
+Only where neither reads, by Ignition's own parser, as the lowered config
+is spec.config written whole, its comments, key order and styles carried
+over, with a notice. Each file is read back and checked before it is
+replaced.
 
 Butane (.bu) files and other kinds are read for mistakes, not rewritten.
 A config the webhook stores as written (spec 2, one OpenShift's operator
@@ -233,7 +234,7 @@ func (r *lowerRun) object(file string, o manifest.Object) {
 	default:
 		fmt.Fprintf(r.out, "%s: spec %s → %s%s\n", at, o.Declared, o.Stored, rewrote[o.Rewrote])
 		if o.Rewrote == manifest.RewroteConfig {
-			fmt.Fprintf(r.errw, "%s: notice: spec.config was written whole (no smaller edit reads as the lowered config): comments inside it were not kept\n", at)
+			fmt.Fprintf(r.errw, "%s: notice: spec.config was written whole (no smaller edit reads as the lowered config): its comments, key order and styles were carried over where their keys remain; review its layout\n", at)
 		}
 	}
 	r.above(file, o)

@@ -3,6 +3,8 @@ package admitd
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -82,4 +84,13 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 		w.SetCeiling(admit.Ceiling{Spec: c.MaxSpec, Reader: "the release a rollback returns to (--max-spec " + c.MaxSpec.String() + ")", Source: "--max-spec " + c.MaxSpec.String()})
 	}
 	return admit.ServeTLS(ctx, ln, w, admit.TLSConfig{CertFile: c.Cert, KeyFile: c.Key, Logger: c.Log, Conns: conns, MaxStreams: maxStreams})
+}
+
+// CheckPair reads the serving pair as Serve will, so that a missing or
+// mismatched certificate is said before anything says "listening".
+func CheckPair(cert, key string) error {
+	if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+		return fmt.Errorf("serving certificate --cert %s, --key %s: %w", cert, key, err)
+	}
+	return nil
 }
