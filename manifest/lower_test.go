@@ -32,7 +32,7 @@ func TestLowerLayouts(t *testing.T) {
 		{name: "empty-config", in: "kind: MachineConfig\nspec:\n  config: {}\n", want: "kind: MachineConfig\nspec:\n  config: {}\n"},
 		{name: "spec2", in: mc + "      version: 2.2.0\n", want: mc + "      version: 2.2.0\n", line: 7},
 		{name: "anchor", in: mc + "      version: &v 3.5.0\n", err: "anchors"},
-		{name: "typo", in: mc + "      version: 3.2.0\n    storage:\n      filez: []\n", err: "a:9: MachineConfig/a (document 1): $.spec.config.storage.filez: unknown key"},
+		{name: "typo", in: mc + "      version: 3.2.0\n    storage:\n      filez: []\n", err: "a:9:7: MachineConfig/a (document 1): $.spec.config.storage.filez: unknown key"},
 		{name: "yaml-syntax", in: mc + "      version: [3.5.0\n", err: "invalid YAML"},
 		{name: "no-version", in: mc + "      timeouts: {}\n", err: "no ignition.version"},
 	} {

@@ -3,6 +3,7 @@ package apitest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,6 +26,8 @@ func TestPassedWithWarning(t *testing.T) {
 		{"unknown-key", `{"ignition":{"version":"3.5.0"},"storage":{"filez":[]}}`, admit.PassInvalid, "does not parse"},
 		// Valid at 3.2.0; the operator, reading 3.5.0, refuses it.
 		{"link-without-target", `{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x"}]}}`, admit.PassRefused, "valid in spec 3.2.0 but not in 3.5.0: link target is required"},
+		// More items than a review proves within its time.
+		{"too-many-items", manyFiles(9000), admit.PassCostly, "too costly to prove"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := admit.Lower([]byte(c.config), convert.Version{})
@@ -48,4 +51,18 @@ func TestPassedWithWarning(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyFiles is a 3.5.0 config of n files.
+func manyFiles(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"ignition":{"version":"3.5.0"},"storage":{"files":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"path":"/etc/f/%d"}`, i)
+	}
+	b.WriteString(`]}}`)
+	return b.String()
 }
