@@ -86,7 +86,15 @@ func TestFluxApplyAndDiff(t *testing.T) {
 		}
 	}
 
-	// A change in Git: a user's key, the manifest still at 3.5.0.
+	checkFluxChange(t, s, objs, opts)
+}
+
+// checkFluxChange changes a manifest as in Git (a user's key, the manifest
+// still at 3.5.0): Flux reports it as drift, applies it, and it is stored
+// lowered, in sync again.
+func checkFluxChange(t *testing.T, s *webhookServer, objs []*unstructured.Unstructured, opts ssa.ApplyOptions) {
+	t.Helper()
+	ctx := context.Background()
 	m := fluxManager(t, s.cp, "flux-other")
 	var changed *unstructured.Unstructured
 	for _, o := range objs {
