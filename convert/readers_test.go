@@ -58,7 +58,7 @@ func TestJudge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(j.orig.by, jp.orig.by) {
+	if !reflect.DeepEqual(j.orig, jp.orig) {
 		t.Error("Parsed.Judge reads the original otherwise than newJudgeOf")
 	}
 	for _, c := range []struct {
