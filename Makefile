@@ -13,7 +13,7 @@ APT_UPDATE := $(SUDO) apt-get update -qq
 
 .PHONY: all build test vet fmt-check run bench wrk fuzz clean image container-engine
 RUN_DIR ?= fixtures/cluster
-# A tree whose worker pool needs spec 3.4 (LUKS discard): a node of Ignition
+# A tree whose worker pool needs spec 3.4 (a Tang advertisement): a node of Ignition
 # v2.9 (spec 3.2) gets the skew stub (cmd/render TestMakeRunHints).
 RUN_STUB_DIR := fixtures/features/tang-advertisement-3.4
 URL := http://$(LISTEN)
@@ -34,7 +34,7 @@ vet:
 # (once; cached under $(TOOLS)), with the rollback rehearsal's reader, a
 # container engine and Chromium installed; tests that need them fail, not
 # skip, under CI=true.
-test: fmt-check vet ignition-clients kube-tools rollback-reader container-engine chromium promtool
+test: fmt-check vet ignition-clients kube-tools rollback-reader container-engine chromium promtool kubectl
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Attacks and load thresholds on the real binary, out of `make test`: the
@@ -75,6 +75,16 @@ storm:
 	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/mcs ./cmd/dev/storm
 	$(BIN)/storm -mcs $(BIN)/mcs -tree $(STORM_TREE) -n $(STORM_N) $(STORM_ARGS)
 
+# MachineConfig creates through the real kube-apiserver and etcd (issue 46):
+# no webhook, a webhook answering mcs admit's patch computed beforehand (the
+# floor of any patching webhook), and mcs admit, alternating, new content
+# each create, for the 168 KB rendered config and a small one
+# (admit BenchmarkCreate; docs/performance.md).
+ADMIT_BENCH_ARGS ?= -benchtime 30x -count 3
+.PHONY: bench-admit
+bench-admit: kube-tools
+	$(GO) test ./admit -run '^$$' -bench 'BenchmarkCreate$$' $(ADMIT_BENCH_ARGS)
+
 wrk:
 	@command -v wrk >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq wrk; }
 
@@ -83,6 +93,12 @@ wrk:
 .PHONY: promtool
 promtool:
 	@command -v promtool >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq prometheus >/dev/null; }
+
+# kubectl runs docs/admission.md's "Try it on any Kubernetes" as written, and
+# builds deploy/kubernetes/admit/ (its kustomize); installed when missing.
+.PHONY: kubectl
+kubectl:
+	@command -v kubectl >/dev/null || { $(APT_UPDATE) && $(SUDO) apt-get install -y -qq kubectl >/dev/null; }
 
 # Headless Chromium renders /status in the status page's browser test.
 .PHONY: chromium

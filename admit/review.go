@@ -55,6 +55,9 @@ type reviewed struct {
 		Name         string    `json:"name"`
 		GenerateName string    `json:"generateName"`
 		UID          types.UID `json:"uid"`
+		// ManagedFields are the field managers' entries, for the
+		// patch to take the fields it rewrites out of them.
+		ManagedFields json.RawMessage `json:"managedFields"`
 	} `json:"metadata"`
 	Spec struct {
 		Config json.RawMessage `json:"config"`
@@ -145,19 +148,13 @@ func review(req *request, c Ceiling, deny bool, lc *lowerCache) (*admissionv1.Ad
 	switch {
 	case errors.As(err, &pe):
 		v.outcome = pe.Kind
-		resp.Warnings = append(resp.Warnings, fmt.Sprintf("MachineConfig %s: spec.config %v", v.name, err))
+		resp.Warnings = append(resp.Warnings, passWarnings(v.name, mc.Spec.Config, pe)...)
 	case err != nil:
 		v.outcome = PassInvalid // Lower fails with PassErrors only
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf("MachineConfig %s: spec.config stored as written: %v", v.name, err))
 	case res.Changed():
 		v.outcome = outcomeLowered
-		value, managedFields := res.Config, []byte(nil)
-		if req.Operation == admissionv1.Update {
-			if c, mf := noOpUpdate(req, res, lc.same); c != nil {
-				value, managedFields = c, mf
-			}
-		}
-		resp.Patch = patchConfig(value, managedFields)
+		resp.Patch = loweringPatch(req, res, lc)
 		pt := admissionv1.PatchTypeJSONPatch
 		resp.PatchType = &pt
 	default:
@@ -172,9 +169,34 @@ func review(req *request, c Ceiling, deny bool, lc *lowerCache) (*admissionv1.Ad
 	if deny && !v.openShift {
 		v.outcome = outcomeDenied
 		resp.Allowed, resp.Patch, resp.PatchType = false, nil, nil
-		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden, Message: v.message}
+		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden, Message: v.message + ". " + denyRemedy(res, c)}
 	}
 	return resp, v
+}
+
+// loweringPatch is the JSON patch storing res for req: the lowered
+// spec.config (or the stored one, see noOpUpdate), and the fields the
+// rewrite changed owned by no one (see owners.go).
+func loweringPatch(req *request, res *Result, lc *lowerCache) []byte {
+	sent := req.Object.Spec.Config
+	var last []byte
+	var lastTree fieldTree
+	changed := func(stored []byte) fieldTree { // asked twice of a stored config
+		if lastTree == nil || !bytes.Equal(stored, last) {
+			last, lastTree = stored, changedFields(sent, stored)
+		}
+		return lastTree
+	}
+	value := res.Config
+	if req.Operation == admissionv1.Update {
+		if c, mf := noOpUpdate(req, res, lc.same, changed); mf != nil {
+			return patchConfig(c, mf, nil)
+		} else if c != nil {
+			value = c
+		}
+	}
+	_, ops := unown(decodeValue(req.Object.Metadata.ManagedFields), changed(value))
+	return patchConfig(value, nil, ops)
 }
 
 // noOpUpdate makes an UPDATE that changes nothing but spec.config's
@@ -183,18 +205,21 @@ func review(req *request, c Ceiling, deny bool, lc *lowerCache) (*admissionv1.Ad
 // the stored bytes are kept (whatever encoding stored them: an older
 // webhook's, say). And since the API server records field ownership before
 // mutating admission, the request's managedFields carry a new time for the
-// re-applying manager (it "set" spec.config): where everything else equals
-// the stored object, the stored managedFields are returned to be restored,
-// so the API server writes nothing. Both results are nil where unneeded.
-// same is whether a stored config is the lowered one (a cache of storedMatches).
-func noOpUpdate(req *request, res *Result, same func(stored []byte, res *Result) bool) (config, managedFields []byte) {
+// re-applying manager, and the fields the rewrite changes owned by it:
+// where, those taken out again (changed names them), they and everything
+// else equal the stored object's but for times, the stored managedFields
+// are returned to be restored, so the API server writes nothing. Both
+// results are nil where unneeded. same is whether a stored config is the
+// lowered one (a cache of storedMatches).
+func noOpUpdate(req *request, res *Result, same func(stored []byte, res *Result) bool, changed func(stored []byte) fieldTree) (config, managedFields []byte) {
 	obj, old := objects(req.body)
 	if obj == nil || old == nil || old.spec["config"] == nil || obj.spec == nil || !same(old.spec["config"], res) {
 		return nil, nil
 	}
 	config = old.spec["config"]
-	mNew, mOld := obj.meta["managedFields"], old.meta["managedFields"]
-	if mOld == nil || reflect.DeepEqual(mNew, mOld) {
+	mOld := old.meta["managedFields"]
+	mNew, _ := unown(obj.meta["managedFields"], changed(config))
+	if mOld == nil || !sameOwners(mNew, mOld) {
 		return config, nil
 	}
 	obj.meta["managedFields"] = mOld
@@ -307,8 +332,9 @@ func decodeValue(raw []byte) any {
 }
 
 // patchConfig is a JSON patch replacing spec.config and, when not nil,
-// metadata.managedFields (see noOpUpdate); nothing else.
-func patchConfig(config, managedFields []byte) []byte {
+// metadata.managedFields (see noOpUpdate), then the operations ops;
+// nothing else.
+func patchConfig(config, managedFields []byte, ops []string) []byte {
 	var b bytes.Buffer
 	b.WriteString(`[{"op":"replace","path":"/spec/config","value":`)
 	b.Write(config)
@@ -316,7 +342,12 @@ func patchConfig(config, managedFields []byte) []byte {
 		b.WriteString(`},{"op":"replace","path":"/metadata/managedFields","value":`)
 		b.Write(managedFields)
 	}
-	b.WriteString(`}]`)
+	b.WriteString(`}`)
+	for _, op := range ops {
+		b.WriteString(`,`)
+		b.WriteString(op)
+	}
+	b.WriteString(`]`)
 	return b.Bytes()
 }
 

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -258,16 +257,19 @@ func benchCreates(b *testing.B, opts ...func(*envtest.Environment)) {
 	wh.SetCeiling(admit.Ceiling{Spec: convert.V3_4})
 	url, caPEM := webhookServer(b, wh)
 	nullURL, nullCA := nullWebhook(b, reg)
+	patches := &patchHook{patches: map[string][]byte{}}
+	patchURL, patchCA := patches.serve(b, reg)
 	cfg := &admissionregv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "mcs-admit-bench"},
-		Webhooks:   []admissionregv1.MutatingWebhook{benchHook("mcs", url, caPEM), benchHook("null", nullURL, nullCA)},
+		Webhooks: []admissionregv1.MutatingWebhook{benchHook("mcs", url, caPEM), benchHook("null", nullURL, nullCA),
+			benchHook("patch", patchURL, patchCA)},
 	}
 	ctx := context.Background()
 	if _, err := cp.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	for _, c := range []struct{ name, file string }{{"rendered-worker", ""}, {"registries", "99-worker-generated-registries.yaml"}} {
-		b.Run(c.name, func(b *testing.B) { benchCreate(b, cp, reg, machineConfigOf(b, c.file)) })
+		b.Run(c.name, func(b *testing.B) { benchCreate(b, cp, reg, patches, machineConfigOf(b, c.file)) })
 	}
 }
 
@@ -367,11 +369,11 @@ func reportMeans(b *testing.B, before, after map[string][2]float64) {
 // machineConfigOf is realdata/none's file, or its rendered worker config
 // when file is "".
 // benchHook reviews MachineConfig creates labelled bench=webhook (name
-// "mcs") or bench=null, as deploy/openshift/admit's webhook does.
+// "mcs"), bench=null or bench=patch, as deploy/openshift/admit's webhook does.
 func benchHook(name, url string, caPEM []byte) admissionregv1.MutatingWebhook {
 	ignore, timeout, none := admissionregv1.Ignore, int32(5), admissionregv1.SideEffectClassNone
 	scope := admissionregv1.ClusterScope
-	label := map[string]string{"mcs": "webhook", "null": "null"}[name]
+	label := map[string]string{"mcs": "webhook", "null": "null", "patch": "patch"}[name]
 	return admissionregv1.MutatingWebhook{
 		Name:                    name + ".admit.mcs.ignition-mcs.io",
 		AdmissionReviewVersions: []string{"v1"},
@@ -404,81 +406,6 @@ func machineConfigOf(tb testing.TB, file string) *unstructured.Unstructured {
 	u := objs[0]
 	u.SetOwnerReferences(nil)
 	return u
-}
-
-func benchCreate(b *testing.B, cp *kubetest.ControlPlane, reg prometheus.Gatherer, mc *unstructured.Unstructured) {
-	ctx := context.Background()
-	res := cp.Dynamic.Resource(admitMachineConfigs)
-	// Each iteration creates one of each, in a rotating order, so none
-	// always follows another; every create carries new content (a file
-	// named by the iteration), as a new rendered config does.
-	kinds := []string{"webhook", "null", "none"}
-	// A name of this run's own: -count runs this again with the same
-	// webhook, whose lowering cache must not have seen the contents.
-	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	took := map[string][]time.Duration{}
-	create := func(i int, kind string) time.Duration {
-		u := mc.DeepCopy()
-		u.SetName(fmt.Sprintf("bench-%d-%s", i, kind))
-		u.SetLabels(map[string]string{"bench": kind})
-		files, _, _ := unstructured.NestedSlice(u.Object, "spec", "config", "storage", "files")
-		files = append(files, map[string]any{"path": fmt.Sprintf("/etc/bench-%s-%d", run, i), "contents": map[string]any{"source": "data:,x"}})
-		if err := unstructured.SetNestedSlice(u.Object, files, "spec", "config", "storage", "files"); err != nil {
-			b.Fatal(err)
-		}
-		start := time.Now()
-		got, err := res.Create(ctx, u, metav1.CreateOptions{})
-		d := time.Since(start)
-		if err != nil {
-			b.Fatal(err)
-		}
-		v, _, _ := unstructured.NestedString(got.Object, "spec", "config", "ignition", "version")
-		if (v == "3.5.0") == (kind == "webhook") {
-			b.Fatalf("created %s at %s", kind, v)
-		}
-		if err := res.Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		return d
-	}
-	for _, k := range kinds {
-		create(-1, k) // connections up, caches warm
-	}
-	before := timings(b, cp, reg)
-	profiled := apiserverProfile(b, cp)
-	b.ResetTimer()
-	for i := range b.N {
-		for j := range kinds {
-			k := kinds[(i+j)%len(kinds)]
-			took[k] = append(took[k], create(i, k))
-		}
-	}
-	b.StopTimer()
-	profiled()
-	reportMeans(b, before, timings(b, cp, reg))
-	if fams, err := reg.Gather(); err == nil {
-		for _, f := range fams {
-			for _, m := range f.GetMetric() {
-				if f.GetName() == "null_requests_total" && m.GetLabel()[0].GetValue() != "HTTP/2.0" {
-					b.Errorf("the API server called the webhook over %s", m.GetLabel()[0].GetValue())
-				}
-				if f.GetName() == "null_connections_total" {
-					b.ReportMetric(m.GetCounter().GetValue(), "null-conns")
-				}
-			}
-		}
-	}
-	for _, k := range kinds {
-		slices.Sort(took[k])
-	}
-	base := quantile(took["none"], 0.5)
-	b.ReportMetric(base, "without-p50-ms")
-	b.ReportMetric(quantile(took["webhook"], 0.5), "with-p50-ms")
-	b.ReportMetric(quantile(took["null"], 0.5), "null-p50-ms")
-	b.ReportMetric(quantile(took["webhook"], 0.5)/base, "ratio")
-	b.ReportMetric(quantile(took["null"], 0.5)/base, "null-ratio")
-	b.ReportMetric(quantile(took["none"], 0.99), "without-p99-ms")
-	b.ReportMetric(quantile(took["webhook"], 0.99), "with-p99-ms")
 }
 
 // nullWebhook answers every review allowed, unchanged, over TLS: the

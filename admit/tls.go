@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+
+	"github.com/ignition-mcs/mcs/netlimit"
 )
 
 // TLSConfig is how ServeTLS serves.
@@ -20,6 +22,12 @@ type TLSConfig struct {
 	// OnReload, if not nil, is called (on its own goroutine) with each
 	// certificate pair loaded after the first.
 	OnReload func(tls.Certificate)
+	// Conns, if not nil, counts and bounds the connections (overall and
+	// per client address); MaxStreams bounds the HTTP/2 streams of one
+	// (0: net/http's 250). Both only bound what waits: Config.MaxReviews
+	// bounds the reviews under way.
+	Conns      *netlimit.Table
+	MaxStreams int
 }
 
 // ServeTLS serves h over TLS on ln until ctx ends, then shuts down,
@@ -52,7 +60,15 @@ func ServeTLS(ctx context.Context, ln net.Listener, h http.Handler, c TLSConfig)
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       90 * time.Second,
-		ErrorLog:          slog.NewLogLogger(c.Logger.Handler(), slog.LevelDebug),
+		// A request's header is a few hundred bytes; net/http's default
+		// lets each connection hold 1 MiB of one.
+		MaxHeaderBytes: 64 << 10,
+		HTTP2:          &http.HTTP2Config{MaxConcurrentStreams: c.MaxStreams},
+		ErrorLog:       slog.NewLogLogger(c.Logger.Handler(), slog.LevelDebug),
+	}
+	if c.Conns != nil {
+		ln = c.Conns.Listener(ln)
+		srv.ConnState = netlimit.ConnState
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeTLS(ln, "", "") }()

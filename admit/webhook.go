@@ -1,12 +1,14 @@
 package admit
 
 import (
-	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -22,6 +24,19 @@ import (
 // defaultMaxBody bounds an AdmissionReview: an UPDATE carries the object
 // twice, and the API server takes requests up to 3 MiB.
 const defaultMaxBody = 8 << 20
+
+// Defaults of the bounds on reviews under way. The deployed webhook's
+// timeoutSeconds is 5: a review waits at most defaultQueueWait for a slot
+// and then has defaultBudget to read its body and be answered, so the
+// API server has its answer, or a quick failure, before it gives up.
+const (
+	defaultMaxReviews = 8
+	defaultQueueWait  = time.Second
+	defaultBudget     = 3 * time.Second
+)
+
+// errTooLarge is a body over Config.MaxBody.
+var errTooLarge = errors.New("the AdmissionReview is larger than the webhook takes")
 
 // MutatePath is where the API server sends AdmissionReviews.
 const MutatePath = "/mutate"
@@ -44,6 +59,13 @@ type Config struct {
 	Recorder Recorder
 	MaxBody  int64            // default defaultMaxBody
 	Now      func() time.Time // default time.Now
+	// MaxReviews bounds the reviews under way, shared fairly between
+	// client addresses; one more waits up to QueueWait for a slot, then is
+	// answered 503 at once. Budget bounds each review from its slot on,
+	// body read included.
+	MaxReviews int           // default defaultMaxReviews
+	QueueWait  time.Duration // default defaultQueueWait
+	Budget     time.Duration // default defaultBudget
 	// Stored, if not nil, is /status's "stored": the MachineConfigs stored
 	// before the webhook that the rollback release cannot parse
 	// (admit/stored's report).
@@ -62,6 +84,7 @@ type Webhook struct {
 	counts  map[string]int64
 
 	lowered *lowerCache
+	gate    *gate
 }
 
 // New returns the webhook's handler: POST MutatePath (AdmissionReview v1),
@@ -80,7 +103,11 @@ func New(cfg Config) *Webhook {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	w := &Webhook{cfg: cfg, metrics: newMetrics(cfg.Registry), counts: map[string]int64{}, lowered: newLowerCache(defaultCacheBytes)}
+	cfg.MaxReviews = cmp.Or(cfg.MaxReviews, defaultMaxReviews)
+	cfg.QueueWait = cmp.Or(cfg.QueueWait, defaultQueueWait)
+	cfg.Budget = cmp.Or(cfg.Budget, defaultBudget)
+	w := &Webhook{cfg: cfg, metrics: newMetrics(cfg.Registry), counts: map[string]int64{}, lowered: newLowerCache(defaultCacheBytes),
+		gate: newGate(cfg.MaxReviews, cfg.QueueWait)}
 	r := chi.NewRouter()
 	r.Use(recoverer(cfg.Logger))
 	r.Post(MutatePath, w.mutate)
@@ -123,7 +150,8 @@ func (w *Webhook) readyz(rw http.ResponseWriter, _ *http.Request) {
 
 // mutate answers one AdmissionReview. A body it cannot read as one is a
 // 4xx, which the API server treats as the webhook failing: with
-// failurePolicy Ignore, the write goes on unchanged.
+// failurePolicy Ignore, the write goes on unchanged; so is a review that
+// finds no slot (503) or cannot read its body within the budget.
 func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 	start := w.cfg.Now()
 	outcome := outcomeBad
@@ -131,10 +159,31 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 		w.metrics.observe(outcome, w.cfg.Now().Sub(start))
 		w.count(outcome)
 	}()
-	body, err := readBody(rw, r, w.cfg.MaxBody)
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		http.Error(rw, "AdmissionReview too large", http.StatusRequestEntityTooLarge)
+	if r.ContentLength > w.cfg.MaxBody {
+		tooLarge(rw)
+		return
+	}
+	release, err := w.gate.enter(r.Context(), remoteAddr(r))
+	if err != nil {
+		outcome = outcomeBusy
+		// The text is fixed, the address bounded: the command's logger
+		// throttles a flood of these by their text.
+		w.cfg.Logger.Warn("review refused: no slot free", "err", err, "remote", remoteAddr(r).String())
+		rw.Header().Set("Retry-After", "1")
+		http.Error(rw, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), w.cfg.Budget)
+	defer cancel()
+	if d, ok := ctx.Deadline(); ok {
+		// Not every ResponseWriter can (a test's recorder): the server's
+		// own ReadTimeout bounds the read then.
+		_ = http.NewResponseController(rw).SetReadDeadline(d)
+	}
+	body, err := readCapped(r.Body, w.cfg.MaxBody, r.ContentLength)
+	if errors.Is(err, errTooLarge) {
+		tooLarge(rw)
 		return
 	}
 	if err != nil {
@@ -158,16 +207,21 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readBody reads a request's body up to max bytes into a buffer of the
-// size it declares (a rendered config's review is a few hundred KB, which
-// io.ReadAll would reach by a dozen copies).
-func readBody(rw http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	var b bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= max {
-		b.Grow(int(r.ContentLength) + bytes.MinRead)
+// tooLarge answers a body over the cap 413 and closes the connection: the
+// rest of the body is never read.
+func tooLarge(rw http.ResponseWriter) {
+	rw.Header().Set("Connection", "close")
+	http.Error(rw, "AdmissionReview too large", http.StatusRequestEntityTooLarge)
+}
+
+// remoteAddr is the request's client address, the zero Addr when it has
+// none (a test's request).
+func remoteAddr(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
 	}
-	_, err := b.ReadFrom(http.MaxBytesReader(rw, r.Body, max))
-	return b.Bytes(), err
+	return ap.Addr().Unmap()
 }
 
 // after logs, counts and tells the cluster what a review found.

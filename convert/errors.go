@@ -60,6 +60,9 @@ type Problem struct {
 	// unknown). A config embedded in a MachineConfig is JSON the loader
 	// made, so there its Path is what leads to the user's line.
 	Line, Column int
+	// Stopped: a value of the wrong type, where decoding stopped; what
+	// follows it was not read.
+	Stopped bool
 }
 
 func (p Problem) String() string {

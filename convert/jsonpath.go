@@ -37,7 +37,7 @@ func typeError(raw []byte, t reflect.Type) *Problem {
 		return nil
 	}
 	path := pathAt(raw, te.Offset)
-	return &Problem{Path: path, Message: typeMistake(te, path)}
+	return &Problem{Path: path, Message: typeMistake(te, path), Stopped: true}
 }
 
 // typeMistake says what a value of the wrong type should have been, in

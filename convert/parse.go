@@ -88,7 +88,7 @@ func parse(raw []byte, checkNewest, quick bool) (*Parsed, error) {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			p.Path = ParsePath(te.Field)
-			p.Message = typeMistake(te, p.Path)
+			p.Message, p.Stopped = typeMistake(te, p.Path), true
 			if te.Field == "ignition.version" {
 				// YAML reads version: 3.2 as a number.
 				p.Message = fmt.Sprintf("the version is a %s, not a string: write all three parts, quoted in YAML (version: \"3.2.0\"); supported versions are %s", te.Value, VersionList(inputVersions))

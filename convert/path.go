@@ -2,6 +2,7 @@ package convert
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,12 @@ func (p Path) Parts() []string {
 			out[i] = x
 		case int:
 			out[i] = strconv.Itoa(x)
+		case fmt.Stringer:
+			out[i] = x.String()
+		default:
+			// vcontext's tree.Key (an unknown key itself, as Ignition
+			// reports "unused key") is a string of its own type.
+			out[i] = fmt.Sprint(x)
 		}
 	}
 	return out

@@ -40,6 +40,39 @@ func TestReadAsIsIgnitions(t *testing.T) {
 	}
 }
 
+// A reading at a config's own spec stepped up (what the Judge compares)
+// is, for every fixture and each written at every spec it can be, what
+// each reader's own ParseCompatibleVersion reads: the same value, or an
+// error from both.
+func TestStepUpIsParseCompatibleVersion(t *testing.T) {
+	for _, f := range fixtures(t) {
+		raws := [][]byte{f.raw}
+		if p, err := Parse(f.raw); err == nil && p.Version.Major == 3 {
+			for _, v := range OutputVersions {
+				if out, err := NewEncoder(p.Config, false).Encode(v, nil); err == nil {
+					raws = append(raws, out.JSON)
+				}
+			}
+		}
+		for _, raw := range raws {
+			decl, err := declaredVersion(raw)
+			if err != nil || decl.Major != 3 {
+				continue
+			}
+			own, oerr := readAs(raw, decl)
+			for _, v := range OutputVersions {
+				if v.Less(decl) {
+					continue
+				}
+				want, werr := readAs(raw, v)
+				if (werr != nil) != (oerr != nil) || werr == nil && !reflect.DeepEqual(stepUp(own, decl, v), want) {
+					t.Errorf("%s at %s read at %s: stepped up (%v) differs from ParseCompatibleVersion (%v)", f.name, decl, v, oerr, werr)
+				}
+			}
+		}
+	}
+}
+
 // TestJudge: a candidate stands for the original when every reader reads
 // both alike, a reader that cannot read the original parses it, and
 // readers older than the candidate are not asked.

@@ -2,6 +2,7 @@ package impact
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/render"
 )
 
 // WriteGitHub writes GitHub Actions workflow commands, one per finding, so
@@ -153,4 +155,40 @@ func above(spec, ceiling string) bool {
 	s, err1 := convert.ParseVersion(spec)
 	c, err2 := convert.ParseVersion(ceiling)
 	return err1 == nil && err2 == nil && c.Less(s)
+}
+
+// WriteGitHubErrors writes err, a tree render diff could not load or
+// render, as one error workflow command per problem, on the file, line and
+// column it names (a typo fails most CI runs: the pull request shows it
+// where it was typed). Problems without a file are errors of the run.
+func WriteGitHubErrors(w io.Writer, err error) error {
+	b := bufio.NewWriter(w)
+	var es *render.Errors
+	if !errors.As(err, &es) {
+		annotate(b, "error", Location{}, "render diff", err.Error())
+		return b.Flush()
+	}
+	for _, e := range es.List {
+		var props []string
+		if e.File != "" {
+			props = append(props, "file="+escapeProperty(e.File))
+			if e.Line > 0 {
+				props = append(props, "line="+strconv.Itoa(e.Line))
+				if e.Column > 0 {
+					props = append(props, "col="+strconv.Itoa(e.Column))
+				}
+			}
+		}
+		title := "render diff: invalid input"
+		if e.Object != "" {
+			title += ": " + e.Object
+		}
+		props = append(props, "title="+escapeProperty(title))
+		msg := e.Message
+		if p := e.Path.String(); p != "" {
+			msg = p + ": " + msg
+		}
+		fmt.Fprintf(b, "::error %s::%s\n", strings.Join(props, ","), escapeData(msg))
+	}
+	return b.Flush()
 }

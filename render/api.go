@@ -116,7 +116,8 @@ type Reason struct {
 	convert.Reason
 	MachineConfig string `json:"machineConfig"`
 	Source        string `json:"source,omitempty"`
-	Line          int    `json:"line,omitempty"` // in Source; 0 when unknown
+	Line          int    `json:"line,omitempty"`   // in Source; 0 when unknown
+	Column        int    `json:"column,omitempty"` // of Line; 0 when unknown
 	// ConfigPath is where the field sits in that MachineConfig, e.g.
 	// "$.spec.config.storage.luks.0" (Path is its place in the merged config).
 	ConfigPath convert.Path `json:"configPath,omitzero"`

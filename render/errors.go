@@ -25,6 +25,7 @@ var (
 type Error struct {
 	File    string       // where the object was read from; may be empty
 	Line    int          // 1-based line in File; 0 when unknown
+	Column  int          // 1-based column of Line; 0 when unknown
 	Object  string       // "MachineConfig/99-worker-ssh", "MachineConfigPool/worker"
 	Path    convert.Path // inside the object: $ for the whole object; none where unknown
 	Message string
@@ -33,7 +34,9 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	if e.File != "" && e.Line > 0 {
+	if e.File != "" && e.Line > 0 && e.Column > 0 {
+		fmt.Fprintf(&b, "%s:%d:%d: ", e.File, e.Line, e.Column)
+	} else if e.File != "" && e.Line > 0 {
 		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
 	} else if e.File != "" {
 		b.WriteString(e.File + ": ")
@@ -111,12 +114,26 @@ func (e *specCeilingError) lines() []*Error {
 		out[i] = &Error{
 			File:   r.Source,
 			Line:   r.Line,
+			Column: r.Column,
 			Object: "MachineConfig/" + r.MachineConfig,
 			Path:   r.ConfigPath,
-			Message: fmt.Sprintf("%s need%s spec %s, above the ceiling %s of pool %s (rendered path %s)",
-				r.What, text.VerbS(r.What), r.Version, e.Ceiling, e.Pool, r.Path),
+			Message: fmt.Sprintf("%s need%s spec %s, above the ceiling %s of pool %s (rendered path %s)%s",
+				r.What, text.VerbS(r.What), r.Version, e.Ceiling, e.Pool, r.Path, ceilingRemedy(r.Path)),
 			Err: e,
 		}
 	}
 	return out
+}
+
+// ceilingRemedy says what to do about a field above the ceiling where there
+// is a way other than raising it: kernel arguments to add can be the
+// MachineConfig's own spec.kernelArguments, which every spec carries.
+func ceilingRemedy(p convert.Path) string {
+	if strings.HasPrefix(p.String(), "$.kernelArguments.shouldExist") {
+		return ": raise the ceiling, or move the arguments to the MachineConfig's spec.kernelArguments"
+	}
+	if strings.HasPrefix(p.String(), "$.kernelArguments.shouldNotExist") {
+		return ": raise the ceiling (spec.kernelArguments only adds arguments)"
+	}
+	return ""
 }

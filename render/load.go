@@ -193,7 +193,7 @@ func (o rawObject) problem(msg string, err error) *Error {
 	if o.Name != "" {
 		x.Object += "/" + o.Name
 	}
-	x.Line = o.doc.line(x.Path)
+	x.Line, x.Column = o.doc.pos(x.Path)
 	return x
 }
 
@@ -280,7 +280,7 @@ func decodeDocuments(file string, data []byte, lines bool) ([]rawObject, []*Erro
 			x := &Error{File: file, Message: "invalid YAML: " + err.Error(), Err: ErrInvalid}
 			var ye *intake.YAMLError
 			if errors.As(err, &ye) {
-				x.Line = ye.Line
+				x.Line, x.Column = ye.Line, ye.Column
 			}
 			errs = append(errs, x)
 			continue
@@ -392,6 +392,10 @@ func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
 		return nil, []*Error{{File: file, Path: convert.NewPath("variant"), Message: fmt.Sprintf("Butane variant %q does not produce a MachineConfig: use variant openshift", variant), Err: ErrInvalid}}
 	}
 	name := head.Name()
+	obj := KindMachineConfig
+	if head.Metadata.Name != "" {
+		obj += "/" + head.Metadata.Name
+	}
 	translate := l.Butane
 	if translate == nil {
 		translate = func(_, name string, data []byte) ([]byte, []intake.Problem, error) {
@@ -404,13 +408,13 @@ func (l *Loader) butane(file string, data []byte) ([]rawObject, []*Error) {
 		return nil, es.List
 	}
 	for _, w := range warnings {
-		l.notices = append(l.notices, butaneError(file, name, w, "warning: ", nil))
+		l.notices = append(l.notices, butaneError(file, obj, name, w, "warning: ", nil))
 	}
 	var be *intake.ButaneError
 	if errors.As(err, &be) {
 		errs := make([]*Error, len(be.Problems))
 		for i, p := range be.Problems {
-			errs[i] = butaneError(file, name, p, "", ErrInvalid)
+			errs[i] = butaneError(file, obj, name, p, "", ErrInvalid)
 		}
 		return nil, errs
 	}
@@ -441,8 +445,10 @@ func localsOf(file string, data []byte) map[string]string {
 	return out
 }
 
-func butaneError(file, name string, p intake.Problem, prefix string, err error) *Error {
-	return &Error{File: file, Line: p.Line, Path: convert.Path{ContextPath: p.Path}, Message: prefix + "butane " + name + ": " + p.Message, Err: err}
+// butaneError names the MachineConfig the Butane file makes (obj) and the
+// Butane config's own path, line and column.
+func butaneError(file, obj, name string, p intake.Problem, prefix string, err error) *Error {
+	return &Error{File: file, Line: p.Line, Column: p.Column, Object: obj, Path: convert.Path{ContextPath: p.Path}, Message: prefix + "butane " + name + ": " + p.Message, Err: err}
 }
 
 func (l *Loader) object(o rawObject) {
@@ -485,7 +491,7 @@ func objectError(o rawObject, err error) *Error {
 	var fe *fieldError
 	if errors.As(err, &fe) {
 		x.Path, x.Message = fe.Path, fe.Msg
-		x.Line = o.doc.line(x.Path)
+		x.Line, x.Column = o.doc.pos(x.Path)
 	}
 	return x
 }
@@ -521,7 +527,8 @@ func (l *Loader) machineConfig(o rawObject) {
 func (l *Loader) refuseUnknown(o rawObject, unknown []convert.Path) bool {
 	for _, path := range unknown {
 		x := o.problem("", nil)
-		x.Path, x.Line = path, o.doc.line(path)
+		x.Path = path
+		x.Line, x.Column = o.doc.pos(path)
 		if l.FromAPIServer {
 			x.Message = "warning: field unknown to this release of mcs (a newer release's?); ignored"
 			l.notices = append(l.notices, x)
@@ -614,7 +621,7 @@ func (l *Loader) build() (*Set, error) {
 		}
 		if prev, dup := s.byName[mc.Metadata.Name]; dup {
 			x := dupError(KindMachineConfig, mc.Metadata.Name, prev.mc.Source, mc.Source)
-			x.Line = l.docs[mc].line(x.Path)
+			x.Line, x.Column = l.docs[mc].pos(x.Path)
 			errs.add(x)
 			continue
 		}

@@ -57,7 +57,7 @@ items:
 		notices = append(notices, n.Error())
 	}
 	joined := strings.Join(notices, "\n")
-	for _, want := range []string{"KubeletConfig/k: $: notice:", "nokind.yaml: $.kind: notice: object has no kind", "foreign.yaml:1: MachineConfig/z: $: notice: example.com/v1 MachineConfig"} {
+	for _, want := range []string{"KubeletConfig/k: $: notice:", "nokind.yaml: $.kind: notice: object has no kind", "foreign.yaml:1:1: MachineConfig/z: $: notice: example.com/v1 MachineConfig"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("notices lack %q:\n%s", want, joined)
 		}
@@ -176,7 +176,7 @@ openshift:
 	os.WriteFile(filepath.Join(dir, "typo.bu"), []byte("variant: openshift\nversion: 4.14.0\nmetadata:\n  name: 99-worker-typo\n  labels: {machineconfiguration.openshift.io/role: worker}\nsystemd:\n  unitz: []\n"), 0o644)
 	errs = loadErrs(t, dir)
 	if len(errs) != 1 || errs[0].Line != 7 || errs[0].Path.String() != "$.systemd.unitz" || !errors.Is(errs[0], ErrInvalid) ||
-		!strings.Contains(errs[0].Error(), "typo.bu:7: $.systemd.unitz: butane openshift 4.14.0: unused key unitz") {
+		!strings.Contains(errs[0].Error(), "typo.bu:7:3: MachineConfig/99-worker-typo: $.systemd.unitz: butane openshift 4.14.0: unused key unitz: Butane would drop it (a typo, or a newer release's field); did you mean units?") {
 		t.Fatalf("errors %v, want one at typo.bu line 7", errs)
 	}
 	os.Remove(filepath.Join(dir, "typo.bu"))

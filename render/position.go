@@ -51,18 +51,24 @@ func shift(n *yaml.Node, d int) {
 // .path, say) in the file: the deepest part of the path the text holds,
 // else the object's first line; 0 when unknown.
 func (d *docRef) line(p convert.Path) int {
+	line, _ := d.pos(p)
+	return line
+}
+
+// pos is line with the column (1-based; 0 with the line unknown).
+func (d *docRef) pos(p convert.Path) (line, col int) {
 	if d == nil {
-		return 0
+		return 0, 0
 	}
 	n := d.root()
 	if n == nil {
-		return 0
+		return 0, 0
 	}
 	segs := p.Parts()
 	if d.butane {
 		segs = intake.ButanePath(segs)
 	}
-	return intake.Line(n, segs)
+	return intake.Position(n, segs)
 }
 
 // locate gives every problem in list about the object at d, without a
@@ -70,7 +76,7 @@ func (d *docRef) line(p convert.Path) int {
 func locate(d *docRef, list []*Error) {
 	for _, x := range list {
 		if x.Line == 0 && !x.Path.IsZero() {
-			x.Line = d.line(x.Path)
+			x.Line, x.Column = d.pos(x.Path)
 		}
 	}
 }

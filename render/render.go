@@ -290,9 +290,11 @@ func (r *renderer) mergeSpec(order []*entry) MachineConfigSpec {
 		for _, e := range order {
 			if i := slices.Index(e.mc.Spec.Extensions, "kernel-devel"); i >= 0 {
 				path := convert.NewPath("spec", "extensions", i)
-				r.errs.add(&Error{File: e.mc.Source, Line: e.doc.line(path), Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: path,
+				x := &Error{File: e.mc.Source, Object: KindMachineConfig + "/" + e.mc.Metadata.Name, Path: path,
 					Message: fmt.Sprintf("extension kernel-devel cannot be installed with kernelType %s (set by MachineConfig %s in pool %s)", spec.KernelType, kernelFrom.mc.Metadata.Name, r.pool.Metadata.Name),
-					Err:     ErrInvalid})
+					Err:     ErrInvalid}
+				x.Line, x.Column = e.doc.pos(path)
+				r.errs.add(x)
 			}
 		}
 	}
@@ -334,7 +336,7 @@ func (r *renderer) validateMerged(m *merged) []*Error {
 			e := m.order[member]
 			at := inConfig(q)
 			x.File, x.Object, x.Path = e.mc.Source, KindMachineConfig+"/"+e.mc.Metadata.Name, at
-			x.Line = e.doc.line(at)
+			x.Line, x.Column = e.doc.pos(at)
 		} else {
 			x.File, x.Object, x.Path = r.pool.Source, KindMachineConfigPool+"/"+r.pool.Metadata.Name, convert.NewPath()
 		}
@@ -385,7 +387,7 @@ func (r *renderer) attribute(m *merged, reasons []convert.Reason) []Reason {
 		if member >= 0 && member < len(m.order) {
 			e := m.order[member]
 			out[i].MachineConfig, out[i].Source, out[i].ConfigPath = e.mc.Metadata.Name, e.mc.Source, inConfig(q)
-			out[i].Line = e.doc.line(out[i].ConfigPath)
+			out[i].Line, out[i].Column = e.doc.pos(out[i].ConfigPath)
 		}
 	}
 	return out

@@ -14,12 +14,12 @@ func TestUnknownFields(t *testing.T) {
 		name, doc string
 		want      string // the problem's "line: object: path: start of message"
 	}{
-		{"spec typo", doc("50-a", "worker", "", "kernelArgs: [foo=bar]"), "in/00.yaml:8: MachineConfig/50-a: $.spec.kernelArgs: unknown field kernelArgs (did you mean kernelArguments?)"},
+		{"spec typo", doc("50-a", "worker", "", "kernelArgs: [foo=bar]"), "in/00.yaml:8:3: MachineConfig/50-a: $.spec.kernelArgs: unknown field kernelArgs (did you mean kernelArguments?)"},
 		{"metadata typo", "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 50-a\n  label:\n    machineconfiguration.openshift.io/role: worker\n",
-			"in/00.yaml:5: MachineConfig/50-a: $.metadata.label: unknown field label (did you mean labels?)"},
-		{"top level", doc("50-a", "worker", "") + "spc: {}\n", "in/00.yaml:8: MachineConfig/50-a: $.spc: unknown field spc: a MachineConfig holds only"},
+			"in/00.yaml:5:3: MachineConfig/50-a: $.metadata.label: unknown field label (did you mean labels?)"},
+		{"top level", doc("50-a", "worker", "") + "spc: {}\n", "in/00.yaml:8:1: MachineConfig/50-a: $.spc: unknown field spc: a MachineConfig holds only"},
 		{"pool spec typo", "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata: {name: infra}\nspec:\n  machineConfigSelector: {matchLabels: {machineconfiguration.openshift.io/role: infra}}\n  pause: true\n",
-			"in/00.yaml:6: MachineConfigPool/infra: $.spec.pause: unknown field pause (did you mean paused?): a MachineConfigPool's spec holds only"},
+			"in/00.yaml:6:3: MachineConfigPool/infra: $.spec.pause: unknown field pause (did you mean paused?): a MachineConfigPool's spec holds only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var l Loader
@@ -97,8 +97,8 @@ func TestSelectionTypos(t *testing.T) {
 		name, doc string
 		want      string
 	}{
-		{"kind", strings.Replace(doc("51-a", "worker", ""), "kind: MachineConfig", "kind: MachineConfg", 1), "in/00.yaml:2: MachineConfg/51-a: $.kind: unknown kind MachineConfg (did you mean MachineConfig?)"},
-		{"role value", doc("51-a", "wroker", ""), "in/00.yaml:6: MachineConfig/51-a: $.metadata.labels.machineconfiguration.openshift.io/role: label machineconfiguration.openshift.io/role: wroker (did you mean worker?)"},
+		{"kind", strings.Replace(doc("51-a", "worker", ""), "kind: MachineConfig", "kind: MachineConfg", 1), "in/00.yaml:2:1: MachineConfg/51-a: $.kind: unknown kind MachineConfg (did you mean MachineConfig?)"},
+		{"role value", doc("51-a", "wroker", ""), "in/00.yaml:6:5: MachineConfig/51-a: $.metadata.labels.machineconfiguration.openshift.io/role: label machineconfiguration.openshift.io/role: wroker (did you mean worker?)"},
 		{"role key", strings.Replace(doc("51-a", "worker", ""), "openshift.io/role:", "openshift.io/rol:", 1), "label machineconfiguration.openshift.io/rol (did you mean machineconfiguration.openshift.io/role?)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

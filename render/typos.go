@@ -33,7 +33,7 @@ func kindTypo(o rawObject) *Error {
 		if m := text.Near(g, []string{group}); m != "" {
 			x := o.problem(fmt.Sprintf("unknown apiVersion %s (did you mean %s/v1?): refused rather than skipped, which would drop this %s from every pool", o.APIVersion, m, o.Kind), ErrInvalid)
 			x.Path = convert.NewPath("apiVersion")
-			x.Line = o.doc.line(x.Path)
+			x.Line, x.Column = o.doc.pos(x.Path)
 			return x
 		}
 		return nil
@@ -50,7 +50,7 @@ func kindTypo(o rawObject) *Error {
 		"; refused rather than skipped, which would drop what it holds from every pool"
 	x := o.problem(msg, ErrInvalid)
 	x.Path = convert.NewPath("kind")
-	x.Line = o.doc.line(x.Path)
+	x.Line, x.Column = o.doc.pos(x.Path)
 	return x
 }
 
@@ -65,7 +65,7 @@ func orphan(e *entry, selectors map[string][]string, fromAPIServer bool) (x *Err
 		return x, false
 	}
 	x.Path = convert.NewPath("metadata", "labels", key)
-	x.Line = e.doc.line(x.Path)
+	x.Line, x.Column = e.doc.pos(x.Path)
 	if fromAPIServer {
 		x.Message = "notice: " + typo + ": no pool selects this MachineConfig; it is not rendered"
 		return x, false

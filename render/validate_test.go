@@ -137,7 +137,7 @@ func TestSpecChoice(t *testing.T) {
 			}
 			var es *Errors
 			errors.As(err, &es)
-			if line := es.List[0].Error(); !strings.HasPrefix(line, "in/01.yaml:8: MachineConfig/50-luks: $.spec.config.storage.luks.0: LUKS volumes need spec 3.2.0, above the ceiling") {
+			if line := es.List[0].Error(); !strings.HasPrefix(line, "in/01.yaml:8:62: MachineConfig/50-luks: $.spec.config.storage.luks.0: LUKS volumes need spec 3.2.0, above the ceiling") {
 				t.Errorf("line %q", line)
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"math"
 	"net/http"
 	"net/netip"
@@ -220,6 +221,29 @@ func adminAuth(tokens func() []Token) func(http.Handler) http.Handler {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcs"`)
 			plain(w, http.StatusUnauthorized, "unauthorized: "+r.URL.Path+" needs Authorization: Bearer <token> with a token for every pool")
 		})
+	}
+}
+
+// reportAuth is what a first-boot failure report needs when tokens are
+// configured: a token that fetches its pool, as /config/<pool> takes (the
+// pool's own or one for every pool). nil without tokens.
+func reportAuth(tokens func() []Token) func(*http.Request, string) error {
+	if tokens == nil {
+		return nil
+	}
+	return func(r *http.Request, pool string) error {
+		got, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			return errors.New("unauthorized: a report needs Authorization: Bearer <token>, a token that fetches the pool's config")
+		}
+		tok := match(tokens(), got)
+		switch {
+		case tok == nil:
+			return errors.New(tokenRejected)
+		case !tok.allows(pool):
+			return errors.New("unauthorized: the bearer token is not accepted for this pool")
+		}
+		return nil
 	}
 }
 

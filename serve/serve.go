@@ -96,7 +96,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, m: m}
-	s.failures, err = nodefail.New(nodefail.Config{Notify: cfg.Notify, Known: func(pool string) bool { return knownPool(s.snap.Load(), pool) != "-" },
+	s.failures, err = nodefail.New(nodefail.Config{Notify: cfg.Notify, Known: func(pool string) bool { return poolExists(s.snap.Load(), pool) }, Authorize: reportAuth(cfg.Tokens),
 		Logger: cfg.Logger, Registry: cfg.Registry})
 	if err != nil {
 		return nil, err
@@ -152,8 +152,9 @@ func (s *Server) routes(admin bool) *chi.Mux {
 		r.Head("/config/{pool}", s.serveConfig)
 	})
 	// Nodes report a failed first boot here (machine-config-operator PR
-	// #6124): without a token, as its daemon sends none, rate-limited per
-	// address by the handler, any method answered (405 but for POST).
+	// #6124): with a token that fetches the pool when tokens are on,
+	// rate-limited per address and per pool by the handler, any method
+	// answered (405 but for POST).
 	r.With(instrument(s.m.duration.WithLabelValues("node-failure"))).Handle(nodeFailurePath, s.failures)
 	r.Group(func(r chi.Router) {
 		r.Use(instrument(s.m.duration.WithLabelValues("probe")))
@@ -228,6 +229,17 @@ func knownPool(snap *pipeline.Snapshot, name string) string {
 		return name
 	}
 	return "-"
+}
+
+// poolExists reports whether the pool named name exists: served, or its
+// newest render failed (it may serve none yet), as /config/<pool> tells
+// the two apart from an unknown pool.
+func poolExists(snap *pipeline.Snapshot, name string) bool {
+	if snap == nil {
+		return false
+	}
+	_, failed := snap.Failed(name)
+	return failed || snap.Pool(name) != nil
 }
 
 func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {

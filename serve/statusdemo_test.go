@@ -118,7 +118,7 @@ func demoServer(t testing.TB, notify func(source.Notice)) *Server {
 		t.Fatal("the broken MachineConfig rendered")
 	}
 	// The page's header names the source; its errors must name files in it.
-	if want := src.shown + "/60-infra-realtime.yaml:8: "; !strings.Contains(err.Error(), want) {
+	if want := src.shown + "/60-infra-realtime.yaml:8:3: "; !strings.Contains(err.Error(), want) {
 		t.Fatalf("the render error %q does not name %s, the tree the page's header shows", err, want)
 	}
 	return s

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/ignition-mcs/mcs/internal/intake"
+	"github.com/ignition-mcs/mcs/internal/regularfile"
 	"github.com/ignition-mcs/mcs/internal/text"
 )
 
@@ -94,16 +94,26 @@ type ReleaseLimits struct {
 	RHCOSVersion string `json:"rhcosVersion,omitempty"`
 }
 
+// policyMax bounds a policy file: a MachineConfiguration is a few KiB.
+const policyMax = 1 << 20
+
 // defaultRelease is today's limit (reference: OCP 4.13.0, RHCOS 9.2).
 var defaultRelease = ReleaseLimits{OCPVersion: "4.13.0", RHCOSVersion: "9.2"}
 
 // LoadPolicy reads a policy file (YAML or JSON). A bare policy, a
 // MachineConfiguration object, or {spec: {bootImageSkewEnforcement: ...}}
 // are all accepted.
+//
+// Only a regular file is opened (a FIFO would hang the reload), and one
+// anyone may write is refused: whoever writes the policy decides which
+// nodes may join.
 func LoadPolicy(path string) (*Policy, error) {
-	raw, err := os.ReadFile(path)
+	raw, info, err := regularfile.ReadFile(path, policyMax)
 	if err != nil {
 		return nil, fmt.Errorf("reading skew policy: %w", err)
+	}
+	if m := info.Mode().Perm(); m&0o002 != 0 {
+		return nil, fmt.Errorf("reading skew policy: %s: writable by anyone (mode %04o): chmod o-w it", path, m)
 	}
 	p, err := ParsePolicy(raw)
 	var fe *fieldError

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ignition-mcs/mcs/convert"
@@ -347,5 +348,29 @@ func TestClusterStatus(t *testing.T) {
 	}
 	if _, err := ParsePolicy([]byte(`{"mode":"None","clusterStatus":{"mode":"None"}}`)); err == nil {
 		t.Error("a policy file setting clusterStatus: no error")
+	}
+}
+
+// A policy file is opened only when regular (a FIFO would hang a reload)
+// and refused when anyone may write it.
+func TestLoadPolicyFileKinds(t *testing.T) {
+	dir := t.TempDir()
+	fifo, link := filepath.Join(dir, "fifo"), filepath.Join(dir, "policy.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(fifo, link)
+	if _, err := LoadPolicy(link); err == nil || !strings.Contains(err.Error(), "a named pipe (FIFO), so never opened") {
+		t.Errorf("a symlink to a FIFO: %v", err)
+	}
+	open := filepath.Join(dir, "open.yaml")
+	os.WriteFile(open, []byte("mode: None\n"), 0o644)
+	os.Chmod(open, 0o666)
+	if _, err := LoadPolicy(open); err == nil || !strings.Contains(err.Error(), "writable by anyone (mode 0666)") {
+		t.Errorf("a world-writable policy: %v", err)
+	}
+	os.Chmod(open, 0o644)
+	if _, err := LoadPolicy(open); err != nil {
+		t.Errorf("mode 0644: %v", err)
 	}
 }

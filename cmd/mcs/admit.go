@@ -11,6 +11,7 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/admitd"
 	"github.com/ignition-mcs/mcs/internal/daemon"
+	"github.com/ignition-mcs/mcs/netlimit"
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 )
@@ -21,12 +22,14 @@ type admitOptions struct {
 	maxSpec           convert.Version
 	aboveCeiling      string
 	recheck           time.Duration
+	maxReviews        int
+	conns             netlimit.Limits
 	log               logOptions
 }
 
 func parseAdmitFlags(args []string, stderr io.Writer) (*admitOptions, error) {
 	o := &admitOptions{}
-	fs := cmdline.NewFlagSet("mcs admit", "Usage: mcs admit [flags]\n       mcs admit lower-existing [--confirm] [flags]   (see 'mcs admit lower-existing --help')\n\nA mutating admission webhook for MachineConfigs: stores each one's spec.config at the lowest\nIgnition spec able to express it, proven lossless, beside OpenShift's own controllers\n(docs/admission.md). lower-existing stores again, the same way, those stored before it.\nEvery flag can also be set as MCS_<FLAG>.\n", stderr)
+	fs := cmdline.NewFlagSet("mcs admit", "Usage: mcs admit [flags]\n       mcs admit lower-existing [--confirm] [flags]   (see 'mcs admit lower-existing --help')\n       mcs admit webhook-config --url URL --ca-file FILE   (see 'mcs admit webhook-config --help')\n\nA mutating admission webhook for MachineConfigs: stores each one's spec.config at the lowest\nIgnition spec able to express it, proven lossless, beside OpenShift's own controllers\n(docs/admission.md). lower-existing stores again, the same way, those stored before it;\nwebhook-config prints the MutatingWebhookConfiguration for a cluster without OpenShift's service CA.\nEvery flag can also be set as MCS_<FLAG>.\n", stderr)
 	fs.StringVar(&o.listen, "listen", ":9443", "address of the webhook (HTTPS: /mutate, /status, /metrics, /healthz, /readyz)")
 	fs.StringVar(&o.cert, "cert", "/etc/ssl/mcs-admit/tls.crt", "serving certificate (PEM), re-read when it changes")
 	fs.StringVar(&o.key, "key", "/etc/ssl/mcs-admit/tls.key", "serving key (PEM), re-read when it changes")
@@ -34,9 +37,15 @@ func parseAdmitFlags(args []string, stderr io.Writer) (*admitOptions, error) {
 	fs.Var(cmdline.Version(&o.maxSpec), "max-spec", "warn above this spec `VERSION` (default: the newest spec the release a rollback returns to reads, from the ClusterVersion; none without one)")
 	cmdline.Choice(fs, &o.aboveCeiling, "above-ceiling", "warn", "a person's MachineConfig that needs more than the ceiling: warn, or deny it (OpenShift's own controllers are only warned)", "warn", "deny")
 	fs.DurationVar(&o.recheck, "recheck", 5*time.Minute, "how often the ClusterVersion is read again for the ceiling")
+	fs.IntVar(&o.maxReviews, "max-reviews", 8, "reviews under way at once, shared fairly between client addresses; one more waits a second for a slot, then is answered 503 (the API server applies the failurePolicy)")
+	fs.IntVar(&o.conns.Max, "max-connections", 256, "client connections open at once; past it an idle one is closed, else the new one (0: no bound)")
+	fs.IntVar(&o.conns.PerClient, "max-connections-per-client", 32, "client connections open at once from one address (0: no bound)")
 	o.log.define(fs)
 	if err := cmdline.Parse(fs, args); err != nil {
 		return nil, err
+	}
+	if o.maxReviews <= 0 {
+		return nil, cmdline.Mistake(fs, fmt.Errorf("--max-reviews: want a positive number (got %d)", o.maxReviews))
 	}
 	if o.recheck <= 0 {
 		return nil, cmdline.Mistake(fs, fmt.Errorf("--recheck: want a positive duration (got %s)", o.recheck))
@@ -52,6 +61,9 @@ func runAdmit(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if len(args) > 0 && args[0] == "lower-existing" {
 		return runAdmitLowerExisting(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "webhook-config" {
+		return runAdmitWebhookConfig(args[1:], stdout, stderr)
+	}
 	return daemonCommand(parseAdmitFlags, func(o *admitOptions) logOptions { return o.log }, serveAdmit)(ctx, args, stdin, stdout, stderr)
 }
 
@@ -59,6 +71,9 @@ func runAdmit(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // controller-runtime's logger too (the certificate watcher logs through
 // it): main's bridge, never a process-wide set here.
 func serveAdmit(ctx context.Context, o *admitOptions, cmd *daemon.Command, stdout io.Writer) error {
+	if err := admitd.CheckPair(o.cert, o.key); err != nil {
+		return fmt.Errorf("%w (make one: docs/admission.md#try-it-on-any-kubernetes)", err)
+	}
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -74,6 +89,7 @@ func serveAdmit(ctx context.Context, o *admitOptions, cmd *daemon.Command, stdou
 	return admitd.Serve(ctx, ln, admitd.Config{
 		Client: cmd.API.Dynamic, Registry: cmd.Registry, Log: cmd.Log, Recorder: cmd.Recorder("mcs-admit"),
 		Deny: o.aboveCeiling == "deny", MaxSpec: o.maxSpec, Recheck: o.recheck, Cert: o.cert, Key: o.key,
+		Conns: o.conns, MaxReviews: o.maxReviews,
 	})
 }
 

@@ -110,3 +110,17 @@ func TestAdmitCommand(t *testing.T) {
 		t.Errorf("/status with --max-spec: %s", body)
 	}
 }
+
+// A missing serving certificate is said before anything says "listening",
+// and before any API server is looked for.
+func TestAdmitWithoutCertificate(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr strings.Builder
+	err := dispatch(t.Context(), []string{"admit", "--listen", "127.0.0.1:0", "--cert", filepath.Join(dir, "tls.crt"), "--key", filepath.Join(dir, "tls.key"), "--kubeconfig", filepath.Join(dir, "none")}, strings.NewReader(""), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "serving certificate --cert "+filepath.Join(dir, "tls.crt")) || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("error %v", err)
+	}
+	if strings.Contains(stdout.String()+stderr.String(), "listening") {
+		t.Errorf("said listening:\n%s%s", stdout.String(), stderr.String())
+	}
+}

@@ -38,6 +38,11 @@ func TestAttacks(t *testing.T) {
 	t.Run("PrettyFlood", attackPrettyFlood)
 	t.Run("BadCertificateReload", attackBadCertificate)
 	t.Run("Smuggling", attackSmuggling)
+	t.Run("Admit", attackAdmit)
+	t.Run("NodeFailures", attackNodeFailures)
+	t.Run("NodeFailureUnknownPool", attackNodeFailureUnknownPool)
+	t.Run("TokenFiles", attackTokenFiles)
+	t.Run("HugeLogValues", attackHugeLogValues)
 }
 
 const specAccept = "application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1"

@@ -143,11 +143,15 @@ func (l *logTap) String() string {
 var listeningOn = regexp.MustCompile(`listening on (https?)://(\S+)`)
 
 // startMCS runs the binary under attack with args after its listeners on
-// the namespace's loopback, and waits until it is ready. prefix,
+// the namespace's loopback (and --dir dir, unless dir is ""), and waits
+// until it is ready. prefix,
 // when set, runs it under a command (prlimit).
 func startMCS(t *testing.T, dir string, prefix []string, args ...string) *proc {
 	t.Helper()
-	argv := append(slices.Clone(prefix), os.Getenv(attackBinEnv), "--dir", dir, "--listen-plain", "127.0.0.1:0")
+	argv := append(slices.Clone(prefix), os.Getenv(attackBinEnv), "--listen-plain", "127.0.0.1:0")
+	if dir != "" {
+		argv = append(argv, "--dir", dir)
+	}
 	wantTLS := slices.Contains(args, "--listen-tls")
 	if !wantTLS {
 		argv = append(argv, "--listen-tls", "")
@@ -552,7 +556,13 @@ func (p *proc) metric(t *testing.T, name string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	return sampleOf(string(b), name)
+}
+
+// sampleOf is the value of the first sample of a scrape starting with
+// name, -1 when there is none.
+func sampleOf(scrape, name string) float64 {
+	for _, line := range strings.Split(scrape, "\n") {
 		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
 			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 			return v

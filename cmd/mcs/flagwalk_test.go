@@ -120,6 +120,8 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"contoller", "--kubeconfig", "x"}, `mcs: unknown command "contoller" (did you mean controller?): want one of controller, prune, pki, start, bootstrap, preflight, cutover, admit`},
 		{[]string{"pki", "rotat"}, `mcs pki: unknown verb "rotat" (did you mean rotate?): want status or rotate`},
 		{[]string{"pki"}, `mcs pki: no verb: want status or rotate`},
+		{[]string{"controller", "--dryrun"}, `mcs controller: unknown flag --dryrun (did you mean --dry-run?)`},
+		{[]string{"admit", "--max-sepc", "3.2.0"}, `mcs admit: unknown flag --max-sepc (did you mean --max-spec?)`},
 		{[]string{"--dir", "x", "extra", "--poll", "1s"}, `mcs: unexpected arguments: extra --poll 1s (the flags after "extra" were not read: flags stop at the first argument)`},
 	} {
 		var out, errb strings.Builder

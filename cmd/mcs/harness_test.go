@@ -100,7 +100,7 @@ func writeFile(t testing.TB, dir, name, body string) {
 	// Write then rename, as a careful tool would; the reloader must also cope
 	// with plain writes, which other tests do.
 	tmp := filepath.Join(dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/internal/buildinfo"
+	"github.com/ignition-mcs/mcs/internal/daemon"
 	"github.com/ignition-mcs/mcs/internal/gctune"
 	"github.com/ignition-mcs/mcs/internal/klogbridge"
 	"github.com/ignition-mcs/mcs/internal/text"
@@ -35,7 +36,7 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		go gctune.Run(ctx, gcPolicyFor(os.Args[1:]), time.Second, gctune.Process())
 	}
-	ctx = klogbridge.Install(ctx, slog.NewTextHandler(os.Stderr, nil))
+	ctx = klogbridge.Install(ctx, slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{ReplaceAttr: daemon.BoundAttr}))
 	if err := dispatch(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		if !cmdline.Said(err) {
 			fmt.Fprintln(os.Stderr, "mcs:", err)

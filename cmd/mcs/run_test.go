@@ -33,7 +33,7 @@ func TestUsage(t *testing.T) {
 		msg  string
 	}{
 		{"no dir", nil, nil, cmdline.ErrUsage, "--dir is required"},
-		{"unknown flag", []string{"--nope"}, nil, cmdline.ErrUsage, "flag provided but not defined"},
+		{"unknown flag", []string{"--nope"}, nil, cmdline.ErrUsage, "unknown flag --nope"},
 		{"cert without key", []string{"--dir", ".", "--cert", "c.pem"}, nil, cmdline.ErrUsage, "--cert and --key go together"},
 		{"bad port alias", []string{"--dir", ".", "--insecure-port", "http"}, nil, cmdline.ErrUsage, "not a port"},
 		{"stray argument", []string{"--dir", ".", "extra"}, nil, cmdline.ErrUsage, "unexpected arguments"},

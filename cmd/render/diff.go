@@ -83,7 +83,7 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	var sets [2]*render.Set
 	for i, p := range paths {
 		if sets[i], err = loadSide(p, stdin, stderr); err != nil {
-			return err
+			return d.annotate(stdout, err)
 		}
 	}
 	if err := d.checkPools(sets); err != nil {
@@ -93,7 +93,7 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	var sides [2]*impact.Tree
 	for i, p := range paths {
 		if sides[i], err = d.side(p, sets[i], opts, stderr); err != nil {
-			return err
+			return d.annotate(stdout, err)
 		}
 	}
 	rep := impact.Compare(ctx, sides[0], sides[1], impact.Options{Ceiling: opts.MaxSpec})
@@ -114,6 +114,18 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return fail(exitFailOn, err)
 	}
 	return nil
+}
+
+// annotate writes, with --output github, a tree's problems as error
+// annotations on their lines too (stderr has them for people); err, the
+// exit status, is returned.
+func (d *diffOptions) annotate(stdout io.Writer, err error) error {
+	if d.output == "github" {
+		if werr := impact.WriteGitHubErrors(stdout, err); werr != nil {
+			return werr
+		}
+	}
+	return err
 }
 
 // check validates the arguments; the options render every pool uncapped.

@@ -12,11 +12,24 @@ import (
 // name the line of the user's own file.
 func TestMistakes(t *testing.T) {
 	toRoot(t)
+	for _, tc := range mistakes() {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errs, code := cli(t, "", tc.args...)
+			got := fmt.Sprintf("$ render %v\nexit %d\n--- stdout\n%s--- stderr\n%s", tc.args, code, out, errs)
+			check(t, filepath.Join("cmd", "render", "testdata", "golden", "mistakes", tc.name+".txt"), got)
+		})
+	}
+}
+
+type mistake struct {
+	name string
+	args []string
+}
+
+// mistakes are TestMistakes' cases, paths from the repository's root.
+func mistakes() []mistake {
 	tree := func(name string) string { return filepath.Join("cmd", "render", "testdata", "mistakes", name) }
-	for _, tc := range []struct {
-		name string
-		args []string
-	}{
+	return append(positionMistakes(tree), []mistake{
 		// A typo of kernelArguments loses the argument without a word.
 		{"kernelargs-typo", []string{tree("kernelargs-typo")}},
 		// A typo in a pool's selector: an error at its line, not "the
@@ -67,11 +80,29 @@ func TestMistakes(t *testing.T) {
 		// A broken .json file: a JSON mistake at its line and column.
 		{"broken-json", []string{tree("broken-json")}},
 		{"pool-typo-did-you-mean", []string{"--pool", "wroker", filepath.Join("fixtures", "cluster")}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, errs, code := cli(t, "", tc.args...)
-			got := fmt.Sprintf("$ render %v\nexit %d\n--- stdout\n%s--- stderr\n%s", tc.args, code, out, errs)
-			check(t, filepath.Join("cmd", "render", "testdata", "golden", "mistakes", tc.name+".txt"), got)
-		})
+	}...)
+}
+
+// positionMistakes are the cases of issue 45: where a mistake is said to be
+// (file, line, column) and what was meant.
+func positionMistakes(tree func(string) string) []mistake {
+	return []mistake{
+		// Positions are of the user's own text: the mistyped key's line and
+		// column (not its list item's); the line whose indentation is wrong
+		// (not the block's first); a Butane typo's, with the key meant and
+		// the MachineConfig it makes.
+		{"contents-typo", []string{tree("contents-typo")}},
+		{"yaml-indent", []string{tree("yaml-indent")}},
+		{"butane-typo", []string{tree("butane-typo")}},
+		// --output github: invalid input is an error annotation on its
+		// file, line and column, as findings are.
+		{"diff-github-typo", []string{"diff", "--output", "github", filepath.Join(diffDir, "base"), tree("contents-typo")}},
+		{"diff-github-yaml-indent", []string{"diff", "--output", "github", filepath.Join(diffDir, "base"), tree("yaml-indent")}},
+		{"diff-github-butane-typo", []string{"diff", "--output", "github", tree("butane-typo"), filepath.Join(diffDir, "base")}},
+		// A mistyped flag: the flag meant, as for a mistyped pool.
+		{"flag-typo", []string{"--pretyy", filepath.Join("fixtures", "cluster")}},
+		{"diff-flag-typo", []string{"diff", "--outptu", "github", filepath.Join(diffDir, "base"), filepath.Join(diffDir, "luks-discard")}},
+		// Kernel arguments above --max-spec: the way out the README quotes.
+		{"max-spec-kernel-arguments", []string{"--max-spec", "3.2.0", filepath.Join("fixtures", "features", "kargs-3.3")}},
 	}
 }

@@ -36,6 +36,7 @@ func fail(code int, err error) error { return cmdline.Fail(code, err) }
 
 const usageText = `Usage: render [flags] PATH...
        render diff [flags] OLD NEW   (see 'render diff --help')
+       render lower [--max-spec V] [--check] PATH...   (see 'render lower --help')
 
 Render merges the MachineConfigs found in PATH (files or directory trees of
 .yaml, .yml, .json and openshift-variant .bu files; "-" reads stdin) into one
@@ -125,6 +126,9 @@ func (s *stringList) Set(v string) error {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "diff" {
 		return runDiff(ctx, args[1:], stdin, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "lower" {
+		return runLower(ctx, args[1:], stdin, stdout, stderr)
 	}
 	var o options
 	fs := o.flagSet()

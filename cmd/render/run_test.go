@@ -100,7 +100,7 @@ func TestExitCodes(t *testing.T) {
 		{"ok", []string{luks}, exitOK, ""},
 		{"flags after paths", []string{luks, "--pool", "worker", "--max-spec", "3.2.0"}, exitOK, ""},
 		{"no path", nil, exitUsage, "no PATH given"},
-		{"unknown flag", []string{"--bogus", luks}, exitUsage, "flag provided but not defined"},
+		{"unknown flag", []string{"--bogus", luks}, exitUsage, "unknown flag --bogus"},
 		{"bad version", []string{"--max-spec", "3.9.0", luks}, exitUsage, `--max-spec: invalid value "3.9.0": cannot write spec version`},
 		{"not a version", []string{"--min-spec", "three", luks}, exitUsage, `--min-spec: invalid value "three"`},
 		{"spec with bounds", []string{"--spec", "3.5.0", "--max-spec", "3.5.0", luks}, exitUsage, "cannot be combined"},
@@ -110,10 +110,10 @@ func TestExitCodes(t *testing.T) {
 		{"unknown pool", []string{"--pool", "gpu", luks}, exitUsage, `unknown pool "gpu"`},
 		{"ignition of two pools to stdout", []string{"--format", "ignition", cluster}, exitUsage, "--format ignition writes one pool"},
 		{"missing path", []string{filepath.Join(bad, "nope")}, exitInvalid, "no such file"},
-		{"invalid input, every problem", []string{bad}, exitInvalid, "a.yaml:3: MachineConfig/a: $.spec.extensions.0: extension \"wasm\""},
-		{"misspelled Butane key", []string{typo}, exitInvalid, typo + ":10: $.storage.files.0.contnts: butane openshift 4.14.0: unused key contnts"},
+		{"invalid input, every problem", []string{bad}, exitInvalid, "a.yaml:3:37: MachineConfig/a: $.spec.extensions.0: extension \"wasm\""},
+		{"misspelled Butane key", []string{typo}, exitInvalid, typo + ":10:7: MachineConfig/99-worker-x: $.storage.files.0.contnts: butane openshift 4.14.0: unused key contnts: Butane would drop it (a typo, or a newer release's field); did you mean contents?"},
 		{"ceiling", []string{"--max-spec", "3.1.0", luks}, exitCeiling,
-			"fixtures/features/luks-3.2/50-worker-luks.yaml:16: MachineConfig/50-worker-luks: $.spec.config.storage.luks.0: LUKS volumes need spec 3.2.0, above the ceiling 3.1.0 of pool worker"},
+			"fixtures/features/luks-3.2/50-worker-luks.yaml:16:9: MachineConfig/50-worker-luks: $.spec.config.storage.luks.0: LUKS volumes need spec 3.2.0, above the ceiling 3.1.0 of pool worker"},
 		{"forced spec below the content", []string{"--spec", "3.1.0", luks}, exitCeiling, "above the ceiling 3.1.0"},
 	}
 	for _, tc := range tests {

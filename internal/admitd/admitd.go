@@ -3,6 +3,8 @@ package admitd
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/admit/stored"
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/netlimit"
 )
 
 // Config is what the webhook serves with.
@@ -28,7 +31,16 @@ type Config struct {
 	Recheck   time.Duration
 	Ticks     <-chan time.Time
 	Cert, Key string // the serving pair, re-read when it changes
+	// Conns bounds the connections, overall and per client address;
+	// MaxReviews the reviews under way (admit.Config.MaxReviews).
+	Conns      netlimit.Limits
+	MaxReviews int
 }
+
+// maxStreams bounds the HTTP/2 streams of one connection: the API server
+// sends a review per stream, and a few at once; a stream past the
+// connection's share of reviews only waits.
+const maxStreams = 64
 
 // Serve serves the webhook on ln until ctx ends.
 func Serve(ctx context.Context, ln net.Listener, c Config) error {
@@ -45,8 +57,13 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 	watch.Start(ctx)
 	w := admit.New(admit.Config{
 		Logger: c.Log, Registry: c.Registry, Gatherer: c.Registry, Deny: c.Deny,
-		Recorder: c.Recorder, Stored: watch.Status,
+		Recorder: c.Recorder, Stored: watch.Status, MaxReviews: c.MaxReviews,
 	})
+	nm, err := netlimit.NewMetrics(c.Registry)
+	if err != nil {
+		return err
+	}
+	conns := netlimit.NewTable(c.Conns, nil, c.Log, nm)
 	if c.MaxSpec.IsZero() {
 		ticks := c.Ticks
 		if ticks == nil {
@@ -66,5 +83,14 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 		ceiling.Set(c.MaxSpec)
 		w.SetCeiling(admit.Ceiling{Spec: c.MaxSpec, Reader: "the release a rollback returns to (--max-spec " + c.MaxSpec.String() + ")", Source: "--max-spec " + c.MaxSpec.String()})
 	}
-	return admit.ServeTLS(ctx, ln, w, admit.TLSConfig{CertFile: c.Cert, KeyFile: c.Key, Logger: c.Log})
+	return admit.ServeTLS(ctx, ln, w, admit.TLSConfig{CertFile: c.Cert, KeyFile: c.Key, Logger: c.Log, Conns: conns, MaxStreams: maxStreams})
+}
+
+// CheckPair reads the serving pair as Serve will, so that a missing or
+// mismatched certificate is said before anything says "listening".
+func CheckPair(cert, key string) error {
+	if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+		return fmt.Errorf("serving certificate --cert %s, --key %s: %w", cert, key, err)
+	}
+	return nil
 }

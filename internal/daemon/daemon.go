@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -27,9 +29,10 @@ import (
 )
 
 // NewLogger is a logger writing format ("text" or "json") to w at level,
-// lines an outsider can repeat at will throttled (see logthrottle).
+// lines an outsider can repeat at will throttled (see logthrottle), every
+// value bounded (BoundAttr).
 func NewLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, error) {
-	ho := &slog.HandlerOptions{Level: level}
+	ho := &slog.HandlerOptions{Level: level, ReplaceAttr: BoundAttr}
 	switch format {
 	case "text":
 		return slog.New(logthrottle.New(slog.NewTextHandler(w, ho), nil)), nil
@@ -37,6 +40,42 @@ func NewLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, erro
 		return slog.New(logthrottle.New(slog.NewJSONHandler(w, ho), nil)), nil
 	}
 	return nil, fmt.Errorf("%q is not text or json", format)
+}
+
+// logValueMax bounds any one value of a log line: a render error listing
+// many problems fits, while a value a client or an object chose (a 7 MiB
+// apiVersion, a 3 MiB name) cannot make a line megabytes long.
+const logValueMax = 4 << 10
+
+// BoundAttr is a slog ReplaceAttr that cuts a string, error or other
+// value (the message too) longer than logValueMax to its first
+// logValueMax bytes, at a character boundary, followed by "…(N bytes)".
+func BoundAttr(_ []string, a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	var s string
+	switch v.Kind() {
+	case slog.KindString:
+		s = v.String()
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case error:
+			s = x.Error()
+		case fmt.Stringer:
+			s = x.String()
+		default:
+			return a
+		}
+	default:
+		return a
+	}
+	if len(s) <= logValueMax {
+		return a
+	}
+	cut := logValueMax
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return slog.String(a.Key, s[:cut]+"…("+strconv.Itoa(len(s))+" bytes)")
 }
 
 // newRegistry is a private metrics registry with the Go runtime's and the

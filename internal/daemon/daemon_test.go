@@ -47,6 +47,23 @@ func TestNewLogger(t *testing.T) {
 	}
 }
 
+// Every value of a line, the message and errors too, is cut to
+// logValueMax with its length: a 7 MiB value makes a line of some KiB.
+func TestNewLoggerBoundsValues(t *testing.T) {
+	big := strings.Repeat("é", 3<<20) // 6 MiB
+	for _, format := range []string{"text", "json"} {
+		var b bytes.Buffer
+		log, err := NewLogger(&b, format, slog.LevelInfo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.With("with", big).Info(big, "name", big, "err", errors.New(big), "n", 7, "short", "kept")
+		if b.Len() > 5*logValueMax || strings.Count(b.String(), "…(6291456 bytes)") != 4 || !strings.Contains(b.String(), "kept") {
+			t.Errorf("%s: a line of %d bytes: %.300q", format, b.Len(), b.String())
+		}
+	}
+}
+
 func TestNewRegistryGathersRuntime(t *testing.T) {
 	mfs, err := newRegistry().Gather()
 	if err != nil {

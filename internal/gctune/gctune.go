@@ -21,11 +21,16 @@ type Policy struct {
 // snapshot, long-lived, and requests make little garbage, so Go's default
 // (100: collect when the heap has doubled) mostly lets RSS reach twice what
 // is served: at 102 pools under load RSS was 189 MB at 100, 151 MB at 50,
-// with no fewer requests a second (docs/performance.md). Half of a small
-// live heap (a few MB at 2 pools) is a collection every few hundred
-// requests, each marking the whole heap and the binary's globals, ~4 µs of
-// CPU a request where a bare server spends ~0.4: hence the 8 MiB floor.
-var Server = Policy{Base: 50, Headroom: 8 << 20}
+// with no fewer requests a second (docs/performance.md). 50 % still let
+// RSS sit at 164–176 MB for the seconds a 102-pool server encodes its
+// other specs after it is ready (the fill: a heap of ~80 MB live and
+// garbage up to its target), 30 % at 147–152 (issue 46); the cost is a
+// collection of that heap every ~24 MB allocated instead of ~40. Thirty
+// percent of a small live heap (a few MB at 2 pools) is a collection
+// every few hundred requests, each marking the whole heap and the
+// binary's globals, ~4 µs of CPU a request where a bare server spends
+// ~0.4: hence the 8 MiB floor.
+var Server = Policy{Base: 30, Headroom: 8 << 20}
 
 // Controller is mcs controller's: its heap is mostly garbage (every render,
 // and the JSON of every rendered config it writes, is dropped once

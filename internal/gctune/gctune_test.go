@@ -17,11 +17,12 @@ import (
 // (capped), Base before anything is measured.
 func TestPercent(t *testing.T) {
 	testkit.Table(t, "percent", Server.percent, map[uint64]int{
-		0:                   50,   // nothing measured yet
-		100 << 10:           1000, // a tiny heap: capped
-		6 << 20:             133,  // 2 pools
-		2 * Server.Headroom: 50,   // the crossover
-		80 << 20:            50,   // 102 pools
+		0:                          30,   // nothing measured yet
+		100 << 10:                  1000, // a tiny heap: capped
+		6 << 20:                    133,  // 2 pools
+		Server.Headroom * 100 / 30: 30,   // the crossover
+		Server.Headroom * 100 / 40: 40,   // below it, the floor
+		80 << 20:                   30,   // 102 pools
 	})
 }
 
@@ -78,7 +79,7 @@ func TestRun(t *testing.T) {
 		testkit.Advance(time.Second)
 		cancel()
 		<-done
-		if got, want := rt.targets(), []int{50, 133, 50}; !slices.Equal(got, want) {
+		if got, want := rt.targets(), []int{30, 133, 30}; !slices.Equal(got, want) {
 			t.Errorf("targets set %v, want %v", got, want)
 		}
 	})

@@ -4,22 +4,28 @@ package intake
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 
 	butane "github.com/coreos/ignition/v2/butane/config"
 	butanecommon "github.com/coreos/ignition/v2/butane/config/common"
+	fcos "github.com/coreos/ignition/v2/butane/config/fcos/v1_7"
+	openshift "github.com/coreos/ignition/v2/butane/config/openshift/v4_22"
 	"github.com/coreos/vcontext/path"
 	"github.com/coreos/vcontext/report"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // YAMLError is a YAML syntax error. Its message is the parser's, with its
 // line numbers counted in the file.
 type YAMLError struct {
-	Line int // 1-based, in the file; 0 when the parser names none
-	Msg  string
+	Line   int // 1-based, in the file; 0 when the parser names none
+	Column int // 1-based, of the line's first character; 0 when unknown
+	Msg    string
 }
 
 func (e *YAMLError) Error() string { return e.Msg }
@@ -33,16 +39,50 @@ func YAMLToJSON(doc []byte, firstLine int) ([]byte, error) {
 	if err == nil {
 		return js, nil
 	}
-	ye := &YAMLError{}
-	ye.Msg = yamlLine.ReplaceAllStringFunc(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "), func(m string) string {
-		n, _ := strconv.Atoi(m[len("line "):])
-		n += firstLine - 1
-		if ye.Line == 0 {
-			ye.Line = n
+	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	ye := &YAMLError{Msg: msg}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		at := problemLine(doc, n, msg)
+		ye.Line, ye.Column = at+firstLine-1, firstColumn(doc, at)
+		rest := strings.TrimPrefix(strings.TrimPrefix(msg, "yaml: "), m[0]+": ")
+		ye.Msg = "yaml: line " + strconv.Itoa(ye.Line) + ": " + rest
+		if at != n {
+			ye.Msg += fmt.Sprintf(" (inside the block that starts on line %d: check the indentation of line %d)", n+firstLine-1, ye.Line)
 		}
-		return "line " + strconv.Itoa(n)
-	})
+	}
 	return nil, ye
+}
+
+// maxProblemScan bounds how many lines past the one the parser names are
+// tried: the error path only, on documents already bounded in size.
+const maxProblemScan = 500
+
+// problemLine is the line the mistake is on. The parser names the start of
+// the block it was in ("did not find expected key" at a mapping's first
+// line), not the line that broke it: that is the first line after which
+// the document's beginning fails the same way.
+func problemLine(doc []byte, named int, msg string) int {
+	want := yamlLine.ReplaceAllString(msg, "")
+	lines := strings.SplitAfter(string(doc), "\n")
+	for k := max(named, 1); k <= len(lines) && k <= named+maxProblemScan; k++ {
+		_, err := yaml.YAMLToJSON([]byte(strings.Join(lines[:k], "")))
+		if err != nil && yamlLine.ReplaceAllString(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "), "") == want {
+			return k
+		}
+	}
+	return named
+}
+
+// firstColumn is the column of line n's first character other than a
+// space (1-based), 0 when there is no such line.
+func firstColumn(doc []byte, n int) int {
+	lines := strings.Split(string(doc), "\n")
+	if n < 1 || n > len(lines) {
+		return 0
+	}
+	l := lines[n-1]
+	return len(l) - len(strings.TrimLeft(l, " ")) + 1
 }
 
 // Problem is one finding in a Butane config.
@@ -86,8 +126,11 @@ func (e *ButaneError) Unwrap() error { return e.Err }
 
 // Head is how a Butane config starts; Variant is nil in anything else.
 type Head struct {
-	Variant *string `json:"variant"`
-	Version string  `json:"version"`
+	Variant  *string `json:"variant"`
+	Version  string  `json:"version"`
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
 }
 
 // Name is "variant version", as messages name the config.
@@ -121,6 +164,9 @@ func Butane(name string, data []byte, opts butanecommon.TranslateBytesOptions) (
 			bad = append(bad, p)
 		case IsUnusedKey(e.Message):
 			p.Message += ": Butane would drop it (a typo, or a newer release's field)"
+			if k := text.KeyTypo(butaneSchema(name), "yaml", e.Context.Path); k != "" {
+				p.Message += "; did you mean " + k + "?"
+			}
 			bad = append(bad, p)
 		case e.Message == butanecommon.ErrFieldElided.Error():
 			p.Message += ": only a MachineConfig holds it"
@@ -136,6 +182,20 @@ func Butane(name string, data []byte, opts butanecommon.TranslateBytesOptions) (
 		return nil, nil, &ButaneError{Config: name, Problems: bad, Err: err}
 	}
 	return out, warnings, nil
+}
+
+// butaneSchema is the Go type of the newest stable release of name's
+// variant ("openshift 4.14.0"): what "did you mean" offers keys from (a
+// key of a newer release than name's is still the likely meaning).
+func butaneSchema(name string) reflect.Type {
+	variant, _, _ := strings.Cut(name, " ")
+	switch variant {
+	case "openshift":
+		return reflect.TypeOf(openshift.Config{})
+	case "fcos":
+		return reflect.TypeOf(fcos.Config{})
+	}
+	return nil
 }
 
 func problem(e report.Entry) Problem {

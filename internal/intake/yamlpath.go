@@ -30,15 +30,23 @@ func ButanePath(path []string) []string {
 // Line is the line of the value at path under n, each segment as Child
 // reads it: of the deepest part of path present, else n's own line.
 func Line(n *yaml.Node, path []string) int {
-	line := n.Line
+	line, _ := Position(n, path)
+	return line
+}
+
+// Position is Line with its column: where the key of the deepest part of
+// path present starts (a list item's first character after "- "), else
+// n's own position.
+func Position(n *yaml.Node, path []string) (line, col int) {
+	line, col = n.Line, n.Column
 	for _, seg := range path {
 		k, v := Child(n, seg)
 		if v == nil {
 			break
 		}
-		line, n = k.Line, v
+		line, col, n = k.Line, k.Column, v
 	}
-	return line
+	return line, col
 }
 
 // Child is the key and value seg names in a mapping, or the item it names

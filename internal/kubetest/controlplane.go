@@ -78,8 +78,11 @@ func Start(assets string, crds []string, opts ...func(*envtest.Environment)) (*C
 	for _, o := range opts {
 		o(env)
 	}
-	// Nothing but loopback here: no endpoint to reconcile.
+	// Nothing but loopback here: no endpoint to reconcile, and the address
+	// to advertise named (in a network namespace of loopback only, as the
+	// attack suite's, the API server finds no default route to pick one).
 	env.ControlPlane.GetAPIServer().Configure().Set("endpoint-reconciler-type", "none")
+	env.ControlPlane.GetAPIServer().Configure().Set("advertise-address", "127.0.0.1")
 	admin, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting envtest with %s: %w", assets, err)

@@ -4,11 +4,14 @@ package reload
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/ignition-mcs/mcs/internal/regularfile"
 )
 
 // File is a file's parsed value, read again at most every Every and parsed
@@ -21,6 +24,12 @@ type File[T any] struct {
 	Every time.Duration
 	// Clock is what Every is measured on (default the wall clock).
 	Clock clock.PassiveClock
+	// Max bounds the bytes read (default 1 MiB): past it, the file does
+	// not load.
+	Max int64
+	// Perm, when set, is given the file's permission bits at each read;
+	// its error keeps the file from loading (a secret anyone may read).
+	Perm func(fs.FileMode) error
 
 	mu      sync.Mutex
 	checked time.Time
@@ -58,9 +67,19 @@ func (f *File[T]) load() error {
 	if _, err := os.Stat(f.Path); err != nil {
 		return err // as a stat says it: the file is not there
 	}
-	b, err := os.ReadFile(f.Path)
+	max := f.Max
+	if max <= 0 {
+		max = 1 << 20
+	}
+	// Never opened unless regular: a FIFO would hang every caller of Get.
+	b, info, err := regularfile.ReadFile(f.Path, max)
 	if err != nil {
 		return err
+	}
+	if f.Perm != nil {
+		if err := f.Perm(info.Mode().Perm()); err != nil {
+			return fmt.Errorf("%s: %w", f.Path, err)
+		}
 	}
 	if f.loaded && bytes.Equal(b, f.content) {
 		return nil

@@ -8,7 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
+
+	"github.com/ignition-mcs/mcs/internal/regularfile"
 )
 
 // Default limits: realistic MachineConfigs are well under 1 MiB (the largest
@@ -49,9 +50,8 @@ func orDefault(v, def int64) int64 {
 
 var (
 	// errNotRegular marks a file that was not read because, after following
-	// symbolic links, it is not a regular file (a FIFO, socket or device):
-	// opening a FIFO blocks, and a device such as /dev/zero never ends.
-	errNotRegular = errors.New("not a regular file")
+	// symbolic links, it is not a regular file: regularfile's.
+	errNotRegular = regularfile.ErrNotRegular
 	// errTooLarge marks a file, or a tree, over its size limit.
 	errTooLarge = errors.New("over the size limit")
 	// errSymlinkLoop marks a directory reached again through a symbolic
@@ -126,69 +126,24 @@ func (w *treeWalk) walk(p string, info fs.FileInfo) error {
 }
 
 // describeMode names a file type for a message.
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m.IsDir():
-		return "a directory"
-	}
-	return "not a regular file (" + m.Type().String() + ")"
-}
+func describeMode(m fs.FileMode) string { return regularfile.DescribeMode(m) }
 
 // opener opens files: the whole file system (osFiles), or a tree through
 // an *os.Root, which refuses a path that leaves it, even through a link
 // swapped in after the check that named it (see outside).
-type opener interface {
-	Stat(name string) (fs.FileInfo, error)
-	OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error)
-}
+type opener = regularfile.Opener
 
 // osFiles opens any path.
-type osFiles struct{}
-
-func (osFiles) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
-func (osFiles) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
-	return os.OpenFile(name, flag, perm)
-}
+type osFiles = regularfile.OS
 
 // openRegular opens p for reading only when it is, after following symbolic
-// links, a regular file. The open is non-blocking and the check is repeated
-// on the open descriptor, so a FIFO swapped in after the first check still
-// cannot block, nor a device be read.
-func openRegular(o opener, p string) (*os.File, fs.FileInfo, error) {
-	info, err := o.Stat(p)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, info, fmt.Errorf("%w: %s, so never opened", errNotRegular, describeMode(info.Mode()))
-	}
-	return openChecked(o, p)
-}
+// links, a regular file, never blocking (regularfile.Open).
+func openRegular(o opener, p string) (*os.File, fs.FileInfo, error) { return regularfile.Open(o, p) }
 
-// openChecked opens p without blocking (O_NONBLOCK: a FIFO with no writer
-// opens at once) and keeps it only if the descriptor is a regular file.
+// openChecked opens p without blocking and keeps it only if the descriptor
+// is a regular file (regularfile.OpenChecked).
 func openChecked(o opener, p string) (*os.File, fs.FileInfo, error) {
-	f, err := o.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	info, err := f.Stat()
-	if err != nil || !info.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%w: %s (swapped in as it was opened; closed unread)", errNotRegular, describeMode(info.Mode()))
-		}
-		return nil, info, err
-	}
-	return f, info, nil
+	return regularfile.OpenChecked(o, p)
 }
 
 // sizeError is a file over the per-file limit, or one that would take the

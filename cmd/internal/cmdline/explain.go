@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // expect says what a flag's value must be, from its type; "" for free
@@ -38,6 +40,7 @@ func expect(f *flag.Flag) string {
 var (
 	badValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^:]+): (.*)$`)
 	noValue  = regexp.MustCompile(`^flag needs an argument: -(\S+)$`)
+	unknown  = regexp.MustCompile(`^flag provided but not defined: -(\S+)$`)
 )
 
 // explain rewrites the flag package's error for a value of the wrong kind
@@ -46,6 +49,9 @@ var (
 // a duration ..."); other errors pass.
 func explain(fs *flag.FlagSet, err error) error {
 	msg := err.Error()
+	if m := unknown.FindStringSubmatch(msg); m != nil {
+		return unknownFlag(fs, m[1])
+	}
 	if m := noValue.FindStringSubmatch(msg); m != nil {
 		if f := fs.Lookup(m[1]); f != nil && expect(f) != "" {
 			return fmt.Errorf("--%s needs a value: want %s", m[1], expect(f))
@@ -61,6 +67,17 @@ func explain(fs *flag.FlagSet, err error) error {
 		return err
 	}
 	return &valueError{Flag: f.Name, Value: m[1], Expect: expect(f), Reason: m[3]}
+}
+
+// unknownFlag names a flag fs has not, with the one meant, found as a
+// mistyped pool or key is (text.Closest): --dryrun, --dry-run.
+func unknownFlag(fs *flag.FlagSet, name string) error {
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if m := text.Closest(name, names); m != "" {
+		return fmt.Errorf("unknown flag --%s (did you mean --%s?)", name, m)
+	}
+	return fmt.Errorf("unknown flag --%s", name)
 }
 
 // valueError is a flag (or its environment variable) given a value it

@@ -1,0 +1,226 @@
+//go:build attack
+
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ignition-mcs/mcs/internal/kubetest"
+	"github.com/ignition-mcs/mcs/internal/testpki"
+)
+
+// What a pod on the cluster network, without credentials, can do to mcs
+// admit: each case against the built binary, beside a real API server.
+func attackAdmit(t *testing.T) {
+	cp := kubetest.New(t, false)
+	kc := cp.Kubeconfig(t, "mcs-admit")
+	t.Run("HeaderFlood", func(t *testing.T) { attackAdmitHeaders(t, kc, false) })
+	t.Run("StreamFlood", func(t *testing.T) { attackAdmitHeaders(t, kc, true) })
+}
+
+// admitProc is an mcs admit process under attack.
+type admitProc struct {
+	*proc
+	addr    string      // host:port of its TLS listener
+	tls     *tls.Config // trusting its certificate
+	scraper *http.Client
+}
+
+// startAdmitBinary runs the binary under attack as mcs admit against the
+// API server of kubeconfig, with args, and waits until it is ready.
+func startAdmitBinary(t *testing.T, kubeconfig string, args ...string) *admitProc {
+	t.Helper()
+	ca := testpki.NewCA(t)
+	cert, key := ca.Serving(t).Files(t, t.TempDir())
+	argv := append([]string{"admit", "--listen", "127.0.0.1:0", "--cert", cert, "--key", key, "--kubeconfig", kubeconfig}, args...)
+	p := &proc{cmd: exec.Command(os.Getenv(attackBinEnv), argv...), logs: &logTap{}, exited: make(chan struct{}), listening: make(chan struct{})}
+	p.cmd.Stderr = p.logs
+	stdout, _ := p.cmd.StdoutPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a := &admitProc{proc: p, tls: &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12}}
+	addr := make(chan string, 1)
+	go func() {
+		b := make([]byte, 0, 4096)
+		buf := make([]byte, 512)
+		for {
+			n, err := stdout.Read(buf)
+			b = append(b, buf[:n]...)
+			if m := admitListening.FindSubmatch(b); m != nil {
+				addr <- string(m[1])
+				io.Copy(io.Discard, stdout)
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() { p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			t.Logf("mcs admit log (first bytes):\n%.20000s", p.logs.String())
+		}
+	})
+	select {
+	case a.addr = <-addr:
+	case <-p.exited:
+		t.Fatalf("mcs admit exited: %s", p.logs)
+	case <-time.After(30 * time.Second):
+		t.Fatal("mcs admit did not listen")
+	}
+	c := a.client(nodeAddr, false)
+	waitFor(t, "mcs admit ready", func() bool {
+		res, err := c.Get("https://" + a.addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == 200
+	})
+	return a
+}
+
+// client is an HTTPS client from src trusting mcs admit, HTTP/2 only when
+// h2.
+func (a *admitProc) client(src string, h2 bool) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 5 * time.Second}
+	tr := &http.Transport{DialContext: d.DialContext, TLSClientConfig: a.tls.Clone(), ForceAttemptHTTP2: h2}
+	if h2 {
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetHTTP2(true)
+	}
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+// review posts an AdmissionReview as the API server would, from src, and
+// returns the status and how long the answer took.
+func (a *admitProc) review(c *http.Client, body string) (int, string, time.Duration, error) {
+	start := time.Now()
+	res, err := c.Post("https://"+a.addr+"/mutate", "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, "", time.Since(start), err
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), time.Since(start), nil
+}
+
+// apiServerReview is a MachineConfig CREATE by a person, as the API server
+// sends it: lowered from 3.5.0.
+const apiServerReview = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"5f0c7d2e-0000-4000-8000-0000000000bb",
+"kind":{"group":"machineconfiguration.openshift.io","version":"v1","kind":"MachineConfig"},
+"resource":{"group":"machineconfiguration.openshift.io","version":"v1","resource":"machineconfigs"},
+"operation":"CREATE","userInfo":{"username":"alice"},
+"object":{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"99-kargs"},
+"spec":{"config":{"ignition":{"version":"3.5.0"},"kernelArguments":{"shouldExist":["nosmt"]}}}}}}`
+
+// headerOnly is a review's header declaring the largest body mcs admit
+// takes, sent without it.
+const headerOnly = 8 << 20
+
+// 100 TLS connections (or, h2, 100 HTTP/2 streams) from one address, each
+// sending only a review's headers declaring an 8 MiB body: mcs admit's
+// resident memory stays under 150 MiB, at its peak and after they close,
+// and the API server's reviews (from another address) are answered
+// meanwhile within a second.
+func attackAdmitHeaders(t *testing.T, kubeconfig string, h2 bool) {
+	a := startAdmitBinary(t, kubeconfig)
+	rss0, _ := a.memory(t)
+	a.resetPeak(t)
+	var held []func()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var opened int
+	if h2 {
+		c := a.client(attackerAddr, true)
+		for range 100 {
+			pr, pw := io.Pipe()
+			req, _ := http.NewRequest(http.MethodPost, "https://"+a.addr+"/mutate", pr)
+			req.ContentLength = headerOnly
+			req.Header.Set("Content-Type", "application/json")
+			wg.Go(func() {
+				res, err := c.Transport.RoundTrip(req)
+				if err == nil {
+					res.Body.Close()
+				}
+			})
+			held = append(held, func() { pw.CloseWithError(io.ErrUnexpectedEOF) })
+		}
+		opened = 100
+	} else {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(attackerAddr)}, Timeout: 5 * time.Second}
+		for range 100 {
+			c, err := tls.DialWithDialer(d, "tcp", a.addr, a.tls)
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(c, "POST /mutate HTTP/1.1\r\nHost: mcs-admit\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", headerOnly)
+			mu.Lock()
+			held = append(held, func() { c.Close() })
+			opened++
+			mu.Unlock()
+		}
+	}
+	// The API server, meanwhile: ten reviews, one after another.
+	c := a.client(nodeAddr, h2)
+	var slowest time.Duration
+	for range 10 {
+		code, body, took, err := a.review(c, apiServerReview)
+		if err != nil || code != 200 || !strings.Contains(body, `"patch"`) {
+			t.Errorf("the API server's review during the flood: %d %v %.300s", code, err, body)
+		}
+		slowest = max(slowest, took)
+	}
+	_, peak := a.memory(t)
+	for _, f := range held {
+		f()
+	}
+	wg.Wait()
+	c.CloseIdleConnections()
+	var rss1 int64
+	waitFor(t, "the flood's connections closed", func() bool {
+		rss1, _ = a.memory(t)
+		return a.metric(t, "mcs_connections") <= 1 // the scrape's
+	})
+	what := "connections"
+	if h2 {
+		what = "HTTP/2 streams"
+	}
+	t.Logf("header flood: %d %s opened; RSS %s before, peak %s during, %s after; the API server's slowest review %v",
+		opened, what, mib(rss0), mib(peak), mib(rss1), slowest.Round(time.Millisecond))
+	if peak > 150<<20 || rss1 > 150<<20 {
+		t.Errorf("RSS peak %s, %s after, want under 150 MiB", mib(peak), mib(rss1))
+	}
+	if slowest > time.Second {
+		t.Errorf("the API server's slowest review took %v, want under a second", slowest)
+	}
+}
+
+// metric is the value of the first sample of mcs admit's /metrics starting
+// with name.
+func (a *admitProc) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	if a.scraper == nil {
+		a.scraper = a.client(nodeAddr, false)
+	}
+	res, err := a.scraper.Get("https://" + a.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return sampleOf(string(b), name)
+}
