@@ -36,6 +36,9 @@ vet:
 # skip, under CI=true.
 test: fmt-check vet ignition-clients kube-tools rollback-reader container-engine chromium promtool kubectl
 	$(GO) test -race -count=1 -timeout 30m ./...
+	# 20,000 generated configs against Ignition's own readers: without the
+	# race detector, which only makes it five times slower (see the test).
+	$(GO) test -count=1 -run '^TestLowerCorpusReaders$$' ./admit/
 
 # Attacks and load thresholds on the real binary, out of `make test`: the
 # slow-reader attack across a veth pair between two network namespaces

@@ -165,10 +165,10 @@ type Judge struct {
 	orig     any // the original as v3_d.Parse reads it
 }
 
-// newJudgeOf reads orig, a spec-3 config, for readers and for Ignition at
+// NewJudge reads orig, a spec-3 config, for readers and for Ignition at
 // the spec orig declares. It fails when orig does not parse by Ignition's
 // own parser of that spec.
-func newJudgeOf(orig []byte, readers []Reader) (*Judge, error) {
+func NewJudge(orig []byte, readers []Reader) (*Judge, error) {
 	decl, err := declaredVersion(orig)
 	if err != nil {
 		return nil, fmt.Errorf("Ignition's own parser refuses it: %w", err)
@@ -180,7 +180,7 @@ func newJudgeOf(orig []byte, readers []Reader) (*Judge, error) {
 	return newJudge(decl, c, readers), nil
 }
 
-// Judge is newJudgeOf of the config p was parsed from, without parsing it
+// Judge is NewJudge of the config p was parsed from, without parsing it
 // again: Parse read a spec-3 config with Ignition's own parser of its spec,
 // which is what a reader of that spec reads. It fails for a config that is
 // not spec 3.

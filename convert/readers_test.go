@@ -79,7 +79,7 @@ func TestStepUpIsParseCompatibleVersion(t *testing.T) {
 func TestJudge(t *testing.T) {
 	orig := []byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/a","mode":420,"contents":{"source":"data:,a"}}]}}`)
 	readers := []Reader{{Spec: V3_5, Who: "current"}, {Spec: V3_4, Who: "rollback"}}
-	j, err := newJudgeOf(orig, readers)
+	j, err := NewJudge(orig, readers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestJudge(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(j.orig, jp.orig) {
-		t.Error("Parsed.Judge reads the original otherwise than newJudgeOf")
+		t.Error("Parsed.Judge reads the original otherwise than NewJudge")
 	}
 	for _, c := range []struct {
 		name, stored string
@@ -114,7 +114,7 @@ func TestJudge(t *testing.T) {
 			}
 		})
 	}
-	if _, err := newJudgeOf([]byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"a"}]}}`), readers); err == nil {
+	if _, err := NewJudge([]byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"a"}]}}`), readers); err == nil {
 		t.Error("judged an original Ignition refuses")
 	}
 }
