@@ -2,6 +2,7 @@ package admit
 
 import (
 	"container/list"
+	"context"
 	"crypto/sha256"
 	"sync"
 
@@ -51,10 +52,11 @@ func newLowerCache(maxBytes int) *lowerCache {
 	return &lowerCache{max: maxBytes, order: list.New(), byKey: map[lowerKey]*list.Element{}}
 }
 
-// lower is lower(raw, ceiling, reads), from the cache when the same bytes
+// lower is lower(ctx, raw, ceiling, reads), from the cache when the same bytes
 // were lowered under the same ceiling and reader before: each content is
 // parsed, checked at reads and lowered once.
-func (c *lowerCache) lower(raw []byte, ceiling, reads convert.Version) (*Result, error) {
+// One cut short by ctx is not kept.
+func (c *lowerCache) lower(ctx context.Context, raw []byte, ceiling, reads convert.Version) (*Result, error) {
 	k := lowerKey{sum(raw), ceiling, reads}
 	c.mu.Lock()
 	if el, ok := c.byKey[k]; ok {
@@ -64,8 +66,11 @@ func (c *lowerCache) lower(raw []byte, ceiling, reads convert.Version) (*Result,
 		return e.res, e.err
 	}
 	c.mu.Unlock()
-	res, err := lower(raw, ceiling, reads, &c.valid)
+	res, err := lower(ctx, raw, ceiling, reads, &c.valid)
 	c.valid.Forget(maxValidItems)
+	if ctx.Err() != nil {
+		return res, err
+	}
 	e := &lowerEntry{key: k, res: res, err: err, size: len(raw) + len(res.Config)}
 	if e.size > c.max/4 {
 		return res, err

@@ -2,6 +2,7 @@ package admit
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"reflect"
 	"sync"
@@ -20,8 +21,8 @@ func TestLowerCache(t *testing.T) {
 	c := newLowerCache(1 << 20)
 
 	t.Run("a hit is the first answer", func(t *testing.T) {
-		first, err1 := c.lower(raw, convert.V3_4, convert.Version{})
-		again, err2 := c.lower(append([]byte(nil), raw...), convert.V3_4, convert.Version{})
+		first, err1 := c.lower(context.Background(), raw, convert.V3_4, convert.Version{})
+		again, err2 := c.lower(context.Background(), append([]byte(nil), raw...), convert.V3_4, convert.Version{})
 		if first != again || err1 != err2 {
 			t.Fatalf("the same bytes were lowered twice: %p %p", first, again)
 		}
@@ -30,8 +31,8 @@ func TestLowerCache(t *testing.T) {
 		}
 	})
 	t.Run("the ceiling is part of the key", func(t *testing.T) {
-		a, _ := c.lower(raw, convert.V3_4, convert.Version{})
-		b, _ := c.lower(raw, convert.Version{}, convert.Version{})
+		a, _ := c.lower(context.Background(), raw, convert.V3_4, convert.Version{})
+		b, _ := c.lower(context.Background(), raw, convert.Version{}, convert.Version{})
 		if a == b {
 			t.Error("a different ceiling got the other ceiling's answer")
 		}
@@ -40,18 +41,18 @@ func TestLowerCache(t *testing.T) {
 		// Valid at 3.2.0, not at 3.3.0 and later: stored as written where
 		// the operator reads 3.5.0, lowered where it reads 3.2.0 (4.13).
 		link := []byte(`{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/x"}]}}`)
-		_, err35 := c.lower(link, convert.V3_4, convert.V3_5)
-		res32, err32 := c.lower(link, convert.V3_4, convert.V3_2)
+		_, err35 := c.lower(context.Background(), link, convert.V3_4, convert.V3_5)
+		res32, err32 := c.lower(context.Background(), link, convert.V3_4, convert.V3_2)
 		if err35 == nil || err32 != nil || res32.Stored != convert.V3_0 {
 			t.Errorf("reads 3.5.0: %v; reads 3.2.0: stored %s, %v", err35, res32.Stored, err32)
 		}
-		if _, again := c.lower(bytes.Clone(link), convert.V3_4, convert.V3_5); again != err35 {
+		if _, again := c.lower(context.Background(), bytes.Clone(link), convert.V3_4, convert.V3_5); again != err35 {
 			t.Error("the same bytes were checked twice")
 		}
 	})
 	t.Run("other bytes, other answer", func(t *testing.T) {
-		a, _ := c.lower(raw, convert.V3_4, convert.Version{})
-		b, _ := c.lower(configOf(1), convert.V3_4, convert.Version{})
+		a, _ := c.lower(context.Background(), raw, convert.V3_4, convert.Version{})
+		b, _ := c.lower(context.Background(), configOf(1), convert.V3_4, convert.Version{})
 		if a == b || reflect.DeepEqual(a.Config, b.Config) {
 			t.Error("different configs share an answer")
 		}
@@ -59,7 +60,7 @@ func TestLowerCache(t *testing.T) {
 	t.Run("bounded", func(t *testing.T) {
 		small := newLowerCache(4 * (len(raw) + len(want.Config)))
 		for i := range 50 {
-			small.lower(configOf(i), convert.V3_4, convert.Version{})
+			small.lower(context.Background(), configOf(i), convert.V3_4, convert.Version{})
 			if small.bytes > small.max || small.order.Len() != len(small.byKey) {
 				t.Fatalf("after %d: %d bytes of %d, %d entries, %d keys", i, small.bytes, small.max, small.order.Len(), len(small.byKey))
 			}
@@ -70,7 +71,7 @@ func TestLowerCache(t *testing.T) {
 	})
 	t.Run("too large for it: not kept", func(t *testing.T) {
 		tiny := newLowerCache(len(raw))
-		tiny.lower(raw, convert.V3_4, convert.Version{})
+		tiny.lower(context.Background(), raw, convert.V3_4, convert.Version{})
 		if tiny.order.Len() != 0 || tiny.bytes != 0 {
 			t.Errorf("kept an entry over a quarter of its size: %d bytes", tiny.bytes)
 		}
@@ -81,7 +82,7 @@ func TestLowerCache(t *testing.T) {
 		for i := range 8 {
 			wg.Go(func() {
 				for j := range 20 {
-					res, _ := cc.lower(configOf(j%5), convert.V3_4, convert.Version{})
+					res, _ := cc.lower(context.Background(), configOf(j%5), convert.V3_4, convert.Version{})
 					if res.Stored != convert.V3_0 {
 						t.Errorf("goroutine %d: stored at %s", i, res.Stored)
 					}

@@ -3,6 +3,7 @@ package admit_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
@@ -42,4 +43,15 @@ func ExampleLower_passed() {
 	// Output:
 	// true false false false
 	// false true false false
+}
+
+// A config with more items than a review can prove within its time is
+// stored as written too.
+func ExampleLower_costly() {
+	raw := `{"ignition":{"version":"3.5.0"},"storage":{"files":[` + strings.Repeat(`{"path":"/etc/a"},`, 10_000) + `{"path":"/etc/b"}]}}`
+	res, err := admit.Lower([]byte(raw), convert.Version{})
+	var pe *admit.PassError
+	fmt.Println(errors.As(err, &pe) && pe.Kind == admit.PassCostly, res.Changed())
+	// Output:
+	// true false
 }

@@ -20,6 +20,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -140,70 +141,84 @@ var createKinds = []string{"webhook", "patch", "minpatch", "null", "none"}
 // the webhooks) and the API server's.
 type cost struct{ wall, self, apiserver time.Duration }
 
+// creates makes the benchmark's MachineConfigs and creates them.
+type creates struct {
+	b       *testing.B
+	res     dynamic.ResourceInterface
+	pid     int          // the API server's
+	ref     http.Handler // mcs admit of its own, for the patch floor's patches
+	patches *patchHook
+	mc      *unstructured.Unstructured
+	// run names this run's objects: -count runs this again with the same
+	// webhook, whose lowering cache must not have seen the contents.
+	run        string
+	wantConfig map[string][]byte // a minimal patch's object: the full patch's
+	patchBytes map[string]int    // the last patch's size, by kind
+}
+
+// object is iteration i's MachineConfig of kind: new content (a file
+// named by the iteration), as a new rendered config is; the patch floor's
+// patch for it is made here, before it is created.
+func (c *creates) object(i int, kind string) *unstructured.Unstructured {
+	u := c.mc.DeepCopy()
+	u.SetName(fmt.Sprintf("bench-%s-%d-%s", c.run, i, kind))
+	u.SetLabels(map[string]string{"bench": strings.TrimPrefix(kind, "min")})
+	files, _, _ := unstructured.NestedSlice(u.Object, "spec", "config", "storage", "files")
+	files = append(files, map[string]any{"path": fmt.Sprintf("/etc/bench-%s-%d-%s", c.run, i, kind), "contents": map[string]any{"source": "data:,x"}})
+	if err := unstructured.SetNestedSlice(u.Object, files, "spec", "config", "storage", "files"); err != nil {
+		c.b.Fatal(err)
+	}
+	var patch []byte
+	switch kind {
+	case "patch":
+		patch = patchOf(c.b, c.ref, u)
+	case "minpatch":
+		full := patchOf(c.b, c.ref, u)
+		patch = minimalPatch(c.b, u, full)
+		c.wantConfig[u.GetName()] = full
+	}
+	if patch != nil {
+		c.patches.set(u.GetName(), patch)
+		c.patchBytes[kind] = len(patch)
+	}
+	return u
+}
+
+// create creates u, checks what was stored, deletes it and returns its cost.
+func (c *creates) create(u *unstructured.Unstructured, kind string) cost {
+	b := c.b
+	self0, api0 := cpuTime(), apiCPU(b, c.pid)
+	start := time.Now()
+	got, err := c.res.Create(context.Background(), u, metav1.CreateOptions{})
+	took := cost{wall: time.Since(start), self: cpuTime() - self0, apiserver: apiCPU(b, c.pid) - api0}
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, _, _ := unstructured.NestedString(got.Object, "spec", "config", "ignition", "version")
+	if lowered := kind != "null" && kind != "none"; (v == "3.5.0") == lowered {
+		b.Fatalf("created %s at %s", kind, v)
+	}
+	if full := c.wantConfig[u.GetName()]; full != nil {
+		sameConfig(b, got, full)
+	}
+	if err := c.res.Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return took
+}
+
 func benchCreate(b *testing.B, cp *kubetest.ControlPlane, reg prometheus.Gatherer, patches *patchHook, mc *unstructured.Unstructured) {
-	ctx := context.Background()
-	res := cp.Dynamic.Resource(admitMachineConfigs)
-	pid := apiserverPID(b)
 	ref := admit.New(admit.Config{})
 	ref.SetCeiling(admit.Ceiling{Spec: convert.V3_4})
-	// A name of this run's own: -count runs this again with the same
-	// webhook, whose lowering cache must not have seen the contents.
-	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	// Every create carries new content (a file named by the iteration), as
-	// a new rendered config does; the patch floor's patches are made first.
-	wantConfig := map[string][]byte{} // a minimal patch's object: the full patch's
-	patchBytes := map[string]int{}    // the last patch's size, by kind
-	object := func(i int, kind string) *unstructured.Unstructured {
-		u := mc.DeepCopy()
-		u.SetName(fmt.Sprintf("bench-%s-%d-%s", run, i, kind))
-		u.SetLabels(map[string]string{"bench": strings.TrimPrefix(kind, "min")})
-		files, _, _ := unstructured.NestedSlice(u.Object, "spec", "config", "storage", "files")
-		files = append(files, map[string]any{"path": fmt.Sprintf("/etc/bench-%s-%d-%s", run, i, kind), "contents": map[string]any{"source": "data:,x"}})
-		if err := unstructured.SetNestedSlice(u.Object, files, "spec", "config", "storage", "files"); err != nil {
-			b.Fatal(err)
-		}
-		var patch []byte
-		switch kind {
-		case "patch":
-			patch = patchOf(b, ref, u)
-		case "minpatch":
-			full := patchOf(b, ref, u)
-			patch = minimalPatch(b, u, full)
-			wantConfig[u.GetName()] = full
-		}
-		if patch != nil {
-			patches.set(u.GetName(), patch)
-			patchBytes[kind] = len(patch)
-		}
-		return u
-	}
-	create := func(u *unstructured.Unstructured, kind string) cost {
-		self0, api0 := cpuTime(), apiCPU(b, pid)
-		start := time.Now()
-		got, err := res.Create(ctx, u, metav1.CreateOptions{})
-		c := cost{wall: time.Since(start), self: cpuTime() - self0, apiserver: apiCPU(b, pid) - api0}
-		if err != nil {
-			b.Fatal(err)
-		}
-		v, _, _ := unstructured.NestedString(got.Object, "spec", "config", "ignition", "version")
-		if lowered := kind != "null" && kind != "none"; (v == "3.5.0") == lowered {
-			b.Fatalf("created %s at %s", kind, v)
-		}
-		if full := wantConfig[u.GetName()]; full != nil {
-			sameConfig(b, got, full)
-		}
-		if err := res.Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		return c
-	}
+	c := &creates{b: b, res: cp.Dynamic.Resource(admitMachineConfigs), pid: apiserverPID(b), ref: ref, patches: patches, mc: mc,
+		run: strconv.FormatInt(time.Now().UnixNano(), 36), wantConfig: map[string][]byte{}, patchBytes: map[string]int{}}
 	for _, k := range createKinds {
-		create(object(-1, k), k) // connections up, caches warm
+		c.create(c.object(-1, k), k) // connections up, caches warm
 	}
 	objs := make([][]*unstructured.Unstructured, b.N)
 	for i := range objs {
 		for _, k := range createKinds {
-			objs[i] = append(objs[i], object(i, k))
+			objs[i] = append(objs[i], c.object(i, k))
 		}
 	}
 	before := timings(b, cp, reg)
@@ -213,14 +228,14 @@ func benchCreate(b *testing.B, cp *kubetest.ControlPlane, reg prometheus.Gathere
 	for i := range b.N {
 		for j := range createKinds {
 			k := (i + j) % len(createKinds) // so that none always follows another
-			costs[createKinds[k]] = append(costs[createKinds[k]], create(objs[i][k], createKinds[k]))
+			costs[createKinds[k]] = append(costs[createKinds[k]], c.create(objs[i][k], createKinds[k]))
 		}
 	}
 	b.StopTimer()
 	profiled()
 	reportMeans(b, before, timings(b, cp, reg))
 	reportCreates(b, costs)
-	for k, n := range patchBytes {
+	for k, n := range c.patchBytes {
 		b.ReportMetric(float64(n), k+"-bytes")
 	}
 	if patches.missed > 0 {

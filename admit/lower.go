@@ -3,6 +3,7 @@ package admit
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -43,18 +44,21 @@ const (
 	PassInvalid    = "invalid"    // it does not parse (or not strictly)
 	PassRefused    = "refused"    // it parses; the cluster's operator refuses it at its newer spec
 	PassUnprovable = "unprovable" // no lower spec proved lossless
+	PassCostly     = "costly"     // too costly to prove within a review's time (see tooCostly)
 )
 
 // PassError is a config Lower leaves as it is, and why. Lower's Result then
 // holds the input unchanged.
 type PassError struct {
-	Kind string // PassSpec2, PassInvalid, PassRefused or PassUnprovable
+	Kind string // PassSpec2, PassInvalid, PassRefused, PassUnprovable or PassCostly
 	Err  error
 }
 
 func (e *PassError) Error() string {
 	switch e.Kind {
 	case PassSpec2, PassRefused:
+		return "stored as written: " + e.Err.Error()
+	case PassCostly:
 		return "stored as written: " + e.Err.Error()
 	case PassUnprovable:
 		return "stored as written: no lower spec could be proven lossless: " + e.Err.Error()
@@ -86,14 +90,16 @@ func (e *PassError) Unwrap() error { return e.Err }
 // is valid at its own spec (PassRefused, see readable). Same input, same
 // bytes.
 func Lower(raw []byte, ceiling convert.Version) (*Result, error) {
-	return lower(raw, ceiling, convert.Version{}, nil)
+	return lower(context.Background(), raw, ceiling, convert.Version{}, nil)
 }
 
 // lower is Lower where the cluster's machine-config-operator reads spec
 // reads (zero: not known), validating each spec it writes through valid
 // (nil: alone), which reviews share: a new rendered config repeats most
 // files and units of the one before it.
-func lower(raw []byte, ceiling, reads convert.Version, valid *convert.ValidItems) (*Result, error) {
+// Past tooCostly's bounds, or once ctx ends (checked between passes), it
+// is kept as written with a PassCostly error.
+func lower(ctx context.Context, raw []byte, ceiling, reads convert.Version, valid *convert.ValidItems) (*Result, error) {
 	res := &Result{Config: raw}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) || isEmptyObject(trimmed) {
@@ -101,6 +107,9 @@ func lower(raw []byte, ceiling, reads convert.Version, valid *convert.ValidItems
 	}
 	if trimmed[0] != '{' {
 		return res, &PassError{Kind: PassInvalid, Err: errors.New("not a JSON object")}
+	}
+	if err := tooCostly(trimmed); err != nil {
+		return res, &PassError{Kind: PassCostly, Err: err}
 	}
 	parsed, err := convert.ParseDeclared(raw)
 	if err != nil {
@@ -110,6 +119,9 @@ func lower(raw []byte, ceiling, reads convert.Version, valid *convert.ValidItems
 	if parsed.Version.Major != 3 {
 		return res, &PassError{Kind: PassSpec2, Err: fmt.Errorf("it is spec %s, which OpenShift translates itself; the webhook rewrites spec 3 only", parsed.Version)}
 	}
+	if err := stopped(ctx); err != nil {
+		return res, err
+	}
 	enc := convert.NewEncoder(parsed.Config, false).Written(parsed.WrittenModes).Validating(valid)
 	res.Needs, res.Reasons = enc.MinVersion()
 	if !ceiling.IsZero() {
@@ -117,6 +129,9 @@ func lower(raw []byte, ceiling, reads convert.Version, valid *convert.ValidItems
 	}
 	if err := readable(enc, parsed.Version, res.Needs, reads); err != nil {
 		return res, &PassError{Kind: PassRefused, Err: err}
+	}
+	if err := stopped(ctx); err != nil {
+		return res, err
 	}
 	cands := candidates(res.Needs, parsed.Version)
 	if len(cands) == 0 {
@@ -126,19 +141,25 @@ func lower(raw []byte, ceiling, reads convert.Version, valid *convert.ValidItems
 	if err != nil {
 		return res, &PassError{Kind: PassInvalid, Err: err}
 	}
-	return res, res.lowest(enc, judge, cands, ceiling)
+	return res, res.lowest(ctx, enc, judge, cands, ceiling)
 }
 
 // lowest stores the config at the first of cands (lowest first) that the
 // converter writes and judge accepts, or leaves it as written with a
 // *PassError. What the readers lose at the highest spec tried up to the
 // ceiling is, when the config ends above the ceiling, Lost and Above.
-func (res *Result) lowest(enc *convert.Encoder, judge *convert.Judge, cands []convert.Version, ceiling convert.Version) error {
+func (res *Result) lowest(ctx context.Context, enc *convert.Encoder, judge *convert.Judge, cands []convert.Version, ceiling convert.Version) error {
 	var first error
 	var lost []convert.Loss
 	for _, v := range cands {
+		if err := stopped(ctx); err != nil {
+			return err
+		}
 		out, err := enc.Encode(v, nil)
 		if err == nil {
+			if err := stopped(ctx); err != nil {
+				return err
+			}
 			losses := judge.Losses(out.JSON)
 			if len(losses) == 0 {
 				res.Config, res.Stored = out.JSON, v

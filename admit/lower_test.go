@@ -2,6 +2,7 @@ package admit
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -84,7 +85,7 @@ func TestLower(t *testing.T) {
 		{name: "null", in: `null`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := lower([]byte(c.in), c.ceiling, c.reads, nil)
+			res, err := lower(context.Background(), []byte(c.in), c.ceiling, c.reads, nil)
 			var pe *PassError
 			if c.pass != "" {
 				if !errors.As(err, &pe) || pe.Kind != c.pass || !strings.Contains(err.Error(), c.why) {
@@ -118,7 +119,7 @@ func TestLower(t *testing.T) {
 				t.Errorf("stored bytes do not say %s: %s", c.stored, res.Config)
 			}
 			sameConfig(t, []byte(c.in), res.Config)
-			again, err := lower(res.Config, c.ceiling, c.reads, nil)
+			again, err := lower(context.Background(), res.Config, c.ceiling, c.reads, nil)
 			if err != nil || again.Changed() {
 				t.Errorf("lowering the stored config again: changed %v, %v", again.Changed(), err)
 			}

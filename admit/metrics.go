@@ -17,7 +17,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcs_admit_reviews_total",
-			Help: "AdmissionReviews answered, by outcome: lowered (patched to a lower spec), unchanged (at its lowest spec already), denied (above the ceiling), ignored (not a MachineConfig write), bad (not a review, or over the size cap), busy (no review slot free within the wait: answered 503, the API server applies the failurePolicy), and, stored as written with a warning, spec2 (OpenShift converts it), invalid (does not parse), refused (parses; the cluster's machine-config-operator refuses it at its newer spec), unprovable (no lower spec proved lossless).",
+			Help: "AdmissionReviews answered, by outcome: lowered (patched to a lower spec), unchanged (at its lowest spec already), denied (above the ceiling), ignored (not a MachineConfig write), bad (not a review, or over the size cap), busy (no review slot free within the wait: answered 503, the API server applies the failurePolicy), and, stored as written with a warning, spec2 (OpenShift converts it), invalid (does not parse), refused (parses; the cluster's machine-config-operator refuses it at its newer spec), unprovable (no lower spec proved lossless), costly (too many items to prove, or the review's time ran out, or its client went).",
 		}, []string{"outcome"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "mcs_admit_review_duration_seconds",

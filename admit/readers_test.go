@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -50,7 +51,7 @@ func TestLowerTangAdvertisementRegression(t *testing.T) {
 		{name: "rollback reads 3.5.0", ceiling: convert.V3_5, reads: convert.V3_5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := lower([]byte(tangAdvertisement), c.ceiling, c.reads, nil)
+			res, err := lower(context.Background(), []byte(tangAdvertisement), c.ceiling, c.reads, nil)
 			var pe *PassError
 			if !errors.As(err, &pe) || pe.Kind != PassUnprovable || !strings.Contains(err.Error(), "$.storage.luks.0.clevis.tang.0.advertisement") {
 				t.Fatalf("err %v, want an unprovable PassError naming the advertisement", err)
@@ -88,7 +89,7 @@ func TestLowerTangAdvertisementRegression(t *testing.T) {
 func TestLowerSetuidFileRegression(t *testing.T) {
 	for _, ceiling := range []convert.Version{{}, convert.V3_2, convert.V3_4, convert.V3_5} {
 		t.Run("ceiling "+specOrNone(ceiling), func(t *testing.T) {
-			res, _ := lower([]byte(setuidFile), ceiling, convert.V3_5, nil)
+			res, _ := lower(context.Background(), []byte(setuidFile), ceiling, convert.V3_5, nil)
 			if got, want := readV35(t, res.Config), readV35(t, []byte(setuidFile)); !reflect.DeepEqual(got, want) {
 				t.Fatalf("stored at %s, the 3.5 reader reads it otherwise:\n%s", res.Stored, res.Config)
 			}

@@ -2,6 +2,7 @@ package admit
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,8 +129,9 @@ func decodeInTwo(body []byte) (reviewIn, error) {
 }
 
 // review decides one request given the ceiling and whether to refuse
-// writes above it; lower is Lower, or a cache of it.
-func review(req *request, c Ceiling, deny bool, lc *lowerCache) (*admissionv1.AdmissionResponse, verdict) {
+// writes above it, within ctx (the review's budget); lc is a cache of
+// lower.
+func review(ctx context.Context, req *request, c Ceiling, deny bool, lc *lowerCache) (*admissionv1.AdmissionResponse, verdict) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	v := verdict{outcome: outcomeIgnored, openShift: openShiftWriters[req.UserInfo.Username]}
 	if req.Resource.Group != mcGroup || req.Resource.Resource != mcResource || req.SubResource != "" ||
@@ -143,7 +145,7 @@ func review(req *request, c Ceiling, deny bool, lc *lowerCache) (*admissionv1.Ad
 	}
 	mc := &req.Object
 	v.name = firstOf(mc.Metadata.Name, req.Name, mc.Metadata.GenerateName+"*")
-	res, err := lc.lower(mc.Spec.Config, c.Spec, c.Reads)
+	res, err := lc.lower(ctx, mc.Spec.Config, c.Spec, c.Reads)
 	var pe *PassError
 	switch {
 	case errors.As(err, &pe):

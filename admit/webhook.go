@@ -82,6 +82,10 @@ type Webhook struct {
 	ceiling Ceiling
 	known   bool // a ceiling was set: ready
 	counts  map[string]int64
+	// busy counts the reviews refused for want of a slot since the line
+	// logged at busyLogged.
+	busy       int64
+	busyLogged time.Time
 
 	lowered *lowerCache
 	gate    *gate
@@ -166,9 +170,11 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 	release, err := w.gate.enter(r.Context(), remoteAddr(r))
 	if err != nil {
 		outcome = outcomeBusy
-		// The text is fixed, the address bounded: the command's logger
-		// throttles a flood of these by their text.
-		w.cfg.Logger.Warn("review refused: no slot free", "err", err, "remote", remoteAddr(r).String())
+		var busy *busyError
+		if !errors.As(err, &busy) {
+			return // its client went while it waited: no one to answer
+		}
+		w.logBusy(busy, remoteAddr(r))
 		rw.Header().Set("Retry-After", "1")
 		http.Error(rw, err.Error(), http.StatusServiceUnavailable)
 		return
@@ -197,7 +203,7 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := w.current()
-	resp, v := review(in.Request, c, w.cfg.Deny, w.lowered)
+	resp, v := review(ctx, in.Request, c, w.cfg.Deny, w.lowered)
 	outcome = v.outcome
 	w.after(in.Request, v)
 	out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: in.APIVersion, Kind: in.Kind}, Response: resp}
@@ -243,6 +249,22 @@ func (w *Webhook) after(req *request, v verdict) {
 		ref := &corev1.ObjectReference{APIVersion: mcGroup + "/v1", Kind: "MachineConfig", Name: v.name, UID: req.Object.Metadata.UID}
 		w.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, "AboveRollbackSpec", "%s", v.message)
 	}
+}
+
+// logBusy logs a review refused for want of a slot, at most one line a
+// second, counting those refused since the last.
+func (w *Webhook) logBusy(err error, addr netip.Addr) {
+	now := w.cfg.Now()
+	w.mu.Lock()
+	w.busy++
+	n := w.busy
+	if !w.busyLogged.IsZero() && now.Sub(w.busyLogged) < time.Second {
+		w.mu.Unlock()
+		return
+	}
+	w.busyLogged, w.busy = now, 0
+	w.mu.Unlock()
+	w.cfg.Logger.Warn("reviews refused: no slot free", "refused", n, "err", err, "remote", addr.String())
 }
 
 func (w *Webhook) count(outcome string) {

@@ -148,14 +148,13 @@ func (v *ValidItems) alone(cfg, list reflect.Value, i int) bool {
 func crossItems(cfg, files, units reflect.Value) (reflect.Value, reflect.Value) {
 	str := func(v reflect.Value, field string) string { return v.FieldByName(field).String() }
 	storage := cfg.FieldByName("Storage")
-	nodes := map[string]int{}
-	var links []string
+	nodes, links := map[string]int{}, map[string]bool{}
 	for _, list := range []string{"Files", "Directories", "Links"} {
 		l := storage.FieldByName(list)
 		for i := range l.Len() {
 			nodes[str(l.Index(i), "Path")]++
 			if list == "Links" {
-				links = append(links, str(l.Index(i), "Path"))
+				links[str(l.Index(i), "Path")] = true
 			}
 		}
 	}
@@ -179,8 +178,7 @@ func crossItems(cfg, files, units reflect.Value) (reflect.Value, reflect.Value) 
 	keptFiles := reflect.MakeSlice(files.Type(), 0, 0)
 	for i := range files.Len() {
 		p := str(files.Index(i), "Path")
-		below := slices.ContainsFunc(links, func(l string) bool { return strings.HasPrefix(p, l+"/") })
-		if nodes[p] > 1 || unitPaths[p] || below {
+		if nodes[p] > 1 || unitPaths[p] || belowLink(p, links) {
 			keptFiles = reflect.Append(keptFiles, files.Index(i))
 		}
 	}
@@ -193,4 +191,20 @@ func crossItems(cfg, files, units reflect.Value) (reflect.Value, reflect.Value) 
 		}
 	}
 	return keptFiles, keptUnits
+}
+
+// belowLink reports whether a link's path followed by "/" begins p, as
+// Ignition checks it, by p's own prefixes ending before a "/": one lookup
+// each, where comparing p with every link costs a config of many files
+// and many links their product.
+func belowLink(p string, links map[string]bool) bool {
+	if len(links) == 0 {
+		return false
+	}
+	for i := strings.LastIndexByte(p, '/'); i >= 0; i = strings.LastIndexByte(p[:i], '/') {
+		if links[p[:i]] {
+			return true
+		}
+	}
+	return false
 }

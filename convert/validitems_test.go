@@ -3,6 +3,7 @@ package convert
 import (
 	"bytes"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,4 +150,23 @@ func TestValidItemsKeepsKeys(t *testing.T) {
 		t.Errorf("%d keys for %d items", len(v.valid), n)
 	}
 	runtime.KeepAlive(&v)
+}
+
+// belowLink is Ignition's test, strings.HasPrefix(p, link+"/") for any
+// link, by lookups.
+func TestBelowLink(t *testing.T) {
+	links := []string{"/etc/a", "/etc/b/", "/", ""}
+	paths := []string{"/etc/a/x", "/etc/a", "/etc/ab", "/etc/b/x", "/etc/b//x", "/x", "x", "", "/etc/a/y/z", "/e"}
+	for n := range len(links) + 1 {
+		set := map[string]bool{}
+		for _, l := range links[:n] {
+			set[l] = true
+		}
+		for _, p := range paths {
+			want := slices.ContainsFunc(links[:n], func(l string) bool { return strings.HasPrefix(p, l+"/") })
+			if got := belowLink(p, set); got != want {
+				t.Errorf("links %q, path %q: %v, want %v", links[:n], p, got, want)
+			}
+		}
+	}
 }

@@ -15,14 +15,19 @@ import (
 // told, as the alerts' one-hour ranges.
 const window = time.Hour
 
-const runbooks = "https://github.com/ignition-mcs/mcs/blob/main/docs/alerts.md#"
+// DefaultRunbooks is where the insights' references point without
+// --runbook-base: docs/alerts.md where this project's source is kept, the
+// default of deploy/components/runbook-base too (each alert's section is
+// its anchor there).
+const DefaultRunbooks = "https://github.com/ignition-mcs/mcs/blob/main/docs/alerts.md"
 
 // fromStatus is the health insights st calls for at now: a pool's nodes
 // refused for boot-image skew, renders failing, nodes waiting for a token
 // and first-boot failures reported (MCSPointerConfigCAExpiring is the
 // controller's, whose PKI manager knows the pointer configs). One insight
 // per condition and pool, named mcs-<condition>-<pool>.
-func fromStatus(st status.Status, now time.Time) []kube.HealthInsight {
+// Each insight's reference is its alert's section of runbooks.
+func fromStatus(st status.Status, now time.Time, runbooks string) []kube.HealthInsight {
 	var out []kube.HealthInsight
 	skewed := map[string]string{} // pool: reason
 	for _, c := range st.Conditions {
@@ -36,7 +41,7 @@ func fromStatus(st status.Status, now time.Time) []kube.HealthInsight {
 		out = append(out, kube.HealthInsight{Name: "mcs-boot-image-skew-refused-" + pool, Pools: []string{pool}, Level: "Warning", Type: "Cluster Capacity",
 			Summary:     "Nodes of pool " + pool + " were refused for boot-image skew (" + skewed[pool] + ").",
 			Description: "In the last hour the machine-config server answered nodes of pool " + pool + " with the skew stub instead of their config (" + skewed[pool] + "), so they cannot join; an update or rollback that needs new nodes of this pool fails the same way until their boot image is updated.",
-			Reference:   runbooks + "mcsbootimageskewrefused"})
+			Reference:   runbooks + "#mcsbootimageskewrefused"})
 	}
 	if e := st.LastError; e != nil {
 		pools := e.Pools
@@ -48,14 +53,14 @@ func fromStatus(st status.Status, now time.Time) []kube.HealthInsight {
 		out = append(out, kube.HealthInsight{Name: "mcs-render-failing", Pools: pools, Level: "Warning", Type: "Update Stalled",
 			Summary:     "The machine-config server cannot render its newest MachineConfigs.",
 			Description: "The newest render of the MachineConfigs fails since " + e.Since.UTC().Format(time.RFC3339) + "; the failing pools serve their last good render (or nothing, if they never rendered), so new nodes would not get the configs an update writes: " + cut(e.Message),
-			Reference:   runbooks + "mcsrenderfailing"})
+			Reference:   runbooks + "#mcsrenderfailing"})
 	}
-	out = append(out, waiting(st, now)...)
-	return append(out, failures(st, now)...)
+	out = append(out, waiting(st, now, runbooks)...)
+	return append(out, failures(st, now, runbooks)...)
 }
 
 // waiting is one insight per token cause keeping nodes waiting.
-func waiting(st status.Status, now time.Time) []kube.HealthInsight {
+func waiting(st status.Status, now time.Time, runbooks string) []kube.HealthInsight {
 	pools := map[string][]string{} // cause: pools
 	for _, w := range st.Waiting {
 		if strings.HasPrefix(string(w.Cause), "token-") && now.Sub(w.Last) <= window {
@@ -71,14 +76,14 @@ func waiting(st status.Status, now time.Time) []kube.HealthInsight {
 		out = append(out, kube.HealthInsight{Name: "mcs-nodes-waiting-for-token-" + cause, Pools: pools[cause], Level: "Warning", Type: "Cluster Capacity",
 			Summary:     "Nodes are waiting for a valid token (" + cause + ").",
 			Description: "The machine-config server keeps refusing config requests for a token (" + cause + "); Ignition retries them, so the nodes stay in their first boot and never join. /status lists the pools and client addresses.",
-			Reference:   runbooks + "mcsnodeswaitingfortoken"})
+			Reference:   runbooks + "#mcsnodeswaitingfortoken"})
 	}
 	return out
 }
 
 // failures is one insight per served pool whose nodes reported a failed
 // first boot within the window.
-func failures(st status.Status, now time.Time) []kube.HealthInsight {
+func failures(st status.Status, now time.Time, runbooks string) []kube.HealthInsight {
 	stages := map[string][]string{} // pool: stages
 	for _, r := range st.NodeFailures.Reports {
 		if r.Told && now.Sub(r.Last) <= window && !slices.Contains(stages[r.Pool], r.Stage) {
@@ -91,7 +96,7 @@ func failures(st status.Status, now time.Time) []kube.HealthInsight {
 		out = append(out, kube.HealthInsight{Name: "mcs-node-first-boot-failed-" + pool, Pools: []string{pool}, Level: "Warning", Type: "Cluster Capacity",
 			Summary:     "Nodes of pool " + pool + " reported a failed first boot (stage " + s + ").",
 			Description: "In the last hour nodes of pool " + pool + " told the machine-config server (POST /v1/node-failure) that their first boot failed at stage " + s + ", before they could join; the pool's FirstbootFailed Events and /status say which nodes and why. An update that adds or replaces nodes of this pool would fail the same way.",
-			Reference:   runbooks + "mcsnodefirstbootfailed"})
+			Reference:   runbooks + "#mcsnodefirstbootfailed"})
 	}
 	return out
 }

@@ -16,7 +16,7 @@ import (
 // alerts' hour; a quiet status none.
 func TestFromStatus(t *testing.T) {
 	now := time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC)
-	if got := fromStatus(status.Status{}, now); len(got) != 0 {
+	if got := fromStatus(status.Status{}, now, DefaultRunbooks); len(got) != 0 {
 		t.Fatalf("a quiet status: %+v", got)
 	}
 	st := status.Status{
@@ -31,7 +31,7 @@ func TestFromStatus(t *testing.T) {
 			{Pool: "guess", Node: "n2", Stage: "x", Told: false, Last: now},
 		}},
 	}
-	got := fromStatus(st, now)
+	got := fromStatus(st, now, DefaultRunbooks)
 	var names []string
 	for _, hi := range got {
 		names = append(names, hi.Name)
@@ -44,7 +44,7 @@ func TestFromStatus(t *testing.T) {
 		t.Errorf("insights %q, want %q", names, want)
 	}
 	st.LastError = &status.RenderError{Message: "error at $.spec.config: bad", Since: now.Add(-time.Hour)}
-	got = fromStatus(st, now)
+	got = fromStatus(st, now, DefaultRunbooks)
 	i := slices.IndexFunc(got, func(hi kube.HealthInsight) bool { return hi.Name == "mcs-render-failing" })
 	if i < 0 || !slices.Equal(got[i].Pools, []string{"master", "worker"}) || got[i].Type != "Update Stalled" || !strings.Contains(got[i].Description, "$.spec.config") {
 		t.Errorf("render failing: %+v", got)

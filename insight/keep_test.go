@@ -39,7 +39,7 @@ func TestKeep(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		Keep(ctx, s.Sync, func() status.Status { return status.Status{} }, ticks, time.Now, slog.New(slog.NewTextHandler(&logged, nil)))
+		Keep(ctx, s.Sync, func() status.Status { return status.Status{} }, ticks, time.Now, DefaultRunbooks, slog.New(slog.NewTextHandler(&logged, nil)))
 	}()
 	// A tick is taken only once Keep waits again, so the sync before it
 	// has been logged: the last send follows the last error's log line.

@@ -97,7 +97,7 @@ func objects(file string, data []byte) ([]*objRef, []*render.Error) {
 			x := &render.Error{File: file, Message: "invalid YAML: " + err.Error(), Err: render.ErrInvalid}
 			var ye *intake.YAMLError
 			if errors.As(err, &ye) {
-				x.Line = ye.Line
+				x.Line, x.Column = ye.Line, ye.Column
 			}
 			errs = append(errs, x)
 			continue

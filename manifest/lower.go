@@ -35,6 +35,10 @@ type Object struct {
 	Declared, Stored, Needs convert.Version
 	Above                   []convert.Reason
 	AboveLines              []int // the line of each of Above (0: unknown)
+	// Lost is, where the config is kept above the ceiling though no field
+	// needs more, what a reader of the ceiling would read otherwise (see
+	// admit.Result.Lost).
+	Lost []convert.Loss
 	// Pass says why a config is stored as written (spec 2, refused by the
 	// operator, no provably lossless lower spec); nil otherwise.
 	Pass *admit.PassError
@@ -150,9 +154,10 @@ func lowerObject(file string, o *objRef, cfg []byte, ceiling convert.Version) (O
 	keep := lowered{config: cfg}
 	r, err := admit.Lower(cfg, ceiling)
 	if r != nil {
-		ob.Declared, ob.Stored, ob.Needs, ob.Above = r.Declared, r.Stored, r.Needs, r.Above
+		ob.Declared, ob.Stored, ob.Needs, ob.Above, ob.Lost = r.Declared, r.Stored, r.Needs, r.Above, r.Lost
 		for _, a := range r.Above {
-			ob.AboveLines = append(ob.AboveLines, o.lineOf(cfgNode, pathParts(a.Path)))
+			line, _ := o.posOf(cfgNode, pathParts(a.Path))
+			ob.AboveLines = append(ob.AboveLines, line)
 		}
 	}
 	var pe *admit.PassError
@@ -203,25 +208,26 @@ func (o *objRef) configError(file string, err error) *render.Error {
 			x.Message += fmt.Sprintf(" (and %d more problems: %s)", len(ie.Problems)-1, err)
 		}
 	}
-	x.Line = o.lineOf(o.node, pathParts(x.Path))
+	x.Line, x.Column = o.posOf(o.node, pathParts(x.Path))
 	return x
 }
 
-// lineOf is the file's line of the deepest part of path under n present
-// in the document (a key's line), else of n, else of the document's start.
-func (o *objRef) lineOf(n *yaml.Node, path []string) int {
+// posOf is the file's line and column of the deepest part of path under n
+// present in the document (a key's), else of n, else of the document's
+// start (column 0: unknown).
+func (o *objRef) posOf(n *yaml.Node, path []string) (line, col int) {
 	if n == nil {
-		return o.doc.line
+		return o.doc.line, 0
 	}
-	line := n.Line
+	line, col = n.Line, n.Column
 	for _, seg := range path {
 		k, v := intake.Child(n, seg)
 		if v == nil {
 			break
 		}
-		line, n = k.Line, v
+		line, col, n = k.Line, k.Column, v
 	}
-	return o.doc.line + line - 1
+	return o.doc.line + line - 1, col
 }
 
 // pathParts are a path's parts as text (Ignition's keys are a string type

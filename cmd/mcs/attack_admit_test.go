@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -15,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/testpki"
 )
@@ -22,10 +27,15 @@ import (
 // What a pod on the cluster network, without credentials, can do to mcs
 // admit: each case against the built binary, beside a real API server.
 func attackAdmit(t *testing.T) {
-	cp := kubetest.New(t, false)
+	// The namespace has no route: the API server is told its address,
+	// which it would find on the default route's interface.
+	cp := kubetest.New(t, false, func(env *envtest.Environment) {
+		env.ControlPlane.GetAPIServer().Configure().Set("advertise-address", "127.0.0.1")
+	})
 	kc := cp.Kubeconfig(t, "mcs-admit")
 	t.Run("HeaderFlood", func(t *testing.T) { attackAdmitHeaders(t, kc, false) })
 	t.Run("StreamFlood", func(t *testing.T) { attackAdmitHeaders(t, kc, true) })
+	t.Run("CostlyReviews", func(t *testing.T) { attackAdmitCost(t, kc) })
 }
 
 // admitProc is an mcs admit process under attack.
@@ -142,24 +152,11 @@ func attackAdmitHeaders(t *testing.T, kubeconfig string, h2 bool) {
 	a.resetPeak(t)
 	var held []func()
 	var mu sync.Mutex
-	var wg sync.WaitGroup
 	var opened int
 	if h2 {
-		c := a.client(attackerAddr, true)
-		for range 100 {
-			pr, pw := io.Pipe()
-			req, _ := http.NewRequest(http.MethodPost, "https://"+a.addr+"/mutate", pr)
-			req.ContentLength = headerOnly
-			req.Header.Set("Content-Type", "application/json")
-			wg.Go(func() {
-				res, err := c.Transport.RoundTrip(req)
-				if err == nil {
-					res.Body.Close()
-				}
-			})
-			held = append(held, func() { pw.CloseWithError(io.ErrUnexpectedEOF) })
-		}
-		opened = 100
+		closeConn, n := h2HeaderFlood(t, a, 100)
+		held = append(held, closeConn)
+		opened = n
 	} else {
 		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(attackerAddr)}, Timeout: 5 * time.Second}
 		for range 100 {
@@ -188,7 +185,6 @@ func attackAdmitHeaders(t *testing.T, kubeconfig string, h2 bool) {
 	for _, f := range held {
 		f()
 	}
-	wg.Wait()
 	c.CloseIdleConnections()
 	var rss1 int64
 	waitFor(t, "the flood's connections closed", func() bool {
@@ -223,4 +219,141 @@ func (a *admitProc) metric(t *testing.T, name string) float64 {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return sampleOf(string(b), name)
+}
+
+// manyItemsReview is a person's review of a MachineConfig whose 3.5.0
+// config holds files and links (to them).
+func manyItemsReview(files, links int) string {
+	var b strings.Builder
+	b.WriteString(`{"ignition":{"version":"3.5.0"},"kernelArguments":{"shouldExist":["nosmt"]},"storage":{"files":[`)
+	for i := range files {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"path":"/etc/f/%d","contents":{"source":"data:,x"}}`, i)
+	}
+	b.WriteString(`],"links":[`)
+	for i := range links {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"path":"/etc/l/%d","target":"/etc/f/%d"}`, i, i)
+	}
+	b.WriteString(`]}}`)
+	return strings.Replace(apiServerReview, `{"ignition":{"version":"3.5.0"},"kernelArguments":{"shouldExist":["nosmt"]}}`, b.String(), 1)
+}
+
+// Reviews of configs costly to prove: 100k files (2.6 MB, 13.7 s of CPU
+// before), 16k files and 16k links (16.3 s: Ignition compares every path
+// with every link, in each of its validations), each answered within a
+// second, allowed as written with a warning, for under a second of CPU;
+// and a config at the bound the webhook proves (8,000 files) from clients
+// that leave after 200 ms: what the webhook spends after they left is
+// under a second each (it stops at its next pass).
+func attackAdmitCost(t *testing.T, kubeconfig string) {
+	a := startAdmitBinary(t, kubeconfig)
+	c := a.client(attackerAddr, false)
+	for _, tc := range []struct {
+		name         string
+		files, links int
+	}{{"100k files", 100_000, 0}, {"16k files, 16k links", 16_000, 16_000}} {
+		body := manyItemsReview(tc.files, tc.links)
+		cpu0 := a.cpu(t)
+		code, resp, took, err := a.review(c, body)
+		cpu := a.cpu(t) - cpu0
+		t.Logf("%s (%d bytes): %d in %v, %v of CPU", tc.name, len(body), code, took.Round(time.Millisecond), cpu)
+		if err != nil || code != 200 || !strings.Contains(resp, `"allowed":true`) || !strings.Contains(resp, "too costly to prove") || strings.Contains(resp, `"patch"`) {
+			t.Errorf("%s: %d %v %.500s", tc.name, code, err, resp)
+		}
+		if cpu > time.Second || took > time.Second {
+			t.Errorf("%s: %v of CPU, answered in %v; want under a second each", tc.name, cpu, took)
+		}
+	}
+	body := manyItemsReview(8000, 0)
+	var after time.Duration
+	const leavers = 3
+	for i := range leavers {
+		// Each a new config (a new name for its first file): never from the
+		// cache.
+		b := strings.Replace(body, `/etc/f/0"`, fmt.Sprintf(`/etc/f/left-%d"`, i), 1)
+		lc := a.client(attackerAddr, false)
+		lc.Timeout = 200 * time.Millisecond
+		_, _, _, err := a.review(lc, b)
+		if err == nil {
+			t.Logf("a review of 8,000 files answered within 200 ms")
+		}
+		cpu0 := a.cpu(t)
+		// until it is idle again: a review of a small config answered
+		if code, _, _, err := a.review(c, apiServerReview); code != 200 || err != nil {
+			t.Errorf("after a client left: %d %v", code, err)
+		}
+		waitFor(t, "the left review ended", func() bool { return a.reviews(t) >= 2+2*(i+1) })
+		after += a.cpu(t) - cpu0
+	}
+	t.Logf("clients leaving a review of 8,000 files after 200 ms: %v of CPU after they left, on average", after/leavers)
+	if after/leavers > time.Second {
+		t.Errorf("%v of CPU after the client left, on average; want under a second", after/leavers)
+	}
+}
+
+// reviews is how many reviews mcs admit answered (or cut short), every
+// outcome.
+func (a *admitProc) reviews(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for _, outcome := range []string{"lowered", "unchanged", "denied", "ignored", "bad", "busy", "spec2", "invalid", "refused", "unprovable", "costly"} {
+		n += max(0, int(a.metric(t, `mcs_admit_reviews_total{outcome="`+outcome+`"}`)))
+	}
+	return n
+}
+
+// h2HeaderFlood opens one HTTP/2 connection from attackerAddr and sends n
+// streams' headers, each a POST /mutate declaring headerOnly bytes, and
+// no body, as fast as it can and heedless of the server's stream limit;
+// it returns what closes the connection and how many streams the server
+// did not refuse at once.
+func h2HeaderFlood(t *testing.T, a *admitProc, n int) (func(), int) {
+	cfg := a.tls.Clone()
+	cfg.NextProtos = []string{"h2"}
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(attackerAddr)}, Timeout: 5 * time.Second}
+	c, err := tls.DialWithDialer(d, "tcp", a.addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Fatalf("negotiated %q, not h2", p)
+	}
+	io.WriteString(c, http2.ClientPreface)
+	fr := http2.NewFramer(c, c)
+	fr.WriteSettings()
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for i := range n {
+		hb.Reset()
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "mcs-admit"}, {":path", "/mutate"},
+			{"content-type", "application/json"}, {"content-length", fmt.Sprint(headerOnly)}} {
+			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: hb.Bytes(), EndHeaders: true}); err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+	}
+	// What the server says at once: streams refused, settings.
+	refused := 0
+	c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			break
+		}
+		switch f := f.(type) {
+		case *http2.RSTStreamFrame:
+			refused++
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				fr.WriteSettingsAck()
+			}
+		}
+	}
+	return func() { c.Close() }, n - refused
 }

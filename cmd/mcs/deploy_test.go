@@ -1,14 +1,18 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ignition-mcs/mcs/preflight"
@@ -38,6 +42,55 @@ func TestDeploymentFlags(t *testing.T) {
 	}
 	if need := o.ShutdownDelay + o.ShutdownGrace; time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second <= need {
 		t.Errorf("terminationGracePeriodSeconds %d, but delay and grace take %v", *pod.TerminationGracePeriodSeconds, need)
+	}
+	checkAdminPort(t, o.ListenAdmin, o.AdminOnly, pod.Containers[0].Ports)
+}
+
+// checkAdminPort: /status and /metrics only on the admin port, which the
+// PodMonitor scrapes and the NetworkPolicy opens to monitoring namespaces
+// alone, while the config ports stay open to all.
+func checkAdminPort(t *testing.T, listenAdmin string, adminOnly bool, ports []corev1.ContainerPort) {
+	t.Helper()
+	read := func(name string, into any) {
+		b, err := os.ReadFile(filepath.Join("..", "..", "deploy", name))
+		if err == nil {
+			err = yaml.UnmarshalStrict(b, into)
+		}
+		if err != nil {
+			t.Fatalf("deploy/%s: %v", name, err)
+		}
+	}
+	var pm struct {
+		Spec struct {
+			Endpoints []struct{ Port, Path string } `json:"podMetricsEndpoints"`
+		} `json:"spec"`
+	}
+	b, _ := os.ReadFile(filepath.Join("..", "..", "deploy", "podmonitor.yaml"))
+	if err := yaml.Unmarshal(b, &pm); err != nil || len(pm.Spec.Endpoints) != 1 {
+		t.Fatalf("deploy/podmonitor.yaml: %v", err)
+	}
+	scraped := slices.IndexFunc(ports, func(p corev1.ContainerPort) bool { return p.Name == pm.Spec.Endpoints[0].Port })
+	if !adminOnly || listenAdmin == "" || scraped < 0 || ":"+fmt.Sprint(ports[scraped].ContainerPort) != listenAdmin {
+		t.Fatalf("--admin-only %v, --listen-admin %q; the PodMonitor scrapes port %q of %+v", adminOnly, listenAdmin, pm.Spec.Endpoints[0].Port, ports)
+	}
+	var np networkingv1.NetworkPolicy
+	read("networkpolicy.yaml", &np)
+	open, limited := map[int32]bool{}, map[int32]bool{}
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			if len(rule.From) == 0 {
+				open[p.Port.IntVal] = true
+			} else {
+				limited[p.Port.IntVal] = true
+			}
+		}
+	}
+	if !open[22623] || !open[22624] || open[ports[scraped].ContainerPort] || !limited[ports[scraped].ContainerPort] {
+		t.Errorf("deploy/networkpolicy.yaml opens %v to all and %v to some; want the config ports to all, the admin port to some", open, limited)
+	}
+	k, _ := os.ReadFile(filepath.Join("..", "..", "deploy", "kustomization.yaml"))
+	if !strings.Contains(string(k), "- networkpolicy.yaml") {
+		t.Error("deploy/kustomization.yaml does not apply networkpolicy.yaml")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ignition-mcs/mcs/cmd/internal/cmdline"
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/insight"
 	"github.com/ignition-mcs/mcs/internal/serving"
 	"github.com/ignition-mcs/mcs/serve/pipeline"
 	"github.com/ignition-mcs/mcs/source/kube"
@@ -125,8 +127,10 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeletCA, "kubelet-ca", "", "CA bundle served as /etc/kubernetes/kubelet-ca.crt (default: the ControllerConfig's)")
 	fs.StringVar(&o.AuthTokenFile, "auth-token-file", "", "file of bearer tokens, one per line, each followed by the pools it may fetch (none: every pool, and /status and /metrics); /config/, /status and /metrics then require one")
 	fs.StringVar(&o.ListenAdmin, "listen-admin", "", "also serve /status, /metrics and the probes here without a token, e.g. 127.0.0.1:22626 (with tokens on, the other listeners need an all-pools token for them)")
+	fs.BoolVar(&o.AdminOnly, "admin-only", false, "serve /status and /metrics on --listen-admin only: the other listeners answer /config/, the probes and /v1/node-failure, as mcs start's do")
 	fs.BoolVar(&o.PoolTokenSecrets, "pool-token-secrets", false, "also accept the pool token Secrets of mcs controller --manage-pki --pool-token-rotation, each for its pool (read with --kubeconfig; docs/pki.md)")
 	fs.StringVar(&o.SkewPolicy, "skew-policy", "", "boot-image skew policy file (YAML or JSON); reloaded on SIGHUP")
+	fs.StringVar(&o.Runbooks, "runbook-base", insight.DefaultRunbooks, "with --source kube: the `URL` of docs/alerts.md the health insights' references point into (#<alert> appended); your copy's, where you keep this repository (docs/alerts.md#where-the-runbooks-are)")
 	o.log.define(fs)
 	fs.Var(cmdline.Version(&o.DefaultSpec), "default-spec", "spec `VERSION` for clients whose Accept names no Ignition type (default: the rendered spec; 2.2.0 is upstream's)")
 	cmdline.SpecFlags(fs, &o.Render, "lowest spec `VERSION` to render at", "highest spec `VERSION` to render at: the newest spec release N-1 reads; reading a cluster without it, the newest the release a rollback returns to reads (its ClusterVersion history), "+convert.Newest.String()+" without one", "render at exactly this spec `VERSION`")
@@ -175,6 +179,9 @@ func (o *options) check() error {
 	}
 	if (o.Cert == "") != (o.Key == "") {
 		return errors.New("--cert and --key go together")
+	}
+	if u, err := url.Parse(o.Runbooks); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" {
+		return fmt.Errorf("--runbook-base %q: want an http(s) URL of docs/alerts.md, without a #fragment (each alert's is added)", o.Runbooks)
 	}
 	// Named as typed: --secure-port is OpenShift's name for --listen-tls.
 	for _, f := range []string{"secure-port", "listen-tls"} {

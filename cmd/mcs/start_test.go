@@ -182,3 +182,32 @@ func TestStartAdminOnly(t *testing.T) {
 		})
 	}
 }
+
+// Plain mcs with --admin-only serves /status and /metrics on
+// --listen-admin alone, as mcs start does: the node listener answers
+// /config/ and the probes, and 404 for them. Without --listen-admin it is
+// refused.
+func TestAdminOnly(t *testing.T) {
+	in := start(t, "--dir", "../../fixtures/features/tang-advertisement-3.4", "--listen-plain", "127.0.0.1:0", "--listen-tls", "",
+		"--listen-admin", "127.0.0.1:0", "--admin-only")
+	var admin string
+	waitFor(t, "the admin listener", func() bool {
+		m := regexp.MustCompile(`listening on (http://\S+) \(admin`).FindStringSubmatch(in.stdout.String())
+		if m != nil {
+			admin = m[1]
+		}
+		return m != nil
+	})
+	waitFor(t, "ready", func() bool { c, _, _ := in.get("/readyz"); return c == 200 })
+	for path, want := range map[string][2]int{"/status": {404, 200}, "/metrics": {404, 200}, "/config/worker": {200, 404}, "/readyz": {200, 200}} {
+		node, _, _ := in.get(path)
+		adm, _, _ := getWith(http.DefaultClient, admin+path)
+		if [2]int{node, adm} != want {
+			t.Errorf("%s: node listener %d, admin listener %d; want %d, %d", path, node, adm, want[0], want[1])
+		}
+	}
+	err := run(context.Background(), []string{"--dir", "../../fixtures/features/tang-advertisement-3.4", "--listen-plain", "127.0.0.1:0", "--listen-tls", "", "--admin-only"}, nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--admin-only needs --listen-admin") {
+		t.Errorf("--admin-only without --listen-admin: %v", err)
+	}
+}

@@ -44,7 +44,8 @@ replaced.
 Butane (.bu) files and other kinds are read for mistakes, not rewritten.
 A config the webhook stores as written (spec 2, one OpenShift's operator
 refuses, one with no provably lossless lower spec) is left so, with a
-notice. Problems are printed as "file:line: object: $.json.path: message".
+notice. Problems are printed as "file:line:column: object: $.json.path:
+message".
 
 Flags:
 %s
@@ -263,14 +264,34 @@ func (r *lowerRun) above(file string, o manifest.Object) {
 	if len(o.Above) == 0 {
 		return
 	}
+	need := o.Needs
 	for i, a := range o.Above {
-		fmt.Fprintf(r.errw, "%s:%d: %s: $.spec.config%s: %s need%s Ignition spec %s; --max-spec %s reads only up to %s\n",
-			file, o.AboveLines[i], o.Label, strings.TrimPrefix(a.Path.String(), "$"), a.What, text.VerbS(a.What), a.Version, r.maxSpec, r.maxSpec)
+		at := fmt.Sprintf("%s:%d: %s: $.spec.config%s", file, o.AboveLines[i], o.Label, strings.TrimPrefix(a.Path.String(), "$"))
+		if need.Less(a.Version) {
+			need = a.Version
+		}
+		if l, ok := lostAt(o.Lost, a.Path); ok {
+			fmt.Fprintf(r.errw, "%s: %s: kept at Ignition spec %s, above --max-spec %s: stored at %s, %s would read it otherwise (%s)\n",
+				at, a.What, a.Version, r.maxSpec, l.Stored, l.Reader.Who, l.Message)
+			continue
+		}
+		fmt.Fprintf(r.errw, "%s: %s need%s Ignition spec %s; --max-spec %s reads only up to %s\n",
+			at, a.What, text.VerbS(a.What), a.Version, r.maxSpec, r.maxSpec)
 	}
 	fmt.Fprintf(r.errw, "%s:%d: %s: needs spec %s, above --max-spec %s: nodes (and a rollback) reading only spec %s cannot apply it; "+
 		"drop or rewrite the fields above, or raise --max-spec once every release you may roll back to reads spec %s\n",
-		file, o.Line, o.Label, o.Needs, r.maxSpec, r.maxSpec, o.Needs)
+		file, o.Line, o.Label, need, r.maxSpec, r.maxSpec, need)
 	r.code = max(r.code, exitCeiling)
+}
+
+// lostAt is the first of lost at path p.
+func lostAt(lost []convert.Loss, p convert.Path) (convert.Loss, bool) {
+	for _, l := range lost {
+		if l.Path.String() == p.String() {
+			return l, true
+		}
+	}
+	return convert.Loss{}, false
 }
 
 // problem prints one problem; the run then fails.

@@ -291,6 +291,7 @@ func TestLowerCheck(t *testing.T) {
 	syntax := write("syntax.yaml", mc+"  config:\n    ignition: {version: 3.5.0\n")
 	typo := write("typo.yaml", mc+"  kernelArgs:\n  - nosmt\n")
 	cfgTypo := write("cfgtypo.yaml", mc+"  config:\n    ignition:\n      version: 3.2.0\n    storage:\n      filez:\n      - path: /etc/x\n")
+	tang := write("tang.yaml", mc+`  config: {"ignition":{"version":"3.5.0"},"storage":{"luks":[{"name":"data","device":"/dev/vdb","clevis":{"tang":[{"url":"http://tang.example","thumbprint":"abc","advertisement":"{\"payload\":\"eyJrZXlzIjpbXX0\",\"protected\":\"eyJhbGciOiJFUzUxMiJ9\",\"signature\":\"c2ln\"}"}]}}]}}`+"\n")
 	for _, c := range []struct {
 		name string
 		args []string
@@ -309,10 +310,16 @@ func TestLowerCheck(t *testing.T) {
 		{"ceiling", []string{"--max-spec", "3.1.0", luks}, exitCeiling, nil, []string{
 			"50-worker-luks.yaml:16: MachineConfig/50-worker-luks (document 1): $.spec.config.storage.luks.0: LUKS volumes need Ignition spec 3.2.0; --max-spec 3.1.0 reads only up to 3.1.0",
 			"needs spec 3.2.0, above --max-spec 3.1.0", "raise --max-spec"}},
+		// Spec 3.4.0 can write it, but Ignition's 3.5 reader would lose the
+		// advertisement: kept at 3.5.0, as the webhook keeps it, and named.
+		{"ceiling-lost", []string{"--max-spec", "3.4.0", tang}, exitCeiling, nil, []string{
+			tang + ":8: MachineConfig/bad (document 1): notice: spec.config stored as written",
+			tang + ":8: MachineConfig/bad (document 1): $.spec.config.storage.luks.0.clevis.tang.0.advertisement: Tang advertisements: kept at Ignition spec 3.5.0, above --max-spec 3.4.0: stored at 3.4.0, ",
+			"needs spec 3.5.0, above --max-spec 3.4.0"}},
 		{"ceiling-met", []string{"--max-spec", "3.2.0", luks}, exitWouldLower, nil, nil},
-		{"yaml-syntax", []string{syntax}, exitInvalid, nil, []string{syntax + ":9: invalid YAML"}},
-		{"typo-field", []string{typo}, exitInvalid, nil, []string{typo + ":8: MachineConfig/bad: $.spec.kernelArgs: "}},
-		{"typo-config", []string{cfgTypo}, exitInvalid, nil, []string{cfgTypo + ":12: MachineConfig/bad (document 1): $.spec.config.storage.filez: unknown key"}},
+		{"yaml-syntax", []string{syntax}, exitInvalid, nil, []string{syntax + ":9:5: invalid YAML"}},
+		{"typo-field", []string{typo}, exitInvalid, nil, []string{typo + ":8:3: MachineConfig/bad: $.spec.kernelArgs: "}},
+		{"typo-config", []string{cfgTypo}, exitInvalid, nil, []string{cfgTypo + ":12:7: MachineConfig/bad (document 1): $.spec.config.storage.filez: unknown key"}},
 		{"no-path", nil, exitUsage, nil, []string{"no PATH given"}},
 		{"stdin-twice", []string{"-", "-"}, exitUsage, nil, []string{"stdin"}},
 		{"missing", []string{filepath.Join(dir, "nope")}, exitInvalid, nil, []string{"nope"}},
@@ -356,5 +363,42 @@ func TestLowerStdin(t *testing.T) {
 	want := strings.Replace(string(in), `version: "3.4.0"`, `version: "3.0.0"`, 1)
 	if code != exitOK || out != want || !strings.Contains(errs, "<stdin>:14: MachineConfig/99-worker-chrony (document 1): spec 3.4.0 → 3.0.0") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
+
+// TestLowerInPlace: a file is rewritten where a symbolic link leads, the
+// link kept, once however many links lead to it, its mode kept.
+func TestLowerInPlace(t *testing.T) {
+	dir := t.TempDir()
+	in, err := os.ReadFile(filepath.Join("testdata", "lower", "commented.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(dir, "real.yaml")
+	if err := os.WriteFile(real, in, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.yaml")
+	if err := os.Symlink("real.yaml", link); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := cli(t, "", "lower", dir)
+	if code != exitOK || strings.Count(out, " → ") != 1 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600: %v", fi.Mode(), err)
+	}
+	b, _ := os.ReadFile(real)
+	if !bytes.Contains(b, []byte(`version: "3.0.0"`)) {
+		t.Errorf("not lowered:\n%s", b)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 2 {
+		t.Errorf("%d entries: a temporary file left behind?", len(ents))
 	}
 }

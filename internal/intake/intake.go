@@ -65,6 +65,9 @@ const maxProblemScan = 500
 func problemLine(doc []byte, named int, msg string) int {
 	want := yamlLine.ReplaceAllString(msg, "")
 	lines := strings.SplitAfter(string(doc), "\n")
+	if named > len(lines) {
+		return len(lines) // an end of input the scanner counts a line past
+	}
 	for k := max(named, 1); k <= len(lines) && k <= named+maxProblemScan; k++ {
 		_, err := yaml.YAMLToJSON([]byte(strings.Join(lines[:k], "")))
 		if err != nil && yamlLine.ReplaceAllString(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "), "") == want {

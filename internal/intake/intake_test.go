@@ -37,8 +37,30 @@ func TestYAMLToJSON(t *testing.T) {
 	}
 }
 
+// A YAML mistake is placed on the line that makes it, at its first
+// character: not the first line of the block the parser was in.
+func TestYAMLErrorPosition(t *testing.T) {
+	for _, c := range []struct {
+		name, doc string
+		line, col int
+	}{
+		{"key less indented than its siblings", "a:\n  b: 1\n c: 2\n", 3, 2},
+		{"key more indented in a list item", "l:\n- x: 1\n   y: 2\n", 3, 4},
+		{"tab", "a: 1\n\tb: 2\n", 2, 1},
+		{"unclosed flow list: where it opens", "a: [1, 2\nb: 3\n", 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := YAMLToJSON([]byte(c.doc), 5)
+			var ye *YAMLError
+			if !errors.As(err, &ye) || ye.Line != c.line+4 || ye.Column != c.col {
+				t.Fatalf("%v (%+v), want line %d col %d", err, ye, c.line+4, c.col)
+			}
+		})
+	}
+}
+
 func FuzzYAMLToJSON(f *testing.F) {
-	for _, s := range []string{"a: 1\n", "a: [\n", "- x\n- y: {z: 1}\n", "\tx", "line 99: x"} {
+	for _, s := range []string{"a: 1\n", "a: [\n", "- x\n- y: {z: 1}\n", "\tx", "line 99: x", "a:\n  b: 1\n c: 2\n", "l:\n- x: 1\n   y: 2\n"} {
 		f.Add(s, 1)
 	}
 	f.Fuzz(func(t *testing.T, doc string, first int) {
@@ -50,6 +72,14 @@ func FuzzYAMLToJSON(f *testing.F) {
 		var ye *YAMLError
 		if err != nil && (!errors.As(err, &ye) || ye.Line != 0 && ye.Line < first) {
 			t.Fatalf("error %#v from a document starting on line %d", err, first)
+		}
+		// The line is one of the document's, the column one of that line's.
+		if ye != nil && ye.Line != 0 {
+			lines := strings.Split(doc, "\n")
+			n := ye.Line - first
+			if n >= len(lines) || ye.Column < 1 || ye.Column > len(lines[n])+1 {
+				t.Fatalf("error at line %d col %d of a %d-line document starting on line %d: %v", ye.Line, ye.Column, len(lines), first, err)
+			}
 		}
 	})
 }

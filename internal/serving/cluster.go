@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -61,7 +62,7 @@ func (c *Config) startInsights(ctx context.Context, src source.Source, srv *serv
 	go func() {
 		t := time.NewTicker(insightsEvery)
 		defer t.Stop()
-		insight.Keep(ctx, w.Sync, srv.Status, t.C, time.Now, log)
+		insight.Keep(ctx, w.Sync, srv.Status, t.C, time.Now, cmp.Or(c.Runbooks, insight.DefaultRunbooks), log)
 	}()
 	return nil
 }

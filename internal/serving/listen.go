@@ -43,6 +43,9 @@ func (c *Config) Listen(h http.Handler, log *slog.Logger, ls Listeners) ([]https
 	if ls.Conns == nil {
 		ls.Conns = netlimit.NewTable(c.connLimits(log), nil, log, nil)
 	}
+	if c.AdminOnly && c.ListenAdmin == "" {
+		return nil, errors.New("--admin-only needs --listen-admin: /status and /metrics would be served nowhere")
+	}
 	if ls.Nodes != nil {
 		h = ls.Nodes
 	}

@@ -32,6 +32,9 @@ import (
 type Config struct {
 	ListenTLS, ListenPlain string
 	ListenAdmin            string
+	// AdminOnly keeps /status and /metrics off the node listeners, on
+	// ListenAdmin only, as mcs start does (--admin-only).
+	AdminOnly bool
 	// TLSAsked is set when the TLS listener was asked for by name
 	// (--listen-tls, --secure-port or MCS_LISTEN_TLS): without a
 	// certificate that is an error, not a warning.
@@ -54,6 +57,7 @@ type Config struct {
 	SkewPolicy              string
 	DefaultSpec             convert.Version
 	Render                  render.Options // --min-spec, --max-spec, --spec
+	Runbooks                string         // the base of the health insights' references; "": insight.DefaultRunbooks
 	SpecGiven, MaxSpecGiven bool           // --spec, --max-spec given
 	Poll, Debounce          time.Duration
 	ShutdownDelay           time.Duration
@@ -165,7 +169,7 @@ func Run(ctx context.Context, c *Config, log *slog.Logger, reg *prometheus.Regis
 		return err
 	}
 	ls := Listeners{Conns: netlimit.NewTable(c.connLimits(log), nil, log, cm), CertReport: report, Admin: srv.AdminHandler()}
-	if c.Start != nil { // as OpenShift's server: /config/ and the probes only
+	if c.Start != nil || c.AdminOnly { // as OpenShift's server: /config/ and the probes only
 		ls.Nodes = srv.NodeHandler()
 	}
 	// Registered before anything runs: SIGHUP's default action ends the process.
