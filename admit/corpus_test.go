@@ -2,6 +2,7 @@ package admit
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -151,7 +152,7 @@ func (c *corpusTally) add(o *corpusTally) {
 // It returns the result, or nil when the config was not lowered.
 func checkReaders(t testing.TB, c corpusCase, tally *corpusTally) *Result {
 	t.Helper()
-	res, err := lower(c.raw, c.ceiling, c.reads, nil)
+	res, err := lower(context.Background(), c.raw, c.ceiling, c.reads, nil)
 	if tally != nil {
 		tally.generated++
 		if !res.Declared.IsZero() && res.Declared.Major == 3 {
@@ -552,7 +553,7 @@ func TestRollbackReaders(t *testing.T) {
 		if i%rollbackSample != 0 {
 			continue
 		}
-		res, _ := lower(c.raw, c.ceiling, c.reads, nil)
+		res, _ := lower(context.Background(), c.raw, c.ceiling, c.reads, nil)
 		stored[fmt.Sprint(i)] = res.Config
 	}
 	for version, spec := range readers {
