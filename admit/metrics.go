@@ -9,7 +9,6 @@ import (
 type metrics struct {
 	reviews  *prometheus.CounterVec
 	latency  prometheus.Histogram
-	above    *prometheus.CounterVec
 	ceilingG *prometheus.GaugeVec
 }
 
@@ -24,16 +23,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time to answer one AdmissionReview, body read included.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}),
-		above: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcs_admit_above_ceiling_writes_total",
-			Help: "MachineConfig writes needing a spec above the ceiling, by writer (openshift: its machine-config controller or operator; other) and outcome (denied, or what was stored).",
-		}, []string{"actor", "outcome"}),
 		ceilingG: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcs_admit_ceiling_info",
 			Help: "1 for the ceiling in force (spec \"none\" without one).",
 		}, []string{"spec"}),
 	}
-	reg.MustRegister(m.reviews, m.latency, m.above, m.ceilingG)
+	reg.MustRegister(m.reviews, m.latency, m.ceilingG)
 	return m
 }
 

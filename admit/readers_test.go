@@ -109,7 +109,7 @@ func TestLowerSetuidFileRegression(t *testing.T) {
 
 // TestAboveCeilingTangReview: through the webhook, the Tang config is
 // stored as sent, warned about as above the ceiling (the field, the reader
-// that loses it, what to do), counted, and refused to a person with deny.
+// that loses it, what to do), and refused to a person with deny.
 func TestAboveCeilingTangReview(t *testing.T) {
 	for _, deny := range []bool{false, true} {
 		t.Run(map[bool]string{false: "warn", true: "deny"}[deny], func(t *testing.T) {
@@ -138,8 +138,8 @@ func TestAboveCeilingTangReview(t *testing.T) {
 			} else if !resp.Allowed {
 				t.Errorf("refused: %+v", resp.Result)
 			}
-			if n := testutil.ToFloat64(w.metrics.above.WithLabelValues("other", outcome)); n != 1 {
-				t.Errorf("above-ceiling writes counted %v for outcome %s, want 1", n, outcome)
+			if n := testutil.ToFloat64(w.metrics.reviews.WithLabelValues(outcome)); n != 1 {
+				t.Errorf("reviews counted %v for outcome %s, want 1", n, outcome)
 			}
 		})
 	}

@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // defaultMaxBody bounds an AdmissionReview: an UPDATE carries the object
@@ -41,24 +41,19 @@ var errTooLarge = errors.New("the AdmissionReview is larger than the webhook tak
 // MutatePath is where the API server sends AdmissionReviews.
 const MutatePath = "/mutate"
 
-// Recorder writes Kubernetes Events; client-go's record.EventRecorder is one.
-type Recorder interface {
-	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
-}
-
 // Config configures a Webhook.
 type Config struct {
 	Logger   *slog.Logger
 	Registry prometheus.Registerer // metrics; nil: a private registry
 	Gatherer prometheus.Gatherer   // served at /metrics; nil: none served
 	// Deny refuses a person's write above the ceiling; OpenShift's own
-	// controllers are warned instead.
-	Deny bool
-	// Recorder gets an Event for each write above the ceiling by
-	// OpenShift's own controllers (none on dry runs); nil: none.
-	Recorder Recorder
-	MaxBody  int64            // default defaultMaxBody
-	Now      func() time.Time // default time.Now
+	// controllers are warned instead. A review changes nothing but its
+	// answer: its body, who it says wrote, is anyone's to send. Events and
+	// the count of writes above the ceiling come from the watch of what
+	// was stored (admit/stored).
+	Deny    bool
+	MaxBody int64            // default defaultMaxBody
+	Now     func() time.Time // default time.Now
 	// MaxReviews bounds the reviews under way, shared fairly between
 	// client addresses; one more waits up to QueueWait for a slot, then is
 	// answered 503 at once. Budget bounds each review from its slot on,
@@ -230,25 +225,14 @@ func remoteAddr(r *http.Request) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
-// after logs, counts and tells the cluster what a review found.
+// after logs what a review found: at debug level, since the review's
+// body is anyone's to send; the watch of what was stored logs what was
+// written.
 func (w *Webhook) after(req *request, v verdict) {
-	if v.outcome != outcomeIgnored && v.outcome != outcomeUnchanged && v.outcome != outcomeLowered {
-		w.cfg.Logger.Info("MachineConfig stored as written", "name", v.name, "outcome", v.outcome, "user", req.UserInfo.Username)
-	}
-	if !v.above {
+	if v.outcome == outcomeIgnored || v.outcome == outcomeUnchanged || v.outcome == outcomeLowered && !v.above {
 		return
 	}
-	actor := "other"
-	if v.openShift {
-		actor = "openshift"
-	}
-	w.metrics.above.WithLabelValues(actor, v.outcome).Inc()
-	w.cfg.Logger.Warn("MachineConfig above the ceiling", "name", v.name, "user", req.UserInfo.Username, "outcome", v.outcome, "detail", v.message)
-	if v.openShift && w.cfg.Recorder != nil && (req.DryRun == nil || !*req.DryRun) {
-		// A created object has no uid yet; an updated one has.
-		ref := &corev1.ObjectReference{APIVersion: mcGroup + "/v1", Kind: "MachineConfig", Name: v.name, UID: req.Object.Metadata.UID}
-		w.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, "AboveRollbackSpec", "%s", v.message)
-	}
+	w.cfg.Logger.Debug("MachineConfig reviewed", "name", text.ForLog(v.name), "outcome", v.outcome, "above", v.above, "user", text.ForLog(req.UserInfo.Username))
 }
 
 // logBusy logs a review refused for want of a slot, at most one line a

@@ -188,7 +188,8 @@ func (c *comparison) at(s *sideData, mc string, path []string) Location {
 	if m == nil || m.Source == "" {
 		return Location{}
 	}
-	return Location{File: m.Source, Line: c.loc.line(m.Source, mc, path), Tree: s.name}
+	line, col := c.loc.line(m.Source, mc, path)
+	return Location{File: m.Source, Line: line, Column: col, Tree: s.name}
 }
 
 // poolAt locates a MachineConfigPool; a default pool has no file.
@@ -197,7 +198,8 @@ func (c *comparison) poolAt(s *sideData, name string) Location {
 	if p == nil || p.Source == "" || strings.HasPrefix(p.Source, "(") {
 		return Location{}
 	}
-	return Location{File: p.Source, Line: c.loc.lineOf(p.Source, "MachineConfigPool", name, nil), Tree: s.name}
+	line, col := c.loc.lineOf(p.Source, "MachineConfigPool", name, nil)
+	return Location{File: p.Source, Line: line, Column: col, Tree: s.name}
 }
 
 func (c *comparison) eras(ctx context.Context, pool string, o, n *render.Result) []*Era {

@@ -135,6 +135,9 @@ func annotate(b *bufio.Writer, level string, at Location, title, msg string) {
 		props = append(props, "file="+escapeProperty(at.File))
 		if at.Line > 0 {
 			props = append(props, "line="+strconv.Itoa(at.Line))
+			if at.Column > 0 {
+				props = append(props, "col="+strconv.Itoa(at.Column))
+			}
 		}
 	}
 	props = append(props, "title="+escapeProperty(title))

@@ -76,7 +76,7 @@ storage:
 	l := newLocator()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := l.line(c.file, c.mc, c.path); got != c.want {
+			if got, _ := l.line(c.file, c.mc, c.path); got != c.want {
 				t.Fatalf("line %d, want %d", got, c.want)
 			}
 		})
@@ -93,8 +93,9 @@ func FuzzLocator(f *testing.F) {
 			t.Fatal(err)
 		}
 		lines := strings.Count(doc, "\n") + 1
-		if n := newLocator().line(p, "a", strings.Split(path, ".")); n < 0 || n > lines {
-			t.Fatalf("line %d of a %d-line file", n, lines)
+		n, col := newLocator().line(p, "a", strings.Split(path, "."))
+		if n < 0 || n > lines || col < 0 || n > 0 && col < 1 {
+			t.Fatalf("line %d col %d of a %d-line file", n, col, lines)
 		}
 	})
 }

@@ -22,24 +22,24 @@ type locator struct {
 
 func newLocator() *locator { return &locator{files: map[string][]*yaml.Node{}} }
 
-// line returns the line of path (keys; in lists an index, "?field=value"
+// line returns the line (and column) of path (keys; in lists an index, "?field=value"
 // for the item whose field is value, or "~value" for the item value) inside MachineConfig mc of file: the deepest part of
 // the path that exists, else the object's first line; 0 when the file cannot
 // be read or holds no such object.
-func (l *locator) line(file, mc string, path []string) int {
+func (l *locator) line(file, mc string, path []string) (line, col int) {
 	return l.lineOf(file, "MachineConfig", mc, path)
 }
 
 // lineOf is line for an object of any kind.
-func (l *locator) lineOf(file, kind, name string, path []string) int {
+func (l *locator) lineOf(file, kind, name string, path []string) (line, col int) {
 	obj := l.object(file, kind, name)
 	if obj == nil {
-		return 0
+		return 0, 0
 	}
 	if strings.EqualFold(filepath.Ext(file), ".bu") {
 		path = intake.ButanePath(path)
 	}
-	return intake.Line(obj, path)
+	return intake.Position(obj, path)
 }
 
 // object is the object of kind named name in file (a document, an item of

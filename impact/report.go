@@ -95,6 +95,8 @@ type Reason struct {
 type Location struct {
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
+	// Column is of Line, where the field's key starts; 0 when unknown.
+	Column int `json:"column,omitempty"`
 	// Tree is "old" or "new": which tree File belongs to.
 	Tree string `json:"tree,omitempty"`
 }

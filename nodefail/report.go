@@ -1,4 +1,4 @@
-// Package nodefail takes the first-boot failure reports nodes send to POST /v1/node-failure (machine-config-operator PR #6124): checked, redacted, rate-limited per address, counted and told once per key.
+// Package nodefail takes the first-boot failure reports nodes send to POST /v1/node-failure (machine-config-operator PR #6124): authorized, of pools that exist, rate-limited per address and per pool, redacted, counted and told once per key.
 package nodefail
 
 import (

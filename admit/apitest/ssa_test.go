@@ -46,8 +46,8 @@ func manifests(t *testing.T, set string) []*unstructured.Unstructured {
 	return out
 }
 
-// ssa is a server-side apply of o as manager, without force.
-func ssa(ctx context.Context, d dynamic.Interface, o *unstructured.Unstructured, manager string, dryRun bool) (*unstructured.Unstructured, error) {
+// serverSideApply is a server-side apply of o as manager, without force.
+func serverSideApply(ctx context.Context, d dynamic.Interface, o *unstructured.Unstructured, manager string, dryRun bool) (*unstructured.Unstructured, error) {
 	opts := metav1.ApplyOptions{FieldManager: manager}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
@@ -85,7 +85,7 @@ func TestServerSideApplyManagers(t *testing.T) {
 		if want.Changed() {
 			rewritten++
 		}
-		first, err := ssa(ctx, d, o, "gitops-a", false)
+		first, err := serverSideApply(ctx, d, o, "gitops-a", false)
 		if err != nil {
 			t.Fatalf("%s: first apply: %v", name, err)
 		}
@@ -97,7 +97,7 @@ func TestServerSideApplyManagers(t *testing.T) {
 			manager string
 			written bool
 		}{{"gitops-a", false}, {"gitops-b", true}, {"gitops-b", false}, {"gitops-a", false}} {
-			got, err := ssa(ctx, d, o, step.manager, false)
+			got, err := serverSideApply(ctx, d, o, step.manager, false)
 			if err != nil {
 				t.Fatalf("%s: apply by %s after the first: %v", name, step.manager, err)
 			}
@@ -112,7 +112,7 @@ func TestServerSideApplyManagers(t *testing.T) {
 		}
 		checkOwnedAsApplied(t, stored, o)
 		for _, manager := range []string{"gitops-a", "gitops-b", "gitops-c"} {
-			dry, err := ssa(ctx, d, o, manager, true)
+			dry, err := serverSideApply(ctx, d, o, manager, true)
 			if err != nil {
 				t.Fatalf("%s: dry-run apply by %s: %v", name, manager, err)
 			}
@@ -144,7 +144,7 @@ func TestClientSideThenServerSide(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		rv := created.GetResourceVersion()
-		got, err := ssa(ctx, s.cp.Dynamic, o, "kubectl", false)
+		got, err := serverSideApply(ctx, s.cp.Dynamic, o, "kubectl", false)
 		if err != nil {
 			t.Fatalf("%s: server-side apply after client-side: %v", name, err)
 		}
@@ -168,7 +168,7 @@ func TestClientSideThenServerSide(t *testing.T) {
 	if err := unstructured.SetNestedField(manifest.Object, "3.5.0", "spec", "config", "ignition", "version"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ssa(ctx, s.cp.Dynamic, manifest, "kubectl", false)
+	got, err := serverSideApply(ctx, s.cp.Dynamic, manifest, "kubectl", false)
 	if err != nil {
 		t.Fatalf("server-side apply of the change made client-side: %v", err)
 	}
@@ -195,11 +195,11 @@ func TestApplyLowestByteForByte(t *testing.T) {
 		if err := unstructured.SetNestedField(o.Object, cfg, "spec", "config"); err != nil {
 			t.Fatal(err)
 		}
-		first, err := ssa(ctx, s.cp.Dynamic, o, "gitops-a", false)
+		first, err := serverSideApply(ctx, s.cp.Dynamic, o, "gitops-a", false)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		second, err := ssa(ctx, s.cp.Dynamic, o, "gitops-b", false)
+		second, err := serverSideApply(ctx, s.cp.Dynamic, o, "gitops-b", false)
 		if err != nil {
 			t.Fatalf("%s: second manager: %v", name, err)
 		}

@@ -39,6 +39,9 @@ type Config struct {
 	Resync   time.Duration
 	Registry prometheus.Registerer
 	Log      *slog.Logger
+	// Recorder gets an Event for each MachineConfig OpenShift's own
+	// controllers store above the ceiling (see stored); nil: none.
+	Recorder Recorder
 }
 
 // Watch keeps a Report of the stored MachineConfigs, per pool, from
@@ -50,6 +53,7 @@ type Watch struct {
 	kick   chan struct{}
 	report atomic.Pointer[Report]
 	memo   memo
+	above  *prometheus.CounterVec
 }
 
 // New makes a Watch and registers its gauge; Start runs it.
@@ -72,7 +76,25 @@ func New(cfg Config) (*Watch, error) {
 			return nil, err
 		}
 	}
+	if _, err := w.mcs.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if u, ok := obj.(*unstructured.Unstructured); ok && !initial {
+				w.stored(u)
+			}
+		},
+		UpdateFunc: func(old, cur any) {
+			if u, ok := cur.(*unstructured.Unstructured); ok && written(old, cur) {
+				w.stored(u)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
 	if err := cfg.Registry.Register(gauge{w}); err != nil {
+		return nil, err
+	}
+	var err error
+	if w.above, err = aboveMetric(cfg.Registry); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -171,6 +193,7 @@ func (w *Watch) summarize(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	writer := configWriter(u.GetManagedFields())
 	u.SetManagedFields(nil)
 	if _, done, _ := unstructured.NestedMap(u.Object, "spec", summaryField); done {
 		return u, nil
@@ -192,6 +215,7 @@ func (w *Watch) summarize(obj any) (any, error) {
 		return nil, err
 	}
 	m["key"] = key
+	m[writerField] = writer
 	u.Object["spec"] = map[string]any{summaryField: m}
 	return u, nil
 }

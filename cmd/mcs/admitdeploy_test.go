@@ -26,6 +26,7 @@ import (
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/promrules"
+	"github.com/ignition-mcs/mcs/source/kube"
 )
 
 var admitDeployDir = filepath.Join("..", "..", "deploy", "openshift", "admit")
@@ -186,7 +187,7 @@ func checkAdmitWebhook(t *testing.T, mw *admissionv1.MutatingWebhookConfiguratio
 	}{
 		{"failurePolicy Ignore", w.FailurePolicy != nil && *w.FailurePolicy == admissionv1.Ignore},
 		{"timeoutSeconds at most 5", w.TimeoutSeconds != nil && *w.TimeoutSeconds <= 5},
-		{"sideEffects NoneOnDryRun (Events only on real writes)", w.SideEffects != nil && *w.SideEffects == admissionv1.SideEffectClassNoneOnDryRun},
+		{"sideEffects None (a review changes nothing but its answer)", w.SideEffects != nil && *w.SideEffects == admissionv1.SideEffectClassNone},
 		{"AdmissionReview v1", slices.Equal(w.AdmissionReviewVersions, []string{"v1"})},
 		{"the Service", w.ClientConfig.Service != nil && w.ClientConfig.Service.Name == svc.Name && w.ClientConfig.Service.Namespace == svc.Namespace &&
 			w.ClientConfig.Service.Port != nil && *w.ClientConfig.Service.Port == svc.Spec.Ports[0].Port},
@@ -269,12 +270,15 @@ status:
 		}
 		return nil
 	})
-	// The machine-config-controller writes it again at every pool sync:
-	// one Event, its count patched. Only MachineConfigs' Events count: the
-	// API server records its own in default (a slow start's ClusterIP
-	// repair).
+	// A review claiming the machine-config-controller's write above the
+	// ceiling is warned, and makes no Event: anyone can send one. The
+	// controller's own writes, stored (its field manager on spec.config),
+	// make one Event, its count patched at the second. Only
+	// MachineConfigs' Events count: the API server records its own in
+	// default (a slow start's ClusterIP repair).
 	reviewAboveCeiling(t, c, addr)
-	reviewAboveCeiling(t, c, addr)
+	writeAboveCeiling(t, cp, "")
+	writeAboveCeiling(t, cp, `, files: [{path: /etc/second-write}]`)
 	kubetest.Eventually(t, time.Minute, "an Event for OpenShift's write above the ceiling, counted twice", func() error {
 		l, err := cp.Kube.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.kind=MachineConfig"})
 		if err != nil || len(l.Items) != 1 || l.Items[0].Count != 2 {
@@ -294,6 +298,30 @@ status:
 		t.Error(miss)
 	}
 	kubetest.ExactlyGranted(t, kubetest.Granted(t, list, "openshift-mcs-admit", "mcs-admit"), rec.Calls())
+}
+
+// writeAboveCeiling stores, as the machine-config-controller does, a
+// MachineConfig that needs 3.5 (storage holds more, when given).
+func writeAboveCeiling(t *testing.T, cp *kubetest.ControlPlane, more string) {
+	t.Helper()
+	u := kubetest.Object(t, `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata: {name: 99-worker-cex}
+spec: {config: {ignition: {version: 3.5.0}, storage: {luks: [{name: root, device: /dev/sda, cex: {enabled: true}}]`+more+`}}}
+`)
+	res := cp.Dynamic.Resource(kube.MachineConfigs)
+	ctx := context.Background()
+	if cur, err := res.Get(ctx, u.GetName(), metav1.GetOptions{}); err == nil {
+		u.SetResourceVersion(cur.GetResourceVersion())
+		_, err = res.Update(ctx, u, metav1.UpdateOptions{FieldManager: "machine-config-controller"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if _, err := res.Create(ctx, u, metav1.CreateOptions{FieldManager: "machine-config-controller"}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // reviewAboveCeiling sends the webhook, as the API server would, the

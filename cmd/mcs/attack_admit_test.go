@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,10 +20,12 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ignition-mcs/mcs/internal/kubetest"
 	"github.com/ignition-mcs/mcs/internal/testpki"
+	"github.com/ignition-mcs/mcs/source/kube"
 )
 
 // What a pod on the cluster network, without credentials, can do to mcs
@@ -36,6 +40,7 @@ func attackAdmit(t *testing.T) {
 	t.Run("HeaderFlood", func(t *testing.T) { attackAdmitHeaders(t, kc, false) })
 	t.Run("StreamFlood", func(t *testing.T) { attackAdmitHeaders(t, kc, true) })
 	t.Run("CostlyReviews", func(t *testing.T) { attackAdmitCost(t, kc) })
+	t.Run("ForgedEvents", func(t *testing.T) { attackAdmitForged(t, cp, kc) })
 }
 
 // admitProc is an mcs admit process under attack.
@@ -356,4 +361,58 @@ func h2HeaderFlood(t *testing.T, a *admitProc, n int) (func(), int) {
 		}
 	}
 	return func() { c.Close() }, n - refused
+}
+
+// forgedReview is a review claiming the machine-config-controller's
+// create of MachineConfig name, which needs 3.5.
+func forgedReview(name string) string {
+	return `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"5f0c7d2e-0000-4000-8000-0000000000cc",
+"kind":{"group":"machineconfiguration.openshift.io","version":"v1","kind":"MachineConfig"},
+"resource":{"group":"machineconfiguration.openshift.io","version":"v1","resource":"machineconfigs"},
+"operation":"CREATE","userInfo":{"username":"system:serviceaccount:openshift-machine-config-operator:machine-config-controller"},
+"object":{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"` + name + `"},
+"spec":{"config":{"ignition":{"version":"3.5.0"},"storage":{"luks":[{"name":"root","device":"/dev/sda","cex":{"enabled":true}}]}}}}}}`
+}
+
+// 300 reviews from a pod claiming the machine-config-controller's writes
+// above the ceiling (for MachineConfigs that do not exist) are answered
+// with warnings, and make no Event (they made 300 before) and no count;
+// the controller's one real write, stored, makes its Event.
+func attackAdmitForged(t *testing.T, cp *kubetest.ControlPlane, kubeconfig string) {
+	a := startAdmitBinary(t, kubeconfig, "--max-spec", "3.4.0")
+	c := a.client(attackerAddr, false)
+	for i := range 300 {
+		code, body, _, err := a.review(c, forgedReview(fmt.Sprintf("forged-%d", i)))
+		if err != nil || code != 200 || !strings.Contains(body, "LUKS CEX needs Ignition spec 3.5.0") {
+			t.Fatalf("forged review %d: %d %v %.300s", i, code, err, body)
+		}
+	}
+	ctx := context.Background()
+	mc := kubetest.Object(t, `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata: {name: 99-real-cex}
+spec: {config: {ignition: {version: 3.5.0}, storage: {luks: [{name: root, device: /dev/sda, cex: {enabled: true}}]}}}
+`)
+	if _, err := cp.Dynamic.Resource(kube.MachineConfigs).Create(ctx, mc, metav1.CreateOptions{FieldManager: "machine-config-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.DeleteAll(t, kube.MachineConfigs) })
+	var names []string
+	waitFor(t, "the real write's Event", func() bool {
+		l, err := cp.Kube.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=MachineConfig"})
+		if err != nil {
+			return false
+		}
+		names = names[:0]
+		for _, e := range l.Items {
+			names = append(names, e.InvolvedObject.Name)
+		}
+		return slices.Contains(names, "99-real-cex")
+	})
+	forged := len(names) - 1
+	openshift := a.metric(t, `mcs_admit_above_ceiling_writes_total{actor="openshift"}`)
+	t.Logf("forged reviews: 300 sent; %d Events for forged MachineConfigs; Events %q; above-ceiling writes counted %v", forged, names, openshift)
+	if forged != 0 || openshift != 1 {
+		t.Errorf("%d Events from forged reviews, %v writes counted; want none, and one for the real write", forged, openshift)
+	}
 }

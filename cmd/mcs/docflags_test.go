@@ -31,7 +31,7 @@ func TestDocFlags(t *testing.T) {
 			known[m[1]] = true
 		}
 	}
-	for _, words := range [][]string{nil, {"diff"}} {
+	for _, words := range [][]string{nil, {"diff"}, {"lower"}} {
 		out, _ := exec.Command("go", append(append([]string{"run", "../render"}, words...), "--help")...).CombinedOutput()
 		ms := helpFlag.FindAllStringSubmatch(string(out), -1)
 		if len(ms) < 3 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/ignition-mcs/mcs/internal/mctest"
@@ -69,6 +71,7 @@ func TestNodeFailureReports(t *testing.T) {
 	}
 
 	floodReports(t, in, dyn, host)
+	failedPoolReport(t, in, dyn, host, apply)
 
 	for body, field := range map[string]string{
 		`{"nodeID":"n","stage":"firstboot-update"}`:    "pool",
@@ -81,6 +84,36 @@ func TestNodeFailureReports(t *testing.T) {
 		if code != http.StatusBadRequest || json.Unmarshal([]byte(answer), &got) != nil || got["field"] != field || !strings.HasPrefix(got["error"], field+": ") {
 			t.Errorf("%s: %d %s, want 400 naming %s", body, code, answer, field)
 		}
+	}
+}
+
+// failedPoolReport: a report for a pool whose render failed (it exists) is
+// taken under its own name, as a FirstbootFailed Event on it (issue 45
+// item 9: it was counted as pool "other", with no Event). Sent from an
+// address of its own: the flood spent 127.0.0.1's.
+func failedPoolReport(t *testing.T, in *instance, dyn dynamic.Interface, host string, apply func(schema.GroupVersionResource, string)) {
+	t.Helper()
+	apply(kube.MachineConfigPools, mctest.RolePool("infra"))
+	apply(kube.MachineConfigs, infraMC("bogus"))
+	waitFor(t, "pool infra's render failed", func() bool {
+		c, body, _ := in.get("/config/infra")
+		return c == 500 && strings.Contains(string(body), "no good render")
+	})
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.5")}}
+	c := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	resp, err := c.Post(in.base+"/v1/node-failure", "application/json",
+		strings.NewReader(`{"pool":"infra","nodeID":"ip-10-0-2-7","stage":"firstboot-update","errorMessage":"pull failed"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("a report for the failed pool infra: %d", resp.StatusCode)
+	}
+	waitFor(t, "a FirstbootFailed Event on pool infra", func() bool { return poolEventReasons(dyn, "infra", host)["FirstbootFailed"] })
+	_, metrics, _ := in.get("/metrics")
+	if !bytes.Contains(metrics, []byte(`mcs_node_failure_reports_total{pool="infra",stage="firstboot-update"} 1`)) || bytes.Contains(metrics, []byte(`pool="other"`)) {
+		t.Errorf("the failed pool's report is not counted under its name:\n%s", metrics)
 	}
 }
 

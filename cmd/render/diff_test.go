@@ -155,7 +155,7 @@ func TestDiffLUKSDiscard(t *testing.T) {
 		}
 	}
 	out, _, _ := cli(t, "", "diff", "--output", "github", "--fail-on", "era-loss", caseNamed("luks-discard").old, caseNamed("luks-discard").new)
-	if !strings.Contains(out, "::error file="+want+",line="+strconv.Itoa(lineOf(t, want, "discard: true"))+",title=pool worker::nodes whose Ignition reads at most spec 2.2.0, 3.0.0, 3.1.0, 3.2.0, 3.3.0") {
+	if !strings.Contains(out, "::error file="+want+",line="+strconv.Itoa(lineOf(t, want, "discard: true"))+",col=9,title=pool worker::nodes whose Ignition reads at most spec 2.2.0, 3.0.0, 3.1.0, 3.2.0, 3.3.0") {
 		t.Errorf("no era-loss error on the discard line:\n%s", out)
 	}
 }

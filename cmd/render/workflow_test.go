@@ -54,7 +54,7 @@ func TestExampleWorkflow(t *testing.T) {
 		stdout     string // what the steps print
 	}{
 		{"luks-discard", "luks-discard", "Annotate the pull request, and fail on a spec raise or a lost era",
-			"::error file=" + filepath.Join(wf.Env["TREE"], "50-worker-luks.yaml") + ",line=19,title=pool worker::spec 3.0.0 → 3.4.0: $.storage.luks.0.discard"},
+			"::error file=" + filepath.Join(wf.Env["TREE"], "50-worker-luks.yaml") + ",line=19,col=9,title=pool worker::spec 3.0.0 → 3.4.0: $.storage.luks.0.discard"},
 		{"no change", "base", "", "::notice title=render diff::no changes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

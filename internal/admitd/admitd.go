@@ -23,8 +23,8 @@ type Config struct {
 	Client   dynamic.Interface
 	Registry *prometheus.Registry
 	Log      *slog.Logger
-	Recorder admit.Recorder
-	Deny     bool // refuse a person's write above the ceiling
+	Recorder stored.Recorder // Events of writes stored above the ceiling
+	Deny     bool            // refuse a person's write above the ceiling
 	// MaxSpec is a fixed ceiling; zero: the ClusterVersion's, read every
 	// Recheck (each tick of Ticks, when given: a test's clock).
 	MaxSpec   convert.Version
@@ -49,7 +49,7 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var ceiling stored.Ceiling
-	watch, err := stored.New(stored.Config{Client: c.Client, Ceiling: ceiling.Get, Resync: c.Recheck, Registry: c.Registry, Log: c.Log.With("watch", "stored")})
+	watch, err := stored.New(stored.Config{Client: c.Client, Ceiling: ceiling.Get, Resync: c.Recheck, Registry: c.Registry, Log: c.Log.With("watch", "stored"), Recorder: c.Recorder})
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 	watch.Start(ctx)
 	w := admit.New(admit.Config{
 		Logger: c.Log, Registry: c.Registry, Gatherer: c.Registry, Deny: c.Deny,
-		Recorder: c.Recorder, Stored: watch.Status, MaxReviews: c.MaxReviews,
+		Stored: watch.Status, MaxReviews: c.MaxReviews,
 	})
 	nm, err := netlimit.NewMetrics(c.Registry)
 	if err != nil {

@@ -72,6 +72,9 @@ func OpenChecked(o Opener, p string) (*os.File, fs.FileInfo, error) {
 func ReadFile(p string, max int64) ([]byte, fs.FileInfo, error) {
 	f, info, err := Open(OS{}, p)
 	if err != nil {
+		if errors.As(err, new(*fs.PathError)) {
+			return nil, info, err // names p already
+		}
 		return nil, info, fmt.Errorf("%s: %w", p, err)
 	}
 	defer f.Close()

@@ -2,8 +2,8 @@ package cmdline
 
 import (
 	"fmt"
-	"os"
 
+	"github.com/ignition-mcs/mcs/internal/regularfile"
 	"github.com/ignition-mcs/mcs/render"
 )
 
@@ -18,7 +18,7 @@ func NodeFiles(kubeconfig, kubeletCA string) (render.NodeFiles, error) {
 		if f.path == "" {
 			continue
 		}
-		b, err := os.ReadFile(f.path)
+		b, _, err := regularfile.ReadFile(f.path, 16<<20) // a FIFO would hang the start
 		if err != nil {
 			return nf, fmt.Errorf("%s: %w", f.flag, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ignition-mcs/mcs/render"
@@ -14,7 +15,10 @@ func TestNodeFiles(t *testing.T) {
 	kc, ca := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "ca.crt")
 	os.WriteFile(kc, []byte("apiVersion: v1\n"), 0o600)
 	os.WriteFile(ca, []byte("PEM\n"), 0o644)
-	missing := filepath.Join(dir, "none")
+	missing, fifo := filepath.Join(dir, "none"), filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, kubeconfig, ca string
 		want                 render.NodeFiles
@@ -22,8 +26,9 @@ func TestNodeFiles(t *testing.T) {
 	}{
 		{name: "none"},
 		{name: "both", kubeconfig: kc, ca: ca, want: render.NodeFiles{Kubeconfig: []byte("apiVersion: v1\n"), KubeletCA: []byte("PEM\n")}},
-		{name: "kubeconfig missing", kubeconfig: missing, ca: ca, err: "--bootstrap-kubeconfig: open " + missing},
-		{name: "CA missing", kubeconfig: kc, ca: missing, err: "--kubelet-ca: open " + missing},
+		{name: "kubeconfig missing", kubeconfig: missing, ca: ca, err: "--bootstrap-kubeconfig: stat " + missing},
+		{name: "CA missing", kubeconfig: kc, ca: missing, err: "--kubelet-ca: stat " + missing},
+		{name: "CA a FIFO", kubeconfig: kc, ca: fifo, err: "--kubelet-ca: " + fifo + ": not a regular file: a named pipe (FIFO), so never opened"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := NodeFiles(tc.kubeconfig, tc.ca)
