@@ -111,6 +111,9 @@ func lower(ctx context.Context, raw []byte, ceiling, reads convert.Version, vali
 	if err := tooCostly(trimmed); err != nil {
 		return res, &PassError{Kind: PassCostly, Err: err}
 	}
+	if err := stopped(ctx); err != nil { // a slow upload may have spent the budget
+		return res, err
+	}
 	parsed, err := convert.ParseDeclared(raw)
 	if err != nil {
 		return res, &PassError{Kind: PassInvalid, Err: err}
