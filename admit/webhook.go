@@ -186,8 +186,13 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if d, ok := ctx.Deadline(); ok {
 		// Not every ResponseWriter can (a test's recorder): the server's
-		// own ReadTimeout bounds the read then.
-		_ = http.NewResponseController(rw).SetReadDeadline(d)
+		// own timeouts bound the read and write then. The answer must be
+		// taken soon after the budget too: a client that reads nothing
+		// (an HTTP/2 window of 0) would otherwise hold its slot until
+		// the server's WriteTimeout.
+		rc := http.NewResponseController(rw)
+		_ = rc.SetReadDeadline(d)
+		_ = rc.SetWriteDeadline(d.Add(responseGrace))
 	}
 	body, err := readCapped(r.Body, w.cfg.MaxBody, r.ContentLength)
 	if errors.Is(err, errTooLarge) {
@@ -217,6 +222,10 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 		w.cfg.Logger.Debug("writing the admission response", "err", err)
 	}
 }
+
+// responseGrace is how long past its budget a review's answer may take to
+// be written: the API server reads it at once.
+const responseGrace = 2 * time.Second
 
 // tooLarge answers a body over the cap 413 and closes the connection: the
 // rest of the body is never read.
