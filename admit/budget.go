@@ -11,12 +11,15 @@ import (
 // parse, check and translation runs (a dozen passes a review, the
 // readers' own parsers among them), costs some 100 µs of CPU an item
 // (file, directory, link, unit, dropin), and it compares every path with
-// every link's: a config past either bound would outlast the review's
+// every link's, and each disk's partitions with each other
+// (partitionsOverlap): a config past any bound would outlast the review's
 // budget, however it were written. OpenShift's rendered configs hold a
-// few hundred items and a few links.
+// few hundred items, a few links and no partitions; a GPT holds 128
+// partitions unless told otherwise.
 const (
-	maxItems     = 8192
-	maxLinkPairs = 1 << 22 // links × (files + directories + links)
+	maxItems          = 8192
+	maxLinkPairs      = 1 << 22 // links × (files + directories + links)
+	maxPartitionPairs = 1 << 16 // Σ over disks of partitions²
 )
 
 // shape is what costOf reads of a config: its items, paths alone.
@@ -25,7 +28,17 @@ type shape struct {
 		Files       []pathOnly `json:"files"`
 		Directories []pathOnly `json:"directories"`
 		Links       []pathOnly `json:"links"`
+		Disks       []struct {
+			Partitions []struct{} `json:"partitions"`
+		} `json:"disks"`
+		Filesystems []struct{} `json:"filesystems"`
+		Raid        []struct{} `json:"raid"`
+		Luks        []struct{} `json:"luks"`
 	} `json:"storage"`
+	Passwd struct {
+		Users  []struct{} `json:"users"`
+		Groups []struct{} `json:"groups"`
+	} `json:"passwd"`
 	Systemd struct {
 		Units []struct {
 			Dropins []struct{} `json:"dropins"`
@@ -51,8 +64,17 @@ func tooCostly(raw []byte) error {
 	for _, u := range s.Systemd.Units {
 		items += 1 + len(u.Dropins)
 	}
+	partitionPairs := 0
+	for _, d := range st.Disks {
+		items += 1 + len(d.Partitions)
+		partitionPairs += len(d.Partitions) * len(d.Partitions)
+	}
+	items += len(st.Filesystems) + len(st.Raid) + len(st.Luks) + len(s.Passwd.Users) + len(s.Passwd.Groups)
 	if items > maxItems {
-		return fmt.Errorf("too costly to prove within the review's time: %d files, directories, links, units and dropins, over the %d the webhook proves", items, maxItems)
+		return fmt.Errorf("too costly to prove within the review's time: %d files, directories, links, units, dropins, disks, partitions, filesystems, RAID and LUKS devices, users and groups, over the %d the webhook proves", items, maxItems)
+	}
+	if partitionPairs > maxPartitionPairs {
+		return fmt.Errorf("too costly to prove within the review's time: disks whose partitions Ignition's validation compares pairwise, %d comparisons, over the %d the webhook allows", partitionPairs, maxPartitionPairs)
 	}
 	if pairs := len(st.Links) * nodes; pairs > maxLinkPairs {
 		return fmt.Errorf("too costly to prove within the review's time: %d links, each compared with %d paths by Ignition's validation, over the %d comparisons the webhook allows", len(st.Links), nodes, maxLinkPairs)

@@ -34,6 +34,21 @@ func manyItems(files, links int) string {
 	return b.String()
 }
 
+// partitions is a 3.5.0 config of one disk with n partitions: Ignition's
+// validation compares each with every other for overlaps.
+func partitions(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"ignition":{"version":"3.5.0"},"storage":{"disks":[{"device":"/dev/vdb","partitions":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"number":%d,"startMiB":%d,"sizeMiB":1}`, i+1, 2*i+1)
+	}
+	b.WriteString(`]}]}}`)
+	return b.String()
+}
+
 func TestTooCostly(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -42,9 +57,12 @@ func TestTooCostly(t *testing.T) {
 	}{
 		{"a rendered config's size", manyItems(300, 5), ""},
 		{"at the bound", manyItems(maxItems-10, 10), ""},
-		{"100k files", manyItems(100_000, 0), "100000 files, directories, links, units and dropins"},
+		{"100k files", manyItems(100_000, 0), "100000 files, directories, links, units, dropins"},
 		{"16k files, 16k links", manyItems(4000, 4000), "4000 links, each compared with 8000 paths"},
-		{"units and dropins count", `{"ignition":{"version":"3.5.0"},"systemd":{"units":[` + strings.Repeat(`{"name":"a.service","dropins":[{"name":"a.conf"},{"name":"b.conf"}]},`, maxItems/3+1) + `{"name":"z.service"}]}}`, "files, directories, links, units and dropins"},
+		{"units and dropins count", `{"ignition":{"version":"3.5.0"},"systemd":{"units":[` + strings.Repeat(`{"name":"a.service","dropins":[{"name":"a.conf"},{"name":"b.conf"}]},`, maxItems/3+1) + `{"name":"z.service"}]}}`, "files, directories, links, units, dropins"},
+		{"a GPT's partitions", partitions(128), ""},
+		{"4000 partitions on one disk", partitions(4000), "16000000 comparisons"},
+		{"users count", `{"ignition":{"version":"3.5.0"},"passwd":{"users":[` + strings.Repeat(`{"name":"u"},`, maxItems) + `{"name":"z"}]}}`, "users and groups"},
 		{"not JSON: the parser says so", `{"ignition":`, ""},
 		{"a type mistake: the parser says so", `{"storage":{"files":7}}`, ""},
 	} {

@@ -71,7 +71,12 @@ func (c *lowerCache) lower(ctx context.Context, raw []byte, ceiling, reads conve
 	if ctx.Err() != nil {
 		return res, err
 	}
+	// An invalid config's error lists every problem Ignition found: it can
+	// outweigh the config, so it counts too.
 	e := &lowerEntry{key: k, res: res, err: err, size: len(raw) + len(res.Config)}
+	if err != nil {
+		e.size += len(err.Error())
+	}
 	if e.size > c.max/4 {
 		return res, err
 	}

@@ -95,3 +95,25 @@ func TestLowerCache(t *testing.T) {
 		}
 	})
 }
+
+// An invalid config's error, which lists every problem, counts against the
+// cache's bound: else the bound would hold several times its bytes.
+func TestLowerCacheCountsErrors(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`{"ignition":{"version":"3.5.0"},"storage":{"files":[`)
+	for i := range 200 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"path":"relative/%d"}`, i) // each one a problem
+	}
+	b.WriteString(`]}}`)
+	c := newLowerCache(1 << 20)
+	_, err := c.lower(context.Background(), b.Bytes(), convert.Version{}, convert.Version{})
+	if err == nil {
+		t.Fatal("200 relative paths lowered without an error")
+	}
+	if min := b.Len() + len(err.Error()); c.bytes < min {
+		t.Errorf("the cache counts %d bytes for a %d-byte config whose error has %d: want at least %d", c.bytes, b.Len(), len(err.Error()), min)
+	}
+}

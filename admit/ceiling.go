@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/text"
 	"github.com/ignition-mcs/mcs/releases"
 )
 
@@ -81,9 +82,9 @@ func (w *Webhook) FollowCeiling(ctx context.Context, read func(context.Context) 
 		c, err := read(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			w.cfg.Logger.Warn("reading the ceiling failed; keeping the one in force", "err", err, "ceiling", last.Spec.String(), "known", known)
+			w.cfg.Logger.Warn("reading the ceiling failed; keeping the one in force", "err", text.ForLog(err.Error()), "ceiling", last.Spec.String(), "known", known)
 		case err == nil && (!known || c != last):
-			w.cfg.Logger.Info("ceiling", "spec", specOrNone(c.Spec), "source", c.Source)
+			w.cfg.Logger.Info("ceiling", "spec", specOrNone(c.Spec), "source", text.ForLog(c.Source))
 			w.SetCeiling(c)
 			last, known = c, true
 		}

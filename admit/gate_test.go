@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
@@ -175,4 +176,32 @@ func statusOf(t *testing.T, w *Webhook) statusDoc {
 		t.Fatalf("/status %d: %v: %s", rec.Code, err, rec.Body)
 	}
 	return doc
+}
+
+// With Admin, /status and /metrics answer 401 to others; the probes and
+// reviews do not ask.
+func TestAdminOnly(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	w := New(Config{Registry: reg, Gatherer: reg, Admin: func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer ok" }})
+	w.SetCeiling(Ceiling{})
+	for _, c := range []struct {
+		path, auth string
+		want       int
+	}{
+		{"/status", "", 401}, {"/metrics", "", 401}, {"/status", "Bearer no", 401},
+		{"/status", "Bearer ok", 200}, {"/metrics", "Bearer ok", 200}, {"/healthz", "", 200}, {"/readyz", "", 200},
+	} {
+		req := httptest.NewRequest(http.MethodGet, c.path, nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		rec := httptest.NewRecorder()
+		w.ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("%s with %q: %d, want %d", c.path, c.auth, rec.Code, c.want)
+		}
+	}
+	if _, resp := post(t, w, reviewBody(admissionv1.Create, "alice", mcObject("99-kargs", kargs35), nil)); resp == nil || !resp.Allowed {
+		t.Errorf("a review: %+v", resp)
+	}
 }

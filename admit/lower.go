@@ -111,6 +111,9 @@ func lower(ctx context.Context, raw []byte, ceiling, reads convert.Version, vali
 	if err := tooCostly(trimmed); err != nil {
 		return res, &PassError{Kind: PassCostly, Err: err}
 	}
+	if err := stopped(ctx); err != nil { // a slow upload may have spent the budget
+		return res, err
+	}
 	parsed, err := convert.ParseDeclared(raw)
 	if err != nil {
 		return res, &PassError{Kind: PassInvalid, Err: err}
@@ -137,7 +140,7 @@ func lower(ctx context.Context, raw []byte, ceiling, reads convert.Version, vali
 	if len(cands) == 0 {
 		return res, nil
 	}
-	judge, err := parsed.Judge(readersOf(ceiling, reads))
+	judge, err := parsed.Judge(releases.Readers(ceiling, reads))
 	if err != nil {
 		return res, &PassError{Kind: PassInvalid, Err: err}
 	}
@@ -206,24 +209,6 @@ func lostAbove(lost []convert.Loss, reasons, above []convert.Reason, stored conv
 			}
 		}
 		out = append(out, convert.Reason{Path: l.Path, What: what, Version: stored})
-	}
-	return out
-}
-
-// readersOf are who read a MachineConfig stored while the cluster's
-// machine-config-operator reads spec reads (zero: not known, the newest
-// any release reads) and a rollback returns to a release reading ceiling
-// (zero: none): the operators of both, each through Ignition's own
-// ParseCompatibleVersion at its spec (ctrlcommon.ParseAndConvertConfig),
-// as the webhook's Lower judges what it stores.
-func readersOf(ceiling, reads convert.Version) []convert.Reader {
-	who := "the cluster's machine-config-operator"
-	if reads.IsZero() {
-		reads, who = releases.NewestSpec(), "OpenShift's machine-config-operator (of the newest release known)"
-	}
-	out := []convert.Reader{{Spec: reads, Who: who}}
-	if !ceiling.IsZero() {
-		out = append(out, convert.Reader{Spec: ceiling, Who: "the machine-config-operator of the release a rollback returns to"})
 	}
 	return out
 }

@@ -82,8 +82,10 @@ func TestLowerTangAdvertisementRegression(t *testing.T) {
 
 // TestLowerSetuidFileRegression: a 3.5.0 file with mode 2541 (setuid
 // 0755) was stored with mode 493, without a word: the bit was gone for the
-// v3_5 reader that read the original. The mode is never rewritten: it is
-// stored at 3.0.0 with its bits, as every spec before 3.6 carries them.
+// v3_5 reader that read the original. The mode is never rewritten, and the
+// spec is the lowest every reader of 3.5 reads it at as written: 3.4.0, as
+// Ignition v2.15.0 to v2.20.0 (OpenShift 4.14 to 4.22) mask the bits in
+// their step from 3.3 to 3.4, so from 3.3.0 or below they would read 493.
 func TestLowerSetuidFileRegression(t *testing.T) {
 	for _, ceiling := range []convert.Version{{}, convert.V3_2, convert.V3_4, convert.V3_5} {
 		t.Run("ceiling "+specOrNone(ceiling), func(t *testing.T) {
@@ -91,11 +93,15 @@ func TestLowerSetuidFileRegression(t *testing.T) {
 			if got, want := readV35(t, res.Config), readV35(t, []byte(setuidFile)); !reflect.DeepEqual(got, want) {
 				t.Fatalf("stored at %s, the 3.5 reader reads it otherwise:\n%s", res.Stored, res.Config)
 			}
-			if res.Stored != convert.V3_0 {
-				t.Errorf("stored at %s, want 3.0.0 with the mode as written", res.Stored)
+			if res.Stored != convert.V3_4 {
+				t.Errorf("stored at %s, want 3.4.0 with the mode as written", res.Stored)
 			}
 			if !strings.Contains(string(res.Config), `"mode":2541`) {
 				t.Errorf("the mode was rewritten: %s", res.Config)
+			}
+			above := ceiling == convert.V3_2
+			if got := len(res.Lost) > 0 && len(res.Above) == 1 && res.Above[0].Path.String() == "$.storage.files.0.mode"; got != above {
+				t.Errorf("above the ceiling for a reader's loss: %v (%v, %v), want %v", got, res.Above, res.Lost, above)
 			}
 		})
 	}

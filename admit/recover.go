@@ -1,8 +1,11 @@
 package admit
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
+
+	"github.com/ignition-mcs/mcs/internal/text"
 )
 
 // recoverer turns a panic while answering into a 500 (the API server then
@@ -15,7 +18,7 @@ func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 					if v == http.ErrAbortHandler {
 						panic(v)
 					}
-					log.Error("panic answering a request", "path", r.URL.Path, "panic", v)
+					log.Error("panic answering a request", "path", text.ForLog(r.URL.Path), "panic", text.ForLog(fmt.Sprint(v)))
 					http.Error(rw, "internal error", http.StatusInternalServerError)
 				}
 			}()

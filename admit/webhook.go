@@ -61,6 +61,10 @@ type Config struct {
 	MaxReviews int           // default defaultMaxReviews
 	QueueWait  time.Duration // default defaultQueueWait
 	Budget     time.Duration // default defaultBudget
+	// Admin, if not nil, says whether a request may read /status and
+	// /metrics (the MachineConfigs' names, pools and problems): others
+	// are answered 401. nil: anyone may.
+	Admin func(*http.Request) bool
 	// Stored, if not nil, is /status's "stored": the MachineConfigs stored
 	// before the webhook that the rollback release cannot parse
 	// (admit/stored's report).
@@ -110,12 +114,15 @@ func New(cfg Config) *Webhook {
 	r := chi.NewRouter()
 	r.Use(recoverer(cfg.Logger))
 	r.Post(MutatePath, w.mutate)
-	r.Get("/status", w.status)
 	r.Get("/healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(rw, "ok\n") })
 	r.Get("/readyz", w.readyz)
-	if cfg.Gatherer != nil {
-		r.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
-	}
+	r.Group(func(r chi.Router) {
+		r.Use(adminOnly(cfg.Admin))
+		r.Get("/status", w.status)
+		if cfg.Gatherer != nil {
+			r.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+		}
+	})
 	w.mux = r
 	return w
 }
@@ -179,8 +186,13 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if d, ok := ctx.Deadline(); ok {
 		// Not every ResponseWriter can (a test's recorder): the server's
-		// own ReadTimeout bounds the read then.
-		_ = http.NewResponseController(rw).SetReadDeadline(d)
+		// own timeouts bound the read and write then. The answer must be
+		// taken soon after the budget too: a client that reads nothing
+		// (an HTTP/2 window of 0) would otherwise hold its slot until
+		// the server's WriteTimeout.
+		rc := http.NewResponseController(rw)
+		_ = rc.SetReadDeadline(d)
+		_ = rc.SetWriteDeadline(d.Add(responseGrace))
 	}
 	body, err := readCapped(r.Body, w.cfg.MaxBody, r.ContentLength)
 	if errors.Is(err, errTooLarge) {
@@ -188,13 +200,16 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		http.Error(rw, "reading the AdmissionReview: "+err.Error(), http.StatusBadRequest)
+		http.Error(rw, "reading the AdmissionReview: "+text.ForLog(err.Error()), http.StatusBadRequest)
 		return
 	}
 	in, err := decodeReview(body)
 	if err != nil {
-		w.cfg.Logger.Warn("bad admission review", "err", err, "remote", r.RemoteAddr)
-		http.Error(rw, err.Error(), http.StatusBadRequest)
+		// Its words quote what was sent (an apiVersion of megabytes):
+		// bounded, in the log and the answer.
+		msg := text.ForLog(err.Error())
+		w.cfg.Logger.Warn("bad admission review", "err", msg, "remote", r.RemoteAddr)
+		http.Error(rw, msg, http.StatusBadRequest)
 		return
 	}
 	c := w.current()
@@ -207,6 +222,10 @@ func (w *Webhook) mutate(rw http.ResponseWriter, r *http.Request) {
 		w.cfg.Logger.Debug("writing the admission response", "err", err)
 	}
 }
+
+// responseGrace is how long past its budget a review's answer may take to
+// be written: the API server reads it at once.
+const responseGrace = 2 * time.Second
 
 // tooLarge answers a body over the cap 413 and closes the connection: the
 // rest of the body is never read.
@@ -229,7 +248,7 @@ func remoteAddr(r *http.Request) netip.Addr {
 // body is anyone's to send; the watch of what was stored logs what was
 // written.
 func (w *Webhook) after(req *request, v verdict) {
-	if v.outcome == outcomeIgnored || v.outcome == outcomeUnchanged || v.outcome == outcomeLowered && !v.above {
+	if !v.above && (v.outcome == outcomeIgnored || v.outcome == outcomeUnchanged || v.outcome == outcomeLowered) {
 		return
 	}
 	w.cfg.Logger.Debug("MachineConfig reviewed", "name", text.ForLog(v.name), "outcome", v.outcome, "above", v.above, "user", text.ForLog(req.UserInfo.Username))

@@ -41,7 +41,10 @@ type Config struct {
 	ReleaseOnCancel bool
 
 	// DryRun writes nothing: every write is sent with dryRun=All, so the
-	// API server validates and authorises it, and is reported instead.
+	// API server validates and authorises it, and is reported instead. A
+	// dry run takes no part in leader election (the Lease would be a
+	// write): it renders and reports as if it led, beside the elected
+	// writer, and needs no namespace.
 	DryRun bool
 	// Prune deletes rendered configs no pool or node uses beyond the Keep
 	// newest per pool; off by default.
@@ -124,8 +127,10 @@ func New(cfg Config) (*Controller, error) {
 	if c.guards, err = newGuardCaches(rc, cfg.ControllerConfig, c.log); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
-	if c.lease, err = leaseClient(rc); err != nil {
-		return nil, fmt.Errorf("controller: %w", err)
+	if !cfg.DryRun {
+		if c.lease, err = leaseClient(rc); err != nil {
+			return nil, fmt.Errorf("controller: %w", err)
+		}
 	}
 	dyn, meta, err := kube.DynamicClients(rc)
 	if err != nil {
@@ -195,12 +200,18 @@ func (cfg *Config) defaults() error {
 
 // Run starts the caches (every replica keeps them warm, so a standby takes
 // over without a cold start) and campaigns for the Lease until ctx ends;
-// while it holds the Lease it renders and writes.
+// while it holds the Lease it renders and writes. A dry run leads from the
+// start, without a Lease.
 func (c *Controller) Run(ctx context.Context) error {
 	c.src.Start(ctx)
 	go c.guards.run(ctx)
 	if c.notifier != nil {
 		defer c.notifier.Shutdown()
+	}
+	if c.cfg.DryRun {
+		c.lead(ctx)
+		c.setLeading(false)
+		return nil
 	}
 	for ctx.Err() == nil {
 		if err := c.campaign(ctx); err != nil {

@@ -68,7 +68,16 @@ type statusBook struct {
 
 func newStatusBook(cfg Config, m *metrics, log *slog.Logger) *statusBook {
 	return &statusBook{m: m, log: log, dryRun: cfg.DryRun, doc: statusDoc{Identity: cfg.Identity, DryRun: cfg.DryRun, Prune: cfg.Prune,
-		Keep: cfg.Keep, Lease: cfg.LeaseNamespace + "/" + cfg.LeaseName, Pools: map[string]*poolStatus{}}}
+		Keep: cfg.Keep, Lease: statusLease(cfg), Pools: map[string]*poolStatus{}}}
+}
+
+// statusLease is the Lease /status names: none in a dry run, which takes no
+// part in leader election.
+func statusLease(cfg Config) string {
+	if cfg.DryRun {
+		return ""
+	}
+	return cfg.LeaseNamespace + "/" + cfg.LeaseName
 }
 
 // copy returns a copy of what /status reports.

@@ -100,13 +100,6 @@ var ignitionReaders = map[Version]struct {
 	},
 }
 
-// views is one config as readers of several specs read it, parsed once.
-type views struct {
-	declared Version
-	err      error           // the parse failed (every reader of declared or newer fails so)
-	by       map[Version]any // by reader spec, declared or newer
-}
-
 // declaredVersion is the spec raw declares, found as Ignition finds it.
 func declaredVersion(raw []byte) (Version, error) {
 	if s, ok := quickVersion(raw); ok {
@@ -116,54 +109,15 @@ func declaredVersion(raw []byte) (Version, error) {
 	return Version{int64(sv.Major), int64(sv.Minor), int64(sv.Patch)}, err
 }
 
-// readViews reads raw for readers of each of specs: one Ignition parse, at
-// raw's own spec, stepped up with Ignition's own translations to the
-// lowest of them that reads it, then to the others. Readers older than
-// raw's spec are left out. That is what each reader's
-// ParseCompatibleVersion does, without its version scan of the whole
-// config at every spec on the way down (four of a 3.0 config read at 3.4,
-// a third of the reading's time).
-func readViews(raw []byte, specs []Version) *views {
-	vs := &views{by: map[Version]any{}}
-	if vs.declared, vs.err = declaredVersion(raw); vs.err != nil {
-		return vs
+// stepUp is c, a reading at spec from, as a reader of spec to reads it:
+// Ignition's own steps up, one spec at a time, exactly as
+// ParseCompatibleVersion applies them.
+func stepUp(c any, from, to Version) any {
+	for from.Less(to) {
+		from = next(from)
+		c = ignitionReaders[from].up(c)
 	}
-	vs.err = vs.stepUp(specs, func(v Version) (any, error) {
-		c, err := readAs(raw, vs.declared)
-		for at := vs.declared; err == nil && at.Less(v); {
-			at = next(at)
-			c = ignitionReaders[at].up(c)
-		}
-		return c, err
-	})
-	return vs
-}
-
-// stepUp fills vs.by for each of specs not older than vs.declared: first
-// is the reading at the lowest of them, each next one Ignition's step up.
-func (vs *views) stepUp(specs []Version, first func(Version) (any, error)) error {
-	specs = slices.Clone(specs)
-	slices.SortFunc(specs, Version.compare)
-	var cur any
-	var at Version
-	for _, v := range slices.Compact(specs) {
-		if v.Less(vs.declared) {
-			continue
-		}
-		if cur == nil {
-			var err error
-			if cur, err = first(v); err != nil {
-				return err
-			}
-			at = v
-		}
-		for at.Less(v) {
-			at = next(at)
-			cur = ignitionReaders[at].up(cur)
-		}
-		vs.by[v] = cur
-	}
-	return nil
+	return c
 }
 
 // next is the spec-3 version after v.
@@ -190,35 +144,43 @@ func (l Loss) String() string {
 // Judge decides whether a stored config stands losslessly for an original
 // one, by the readers' own code: a candidate is accepted when every reader
 // whose spec it can read parses it, and reads it as it reads the original;
-// a reader that cannot read the original (it is of a newer spec) must
+// a reader that cannot read the original (it is of an older spec) must
 // parse the candidate. The original's own spec is always a reader: a
 // candidate must mean to Ignition what the original meant as written. Our
 // converter's steps, repaired where Ignition's lose fields, never judge:
-// they are not what others read with. A Judge parses the original once
-// per reader spec; it is safe for concurrent use once made.
+// they are not what others read with.
+//
+// It is cheap because ParseCompatibleVersion is a chain: a reader of spec
+// N reads a config of spec s<N as Ignition's step up to N of what a reader
+// of N-1 reads, down to v3_s.Parse, which alone validates. So a candidate
+// of spec s that a reader of the original's spec d reads as it reads the
+// original is read alike by every reader newer than d (the same steps, the
+// same input), and one that v3_s.Parse accepts every reader of s or newer
+// parses: one parse of the candidate, d-s steps up and one comparison
+// decide for all readers. Only a candidate refused is read at each
+// reader's spec, to say which readers lose what. Safe for concurrent use.
 type Judge struct {
-	readers []Reader
-	specs   []Version
-	orig    *views
+	readers  []Reader // one per spec, the original's own among them
+	declared Version
+	orig     any // the original as v3_d.Parse reads it
 }
 
-// newJudgeOf reads orig, a spec-3 config, for readers and for Ignition at
+// NewJudge reads orig, a spec-3 config, for readers and for Ignition at
 // the spec orig declares. It fails when orig does not parse by Ignition's
 // own parser of that spec.
-func newJudgeOf(orig []byte, readers []Reader) (*Judge, error) {
+func NewJudge(orig []byte, readers []Reader) (*Judge, error) {
 	decl, err := declaredVersion(orig)
 	if err != nil {
 		return nil, fmt.Errorf("Ignition's own parser refuses it: %w", err)
 	}
-	j := newJudge(decl, readers)
-	j.orig.err = j.orig.stepUp(j.specs, func(v Version) (any, error) { return readAs(orig, v) })
-	if j.orig.err != nil {
-		return nil, fmt.Errorf("Ignition's own parser of spec %s refuses it: %w", decl, j.orig.err)
+	c, err := readAs(orig, decl)
+	if err != nil {
+		return nil, fmt.Errorf("Ignition's own parser of spec %s refuses it: %w", decl, err)
 	}
-	return j, nil
+	return newJudge(decl, c, readers), nil
 }
 
-// Judge is newJudgeOf of the config p was parsed from, without parsing it
+// Judge is NewJudge of the config p was parsed from, without parsing it
 // again: Parse read a spec-3 config with Ignition's own parser of its spec,
 // which is what a reader of that spec reads. It fails for a config that is
 // not spec 3.
@@ -226,26 +188,16 @@ func (p *Parsed) Judge(readers []Reader) (*Judge, error) {
 	if p.declared == nil {
 		return nil, fmt.Errorf("spec %s: only spec-3 configs are judged by Ignition's readers", p.Version)
 	}
-	j := newJudge(p.Version, readers)
-	j.orig.err = j.orig.stepUp(j.specs, func(v Version) (any, error) {
-		c := p.declared
-		for at := p.Version; at.Less(v); {
-			at = next(at)
-			c = ignitionReaders[at].up(c)
-		}
-		return c, nil
-	})
-	return j, j.orig.err
+	return newJudge(p.Version, p.declared, readers), nil
 }
 
-// newJudge is a Judge of an original of spec decl for readers, and for
-// Ignition at decl, with no readings yet.
-func newJudge(decl Version, readers []Reader) *Judge {
-	j := &Judge{orig: &views{declared: decl, by: map[Version]any{}}}
+// newJudge is a Judge of an original of spec decl, as v3_decl.Parse reads
+// it, for readers and for Ignition at decl.
+func newJudge(decl Version, orig any, readers []Reader) *Judge {
+	j := &Judge{declared: decl, orig: orig}
 	// Readers of one spec read alike: the first names them.
 	for _, r := range append(slices.Clip(readers), Reader{Spec: decl, Who: fmt.Sprintf("Ignition at spec %s (the spec the config is written at)", decl)}) {
-		if _, ok := ignitionReaders[r.Spec]; ok && !slices.Contains(j.specs, r.Spec) {
-			j.specs = append(j.specs, r.Spec)
+		if _, ok := ignitionReaders[r.Spec]; ok && !slices.ContainsFunc(j.readers, func(o Reader) bool { return o.Spec == r.Spec }) {
 			j.readers = append(j.readers, r)
 		}
 	}
@@ -257,25 +209,93 @@ func newJudge(decl Version, readers []Reader) *Judge {
 // older than stored's cannot read it and are not asked: a stored config
 // above what a reader reads is the ceiling's concern.
 func (j *Judge) Losses(stored []byte) []Loss {
-	got := readViews(stored, j.specs)
+	s, err := declaredVersion(stored)
+	var got any
+	if err == nil {
+		got, err = readAs(stored, s)
+	}
+	if err == nil && j.declared.Less(s) {
+		err = fmt.Errorf("spec %s is newer than the original's %s", s, j.declared)
+	}
 	var out []Loss
+	if err != nil {
+		for _, r := range j.readers {
+			if !r.Spec.Less(s) {
+				out = append(out, Loss{Reader: r, Stored: s, Problem: Problem{Message: "it does not parse: " + err.Error()}})
+			}
+		}
+		return out
+	}
+	up := stepUp(got, s, j.declared)
+	if len(diff(j.orig, up)) == 0 && (!masksOnTheWay(s, j.declared) || len(diff(j.orig, maskedModes(up))) == 0) {
+		return nil
+	}
+	// Which readers lose what: those of the original's spec or newer.
 	for _, r := range j.readers {
-		if _, ok := ignitionReaders[r.Spec]; !ok || r.Spec.Less(got.declared) {
+		if r.Spec.Less(j.declared) {
 			continue
 		}
-		if got.err != nil {
-			out = append(out, Loss{Reader: r, Stored: got.declared, Problem: Problem{Message: "it does not parse: " + got.err.Error()}})
-			continue
+		want, got := stepUp(j.orig, j.declared, r.Spec), stepUp(got, s, r.Spec)
+		ps := diff(want, got)
+		if len(ps) == 0 && masksOnTheWay(s, r.Spec) {
+			r.Who += " " + maskingIgnitions
+			ps = diff(want, maskedModes(got))
 		}
-		want, ok := j.orig.by[r.Spec]
-		if !ok {
-			continue // the reader cannot read the original: parsing the candidate is all it can do
-		}
-		for _, p := range diff(want, got.by[r.Spec]) {
-			out = append(out, Loss{Reader: r, Stored: got.declared, Problem: p})
+		for _, p := range ps {
+			out = append(out, Loss{Reader: r, Stored: s, Problem: p})
 		}
 	}
 	return out
+}
+
+// maskingIgnitions names the Ignition releases whose step from spec 3.3 to
+// 3.4 masks the special mode bits (setuid, setgid, sticky) of files and
+// directories: v2.15.0 to v2.20.0 (read in their config/v3_4/translate),
+// which OpenShift 4.14 to 4.22 vendor; from v2.24.0 only the step to 3.6
+// masks them. A reader of spec 3.4 or 3.5 may be either, so a candidate
+// below 3.4 must be read alike both ways.
+const maskingIgnitions = "(with Ignition v2.15.0 to v2.20.0, which mask special mode bits translating 3.3 to 3.4)"
+
+// masksOnTheWay reports whether a reader of spec to, reading a config of
+// spec from, may mask special mode bits on the way (see maskingIgnitions).
+func masksOnTheWay(from, to Version) bool {
+	return from.Less(V3_4) && !to.Less(V3_4) && to.Less(V3_6)
+}
+
+// maskedModes is a reading of spec 3.4 or 3.5 with the special mode bits
+// of its files and directories masked, as maskingIgnitions read it; any
+// other reading is returned as it is.
+func maskedModes(c any) any {
+	mask := func(m *int) *int {
+		if m == nil || *m&0o7000 == 0 {
+			return m
+		}
+		v := *m &^ 0o7000
+		return &v
+	}
+	switch c := c.(type) {
+	case t34.Config:
+		c.Storage.Files = slices.Clone(c.Storage.Files)
+		for i := range c.Storage.Files {
+			c.Storage.Files[i].Mode = mask(c.Storage.Files[i].Mode)
+		}
+		c.Storage.Directories = slices.Clone(c.Storage.Directories)
+		for i := range c.Storage.Directories {
+			c.Storage.Directories[i].Mode = mask(c.Storage.Directories[i].Mode)
+		}
+		return c
+	case t35.Config:
+		c.Storage.Files = slices.Clone(c.Storage.Files)
+		for i := range c.Storage.Files {
+			c.Storage.Files[i].Mode = mask(c.Storage.Files[i].Mode)
+		}
+		c.Storage.Directories = slices.Clone(c.Storage.Directories)
+		for i := range c.Storage.Directories {
+			c.Storage.Directories[i].Mode = mask(c.Storage.Directories[i].Mode)
+		}
+		return c
+	}
+	return c
 }
 
 // maxLossesShown bounds the losses a LossesError names.

@@ -6,23 +6,108 @@ import (
 	"fmt"
 	"strconv"
 
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
+
+	appsv1 "k8s.io/api/apps/v1"
 )
 
-// ErrNotOpenShift is a plan that finds no OpenShift server to replace.
-var ErrNotOpenShift = errors.New("no OpenShift machine-config-server DaemonSet to replace")
+// errNotOpenShift is a plan that finds no OpenShift server to replace.
+var errNotOpenShift = errors.New("no OpenShift machine-config-server DaemonSet to replace")
 
-// Prepare applies server-side every manifest but the DaemonSet: mcs's
+// StepError is apply stopped at Step by Err. What it had changed by then
+// is Report's to say, read from the cluster.
+type StepError struct {
+	Step Step
+	Err  error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("%s: %v", e.Step, e.Err) }
+func (e *StepError) Unwrap() error { return e.Err }
+
+// step is one part of apply; changes says it writes what back undoes.
+type step struct {
+	step    Step
+	changes bool
+	run     func(context.Context) error
+}
+
+// Apply runs the cutover as a transaction. Before its first write it
+// checks what every step needs (check); then it keeps a Record of what
+// it found and of each change before making it; then, in order: mcs's
+// ServiceAccount and read-only RBAC, Config.Preflight, the ClusterVersion
+// override (only the operator's entry), the operator scaled to zero and
+// its pods gone, the DaemonSet applied server-side, its rollout waited
+// for. OpenShift's server serves until mcs's pods replace its, one node at
+// a time. On a failure it returns a *StepError and keeps the Record: Back
+// undoes what it names, and Apply run again (on a new Plan) resumes,
+// each step being idempotent.
+func (c *Cutover) Apply(ctx context.Context, p *Plan) error {
+	r := p.Record
+	switch {
+	case r == nil && (p.State != StateOpenShift || p.DaemonSet == nil):
+		return &StepError{StepCheck, fmt.Errorf("%w (the cluster runs: %s)", errNotOpenShift, p.State)}
+	case r == nil:
+		r = newRecord(p, c.cfg.Image)
+	case c.cfg.Image != "":
+		r.Image = c.cfg.Image
+	}
+	if err := c.check(ctx); err != nil {
+		return &StepError{StepCheck, err}
+	}
+	r.Done = false
+	if err := c.book.save(ctx, r); err != nil {
+		return &StepError{StepRecord, err}
+	}
+	w := c.waiter()
+	steps := []step{
+		{StepRBAC, true, c.prepare},
+		{StepPreflight, false, func(ctx context.Context) error {
+			if c.cfg.Preflight == nil {
+				return nil
+			}
+			return c.cfg.Preflight(ctx)
+		}},
+		{StepOverride, true, func(ctx context.Context) error { return c.ov.patch(ctx, p) }},
+		{StepScale, true, func(ctx context.Context) error {
+			if err := c.scaleOperator(ctx, 0); err != nil {
+				return err
+			}
+			return w.operatorGone(ctx)
+		}},
+		{StepDaemonSet, true, func(ctx context.Context) error {
+			ds, err := c.daemonSet(r)
+			if err != nil {
+				return err
+			}
+			return c.apply(ctx, ds)
+		}},
+		{StepRollout, false, func(ctx context.Context) error { return w.rollout(ctx, StateMCS, r.Image) }},
+	}
+	for _, s := range steps {
+		if s.changes {
+			if err := c.book.begin(ctx, r, s.step); err != nil {
+				return &StepError{s.step, err}
+			}
+		}
+		if err := s.run(ctx); err != nil {
+			return &StepError{s.step, err}
+		}
+		c.log.Info("cutover step done", "step", s.step)
+	}
+	r.Done = true
+	if err := c.book.save(ctx, r); err != nil {
+		return &StepError{StepRecord, err}
+	}
+	return nil
+}
+
+// prepare applies server-side every manifest but the DaemonSet: mcs's
 // ServiceAccount and its read-only RBAC, which change nothing a node sees
 // and which a preflight as that ServiceAccount checks.
-func (c *Cutover) Prepare(ctx context.Context) error {
+func (c *Cutover) prepare(ctx context.Context) error {
 	for _, o := range c.cfg.Manifests {
 		if o.GetKind() == "DaemonSet" {
 			continue
@@ -32,31 +117,6 @@ func (c *Cutover) Prepare(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// Apply runs the plan after Prepare: the ClusterVersion override (only
-// the operator's entry), the operator scaled to zero and its pods gone,
-// then the DaemonSet applied server-side and its rollout waited for.
-// OpenShift's server serves until mcs's pods replace its, one node at a
-// time, as the DaemonSet rolls.
-func (c *Cutover) Apply(ctx context.Context, p *Plan) error {
-	if p.State != StateOpenShift || p.DaemonSet == nil {
-		return fmt.Errorf("%w (the cluster runs: %s)", ErrNotOpenShift, p.State)
-	}
-	if err := c.patchOverride(ctx, p); err != nil {
-		return err
-	}
-	c.log.Info("ClusterVersion override set", "deployment", Namespace+"/"+Operator)
-	if err := c.scaleOperator(ctx, 0); err != nil {
-		return err
-	}
-	if err := c.waitOperatorGone(ctx); err != nil {
-		return err
-	}
-	if err := c.apply(ctx, p.DaemonSet); err != nil {
-		return err
-	}
-	return c.waitRollout(ctx, func(ds *appsv1.DaemonSet) bool { s, _ := serverOf(ds); return s == StateMCS })
 }
 
 // apply applies o server-side as the cutover's field manager, forcing
@@ -88,53 +148,6 @@ func (c *Cutover) scaleOperator(ctx context.Context, n int32) error {
 		return fmt.Errorf("scaling Deployment %s/%s to %d: %w", Namespace, Operator, n, err)
 	}
 	c.log.Info("operator scaled", "replicas", n)
-	return nil
-}
-
-// waitOperatorGone waits until no pod of the operator's Deployment is
-// left: one still running could put its own server back.
-func (c *Cutover) waitOperatorGone(ctx context.Context) error {
-	dep, err := c.cfg.Kube.AppsV1().Deployments(Namespace).Get(ctx, Operator, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	sel, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector)
-	if err != nil || sel.Empty() {
-		sel = labels.SelectorFromSet(labels.Set{"k8s-app": Operator})
-	}
-	return c.wait(ctx, "the operator's pods to end", func(ctx context.Context) (bool, error) {
-		pods, err := c.cfg.Kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
-		return err == nil && len(pods.Items) == 0, err
-	})
-}
-
-// waitRollout waits until the DaemonSet is whose want says, and rolled
-// out: every scheduled pod updated and available.
-func (c *Cutover) waitRollout(ctx context.Context, want func(*appsv1.DaemonSet) bool) error {
-	return c.wait(ctx, "DaemonSet "+DaemonSet+" to roll out", func(ctx context.Context) (bool, error) {
-		ds, err := c.cfg.Kube.AppsV1().DaemonSets(Namespace).Get(ctx, DaemonSet, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		return want(ds) && rolledOut(ds), nil
-	})
-}
-
-// rolledOut is kubectl rollout status's test for a DaemonSet.
-func rolledOut(ds *appsv1.DaemonSet) bool {
-	s := ds.Status
-	return s.ObservedGeneration >= ds.Generation && s.UpdatedNumberScheduled == s.DesiredNumberScheduled && s.NumberAvailable == s.DesiredNumberScheduled
-}
-
-// wait polls cond every Interval for at most Timeout.
-func (c *Cutover) wait(ctx context.Context, what string, cond wait.ConditionWithContextFunc) error {
-	c.log.Info("waiting", "for", what)
-	if err := wait.PollUntilContextTimeout(ctx, c.cfg.Interval, c.cfg.Timeout, true, cond); err != nil {
-		return fmt.Errorf("waiting for %s: %w", what, err)
-	}
 	return nil
 }
 

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ignition-mcs/mcs/deploy"
-	"k8s.io/client-go/restmapper"
 )
 
 // What the cutover touches: OpenShift's names.
@@ -53,7 +54,11 @@ type Config struct {
 	Image     string // the mcs image; "" keeps the manifest's
 	// Interval is how often a wait looks again; Timeout bounds each wait.
 	Interval, Timeout time.Duration
-	Logger            *slog.Logger
+	// Preflight, when set, runs once mcs's ServiceAccount and RBAC are in
+	// place and before anything a node sees changes (mcs preflight as
+	// that ServiceAccount); an error stops apply there.
+	Preflight func(context.Context) error
+	Logger    *slog.Logger
 }
 
 // State is which server the cluster runs.
@@ -83,14 +88,43 @@ type Plan struct {
 	// Patch is the JSON patch apply sends the ClusterVersion (nil when the
 	// override is set already).
 	Patch []byte
-	// DaemonSet is what apply applies server-side (nil in StateMCS).
+	// DaemonSet is what apply applies server-side (nil in StateMCS
+	// without a Record).
 	DaemonSet *unstructured.Unstructured
+	// Image is the image the DaemonSet asks for.
+	Image string
+	// Pods are the DaemonSet's pods as they run: what serves, whatever
+	// the DaemonSet asks for; Desired, Updated and Available are its
+	// rollout's counts.
+	Pods                        []Pod
+	Desired, Updated, Available int32
+	// Generation is the DaemonSet's, ObservedGeneration the one its
+	// controller last acted on (and its counts are of).
+	Generation, ObservedGeneration int64
+	// Record is the cutover's Record when one is kept: apply was run and
+	// back has not undone it.
+	Record *Record
+}
+
+// Pod is one pod of the DaemonSet as it runs.
+type Pod struct {
+	Name, Node string
+	Server     State  // whose server its container runs
+	Image      string // the image its container runs
+	Ready      bool
+	// Waiting is why its container is not running ("ImagePullBackOff:
+	// ..."), or "".
+	Waiting string
 }
 
 // Cutover plans and runs the move.
 type Cutover struct {
-	cfg Config
-	log *slog.Logger
+	cfg  Config
+	log  *slog.Logger
+	ov   overrides
+	book *ledger
+	// mapper maps kinds to resources, from discovery read once.
+	mapper meta.RESTMapper
 }
 
 // New checks cfg.
@@ -120,11 +154,12 @@ func New(cfg Config) (*Cutover, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Cutover{cfg: cfg, log: log}, nil
+	return &Cutover{cfg: cfg, log: log, ov: overrides{cfg.Dynamic}, book: &ledger{cms: cfg.Kube.CoreV1().ConfigMaps(Namespace)}}, nil
 }
 
-// Plan reads the cluster: which server runs, with what arguments, the
-// operator's replicas and the ClusterVersion's overrides.
+// Plan reads the cluster: which server the DaemonSet asks for and which
+// its pods run, with what arguments, the operator's replicas, the
+// ClusterVersion's overrides and the cutover's Record.
 func (c *Cutover) Plan(ctx context.Context) (*Plan, error) {
 	p := &Plan{State: StateNoServer}
 	dep, err := c.cfg.Kube.AppsV1().Deployments(Namespace).Get(ctx, Operator, metav1.GetOptions{})
@@ -138,22 +173,65 @@ func (c *Cutover) Plan(ctx context.Context) (*Plan, error) {
 	case err != nil:
 		return nil, fmt.Errorf("reading DaemonSet %s/%s: %w", Namespace, DaemonSet, err)
 	default:
-		p.State, p.Args = serverOf(ds)
-	}
-	if err := c.planOverride(ctx, p); err != nil {
-		return nil, err
-	}
-	if p.State == StateOpenShift {
-		if p.DaemonSet, err = c.daemonSet(p); err != nil {
+		p.State, p.Args = serverOf(&ds.Spec.Template.Spec)
+		p.Image = imageOf(&ds.Spec.Template.Spec)
+		p.Desired, p.Updated, p.Available = ds.Status.DesiredNumberScheduled, ds.Status.UpdatedNumberScheduled, ds.Status.NumberAvailable
+		p.Generation, p.ObservedGeneration = ds.Generation, ds.Status.ObservedGeneration
+		if p.Pods, err = c.pods(ctx, ds); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.ov.plan(ctx, p); err != nil {
+		return nil, err
+	}
+	if p.Record, err = c.book.load(ctx); err != nil {
+		return nil, err
+	}
+	r := p.Record
+	switch {
+	case r == nil && p.State != StateOpenShift:
+		return p, nil
+	case r == nil && (len(p.Args) == 0 || p.Args[0] != "start"):
+		return nil, fmt.Errorf("the running DaemonSet's arguments %q are not machine-config-server start's: nothing to copy", p.Args)
+	case r == nil:
+		r = newRecord(p, c.cfg.Image)
+	}
+	if p.DaemonSet, err = c.daemonSet(r); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-// serverOf says whose server ds runs and its arguments.
-func serverOf(ds *appsv1.DaemonSet) (State, []string) {
-	cs := ds.Spec.Template.Spec.Containers
+// pods are ds's pods as they run.
+func (c *Cutover) pods(ctx context.Context, ds *appsv1.DaemonSet) ([]Pod, error) {
+	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("DaemonSet %s/%s: %w", Namespace, DaemonSet, err)
+	}
+	list, err := c.cfg.Kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of DaemonSet %s/%s: %w", Namespace, DaemonSet, err)
+	}
+	var out []Pod
+	for _, pod := range list.Items {
+		p := Pod{Name: pod.Name, Node: pod.Spec.NodeName, Image: imageOf(&pod.Spec)}
+		p.Server, _ = serverOf(&pod.Spec)
+		for _, cs := range pod.Status.ContainerStatuses {
+			if len(pod.Spec.Containers) > 0 && cs.Name == pod.Spec.Containers[0].Name {
+				p.Ready = cs.Ready
+				if w := cs.State.Waiting; w != nil {
+					p.Waiting = w.Reason + ": " + w.Message
+				}
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// serverOf says whose server a pod spec runs and its arguments.
+func serverOf(spec *corev1.PodSpec) (State, []string) {
+	cs := spec.Containers
 	if len(cs) == 0 {
 		return StateOpenShift, nil
 	}
@@ -164,25 +242,36 @@ func serverOf(ds *appsv1.DaemonSet) (State, []string) {
 	return state, slices.Clone(cs[0].Args)
 }
 
-// daemonSet is the manifest's DaemonSet with the running server's
+// imageOf is a pod spec's server's image.
+func imageOf(spec *corev1.PodSpec) string {
+	if len(spec.Containers) == 0 {
+		return ""
+	}
+	return spec.Containers[0].Image
+}
+
+// newRecord is what apply keeps of plan p before its first change.
+func newRecord(p *Plan, image string) *Record {
+	return &Record{OperatorReplicas: max(p.OperatorReplicas, 1), OverrideAdded: p.Override == nil || p.Override["unmanaged"] != true,
+		Args: p.Args, OpenShiftImage: p.Image, Image: image}
+}
+
+// daemonSet is the manifest's DaemonSet with OpenShift's server's
 // arguments, the image, and what going back needs to know.
-func (c *Cutover) daemonSet(p *Plan) (*unstructured.Unstructured, error) {
+func (c *Cutover) daemonSet(r *Record) (*unstructured.Unstructured, error) {
 	ds := manifest(c.cfg.Manifests, "DaemonSet").DeepCopy()
 	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
 	if len(containers) == 0 {
 		return nil, errors.New("cutover: the manifest's DaemonSet has no container")
 	}
 	first := containers[0].(map[string]any)
-	if len(p.Args) == 0 || p.Args[0] != "start" {
-		return nil, fmt.Errorf("the running DaemonSet's arguments %q are not machine-config-server start's: nothing to copy", p.Args)
-	}
-	args := make([]any, len(p.Args))
-	for i, a := range p.Args {
+	args := make([]any, len(r.Args))
+	for i, a := range r.Args {
 		args[i] = a
 	}
 	first["args"] = args
-	if c.cfg.Image != "" {
-		first["image"] = c.cfg.Image
+	if r.Image != "" {
+		first["image"] = r.Image
 	}
 	if err := unstructured.SetNestedSlice(ds.Object, containers, "spec", "template", "spec", "containers"); err != nil {
 		return nil, err
@@ -191,8 +280,8 @@ func (c *Cutover) daemonSet(p *Plan) (*unstructured.Unstructured, error) {
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[annotationReplicas] = fmt.Sprint(max(p.OperatorReplicas, 1))
-	ann[annotationOverride] = fmt.Sprint(p.Override == nil || p.Override["unmanaged"] != true)
+	ann[annotationReplicas] = fmt.Sprint(r.OperatorReplicas)
+	ann[annotationOverride] = fmt.Sprint(r.OverrideAdded)
 	ds.SetAnnotations(ann)
 	return ds, nil
 }
@@ -217,16 +306,11 @@ func ptrValue(p *int32, def int32) int32 {
 // resource maps an object to its resource, through the API server's
 // discovery.
 func (c *Cutover) resource(o *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
-	groups, err := restmapper.GetAPIGroupResources(c.cfg.Kube.Discovery())
-	if err != nil {
-		return nil, err
-	}
-	gvk := o.GroupVersionKind()
-	m, err := restmapper.NewDiscoveryRESTMapper(groups).RESTMapping(gvk.GroupKind(), gvk.Version)
+	gvr, err := c.mapping(o.GroupVersionKind())
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
 	}
-	r := c.cfg.Dynamic.Resource(m.Resource)
+	r := c.cfg.Dynamic.Resource(gvr)
 	if ns := o.GetNamespace(); ns != "" {
 		return r.Namespace(ns), nil
 	}

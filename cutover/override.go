@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 )
 
 // ourOverride is the ClusterVersion override that makes the operator's
@@ -23,19 +24,22 @@ func isOurs(o any) bool {
 	return ok && m["kind"] == "Deployment" && m["group"] == "apps" && m["namespace"] == Namespace && m["name"] == Operator
 }
 
+// overrides reads and patches the ClusterVersion's spec.overrides.
+type overrides struct{ dyn dynamic.Interface }
+
 type patchOp struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
 	Value any    `json:"value,omitempty"`
 }
 
-// planOverride finds the operator's entry in spec.overrides and the JSON
+// plan finds the operator's entry in spec.overrides and the JSON
 // patch that sets it: appended to the list (or the list made), or its
 // unmanaged set true, never the list replaced. Every patch first tests
 // the resourceVersion read, so an edit made meanwhile fails the patch
 // rather than being lost.
-func (c *Cutover) planOverride(ctx context.Context, p *Plan) error {
-	cv, err := c.cfg.Dynamic.Resource(clusterVersions).Get(ctx, "version", metav1.GetOptions{})
+func (ov overrides) plan(ctx context.Context, p *Plan) error {
+	cv, err := ov.dyn.Resource(clusterVersions).Get(ctx, "version", metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading ClusterVersion version (the cutover is for OpenShift): %w", err)
 	}
@@ -70,22 +74,22 @@ func (c *Cutover) planOverride(ctx context.Context, p *Plan) error {
 	return err
 }
 
-// patchOverride sends the plan's patch.
-func (c *Cutover) patchOverride(ctx context.Context, p *Plan) error {
+// patch sends the plan's patch.
+func (ov overrides) patch(ctx context.Context, p *Plan) error {
 	if p.Patch == nil {
 		return nil
 	}
-	_, err := c.cfg.Dynamic.Resource(clusterVersions).Patch(ctx, "version", types.JSONPatchType, p.Patch, metav1.PatchOptions{FieldManager: fieldManager})
+	_, err := ov.dyn.Resource(clusterVersions).Patch(ctx, "version", types.JSONPatchType, p.Patch, metav1.PatchOptions{FieldManager: fieldManager})
 	if err != nil {
 		return fmt.Errorf("ClusterVersion version: setting the override (it may have changed since it was read: run again): %w", err)
 	}
 	return nil
 }
 
-// removeOverride removes the operator's entry from spec.overrides, and
+// remove removes the operator's entry from spec.overrides, and
 // nothing else, when apply added it and it is as apply left it.
-func (c *Cutover) removeOverride(ctx context.Context) (removed bool, err error) {
-	cv, err := c.cfg.Dynamic.Resource(clusterVersions).Get(ctx, "version", metav1.GetOptions{})
+func (ov overrides) remove(ctx context.Context) (removed bool, err error) {
+	cv, err := ov.dyn.Resource(clusterVersions).Get(ctx, "version", metav1.GetOptions{})
 	if err != nil {
 		return false, fmt.Errorf("reading ClusterVersion version: %w", err)
 	}
@@ -100,7 +104,7 @@ func (c *Cutover) removeOverride(ctx context.Context) (removed bool, err error) 
 		if err != nil {
 			return false, err
 		}
-		if _, err := c.cfg.Dynamic.Resource(clusterVersions).Patch(ctx, "version", types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+		if _, err := ov.dyn.Resource(clusterVersions).Patch(ctx, "version", types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
 			return false, fmt.Errorf("ClusterVersion version: removing the override (it may have changed since it was read: run again): %w", err)
 		}
 		return true, nil

@@ -84,10 +84,6 @@ func AdmitWebhook(c WebhookClient) ([]byte, error) {
 
 func (c WebhookClient) clientConfig() (admissionregistrationv1.WebhookClientConfig, error) {
 	var cc admissionregistrationv1.WebhookClientConfig
-	if err := checkBundle(c.CABundle); err != nil {
-		return cc, &ClientError{"caBundle", err}
-	}
-	cc.CABundle = c.CABundle
 	switch {
 	case c.URL != "" && c.Name != "":
 		return cc, &ClientError{"url", errors.New("a URL or a Service, not both")}
@@ -98,16 +94,20 @@ func (c WebhookClient) clientConfig() (admissionregistrationv1.WebhookClientConf
 		port := int32(443)
 		path := mutatePath
 		cc.Service = &admissionregistrationv1.ServiceReference{Namespace: c.Namespace, Name: c.Name, Path: &path, Port: &port}
-		return cc, nil
 	case c.URL != "":
 		u, err := webhookURL(c.URL)
 		if err != nil {
 			return cc, &ClientError{"url", err}
 		}
 		cc.URL = &u
-		return cc, nil
+	default:
+		return cc, &ClientError{"url", errors.New("no URL and no Service: say where the API server reaches mcs admit")}
 	}
-	return cc, &ClientError{"url", errors.New("no URL and no Service: say where the API server reaches mcs admit")}
+	if err := checkBundle(c.CABundle); err != nil {
+		return cc, &ClientError{"caBundle", err}
+	}
+	cc.CABundle = c.CABundle
+	return cc, nil
 }
 
 // webhookURL checks what the API server accepts (https, a host, no query,

@@ -3,6 +3,7 @@ package manifest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,6 +84,7 @@ func Lower(file string, data []byte, ceiling convert.Version) (*Result, error) {
 	}
 	var edits []edit
 	var want []lowered
+	ps := parses{}
 	for _, o := range objs {
 		if !isMachineConfig(o) {
 			continue
@@ -91,7 +93,7 @@ func Lower(file string, data []byte, ceiling convert.Version) (*Result, error) {
 		if !ok {
 			continue
 		}
-		ob, es, lw, err := lowerObject(file, o, cfg, ceiling)
+		ob, es, lw, err := lowerObject(file, o, cfg, ceiling, ps)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -107,7 +109,7 @@ func Lower(file string, data []byte, ceiling convert.Version) (*Result, error) {
 		return res, nil
 	}
 	out := apply(data, edits)
-	if err := verify(file, data, out, want); err != nil {
+	if err := verify(file, data, out, want, ps); err != nil {
 		return &Result{Data: data, Objects: res.Objects}, &render.Errors{List: []*render.Error{{File: file, Message: "not rewritten: " + err.Error(), Err: err}}}
 	}
 	res.Data = out
@@ -143,7 +145,7 @@ func configOf(o *objRef) (json.RawMessage, bool) {
 
 // lowerObject lowers one MachineConfig's config and plans the edits that
 // store it so.
-func lowerObject(file string, o *objRef, cfg []byte, ceiling convert.Version) (Object, []edit, lowered, *render.Error) {
+func lowerObject(file string, o *objRef, cfg []byte, ceiling convert.Version, ps parses) (Object, []edit, lowered, *render.Error) {
 	ob := Object{Label: o.label(), Line: o.doc.line}
 	cfgNode := o.doc.findUnder(o.node, "spec", "config")
 	if v := o.doc.findUnder(cfgNode, "ignition", "version"); v != nil {
@@ -172,11 +174,11 @@ func lowerObject(file string, o *objRef, cfg []byte, ceiling convert.Version) (O
 	case !r.Changed():
 		return ob, nil, keep, nil
 	}
-	want, err := marshalParsed(r.Config)
+	want, err := ps.marshalParsed(r.Config)
 	if err != nil {
 		return ob, nil, keep, &render.Error{File: file, Line: ob.Line, Object: ob.Label, Message: "the lowered config does not parse: " + err.Error(), Err: err}
 	}
-	p := planner{doc: o.doc, cfg: cfgNode, raw: cfg, res: r, want: want, at: o.at}
+	p := planner{doc: o.doc, cfg: cfgNode, raw: cfg, res: r, want: want, at: o.at, ps: ps}
 	es, how, err := p.plan()
 	if err != nil {
 		return ob, nil, keep, &render.Error{File: file, Line: ob.Line, Object: ob.Label, Path: convert.NewPath("spec", "config"), Message: "cannot rewrite in place: " + err.Error(), Err: err}
@@ -263,8 +265,28 @@ func child(n *yaml.Node, seg string) *yaml.Node {
 	return nil
 }
 
+// parses holds one Lower's parses of configs, by content: the input read
+// with the version set, its splice read back and the file verified are
+// most often the same JSON.
+type parses map[[sha256.Size]byte]parsed
+
+type parsed struct {
+	b   []byte
+	err error
+}
+
 // marshalParsed is a config's parse, marshalled: two configs Ignition
 // reads alike marshal alike.
+func (ps parses) marshalParsed(raw []byte) ([]byte, error) {
+	k := sha256.Sum256(raw)
+	if p, ok := ps[k]; ok {
+		return p.b, p.err
+	}
+	b, err := marshalParsed(raw)
+	ps[k] = parsed{b, err}
+	return b, err
+}
+
 func marshalParsed(raw []byte) ([]byte, error) {
 	p, err := convert.Parse(raw)
 	if err != nil {

@@ -1,10 +1,12 @@
 package manifest
 
 import (
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/shareddata"
 )
 
 // TestLowerLayouts: each layout keeps every byte but those the lowering
@@ -70,5 +72,22 @@ func TestLowerLayouts(t *testing.T) {
 				t.Errorf("Changed() = %v", res.Changed())
 			}
 		})
+	}
+}
+
+// BenchmarkLower lowers a real cluster's 00-master (OpenShift's own, 743
+// lines), read back and checked as render lower does.
+func BenchmarkLower(b *testing.B) {
+	data, err := os.ReadFile(shareddata.Path(b, "realdata", "aws", "00-master.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := Lower("00-master.yaml", data, convert.Version{})
+		if err != nil || !res.Changed() {
+			b.Fatalf("%v %v", err, res.Objects)
+		}
 	}
 }

@@ -24,6 +24,7 @@ type planner struct {
 	res  *admit.Result
 	want []byte       // marshalParsed of the lowered config
 	at   convert.Path // of the object in the document
+	ps   parses
 }
 
 // plan is the edits and what they rewrite: the version alone where that
@@ -92,7 +93,7 @@ func (p *planner) reads(es []edit) bool {
 	if err != nil {
 		return false
 	}
-	got, err := marshalParsed(b)
+	got, err := p.ps.marshalParsed(b)
 	return err == nil && bytes.Equal(got, p.want)
 }
 
@@ -129,7 +130,7 @@ func (p *planner) deletions() (dels [][]string, ok bool) {
 		if err != nil {
 			return nil, false
 		}
-		got, err := marshalParsed(b)
+		got, err := p.ps.marshalParsed(b)
 		if err == nil {
 			return dels, bytes.Equal(got, p.want)
 		}

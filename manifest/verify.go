@@ -12,7 +12,7 @@ import (
 // places, each the same value but for the configs lowered, and each of
 // those parsing as the lowered config. A rewrite that fails it is a bug;
 // the file is then left as it was.
-func verify(file string, old, out []byte, want []lowered) error {
+func verify(file string, old, out []byte, want []lowered, ps parses) error {
 	before, _ := objects(file, old)
 	after, errs := objects(file, out)
 	if len(errs) > 0 {
@@ -46,7 +46,7 @@ func verify(file string, old, out []byte, want []lowered) error {
 			}
 			continue
 		}
-		m, err := marshalParsed(got)
+		m, err := ps.marshalParsed(got)
 		if err != nil {
 			return fmt.Errorf("%s: the rewritten spec.config would not parse: %w", o.label(), err)
 		}

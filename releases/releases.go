@@ -148,3 +148,21 @@ func Find(version string) (Lookup, error) {
 	}
 	return Lookup{}, &ReleaseError{Version: version, Reason: "not in the table of releases"}
 }
+
+// Readers are who read a MachineConfig stored while the cluster's
+// machine-config-operator reads spec reads (zero: not known, NewestSpec)
+// and a rollback returns to a release reading ceiling (zero: none): the
+// operators of both, each through Ignition's own ParseCompatibleVersion at
+// its spec (ParseAndConvertConfig; the daemon reads rendered configs the
+// same way). What mcs stores is judged by them (convert.Judge).
+func Readers(ceiling, reads convert.Version) []convert.Reader {
+	who := "the cluster's machine-config-operator"
+	if reads.IsZero() {
+		reads, who = NewestSpec(), "OpenShift's machine-config-operator (of the newest release known)"
+	}
+	out := []convert.Reader{{Spec: reads, Who: who}}
+	if !ceiling.IsZero() {
+		out = append(out, convert.Reader{Spec: ceiling, Who: "the machine-config-operator of the release a rollback returns to"})
+	}
+	return out
+}

@@ -22,8 +22,10 @@ func (r *Result) Explain(w io.Writer) error {
 		fmt.Fprintf(b, "  spec %s was forced; the merged config needs %s\n", r.Spec, r.MinSpec)
 	case r.Spec == r.MinSpec:
 		fmt.Fprintf(b, "  spec %s is the lowest that can express the merged config (floor %s, ceiling %s)\n", r.Spec, o.MinSpec, o.MaxSpec)
-	case r.MinSpec.Less(r.Spec):
+	case r.MinSpec.Less(r.Spec) && r.MinSpec.Less(o.MinSpec):
 		fmt.Fprintf(b, "  the merged config needs only spec %s; the floor raises it to %s (ceiling %s)\n", r.MinSpec, r.Spec, o.MaxSpec)
+	case r.MinSpec.Less(r.Spec):
+		fmt.Fprintf(b, "  the merged config needs only spec %s; OpenShift's own readers read it as written only from %s (ceiling %s)\n", r.MinSpec, r.Spec, o.MaxSpec)
 	default:
 		fmt.Fprintf(b, "  spec %s holds everything spec %s does that this config uses (ceiling %s)\n", r.Spec, r.MinSpec, o.MaxSpec)
 	}

@@ -239,17 +239,22 @@ func (r *renderer) encode(m *merged, order []*entry) (res *Result, out *convert.
 	if len(invalid) > 0 {
 		return nil, nil
 	}
-	out, err := enc.Encode(target, nil)
+	out, at, top, lost, err := lowestRead(enc, target, ceiling, need)
 	if err != nil {
 		var ce *convert.CannotExpressError
 		if errors.As(err, &ce) {
-			r.ceiling(target, need, r.attribute(m, ce.Reasons))
+			r.ceiling(at, need, r.attribute(m, ce.Reasons))
 		} else {
-			r.poolErr(convert.NewPath(), fmt.Sprintf("cannot write the merged config at spec %s: %v", target, err), err)
+			r.poolErr(convert.NewPath(), fmt.Sprintf("cannot write the merged config at spec %s: %v", at, err), err)
 		}
 		return nil, nil
 	}
-	res.Spec = target
+	if out == nil {
+		r.ceiling(ceiling, top, r.attribute(m, lostReasons(lost, reasons, top)))
+		return nil, nil
+	}
+	res.Reasons = append(res.Reasons, r.attribute(m, lostReasons(lost, reasons, at))...)
+	res.Spec = at
 	return res, out
 }
 

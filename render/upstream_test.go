@@ -121,7 +121,10 @@ func TestUpstreamDirectorySpecialBits(t *testing.T) {
 // wrote them: before 3.6 they are ignored, so they need nothing and are
 // written as they were at every spec that ignores them, and without them at
 // 3.6, which would apply them; a 3.6 config applies them, which only 3.6
-// can say.
+// can say. But OpenShift 4.14 to 4.22's operator and daemon (Ignition
+// v2.15.0 to v2.20.0) mask them translating 3.3 to 3.4: a 3.5 config's
+// sticky directory is written at 3.4.0 at the lowest, where they read it as
+// written, and says why.
 func TestDirectorySpecialBitsSpec(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -133,7 +136,7 @@ func TestDirectorySpecialBitsSpec(t *testing.T) {
 		ceiling  bool
 		reasonAt string
 	}{
-		{"3.5 config, lowest spec", dirs("3.5.0", `"path":"/var/scratch","mode":1023`), Options{}, convert.V3_0, `"mode":1023`, convert.V3_0, false, ""},
+		{"3.5 config, lowest spec", dirs("3.5.0", `"path":"/var/scratch","mode":1023`), Options{}, convert.V3_4, `"mode":1023`, convert.V3_0, false, "$.storage.directories.0.mode"},
 		{"3.5 config at 3.6.0", dirs("3.5.0", `"path":"/var/scratch","mode":1023`), Options{Spec: convert.V3_6}, convert.V3_6, `"mode":511`, convert.V3_0, false, ""},
 		{"2.2 config at 2.2.0", spec2(`"storage":{"directories":[{"filesystem":"root","path":"/srv/shared","mode":1533}]}`), Options{Spec: convert.V2_2}, convert.V2_2, `"mode":1533`, convert.V3_0, false, ""},
 		{"3.6 config, lowest spec", dirs("3.6.0", `"path":"/var/scratch","mode":1023`), Options{}, convert.V3_6, `"mode":1023`, convert.V3_6, false, "$.storage.directories.0.mode"},

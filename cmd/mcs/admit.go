@@ -10,6 +10,7 @@ import (
 	"github.com/ignition-mcs/mcs/admit"
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/admitd"
+	"github.com/ignition-mcs/mcs/internal/authtokens"
 	"github.com/ignition-mcs/mcs/internal/daemon"
 	"github.com/ignition-mcs/mcs/netlimit"
 
@@ -24,6 +25,7 @@ type admitOptions struct {
 	recheck           time.Duration
 	maxReviews        int
 	conns             netlimit.Limits
+	tokenFile         string
 	log               logOptions
 }
 
@@ -40,6 +42,7 @@ func parseAdmitFlags(args []string, stderr io.Writer) (*admitOptions, error) {
 	fs.IntVar(&o.maxReviews, "max-reviews", 8, "reviews under way at once, shared fairly between client addresses; one more waits a second for a slot, then is answered 503 (the API server applies the failurePolicy)")
 	fs.IntVar(&o.conns.Max, "max-connections", 256, "client connections open at once; past it an idle one is closed, else the new one (0: no bound)")
 	fs.IntVar(&o.conns.PerClient, "max-connections-per-client", 32, "client connections open at once from one address (0: no bound)")
+	fs.StringVar(&o.tokenFile, "auth-token-file", "", "bearer tokens, one a line, that may read /status and /metrics (mode 0600, re-read when it changes); without it anyone who reaches the webhook may")
 	o.log.define(fs)
 	if err := cmdline.Parse(fs, args); err != nil {
 		return nil, err
@@ -81,6 +84,10 @@ func serveAdmit(ctx context.Context, o *admitOptions, cmd *daemon.Command, stdou
 	if err := cmd.Connect(rc); err != nil {
 		return err
 	}
+	tokens, err := adminTokens(o.tokenFile, cmd)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
@@ -89,7 +96,7 @@ func serveAdmit(ctx context.Context, o *admitOptions, cmd *daemon.Command, stdou
 	return admitd.Serve(ctx, ln, admitd.Config{
 		Client: cmd.API.Dynamic, Registry: cmd.Registry, Log: cmd.Log, Recorder: cmd.Recorder("mcs-admit"),
 		Deny: o.aboveCeiling == "deny", MaxSpec: o.maxSpec, Recheck: o.recheck, Cert: o.cert, Key: o.key,
-		Conns: o.conns, MaxReviews: o.maxReviews,
+		Conns: o.conns, MaxReviews: o.maxReviews, Tokens: tokens,
 	})
 }
 
@@ -99,4 +106,26 @@ func ceilingWords(maxSpec convert.Version) string {
 		return "--max-spec " + maxSpec.String()
 	}
 	return "from the ClusterVersion's history, re-read every --recheck; without a ClusterVersion, none: lowest spec only (see /status)"
+}
+
+// adminTokens are the tokens of file (as mcs reads --auth-token-file)
+// that may read /status and /metrics: those scoped to no pool; nil
+// without a file.
+func adminTokens(file string, cmd *daemon.Command) (func() [][]byte, error) {
+	if file == "" {
+		return nil, nil
+	}
+	all, err := authtokens.File(file, nil, cmd.Log)
+	if err != nil {
+		return nil, fmt.Errorf("--auth-token-file: %w", err)
+	}
+	return func() [][]byte {
+		var out [][]byte
+		for _, t := range all() {
+			if len(t.Pools) == 0 {
+				out = append(out, t.Secret)
+			}
+		}
+		return out
+	}, nil
 }

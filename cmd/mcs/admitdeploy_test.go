@@ -128,6 +128,7 @@ func TestAdmitManifests(t *testing.T) {
 	if sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels"); kubetest.YAML(sel) != kubetest.YAML(svc.Labels) {
 		t.Errorf("the ServiceMonitor selects %v, the Service is labelled %v", sel, svc.Labels)
 	}
+	checkAdmitToken(t, objs, pod, sm)
 }
 
 func checkAdmitPod(t *testing.T, d *appsv1.Deployment) {
@@ -204,6 +205,40 @@ func checkAdmitWebhook(t *testing.T, mw *admissionv1.MutatingWebhookConfiguratio
 
 func ptr[T any](v T) *T { return &v }
 
+// deployedAdmitArgs are the Deployment's arguments to mcs admit but its
+// address, certificate and token file (startAdmit's, and a file of the
+// token returned, which the token controller would write into the
+// Secret), with kubeconfig.
+func deployedAdmitArgs(t *testing.T, d *appsv1.Deployment, kubeconfig string) ([]string, string) {
+	t.Helper()
+	const token = "Zq3mH8vK2pLw9xN4tR7yB1cF6dJ0sG5e"
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--kubeconfig", kubeconfig, "--auth-token-file", tokenFile}
+	for _, a := range d.Spec.Template.Spec.Containers[0].Args[1:] {
+		if !strings.HasPrefix(a, "--listen=") && !strings.HasPrefix(a, "--cert=") && !strings.HasPrefix(a, "--key=") && !strings.HasPrefix(a, "--auth-token-file=") {
+			args = append(args, a)
+		}
+	}
+	return args, token
+}
+
+// withToken is c sending a bearer token with each request.
+func withToken(c *http.Client, token string) *http.Client {
+	next := c.Transport
+	return &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+token)
+		return next.RoundTrip(r)
+	})}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // clusterVersionCRD is OpenShift's ClusterVersion CRD, from the
 // openshift/api module go.mod pins.
 func clusterVersionCRD(t *testing.T) string {
@@ -248,13 +283,12 @@ status:
 	var rec kubetest.Recorder
 	kc := writeKubeconfig(t, rec.Proxy(t, sa))
 	d := typed[appsv1.Deployment](t, objs["Deployment/mcs-admit"])
-	args := []string{"--kubeconfig", kc}
-	for _, a := range d.Spec.Template.Spec.Containers[0].Args[1:] {
-		if !strings.HasPrefix(a, "--listen=") && !strings.HasPrefix(a, "--cert=") && !strings.HasPrefix(a, "--key=") {
-			args = append(args, a) // startAdmit's address and certificate instead
-		}
-	}
+	args, token := deployedAdmitArgs(t, d, kc)
 	addr, c, _ := startAdmit(t, args...)
+	if code, _ := admitGet(t, c, addr, "/status"); code != http.StatusUnauthorized {
+		t.Errorf("/status without the token: %d, want 401", code)
+	}
+	c = withToken(c, token)
 
 	// The watch, against the rollback release's 3.4: 50-files, 50-kargs
 	// and 50-cex, all of pool worker.
@@ -342,5 +376,44 @@ func reviewAboveCeiling(t *testing.T, c *http.Client, addr string) {
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"allowed":true`) || !strings.Contains(string(b), "warnings") {
 		t.Fatalf("review: %s %s", resp.Status, b)
+	}
+}
+
+// checkAdmitToken: /status and /metrics are closed by --auth-token-file,
+// a key of a Secret the pod mounts, which the ServiceMonitor presents: the
+// token of a ServiceAccount the token controller fills in.
+func checkAdmitToken(t *testing.T, objs map[string]*unstructured.Unstructured, pod corev1.PodSpec, sm *unstructured.Unstructured) {
+	t.Helper()
+	o, err := parseAdmitFlags(pod.Containers[0].Args[1:], io.Discard)
+	if err != nil || o.tokenFile == "" {
+		t.Fatalf("no --auth-token-file in %q (%v)", pod.Containers[0].Args, err)
+	}
+	dir, key := filepath.Dir(o.tokenFile), filepath.Base(o.tokenFile)
+	var secret string
+	for _, m := range pod.Containers[0].VolumeMounts {
+		if m.MountPath == dir {
+			for _, v := range pod.Volumes {
+				if v.Name == m.Name && v.Secret != nil && v.Secret.DefaultMode != nil && *v.Secret.DefaultMode&0o077 == 0 {
+					secret = v.Secret.SecretName
+				}
+			}
+		}
+	}
+	if secret == "" {
+		t.Errorf("--auth-token-file %s is not in a Secret mounted with defaultMode 0400", o.tokenFile)
+	}
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(eps) != 1 {
+		t.Fatalf("%d ServiceMonitor endpoints", len(eps))
+	}
+	ep, _ := eps[0].(map[string]any)
+	name, _, _ := unstructured.NestedString(ep, "bearerTokenSecret", "name")
+	k, _, _ := unstructured.NestedString(ep, "bearerTokenSecret", "key")
+	if name != secret || k != key {
+		t.Errorf("the ServiceMonitor presents %s/%s, mcs admit reads %s/%s", name, k, secret, key)
+	}
+	s := objs["Secret/"+secret]
+	if s == nil || s.Object["type"] != "kubernetes.io/service-account-token" || objs["ServiceAccount/"+s.GetAnnotations()["kubernetes.io/service-account.name"]] == nil {
+		t.Errorf("Secret %s: not a token the token controller fills in for a ServiceAccount of the manifests", secret)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +42,8 @@ func attackAdmit(t *testing.T) {
 	t.Run("StreamFlood", func(t *testing.T) { attackAdmitHeaders(t, kc, true) })
 	t.Run("CostlyReviews", func(t *testing.T) { attackAdmitCost(t, kc) })
 	t.Run("ForgedEvents", func(t *testing.T) { attackAdmitForged(t, cp, kc) })
+	t.Run("LongValues", func(t *testing.T) { attackAdmitLongValues(t, kc) })
+	t.Run("StatusClosed", func(t *testing.T) { attackAdmitStatusClosed(t, kc) })
 }
 
 // admitProc is an mcs admit process under attack.
@@ -415,4 +418,79 @@ spec: {config: {ignition: {version: 3.5.0}, storage: {luks: [{name: root, device
 	if forged != 0 || openshift != 1 {
 		t.Errorf("%d Events from forged reviews, %v writes counted; want none, and one for the real write", forged, openshift)
 	}
+}
+
+// Reviews with a 7 MiB apiVersion (a 7.3 MB log line before), a 3 MiB
+// MachineConfig name above the ceiling (6.3 MB, logged twice) and a 3 MiB
+// user, at debug level: the three add under 6 KiB to the log, no line
+// over 2 KiB, each value cut with its length said.
+func attackAdmitLongValues(t *testing.T, kubeconfig string) {
+	a := startAdmitBinary(t, kubeconfig, "--max-spec", "3.4.0", "--log-level", "debug")
+	c := a.client(attackerAddr, false)
+	bytes0, _ := a.logs.counts()
+	for _, tc := range []struct{ name, body string }{
+		{"7 MiB apiVersion", strings.Replace(apiServerReview, `"apiVersion":"admission.k8s.io/v1"`, `"apiVersion":"`+strings.Repeat("a", 7<<20)+`"`, 1)},
+		{"3 MiB name above the ceiling", strings.Replace(forgedReview("x"), `"name":"x"`, `"name":"`+strings.Repeat("n", 3<<20)+`"`, 1)},
+		{"3 MiB user", strings.Replace(forgedReview("x"), `system:serviceaccount:openshift-machine-config-operator:machine-config-controller`, strings.Repeat("u", 3<<20), 1)},
+	} {
+		code, _, _, err := a.review(c, tc.body)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		t.Logf("%s (%d bytes sent): %d", tc.name, len(tc.body), code)
+	}
+	a.stop(t) // the log is whole once it has exited
+	logged, _ := a.logs.counts()
+	longest := 0
+	for _, line := range strings.Split(a.logs.String(), "\n") {
+		longest = max(longest, len(line))
+	}
+	all := a.logs.String()
+	t.Logf("long values: %d bytes logged for the three, the longest line %d bytes", logged-bytes0, longest)
+	if logged-bytes0 > 6<<10 || longest > 2<<10 {
+		t.Errorf("%d bytes logged, the longest line %d; want under 6 KiB and 2 KiB", logged-bytes0, longest)
+	}
+	for _, want := range []string{"(73400", `name="nnnn`, "…(3145728 bytes)\" outcome=unchanged above=true user=system:", `user="uuuu`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %s in the log: a value cut, its length said", want)
+		}
+	}
+}
+
+// With --auth-token-file, /status and /metrics answer 401 without the
+// token (the MachineConfigs' names, pools and problems), 200 with it; the
+// probes and reviews need none.
+func attackAdmitStatusClosed(t *testing.T, kubeconfig string) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokens, []byte(s3cret+"\n"), 0o600)
+	a := startAdmitBinary(t, kubeconfig, "--auth-token-file", tokens)
+	c := a.client(attackerAddr, false)
+	get := func(path, token string) int {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+a.addr+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/status", "", 401}, {"/metrics", "", 401}, {"/status", "not-the-token-at-all-xxxxxxxxxxxxxx", 401},
+		{"/status", s3cret, 200}, {"/metrics", s3cret, 200}, {"/readyz", "", 200}, {"/healthz", "", 200},
+	} {
+		if got := get(tc.path, tc.token); got != tc.want {
+			t.Errorf("%s (token %v): %d, want %d", tc.path, tc.token != "", got, tc.want)
+		}
+	}
+	if code, _, _, err := a.review(c, apiServerReview); code != 200 || err != nil {
+		t.Errorf("a review: %d %v", code, err)
+	}
+	t.Logf("status closed: /status and /metrics 401 without the token, 200 with it")
 }

@@ -3,11 +3,15 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 
 	"github.com/ignition-mcs/mcs/controller"
 	"github.com/ignition-mcs/mcs/internal/daemon"
@@ -55,7 +59,7 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 	fs.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal before taking over")
 	fs.DurationVar(&o.renewWithin, "renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops writing")
 	fs.DurationVar(&o.retryPeriod, "retry-period", 2*time.Second, "how often the Lease is tried")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "write nothing: send every write with dryRun=All and report it (log, /status)")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "write nothing: send every write with dryRun=All and report it (log, /status); no leader election, so no Lease and no namespace needed")
 	fs.BoolVar(&o.prune, "prune", false, "delete rendered configs no pool or node uses, beyond the --keep newest per pool")
 	fs.IntVar(&o.keep, "keep", controller.DefaultKeep, "rendered configs per pool kept beyond those in use when pruning")
 	fs.DurationVar(&o.resync, "resync", 10*time.Minute, "re-render this often even without a change")
@@ -76,6 +80,8 @@ func parseControllerFlags(args []string, stderr io.Writer) (*controllerOptions, 
 		return nil, cmdline.Mistake(fs, fmt.Errorf("--workers: want 1 or more (got %d)", o.workers))
 	case o.keep < 0:
 		return nil, cmdline.Mistake(fs, fmt.Errorf("--keep: want 0 or more (got %d)", o.keep))
+	case o.dryRun && o.pki.manage:
+		return nil, cmdline.Mistake(fs, errors.New("--manage-pki writes the CA and certificates: not with --dry-run (mcs pki status says what it would change)"))
 	}
 	if o.identity == "" {
 		o.identity = os.Getenv("POD_NAME")
@@ -94,6 +100,12 @@ func runController(ctx context.Context, o *controllerOptions, cmd *daemon.Comman
 		return err
 	}
 	rc.QPS, rc.Burst = float32(o.kubeQPS), o.kubeBurst
+	if o.dryRun {
+		fmt.Fprintln(stdout, "mcs controller: dry run: every write is sent with dryRun=All and stored nowhere; no leader election (no Lease): it renders beside the elected controller")
+		if err := probeController(ctx, rc); err != nil {
+			return err
+		}
+	}
 	c, err := controller.New(controller.Config{
 		REST: rc, Options: o.render, ControllerConfig: o.controllerConfig,
 		Identity: o.identity, LeaseNamespace: o.leaseNamespace, LeaseName: o.leaseName,
@@ -116,4 +128,27 @@ func runController(ctx context.Context, o *controllerOptions, cmd *daemon.Comman
 	cmd.Serve(ln, c.Handler(cmd.Registry))
 	fmt.Fprintf(stdout, "mcs controller: listening on http://%s (/status, /metrics, /healthz, /readyz)\n", ln.Addr())
 	return c.Run(ctx)
+}
+
+// probeController reads what every render reads once, and says what to do
+// when it cannot: run from a workstation, a dry run meets the wrong
+// cluster or too few rights before any cache retries.
+func probeController(ctx context.Context, rc *rest.Config) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := controller.Probe(ctx, rc)
+	var re *controller.ReadError
+	if !errors.As(err, &re) {
+		return err
+	}
+	what := re.Resource.Resource + "." + re.Resource.Group
+	switch {
+	case apierrors.IsNotFound(re.Err):
+		return fmt.Errorf("%w: the API server at %s serves no %s: is the kubeconfig's context an OpenShift cluster (--kubeconfig, $KUBECONFIG)?", err, rc.Host, what)
+	case apierrors.IsForbidden(re.Err):
+		return fmt.Errorf("%w: a dry run needs the rights of deploy/controller/controller.yaml's ClusterRole (its reads, and its writes, which the API server authorises under dryRun=All too): log in as a user who has them, or bind that role", err)
+	case apierrors.IsUnauthorized(re.Err):
+		return fmt.Errorf("%w: the API server at %s refused the kubeconfig's credentials (expired? log in again)", err, rc.Host)
+	}
+	return fmt.Errorf("%w: is the API server at %s reachable from here (the kubeconfig's context, a VPN, a proxy)?", err, rc.Host)
 }

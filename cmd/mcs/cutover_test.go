@@ -79,6 +79,7 @@ func TestCutoverRehearsal(t *testing.T) {
 		a, b := in.servedFile(t, "master", pathAnnotations), in.servedFile(t, "worker", pathAnnotations)
 		return strings.Contains(a, c.rendered["master"].Name) && strings.Contains(b, c.rendered["worker"].Name)
 	})
+	c.checkVerifyStep(t, in)
 	pointer := c.userData(t, "worker-user-data")
 	if dir := os.Getenv("MCS_CUTOVER_DUMP"); dir != "" {
 		c.dump(t, in, dir)

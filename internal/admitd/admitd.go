@@ -3,10 +3,13 @@ package admitd
 
 import (
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +38,9 @@ type Config struct {
 	// MaxReviews the reviews under way (admit.Config.MaxReviews).
 	Conns      netlimit.Limits
 	MaxReviews int
+	// Tokens, if not nil, are the bearer tokens that may read /status and
+	// /metrics, read at each request; nil: anyone may.
+	Tokens func() [][]byte
 }
 
 // maxStreams bounds the HTTP/2 streams of one connection: the API server
@@ -57,7 +63,7 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 	watch.Start(ctx)
 	w := admit.New(admit.Config{
 		Logger: c.Log, Registry: c.Registry, Gatherer: c.Registry, Deny: c.Deny,
-		Stored: watch.Status, MaxReviews: c.MaxReviews,
+		Stored: watch.Status, MaxReviews: c.MaxReviews, Admin: bearer(c.Tokens),
 	})
 	nm, err := netlimit.NewMetrics(c.Registry)
 	if err != nil {
@@ -93,4 +99,25 @@ func CheckPair(cert, key string) error {
 		return fmt.Errorf("serving certificate --cert %s, --key %s: %w", cert, key, err)
 	}
 	return nil
+}
+
+// bearer allows a request whose Authorization is one of tokens, compared
+// in constant time; nil tokens: nil, every request.
+func bearer(tokens func() [][]byte) func(*http.Request) bool {
+	if tokens == nil {
+		return nil
+	}
+	return func(r *http.Request) bool {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || got == "" {
+			return false
+		}
+		allowed := false
+		for _, t := range tokens() {
+			if subtle.ConstantTimeCompare(t, []byte(got)) == 1 {
+				allowed = true
+			}
+		}
+		return allowed
+	}
 }

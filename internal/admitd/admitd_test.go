@@ -82,3 +82,31 @@ func TestServe(t *testing.T) {
 		})
 	}
 }
+
+// Only a request with one of the tokens reads /status and /metrics.
+func TestBearer(t *testing.T) {
+	if bearer(nil) != nil {
+		t.Fatal("no tokens: want every request allowed")
+	}
+	allowed := bearer(func() [][]byte { return [][]byte{[]byte("all-pools-token"), []byte("another-token")} })
+	for _, c := range []struct {
+		header string
+		want   bool
+	}{
+		{"Bearer all-pools-token", true},
+		{"Bearer another-token", true},
+		{"Bearer worker-token", false},
+		{"Bearer all-pools-toke", false},
+		{"Bearer ", false},
+		{"Basic all-pools-token", false},
+		{"", false},
+	} {
+		r, _ := http.NewRequest(http.MethodGet, "/status", nil)
+		if c.header != "" {
+			r.Header.Set("Authorization", c.header)
+		}
+		if got := allowed(r); got != c.want {
+			t.Errorf("Authorization %q: %v, want %v", c.header, got, c.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 )
@@ -17,8 +19,14 @@ import (
 // Recorder records the API requests made through the configs it wraps,
 // each as a Call: what RBAC checks of it.
 type Recorder struct {
-	mu    sync.Mutex
-	calls map[Call]bool
+	// Intercept, when set, sees each request first: true means it has
+	// answered it (a fault injected: see Refuse), and the API server never
+	// sees it.
+	Intercept func(w http.ResponseWriter, req *http.Request) bool
+
+	mu     sync.Mutex
+	calls  map[Call]bool
+	writes []string
 }
 
 // Call is one request as RBAC sees it: verb, API group, resource (with
@@ -67,11 +75,36 @@ func (r *Recorder) Proxy(t testing.TB, upstream *rest.Config) *rest.Config {
 		for _, c := range calls {
 			r.calls[c] = true
 		}
+		if req.Method != http.MethodGet {
+			r.writes = append(r.writes, req.Method+" "+req.URL.RequestURI())
+		}
+		intercept := r.Intercept
 		r.mu.Unlock()
+		if intercept != nil && intercept(w, req) {
+			return
+		}
 		proxy.ServeHTTP(w, req)
 	}))
 	t.Cleanup(srv.Close)
 	return &rest.Config{Host: srv.URL}
+}
+
+// Writes are the requests other than GET sent through the proxy, in
+// order, each as its method and URI ("POST /api/v1/namespaces/mcs/...?dryRun=All").
+func (r *Recorder) Writes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.writes)
+}
+
+// Refuse answers a request as the API server refuses one: a Status of
+// code with reason and message, which client-go reads as an APIStatus
+// error (apierrors.IsConflict, IsNotFound ...).
+func Refuse(w http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: message})
 }
 
 // Calls are the calls recorded, sorted.

@@ -26,6 +26,36 @@ func RollbackReader(t testing.TB, version string) string {
 // name, "" when it parsed or the reader's error.
 func ReaderVerdicts(t testing.TB, reader string, configs map[string][]byte) map[string]string {
 	t.Helper()
+	verdicts := map[string]string{}
+	readings, _ := readerReadings(t, reader, configs)
+	for name, r := range readings {
+		verdicts[name] = r.Error
+	}
+	return verdicts
+}
+
+// Reading is what a rollback reader made of one config.
+type Reading struct {
+	Error  string          // "" when it parsed
+	Config json.RawMessage // what it read (encoding/json of its types), when it parsed
+}
+
+// ReaderReadings runs a rollback reader over each config and returns, per
+// name, what it read. A reader built before it printed what it read is the
+// end of the test (see Missing).
+func ReaderReadings(t testing.TB, reader string, configs map[string][]byte) map[string]Reading {
+	t.Helper()
+	readings, stale := readerReadings(t, reader, configs)
+	if stale {
+		Missing(t, "%s does not print what it read (built from an older main.go); run `make rollback-reader`", reader)
+	}
+	return readings
+}
+
+// readerReadings is ReaderReadings, and whether the reader parsed a config
+// without saying what it read.
+func readerReadings(t testing.TB, reader string, configs map[string][]byte) (map[string]Reading, bool) {
+	t.Helper()
 	dir := t.TempDir()
 	var args []string
 	byFile := map[string]string{}
@@ -41,25 +71,29 @@ func ReaderVerdicts(t testing.TB, reader string, configs map[string][]byte) map[
 	if err != nil {
 		t.Fatalf("%s: %v", reader, err)
 	}
-	verdicts := map[string]string{}
+	readings := map[string]Reading{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
+	sc.Buffer(nil, 16<<20)
+	stale := false
 	for sc.Scan() {
 		var r struct {
-			File  string `json:"file"`
-			OK    bool   `json:"ok"`
-			Error string `json:"error"`
+			File   string          `json:"file"`
+			OK     bool            `json:"ok"`
+			Error  string          `json:"error"`
+			Config json.RawMessage `json:"config"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("reader output %q: %v", sc.Text(), err)
 		}
-		verdicts[byFile[r.File]] = r.Error
+		got := Reading{Error: r.Error, Config: r.Config}
 		if !r.OK && r.Error == "" {
-			verdicts[byFile[r.File]] = "failed"
+			got.Error = "failed"
 		}
+		stale = stale || r.OK && r.Config == nil
+		readings[byFile[r.File]] = got
 	}
-	if len(verdicts) != len(configs) {
-		t.Fatalf("the reader answered for %d of %d configs", len(verdicts), len(configs))
+	if len(readings) != len(configs) {
+		t.Fatalf("the reader answered for %d of %d configs", len(readings), len(configs))
 	}
-	return verdicts
+	return readings, stale
 }
