@@ -3,11 +3,13 @@ package admit
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
@@ -28,6 +30,12 @@ type TLSConfig struct {
 	// bounds the reviews under way.
 	Conns      *netlimit.Table
 	MaxStreams int
+	// ClientCAFile, if set, is the CA bundle (PEM) of the client
+	// certificate the API server presents (its admission configuration's
+	// kubeconfig for webhooks): MutatePath then answers 403 to a request
+	// without a certificate it signed. The probes, /status and /metrics
+	// do not ask for one.
+	ClientCAFile string
 }
 
 // ServeTLS serves h over TLS on ln until ctx ends, then shuts down,
@@ -49,13 +57,21 @@ func ServeTLS(ctx context.Context, ln net.Listener, h http.Handler, c TLSConfig)
 			c.OnReload(cert)
 		}
 	})
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cw.GetCertificate, NextProtos: []string{"h2", "http/1.1"}}
+	if c.ClientCAFile != "" {
+		if tc.ClientCAs, err = clientCAs(c.ClientCAFile); err != nil {
+			return err
+		}
+		tc.ClientAuth = tls.VerifyClientCertIfGiven
+		h = verifiedReviews(h)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watchErr := make(chan error, 1)
 	go func() { watchErr <- cw.Start(ctx) }()
 	srv := &http.Server{
 		Handler:           h,
-		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cw.GetCertificate, NextProtos: []string{"h2", "http/1.1"}},
+		TLSConfig:         tc,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -92,4 +108,31 @@ func ServeTLS(ctx context.Context, ln net.Listener, h http.Handler, c TLSConfig)
 		return err
 	}
 	return nil
+}
+
+// clientCAs reads a CA bundle.
+func clientCAs(file string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("client CA %s: no PEM certificate in it", file)
+	}
+	return pool, nil
+}
+
+// verifiedReviews answers 403 to a review whose client presented no
+// certificate the client CA signed (the handshake verified any that was
+// presented): only the API server may have its reviews answered.
+func verifiedReviews(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == MutatePath && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+			rw.Header().Set("Connection", "close")
+			http.Error(rw, "forbidden: reviews need a client certificate of the client CA", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(rw, r)
+	})
 }

@@ -26,6 +26,7 @@ type admitOptions struct {
 	maxReviews        int
 	conns             netlimit.Limits
 	tokenFile         string
+	clientCA          string
 	log               logOptions
 }
 
@@ -42,6 +43,7 @@ func parseAdmitFlags(args []string, stderr io.Writer) (*admitOptions, error) {
 	fs.IntVar(&o.maxReviews, "max-reviews", 8, "reviews under way at once, shared fairly between client addresses; one more waits a second for a slot, then is answered 503 (the API server applies the failurePolicy)")
 	fs.IntVar(&o.conns.Max, "max-connections", 256, "client connections open at once; past it an idle one is closed, else the new one (0: no bound)")
 	fs.IntVar(&o.conns.PerClient, "max-connections-per-client", 32, "client connections open at once from one address (0: no bound)")
+	fs.StringVar(&o.clientCA, "client-ca-file", "", "CA bundle (PEM) of the client certificate the API server presents to webhooks (its admission configuration's kubeconfig): reviews without one it signed are refused 403; without it any client's reviews are answered")
 	fs.StringVar(&o.tokenFile, "auth-token-file", "", "bearer tokens, one a line, that may read /status and /metrics (mode 0600, re-read when it changes); without it anyone who reaches the webhook may")
 	o.log.define(fs)
 	if err := cmdline.Parse(fs, args); err != nil {
@@ -96,7 +98,7 @@ func serveAdmit(ctx context.Context, o *admitOptions, cmd *daemon.Command, stdou
 	return admitd.Serve(ctx, ln, admitd.Config{
 		Client: cmd.API.Dynamic, Registry: cmd.Registry, Log: cmd.Log, Recorder: cmd.Recorder("mcs-admit"),
 		Deny: o.aboveCeiling == "deny", MaxSpec: o.maxSpec, Recheck: o.recheck, Cert: o.cert, Key: o.key,
-		Conns: o.conns, MaxReviews: o.maxReviews, Tokens: tokens,
+		Conns: o.conns, MaxReviews: o.maxReviews, Tokens: tokens, ClientCA: o.clientCA,
 	})
 }
 

@@ -41,6 +41,9 @@ type Config struct {
 	// Tokens, if not nil, are the bearer tokens that may read /status and
 	// /metrics, read at each request; nil: anyone may.
 	Tokens func() [][]byte
+	// ClientCA, if set, is the CA bundle of the API server's client
+	// certificate: reviews without one are refused (admit.TLSConfig).
+	ClientCA string
 }
 
 // maxStreams bounds the HTTP/2 streams of one connection: the API server
@@ -89,7 +92,7 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 		ceiling.Set(c.MaxSpec)
 		w.SetCeiling(admit.Ceiling{Spec: c.MaxSpec, Reader: "the release a rollback returns to (--max-spec " + c.MaxSpec.String() + ")", Source: "--max-spec " + c.MaxSpec.String()})
 	}
-	return admit.ServeTLS(ctx, ln, w, admit.TLSConfig{CertFile: c.Cert, KeyFile: c.Key, Logger: c.Log, Conns: conns, MaxStreams: maxStreams})
+	return admit.ServeTLS(ctx, ln, w, admit.TLSConfig{CertFile: c.Cert, KeyFile: c.Key, Logger: c.Log, Conns: conns, MaxStreams: maxStreams, ClientCAFile: c.ClientCA})
 }
 
 // CheckPair reads the serving pair as Serve will, so that a missing or

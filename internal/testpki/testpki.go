@@ -105,6 +105,30 @@ func (ca *CA) Issue(t testing.TB, notBefore, notAfter time.Time) Pair {
 	}
 }
 
+// Client signs a client certificate for name (as the API server presents
+// to a webhook), valid now, for an hour.
+func (ca *CA) Client(t testing.TB, name string) Pair {
+	t.Helper()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial.Add(1)),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Minute),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, key := sign(t, tmpl, ca.cert, ca.key)
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Pair{
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
+		Serial:  tmpl.SerialNumber,
+	}
+}
+
 // Serving is a certificate valid now, for an hour.
 func (ca *CA) Serving(t testing.TB) Pair {
 	return ca.Issue(t, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
