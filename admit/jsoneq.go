@@ -135,17 +135,23 @@ func valueEnd(b []byte, i int) (int, error) {
 	return i, nil
 }
 
-// stringEnd is the index after the string starting at b[i], or -1.
+// stringEnd is the index after the string starting at b[i], or -1. It
+// jumps from quote to quote: a rendered config is mostly long data URLs.
 func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
+	for j := i + 1; ; j++ {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		escapes := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			escapes++
+		}
+		if escapes%2 == 0 {
 			return j + 1
 		}
 	}
-	return -1
 }
 
 func skipSpace(b []byte, i int) int {

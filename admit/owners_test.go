@@ -9,6 +9,10 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/ignition-mcs/mcs/convert"
+	"github.com/ignition-mcs/mcs/internal/servetest"
+	"github.com/ignition-mcs/mcs/internal/shareddata"
 )
 
 func TestChangedFields(t *testing.T) {
@@ -240,4 +244,34 @@ func hasDuplicateNames(v []byte) bool {
 		}
 		top.name = true
 	}
+}
+
+// BenchmarkChangedFields is what a review of the largest rendered config
+// of the real data adds to find the fields its rewrite changed: the
+// config as the API server sends it (members sorted) against the lowered
+// one (members in the spec's order), and, for comparison, the two decoded
+// by encoding/json.
+func BenchmarkChangedFields(b *testing.B) {
+	_, mc := servetest.OpenShiftRendered(b, servetest.Load(b, shareddata.Path(b, "realdata", "aws")), "master")
+	var o struct{ Spec struct{ Config any } }
+	if err := json.Unmarshal(mc, &o); err != nil {
+		b.Fatal(err)
+	}
+	sent, _ := json.Marshal(o.Spec.Config) // as the API server encodes it
+	res, err := Lower(sent, convert.Version{})
+	if err != nil || !res.Changed() {
+		b.Fatal(err)
+	}
+	b.Run("scan", func(b *testing.B) {
+		b.SetBytes(int64(len(sent)))
+		for b.Loop() {
+			changedFields(sent, res.Config)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(sent)))
+		for b.Loop() {
+			reflect.DeepEqual(decodeValue(sent), decodeValue(res.Config))
+		}
+	})
 }

@@ -37,7 +37,13 @@ func (c *Cutover) Back(ctx context.Context) error {
 			Begun: []Step{StepRBAC, StepOverride, StepScale, StepDaemonSet}}
 	}
 	if r.has(StepScale) {
-		if err := c.scaleOperator(ctx, r.OperatorReplicas); err != nil {
+		// The operator puts its server back: at least one replica, even
+		// where an admin had scaled it to 0 before the cutover.
+		n := max(r.OperatorReplicas, 1)
+		if n != r.OperatorReplicas {
+			c.log.Warn("the operator had 0 replicas before the cutover; scaled to 1 to put its server back", "deployment", Namespace+"/"+Operator)
+		}
+		if err := c.scaleOperator(ctx, n); err != nil {
 			return err
 		}
 	}

@@ -252,7 +252,7 @@ func imageOf(spec *corev1.PodSpec) string {
 
 // newRecord is what apply keeps of plan p before its first change.
 func newRecord(p *Plan, image string) *Record {
-	return &Record{OperatorReplicas: max(p.OperatorReplicas, 1), OverrideAdded: p.Override == nil || p.Override["unmanaged"] != true,
+	return &Record{OperatorReplicas: p.OperatorReplicas, OverrideAdded: p.Override == nil || p.Override["unmanaged"] != true,
 		Args: p.Args, OpenShiftImage: p.Image, Image: image}
 }
 

@@ -311,3 +311,27 @@ func TestOverrideEditedMeanwhile(t *testing.T) {
 		t.Error("the operator was scaled down after the patch failed")
 	}
 }
+
+// What the cluster held before any cutover is not reported as changed:
+// mcs's ServiceAccount left by an admin (or an earlier cutover gone back
+// by hand) is there, but no apply began, so `cutover back` has nothing to
+// undo and the report must not send the admin there.
+func TestReportPresentBeforeIsNotChanged(t *testing.T) {
+	r := newRehearsal(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "mcs-server", Namespace: Namespace}}
+	if _, err := r.cp.Kube.CoreV1().ServiceAccounts(Namespace).Create(r.ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	changes, err := r.co.Report(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range changes {
+		if c.Changed {
+			t.Errorf("step %v reported changed before any apply: %s", c.Step, c.Detail)
+		}
+		if c.Step == StepRBAC && !strings.Contains(c.Detail, "ServiceAccount "+Namespace+"/mcs-server") {
+			t.Errorf("RBAC detail %q does not name the ServiceAccount in place", c.Detail)
+		}
+	}
+}

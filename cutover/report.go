@@ -54,7 +54,9 @@ func (c *Cutover) Report(ctx context.Context) ([]Change, error) {
 			return nil, fmt.Errorf("reading %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
-	out = append(out, Change{Step: StepRBAC, Changed: len(present) > 0, Detail: strings.Join(present, ", ")})
+	// Present is not changed: they may be from before this cutover (an
+	// earlier one's, or an admin's); only a step begun wrote them.
+	out = append(out, Change{Step: StepRBAC, Changed: len(present) > 0 && r != nil && r.has(StepRBAC), Detail: strings.Join(present, ", ")})
 	p := &Plan{}
 	if err := c.ov.plan(ctx, p); err != nil {
 		return nil, err

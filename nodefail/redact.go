@@ -26,6 +26,10 @@ type rule struct {
 // \", \\\", …, \u0022 or an HTML entity.
 const q = `(?:\\*"|\\+u0022|&quot;)`
 
+// sep is what stands between a secret's name and its value: = or :, also
+// percent-encoded (a query string quoted in a URL).
+const sep = `(?:[=:]|%3[dDaA])`
+
 // Words that name a secret in key=value, key: value and JSON fields.
 // Those of secretWords also name one as the end of a longer name
 // (db_password, proxyPassword, X-Registry-Token); exactWords only alone.
@@ -46,13 +50,18 @@ var rules = []rule{
 	{re: regexp.MustCompile(`(?i)(?:proxy-)?authorization` + q + `?\s*[:=]\s*((?:[^\r\n\\]|\\[^n])+)`)},
 	// a bearer or basic credential wherever it stands
 	{re: regexp.MustCompile(`(?i)\b(?:bearer|basic)\s+([a-z0-9._~+/=-]+)`)},
+	// JSON fields and quoted values unescaped (a JSON document as it is):
+	// a \" inside the value is part of it, not its end.
+	{re: regexp.MustCompile(`(?i)"(?:[a-z0-9_.-]*(?:` + secretWords + `)|identitytoken|registrytoken)"\s*:\s*"((?:[^"\\]|\\.)*)"`)},
+	{re: regexp.MustCompile(`(?i)` + keyName + `\s*` + sep + `\s*"((?:[^"\\]|\\.)*)"`)},
 	// JSON fields, quoted at any depth: "auth":"…", \"password\":\"…\"
 	{re: regexp.MustCompile(`(?i)` + q + `(?:[a-z0-9_.-]*(?:` + secretWords + `)|identitytoken|registrytoken)` + q + `\s*:\s*` + q + `(.*?)` + q)},
 	// key="quoted value", key='quoted value', spaces and all
-	{re: regexp.MustCompile(`(?i)` + keyName + `\s*[=:]\s*` + q + `(.*?)` + q)},
-	{re: regexp.MustCompile(`(?i)` + keyName + `\s*[=:]\s*'([^']*)'`)},
+	{re: regexp.MustCompile(`(?i)` + keyName + `\s*` + sep + `\s*` + q + `(.*?)` + q)},
+	{re: regexp.MustCompile(`(?i)` + keyName + `\s*` + sep + `\s*['‘’]([^'‘’]*)['‘’]`)},
+	{re: regexp.MustCompile(`(?i)` + keyName + `\s*` + sep + `\s*[“”]([^“”]*)[“”]`)},
 	// key=value and key: value in query strings, flags and logs
-	{re: regexp.MustCompile(`(?i)` + keyName + `\s*[=:]\s*([^\s&"',;\\]+)`), keep: isRedacted},
+	{re: regexp.MustCompile(`(?i)` + keyName + `\s*` + sep + `\s*([^\s&"'‘’“”,;\\]+)`), keep: isRedacted},
 	// OpenShift OAuth tokens, and JSON web tokens (service accounts)
 	{re: regexp.MustCompile(`\b(sha256~[A-Za-z0-9_-]+)`)},
 	{re: regexp.MustCompile(`\b(eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)`)},

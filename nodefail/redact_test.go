@@ -32,6 +32,11 @@ var redactCorpus = []struct {
 	{"password yaml", `password: "hunter two"`, []string{"hunter two"}, nil},
 	{"suffixed name", `DB_PASSWORD="correct horse" proxyPassword=battery9Staple`, []string{"correct horse", "battery9Staple"}, []string{"DB_PASSWORD="}},
 	{"escaped quoted value", `cmd: \"password=\\\"spaced secret\\\"\"`, []string{"spaced secret"}, nil},
+	{"escaped quote inside a JSON value", `{"password": "a\"b c"}`, []string{`\"b c`, "b c"}, []string{`{"password": "`}},
+	{"escaped quote inside a quoted value", `password="x\"secret two"`, []string{"secret two"}, nil},
+	{"curly single quotes", `password=’hunter two’ done`, []string{"hunter two", "hunter"}, []string{"done"}},
+	{"curly double quotes", `password=“hunter two” done`, []string{"hunter two", "hunter"}, []string{"done"}},
+	{"percent-encoded =", `GET /v2/token?scope=x&token%3DT0kenPercent99 failed`, []string{"T0kenPercent99"}, []string{"failed"}},
 	// pull-secret JSON in any escaping.
 	{"pull secret", `{"auths":{"quay.io":{"auth":"cm9ib3Q6cGFzc3dvcmQ=","email":"a@b.c"}}}`, []string{"cm9ib3Q6cGFzc3dvcmQ"}, []string{`"email":"a@b.c"`}},
 	{"pull secret escaped", `error: {\"auths\":{\"quay.io\":{\"auth\":\"cm9ib3Q6cGFzc3dvcmQ=\"}}}`, []string{"cm9ib3Q6cGFzc3dvcmQ"}, []string{`\"auths\"`}},

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/ignition-mcs/mcs/convert"
 	"github.com/ignition-mcs/mcs/internal/text"
@@ -340,6 +342,11 @@ func writeInPlace(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	st, _ := info.Sys().(*syscall.Stat_t)
+	if st != nil && st.Nlink > 1 {
+		// A new file renamed over it would split the links.
+		return fmt.Errorf("%s has %d hard links: rewriting it would split them; lower a copy, or write it with - (stdin to stdout)", real, st.Nlink)
+	}
 	f, err := os.CreateTemp(filepath.Dir(real), "."+filepath.Base(real)+".tmp-*")
 	if err != nil {
 		return err
@@ -347,8 +354,16 @@ func writeInPlace(path string, data []byte) error {
 	tmp := f.Name()
 	defer os.Remove(tmp) // fails harmlessly once renamed
 	_, err = f.Write(data)
+	if err == nil && st != nil && (int(st.Uid) != os.Geteuid() || int(st.Gid) != os.Getegid()) {
+		// The new file must be the old one's owner's, as an edit in
+		// place would leave it.
+		if err = f.Chown(int(st.Uid), int(st.Gid)); err != nil {
+			err = fmt.Errorf("keeping %s's owner %d:%d: %w", real, st.Uid, st.Gid, err)
+		}
+	}
 	if err == nil {
-		err = f.Chmod(info.Mode().Perm())
+		// After Chown, which clears the set-id bits.
+		err = f.Chmod(info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky))
 	}
 	if err == nil {
 		err = f.Sync()
@@ -359,5 +374,13 @@ func writeInPlace(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, real)
+	if err := os.Rename(tmp, real); err != nil {
+		return err
+	}
+	// The rename itself survives a crash only once its directory is synced.
+	if d, err := os.Open(filepath.Dir(real)); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	v30 "github.com/coreos/ignition/v2/config/v3_0"
@@ -401,4 +402,58 @@ func TestLowerInPlace(t *testing.T) {
 	if len(ents) != 2 {
 		t.Errorf("%d entries: a temporary file left behind?", len(ents))
 	}
+}
+
+// A rewrite keeps what an edit in place would: the owner (where the
+// caller may set it: root, as CI runs) and the set-id bits; a file with
+// hard links is refused, not split.
+func TestLowerInPlaceKeepsOwnerAndLinks(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join("testdata", "lower", "commented.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("owner and set-id bits", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("changing a file's owner needs root")
+		}
+		dir := t.TempDir()
+		f := filepath.Join(dir, "mc.yaml")
+		if err := os.WriteFile(f, in, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(f, 1234, 1235); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(f, 0o640|os.ModeSetgid); err != nil {
+			t.Fatal(err)
+		}
+		if out, errs, code := cli(t, "", "lower", f); code != exitOK {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+		}
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != 1234 || st.Gid != 1235 || fi.Mode() != 0o640|os.ModeSetgid {
+			t.Errorf("owner %d:%d mode %v, want 1234:1235 %v", st.Uid, st.Gid, fi.Mode(), 0o640|os.ModeSetgid)
+		}
+	})
+	t.Run("hard links", func(t *testing.T) {
+		dir := t.TempDir()
+		f := filepath.Join(dir, "mc.yaml")
+		if err := os.WriteFile(f, in, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(f, filepath.Join(dir, "other.txt")); err != nil {
+			t.Fatal(err)
+		}
+		_, errs, code := cli(t, "", "lower", f)
+		if code == exitOK || !strings.Contains(errs, "has 2 hard links") {
+			t.Errorf("exit %d, stderr:\n%s", code, errs)
+		}
+		if b, _ := os.ReadFile(f); !bytes.Equal(b, in) {
+			t.Error("the linked file was changed")
+		}
+	})
 }
