@@ -191,26 +191,10 @@ func (res *Result) lowest(ctx context.Context, enc *convert.Encoder, judge *conv
 // above the ceiling for its losses: the spec stored at, for each path a
 // reader loses, named as MinVersion names it (else "what a reader reads").
 func lostAbove(lost []convert.Loss, reasons, above []convert.Reason, stored convert.Version) []convert.Reason {
-	var out []convert.Reason
-	seen := map[string]bool{}
-	for _, r := range above {
-		seen[r.Path.String()] = true
-	}
-	for _, l := range lost {
-		k := l.Path.String()
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		what := "the value a reader reads"
-		for _, r := range reasons {
-			if r.Path.String() == k {
-				what = r.What
-			}
-		}
-		out = append(out, convert.Reason{Path: l.Path, What: what, Version: stored})
-	}
-	return out
+	all, _ := convert.LossReasons(lost, reasons, stored)
+	return slices.DeleteFunc(all, func(r convert.Reason) bool {
+		return slices.ContainsFunc(above, func(a convert.Reason) bool { return a.Path.String() == r.Path.String() })
+	})
 }
 
 // readable checks a config of spec declared, needing spec needs, by the

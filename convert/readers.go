@@ -316,3 +316,29 @@ func (e *LossesError) Error() string {
 	}
 	return "not lossless as its readers read it: " + strings.Join(s, "; ")
 }
+
+// LossReasons are the reasons a config needs spec v for what its readers
+// lose below it: one a path lost, for its first loss (returned beside it),
+// named as MinVersion named the field in reasons, else "the value a
+// reader reads".
+func LossReasons(lost []Loss, reasons []Reason, v Version) ([]Reason, []Loss) {
+	var out []Reason
+	var from []Loss
+	seen := map[string]bool{}
+	for _, l := range lost {
+		k := l.Path.String()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		what := "the value a reader reads"
+		for _, r := range reasons {
+			if r.Path.String() == k {
+				what = r.What
+			}
+		}
+		out = append(out, Reason{Path: l.Path, What: what, Version: v})
+		from = append(from, l)
+	}
+	return out, from
+}

@@ -87,12 +87,12 @@ func objects(file string, data []byte) ([]*objRef, []*render.Error) {
 	var out []*objRef
 	var errs []*render.Error
 	n := 0
-	for _, sp := range splitDocuments(data) {
-		doc := data[sp.start:sp.end]
+	for _, sp := range render.DocumentSpans(data) {
+		doc := data[sp.Start:sp.End]
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
-		js, err := intake.YAMLToJSON(doc, sp.line)
+		js, err := intake.YAMLToJSON(doc, sp.Line)
 		if err != nil {
 			x := &render.Error{File: file, Message: "invalid YAML: " + err.Error(), Err: render.ErrInvalid}
 			var ye *intake.YAMLError
@@ -106,7 +106,7 @@ func objects(file string, data []byte) ([]*objRef, []*render.Error) {
 			continue // comments only
 		}
 		n++
-		d := newDocument(n, sp.start, sp.line, doc, false)
+		d := newDocument(n, sp.Start, sp.Line, doc, false)
 		errs = append(errs, d.appendObjects(&out, file, js, convert.NewPath())...)
 	}
 	return out, errs
@@ -179,49 +179,4 @@ func (d *document) find(path []string) *yaml.Node {
 		_, n = intake.Child(n, seg)
 	}
 	return n
-}
-
-// span is one document's bytes in a file and the line it starts on.
-type span struct{ start, end, line int }
-
-// splitDocuments splits a YAML stream at "---" lines (and "..." ends) as
-// render's loader does, so documents count and lines number alike.
-func splitDocuments(data []byte) []span {
-	var out []span
-	start, line, from := 1, 1, 0
-	flush := func(to, next int) {
-		out = append(out, span{from, to, start})
-		from, start = next, line+1
-	}
-	for i := 0; i < len(data); {
-		end := bytes.IndexByte(data[i:], '\n')
-		if end < 0 {
-			end = len(data)
-		} else {
-			end += i
-		}
-		ln := data[i:end]
-		switch {
-		case isDocSep(ln):
-			flush(i, i+3)
-			start = line
-		case bytes.Equal(bytes.TrimRight(ln, " \t\r"), []byte("...")):
-			flush(i, min(end+1, len(data)))
-		}
-		i = end + 1
-		line++
-	}
-	if from < len(data) {
-		out = append(out, span{from, len(data), start})
-	}
-	return out
-}
-
-// isDocSep says whether a line starts a YAML document: "---" alone or
-// followed by whitespace.
-func isDocSep(ln []byte) bool {
-	if !bytes.HasPrefix(ln, []byte("---")) {
-		return false
-	}
-	return len(ln) == 3 || strings.ContainsRune(" \t\n\f\r", rune(ln[3]))
 }

@@ -218,10 +218,26 @@ func isDocSep(ln []byte) bool {
 // splitDocuments splits a YAML stream at "---" lines and returns each
 // document with the line it starts on, so errors keep file line numbers.
 func splitDocuments(data []byte) (docs [][]byte, starts []int) {
+	for _, sp := range DocumentSpans(data) {
+		docs = append(docs, data[sp.Start:sp.End])
+		starts = append(starts, sp.Line)
+	}
+	return docs, starts
+}
+
+// DocSpan is one document of a YAML stream: data[Start:End], beginning on
+// line Line (1-based) of the stream.
+type DocSpan struct{ Start, End, Line int }
+
+// DocumentSpans splits a YAML stream at "---" lines (content after "--- "
+// on the same line starts the next document) and "..." ends, as the loader
+// reads it: tools that edit a file in place count documents and number
+// lines alike.
+func DocumentSpans(data []byte) []DocSpan {
+	var out []DocSpan
 	start, line, from := 1, 1, 0
-	flush := func(to int, next int) {
-		docs = append(docs, data[from:to])
-		starts = append(starts, start)
+	flush := func(to, next int) {
+		out = append(out, DocSpan{from, to, start})
 		from, start = next, line+1
 	}
 	for i := 0; i < len(data); {
@@ -234,7 +250,6 @@ func splitDocuments(data []byte) (docs [][]byte, starts []int) {
 		ln := data[i:end]
 		switch {
 		case isDocSep(ln):
-			// Content after "--- " on the same line starts the next document.
 			flush(i, i+3)
 			start = line
 		case bytes.Equal(bytes.TrimRight(ln, " \t\r"), []byte("...")):
@@ -244,10 +259,9 @@ func splitDocuments(data []byte) (docs [][]byte, starts []int) {
 		line++
 	}
 	if from < len(data) {
-		docs = append(docs, data[from:])
-		starts = append(starts, start)
+		out = append(out, DocSpan{from, len(data), start})
 	}
-	return docs, starts
+	return out
 }
 
 // decodeDocuments reads a file's objects: JSON (an object or an array of

@@ -63,22 +63,9 @@ func lowestRead(enc *convert.Encoder, target, ceiling, need convert.Version) (ou
 // readers lose below it (above the ceiling, or written at top), named as MinVersion names the field (else "the
 // value a reader reads").
 func lostReasons(lost []convert.Loss, reasons []convert.Reason, top convert.Version) []convert.Reason {
-	var out []convert.Reason
-	seen := map[string]bool{}
-	for _, l := range lost {
-		k := l.Path.String()
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		what := "the value a reader reads"
-		for _, r := range reasons {
-			if r.Path.String() == k {
-				what = r.What
-			}
-		}
-		what += " (" + l.Reader.Who + " reads it otherwise at spec " + l.Stored.String() + ": " + l.Message + ")"
-		out = append(out, convert.Reason{Path: l.Path, What: what, Version: top})
+	out, from := convert.LossReasons(lost, reasons, top)
+	for i, l := range from {
+		out[i].What += " (" + l.Reader.Who + " reads it otherwise at spec " + l.Stored.String() + ": " + l.Message + ")"
 	}
 	return out
 }
