@@ -73,21 +73,9 @@ func (p *planner) reads(es []edit) bool {
 	if err != nil {
 		return false
 	}
-	v := decode(js)
-	for _, seg := range append(pathParts(p.at), "spec", "config") {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[seg]
-		case []any:
-			i := -1
-			fmt.Sscan(seg, &i)
-			if i < 0 || i >= len(x) {
-				return false
-			}
-			v = x[i]
-		default:
-			return false
-		}
+	v, ok := walk(decode(js), append(pathParts(p.at), "spec", "config"))
+	if !ok {
+		return false
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -151,20 +139,9 @@ func (p *planner) deletions() (dels [][]string, ok bool) {
 
 // deleteAt deletes the key at path in v, reporting whether it was there.
 func deleteAt(v any, path []string) bool {
-	for _, seg := range path[:len(path)-1] {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[seg]
-		case []any:
-			i := -1
-			fmt.Sscan(seg, &i)
-			if i < 0 || i >= len(x) {
-				return false
-			}
-			v = x[i]
-		default:
-			return false
-		}
+	v, ok := walk(v, path[:len(path)-1])
+	if !ok {
+		return false
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -467,4 +444,25 @@ func graft(n, orig *yaml.Node) {
 			n.Content = append(n.Content, p.k, p.v)
 		}
 	}
+}
+
+// walk is the value at path in v (object keys, list indexes), false where
+// the path leads nowhere.
+func walk(v any, path []string) (any, bool) {
+	for _, seg := range path {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[seg]
+		case []any:
+			i := -1
+			fmt.Sscan(seg, &i)
+			if i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
 }
