@@ -28,7 +28,9 @@ const MinHeld = minPlaceholder
 // back, what would be written from the config.
 type Held struct {
 	JSON []byte // the config, with tokens
-	ph   *placeholders
+	lead string
+	orig map[int]string // the contents, by token
+	max  int            // above every token
 }
 
 // Hold holds out of raw, a spec-3 config's JSON, every data URL of at least
@@ -40,8 +42,9 @@ type Held struct {
 // outside printable ASCII is left in place (its text would need decoding).
 // valid, which may be nil, keeps each content's check for the next config.
 func Hold(raw []byte, valid *ValidItems, min int) (*Held, bool) {
-	h := holder{s: scanner{b: raw}, min: min, valid: valid, ph: newPlaceholders(false), index: map[string]int{}, ok: true}
-	if bytes.Contains(raw, []byte(h.ph.lead)) {
+	h := holder{s: scanner{b: raw}, min: min, valid: valid, held: &Held{orig: map[int]string{}}, index: map[string]int{}, ok: true}
+	h.held.lead = valid.heldLead()
+	if bytes.Contains(raw, []byte(h.held.lead)) {
 		return nil, false // it cannot name a token (a random nonce), but a check costs nothing
 	}
 	if !h.config() || !h.ok || len(h.spans) == 0 {
@@ -52,12 +55,13 @@ func Hold(raw []byte, valid *ValidItems, min int) (*Held, bool) {
 	for _, sp := range h.spans {
 		out = append(out, raw[at:sp.start]...)
 		out = append(out, '"')
-		out = append(out, h.ph.lead...)
+		out = append(out, h.held.lead...)
 		out = strconv.AppendInt(out, int64(sp.n), 10)
 		out = append(out, '"')
 		at = sp.end
 	}
-	return &Held{JSON: append(out, raw[at:]...), ph: h.ph}, true
+	h.held.JSON = append(out, raw[at:]...)
+	return h.held, true
 }
 
 // holder is Hold's walk: the sources held, where they are, and whether
@@ -66,7 +70,7 @@ type holder struct {
 	s     scanner
 	min   int
 	valid *ValidItems
-	ph    *placeholders
+	held  *Held
 	index map[string]int // each content's token
 	spans []heldSpan
 	ok    bool
@@ -147,9 +151,10 @@ func (h *holder) source() bool {
 			h.ok = false
 			return false
 		}
-		n = len(h.ph.orig)
+		n = h.valid.heldToken(v, len(h.held.orig))
 		h.index[v] = n
-		h.ph.orig = append(h.ph.orig, v)
+		h.held.orig[n] = v
+		h.held.max = max(h.held.max, n+1)
 	}
 	h.spans = append(h.spans, heldSpan{start, s.i, n})
 	return true
@@ -159,8 +164,54 @@ func (h *holder) source() bool {
 // each token's content put back as Marshal writes it, or false when a
 // token is left.
 func (h *Held) Restore(b []byte) ([]byte, bool) {
-	out, _ := h.ph.restoreJSON(b)
-	return out, !h.ph.leftover(out)
+	js := make(map[int][]byte, len(h.orig))
+	for n, o := range h.orig {
+		b, _ := Marshal(o, false) // a string always encodes
+		js[n] = b[:len(b)-1]
+	}
+	out, _ := restoreTokens(b, []byte(`"`+h.lead), '"', h.max, func(n int) []byte {
+		if o, ok := js[n]; ok {
+			return o
+		}
+		return []byte(`"` + h.lead + strconv.Itoa(n)) // not ours: left, and found below
+	})
+	return out, !bytes.Contains(out, []byte(h.lead))
+}
+
+// heldLead is the lead of the tokens Hold writes: one per ValidItems (until
+// Forget), so that a content is the same token in every config held
+// through it, and what is kept of an item holding one (a step up) serves
+// the next config; a fresh one each time for a nil v.
+func (v *ValidItems) heldLead() string {
+	if v == nil {
+		return newPlaceholders(false).lead
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.lead == "" {
+		v.lead = newPlaceholders(false).lead
+	}
+	return v.lead
+}
+
+// heldToken is content s's token number: the same in every config held
+// through v (until Forget); for a nil v, next.
+func (v *ValidItems) heldToken(s string, next int) int {
+	if v == nil {
+		return next
+	}
+	key := itemKey(sha256.Sum256([]byte(s)))
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n, ok := v.tokens[key]
+	if !ok {
+		if v.tokens == nil {
+			v.tokens = map[itemKey]int{}
+		}
+		n = len(v.tokens)
+		v.tokens[key] = n
+	}
+	return n
 }
 
 // source reports whether Ignition accepts s as a source, as

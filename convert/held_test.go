@@ -88,8 +88,8 @@ func TestHold(t *testing.T) {
 				}
 				return
 			}
-			if c.held < 0 || len(h.ph.orig) != c.held {
-				t.Fatalf("held %d, want %d: %s", len(h.ph.orig), c.held, h.JSON)
+			if c.held < 0 || len(h.orig) != c.held {
+				t.Fatalf("held %d, want %d: %s", len(h.orig), c.held, h.JSON)
 			}
 			back, ok := h.Restore(h.JSON)
 			if !ok || !sameJSONValue(t, back, []byte(c.raw)) {

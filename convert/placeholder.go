@@ -140,10 +140,19 @@ func (p *placeholders) leftover(body []byte) bool {
 // restore replaces each lead+index+end in body, index below limit, with
 // with(index)+end.
 func (p *placeholders) restore(body, lead []byte, end byte, limit int, with func(int) []byte) ([]byte, int) {
-	if len(p.orig) == 0 || body == nil {
+	if len(p.orig) == 0 {
 		return body, 0
 	}
-	text, found := p.split(body, lead, end, limit)
+	return restoreTokens(body, lead, end, limit, with)
+}
+
+// restoreTokens replaces each lead+index+end in body, index below limit,
+// with with(index)+end.
+func restoreTokens(body, lead []byte, end byte, limit int, with func(int) []byte) ([]byte, int) {
+	if body == nil {
+		return body, 0
+	}
+	text, found := splitTokens(body, lead, end, limit)
 	if len(found) == 0 {
 		return body, 0
 	}
@@ -159,10 +168,10 @@ func (p *placeholders) restore(body, lead []byte, end byte, limit int, with func
 	return append(out, text[len(found)]...), len(found)
 }
 
-// split cuts body at each lead+index+end, index below limit: text holds
-// the bytes around them (one more than found, each a subslice of body, the
-// end byte starting the next) and found their indices, in order.
-func (p *placeholders) split(body, lead []byte, end byte, limit int) (text [][]byte, found []int) {
+// splitTokens cuts body at each lead+index+end, index below limit: text
+// holds the bytes around them (one more than found, each a subslice of
+// body, the end byte starting the next) and found their indices, in order.
+func splitTokens(body, lead []byte, end byte, limit int) (text [][]byte, found []int) {
 	start, rest := 0, body
 	for {
 		at := bytes.Index(rest, lead)

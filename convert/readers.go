@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -278,7 +279,7 @@ func (j *Judge) Losses(stored []byte) []Loss {
 		}
 		return out
 	}
-	up := stepUp(got, s, j.declared)
+	up := j.valid.stepUpItems(got, s, j.declared)
 	if len(diff(j.orig, up)) == 0 && (!masksOnTheWay(s, j.declared) || len(diff(j.orig, maskedModes(up))) == 0) {
 		return nil
 	}
@@ -393,4 +394,85 @@ func LossReasons(lost []Loss, reasons []Reason, v Version) ([]Reason, []Loss) {
 		from = append(from, l)
 	}
 	return out, from
+}
+
+// stepUpItems is stepUp(c, from, to) with each of c's files and units
+// stepped up alone, kept by content in v for the next config (a rendered
+// config repeats most items of the one before). Ignition's steps are
+// type-directed: a list's elements are translated one by one, and no
+// step reads across them (config/v3_N/translate: custom translators of
+// single types, and 3.2's of Storage translating each list element by
+// element), so a config steps up as its files and units do alone, beside
+// the rest; TestStepUpItemsIsStepUp holds that for every fixture at every
+// spec. A nil v is stepUp.
+func (v *ValidItems) stepUpItems(c any, from, to Version) any {
+	cv := reflect.ValueOf(c)
+	if v == nil || !from.Less(to) || cv.Kind() != reflect.Struct {
+		return stepUp(c, from, to)
+	}
+	lists := [][2]string{{"Storage", "Files"}, {"Systemd", "Units"}}
+	rest := reflect.New(cv.Type()).Elem()
+	rest.Set(cv)
+	for _, l := range lists {
+		if f := rest.FieldByName(l[0]).FieldByName(l[1]); f.Len() > 0 {
+			f.SetZero()
+		}
+	}
+	up := reflect.ValueOf(stepUp(rest.Interface(), from, to))
+	out := reflect.New(up.Type()).Elem()
+	out.Set(up)
+	for _, l := range lists {
+		items := cv.FieldByName(l[0]).FieldByName(l[1])
+		if items.Len() == 0 {
+			continue
+		}
+		dst := out.FieldByName(l[0]).FieldByName(l[1])
+		stepped := reflect.MakeSlice(dst.Type(), items.Len(), items.Len())
+		for i := range items.Len() {
+			item, ok := v.stepItem(cv.Type(), l, items.Index(i), from, to)
+			if !ok {
+				return stepUp(c, from, to)
+			}
+			stepped.Index(i).Set(item)
+		}
+		dst.Set(stepped)
+	}
+	return out.Interface()
+}
+
+// stepItem is item, a file or unit (list l) of a config of type t at spec
+// from, stepped up to spec to alone, from v when known. Items are kept by
+// their JSON as it is (tokens included: a step up keeps them, and Hold's
+// are the same from one config to the next), never shared by type alone.
+func (v *ValidItems) stepItem(t reflect.Type, l [2]string, item reflect.Value, from, to Version) (reflect.Value, bool) {
+	js, err := json.Marshal(item.Interface())
+	if err != nil {
+		return reflect.Value{}, false
+	}
+	h := sha256.New()
+	h.Write([]byte(from.String() + ">" + to.String() + " " + t.PkgPath() + "." + l[1] + "\x00"))
+	h.Write(js)
+	key := itemKey(h.Sum(nil))
+	v.mu.Lock()
+	got, known := v.steps[key]
+	v.mu.Unlock()
+	if known {
+		return got, true
+	}
+	tiny := reflect.New(t).Elem()
+	list := reflect.MakeSlice(reflect.SliceOf(item.Type()), 1, 1)
+	list.Index(0).Set(item)
+	tiny.FieldByName(l[0]).FieldByName(l[1]).Set(list)
+	up := reflect.ValueOf(stepUp(tiny.Interface(), from, to)).FieldByName(l[0]).FieldByName(l[1])
+	if up.Len() != 1 {
+		return reflect.Value{}, false
+	}
+	got = up.Index(0)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.steps == nil {
+		v.steps = map[itemKey]reflect.Value{}
+	}
+	v.steps[key] = got
+	return got, true
 }

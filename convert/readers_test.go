@@ -74,6 +74,47 @@ func TestStepUpIsParseCompatibleVersion(t *testing.T) {
 	}
 }
 
+// TestStepUpItemsIsStepUp: a config stepped up a file and a unit at a
+// time, items kept by content, is what Ignition's steps make of it whole:
+// every fixture written at every spec, stepped up to every newer spec,
+// twice through one ValidItems (the second time from what it kept).
+func TestStepUpItemsIsStepUp(t *testing.T) {
+	valid := &ValidItems{}
+	items := 0
+	for pass := range 2 {
+		for _, f := range fixtures(t) {
+			p, err := Parse(f.raw)
+			if err != nil || p.Version.Major != 3 {
+				continue
+			}
+			for _, s := range OutputVersions {
+				out, err := NewEncoder(p.Config, false).Encode(s, nil)
+				if err != nil || s.Major != 3 {
+					continue
+				}
+				own, err := readAs(out.JSON, s)
+				if err != nil {
+					continue
+				}
+				for _, v := range OutputVersions {
+					if !s.Less(v) {
+						continue
+					}
+					if want, got := stepUp(own, s, v), valid.stepUpItems(own, s, v); !reflect.DeepEqual(want, got) {
+						t.Errorf("%s at %s stepped up to %s (pass %d): by items differs from whole\n%v", f.name, s, v, pass, diff(want, got))
+					}
+				}
+			}
+		}
+		if pass == 0 {
+			items = len(valid.steps)
+		}
+	}
+	if items < 100 || len(valid.steps) != items {
+		t.Errorf("%d items kept after the first pass, %d after the second", items, len(valid.steps))
+	}
+}
+
 // TestReadValidIsReadAs: reading a config through a ValidItems (decode,
 // version, validation a file or unit at a time) gives what Ignition's own
 // ParseCompatibleVersion gives, and fails where it fails: every fixture as
@@ -129,6 +170,7 @@ func TestReadValidIsReadAs(t *testing.T) {
 			t.Errorf("%s at %s: read through ValidItems (%v) differs from ParseCompatibleVersion (%v)", raw, decl, gerr, werr)
 		}
 	}
+	t.Logf("%d configs read, %d refused", len(raws), refused)
 	if refused < 6*10 {
 		t.Errorf("only %d configs refused: the cases do not exercise the fallback", refused)
 	}

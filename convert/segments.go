@@ -17,7 +17,7 @@ func (e *Encoder) EncodeSegments(v Version, edit func(*Config) error) ([][]byte,
 		return [][]byte{tokens}, nil
 	}
 	js := e.ph.jsonAll()
-	text, found := e.ph.split(tokens, []byte(`"`+e.ph.lead), '"', len(js))
+	text, found := splitTokens(tokens, []byte(`"`+e.ph.lead), '"', len(js))
 	segs := make([][]byte, 0, 2*len(found)+1)
 	leftover := false
 	for i, t := range text {

@@ -26,8 +26,11 @@ import (
 // for concurrent use; the zero value is ready.
 type ValidItems struct {
 	mu      sync.Mutex
-	valid   map[itemKey]bool // passes alone
-	sources map[itemKey]bool // data URLs Hold checked, by content
+	valid   map[itemKey]bool          // passes alone
+	sources map[itemKey]bool          // data URLs Hold checked, by content
+	lead    string                    // of Hold's tokens (see heldLead)
+	tokens  map[itemKey]int           // Hold's token of each content
+	steps   map[itemKey]reflect.Value // items stepped up (see stepUpItems)
 }
 
 // itemKey is an item's content key: the SHA-256 of its type's name and its
@@ -105,8 +108,8 @@ func (v *ValidItems) Passes(cfg any) bool {
 func (v *ValidItems) Forget(max int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if len(v.valid)+len(v.sources) > max {
-		v.valid, v.sources = nil, nil
+	if len(v.valid)+len(v.sources)+len(v.tokens)+len(v.steps) > max {
+		v.valid, v.sources, v.tokens, v.steps, v.lead = nil, nil, nil, nil, ""
 	}
 }
 
