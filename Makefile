@@ -69,14 +69,19 @@ scale:
 # flight, each a new TLS connection from one of 200 loopback addresses and
 # one fetch, against mcs and a bare TLS server writing the same bytes,
 # alternating; exits 1 when a goal is missed. STORM_ARGS adds flags
-# (e.g. -rounds 5 -key p256).
+# (e.g. -rounds 5 -key p256). STORM_MCO_SRC (a clone of
+# github.com/openshift/machine-config-operator) or STORM_MCO_BIN adds
+# OpenShift's machine-config-server, reported, not gated.
 STORM_TREE ?= $(SCALE_TREE)
 STORM_N ?= 5000
 STORM_ARGS ?=
+STORM_MCO_SRC ?=
+STORM_MCO_BIN ?=
 .PHONY: storm
 storm:
 	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/mcs ./cmd/dev/storm
-	$(BIN)/storm -mcs $(BIN)/mcs -tree $(STORM_TREE) -n $(STORM_N) $(STORM_ARGS)
+	$(BIN)/storm -mcs $(BIN)/mcs -tree $(STORM_TREE) -n $(STORM_N) \
+		$(if $(STORM_MCO_SRC),-mco-src $(STORM_MCO_SRC)) $(if $(STORM_MCO_BIN),-mco-bin $(STORM_MCO_BIN)) $(STORM_ARGS)
 
 # MachineConfig creates through the real kube-apiserver and etcd (issue 46):
 # no webhook, a webhook answering mcs admit's patch computed beforehand (the

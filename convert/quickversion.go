@@ -92,6 +92,50 @@ func (s *scanner) object(member func(key string) bool) bool {
 	}
 }
 
+// array reads an array, calling elem for each element with the scanner
+// at it, which elem must read; false stops it.
+func (s *scanner) array(elem func() bool) bool {
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '[' {
+		return false
+	}
+	s.i++
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return true
+	}
+	for {
+		s.space()
+		if !elem() {
+			return false
+		}
+		s.space()
+		if s.i >= len(s.b) {
+			return false
+		}
+		s.i++
+		switch s.b[s.i-1] {
+		case ',':
+		case ']':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// skipNull passes over a null where an array or object was expected
+// and did not start: what decoding takes as none.
+func (s *scanner) skipNull() bool {
+	s.space()
+	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		s.i += len("null")
+		return true
+	}
+	return false
+}
+
 // str reads a string of plain ASCII (no escape, no control character):
 // what decoding it would not change.
 func (s *scanner) str() (string, bool) {
@@ -158,4 +202,15 @@ func (s *scanner) skipString() bool {
 		}
 	}
 	return false
+}
+
+// QuickVersion is the spec a JSON config declares where quickVersion finds
+// it certainly, without decoding the config; ok is false elsewhere.
+func QuickVersion(raw []byte) (v Version, ok bool) {
+	vs, ok := quickVersion(raw)
+	if !ok {
+		return Version{}, false
+	}
+	v, err := ParseVersion(vs)
+	return v, err == nil && v.String() == vs
 }

@@ -25,8 +25,9 @@ import (
 // a check. One shared by a set's renders validates each item once. Safe
 // for concurrent use; the zero value is ready.
 type ValidItems struct {
-	mu    sync.Mutex
-	valid map[itemKey]bool // passes alone
+	mu      sync.Mutex
+	valid   map[itemKey]bool // passes alone
+	sources map[itemKey]bool // data URLs Hold checked, by content
 }
 
 // itemKey is an item's content key: the SHA-256 of its type's name and its
@@ -104,8 +105,8 @@ func (v *ValidItems) Passes(cfg any) bool {
 func (v *ValidItems) Forget(max int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if len(v.valid) > max {
-		v.valid = nil
+	if len(v.valid)+len(v.sources) > max {
+		v.valid, v.sources = nil, nil
 	}
 }
 

@@ -21,6 +21,7 @@ type response struct {
 	Accept string      `json:"accept"`
 	Header http.Header `json:"header"`
 	Body   []byte      `json:"body"`
+	Status string      `json:"-"` // as recorded
 }
 
 // bareHandler writes, in one Write, the recorded response of the request's

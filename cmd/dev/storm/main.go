@@ -14,6 +14,13 @@
 // when a goal is missed: every mcs storm complete without failures within
 // --goal-time, the median of mcs/bare completion ratios at most
 // --goal-ratio, mcs's peak RSS under --goal-rss.
+//
+// With -mco-src (a machine-config-operator checkout, built at run time)
+// or -mco-bin, OpenShift's own machine-config-server joins the rotation,
+// in its bootstrap mode, serving the same render: reported, never gated.
+// It listens on every interface on fixed ports, so the whole storm then
+// runs in a user and network namespace of its own (netns.go); when one
+// cannot be made, or it fails, the storm goes on without it and says why.
 package main
 
 import (
@@ -38,7 +45,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	err := run(ctx, os.Args[1:], os.Stdout)
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == netnsCommand {
+		err = runInNetns(ctx, os.Args[2:], os.Stdout)
+	} else {
+		err = run(ctx, os.Args[1:], os.Stdout)
+	}
 	if errors.Is(err, errGoalMissed) {
 		os.Exit(1)
 	}
@@ -58,6 +70,12 @@ type options struct {
 	goalRatio       float64
 	goalRSSMiB      float64
 	timeout         time.Duration
+	// OpenShift's machine-config-server, reported beside mcs and not
+	// gated: built from mcoSrc, or the binary mcoBin (mco.go).
+	mcoSrc, mcoBin string
+	// inNetns: this process runs in the private network namespace
+	// OpenShift's server needs (netns.go).
+	inNetns bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -77,8 +95,17 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.goalRatio, "goal-ratio", 1.1, "goal: median completion time at most this times the bare server's")
 	fs.Float64Var(&o.goalRSSMiB, "goal-rss", 200, "goal: mcs's peak RSS under this many MiB")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "limit for a server to start and for each storm")
+	fs.StringVar(&o.mcoSrc, "mco-src", "", "also storm OpenShift's machine-config-server (reported, not gated), built from this\n"+
+		"machine-config-operator source tree (a git clone of "+mcoRepo+")")
+	fs.StringVar(&o.mcoBin, "mco-bin", "", "also storm OpenShift's machine-config-server (reported, not gated): this prebuilt binary")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.mcoSrc != "" && o.mcoBin != "" {
+		return o, errors.New("-mco-src and -mco-bin: give one")
 	}
 	if o.nodes < 1 || o.inflight < 1 || o.rounds < 1 || o.addrs < 1 || o.addrs > 250*250 {
 		return o, errors.New("-n, -inflight, -rounds and -addrs must be positive (-addrs at most 62500)")
@@ -93,11 +120,27 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return runParsed(ctx, o, args, stdout)
+}
+
+// runParsed runs the storms o asks for; args are o's flags, for a run of
+// the whole storm in a network namespace of its own.
+func runParsed(ctx context.Context, o options, args []string, stdout io.Writer) error {
 	dir, err := os.MkdirTemp("", "mcs-storm-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	if !o.inNetns && o.mco() {
+		// OpenShift's server binds every interface on fixed ports: the
+		// whole storm moves into a network namespace of its own.
+		err := reexecInNetns(ctx, dir, o, args, stdout)
+		if !errors.As(err, new(skipMCO)) {
+			return err
+		}
+		fmt.Fprintf(stdout, "mco: skipped: %v\n", err)
+		o.mcoSrc, o.mcoBin = "", ""
+	}
 	f, err := newFixture(dir, o)
 	if err != nil {
 		return err
@@ -106,6 +149,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	defer cleanup()
 	if err != nil {
 		return err
+	}
+	if mco := addMCO(ctx, o, f, targets[0], stdout); mco != nil {
+		defer mco.stop()
+		targets = append(targets, mco)
 	}
 	fmt.Fprintf(stdout, "storm: %d nodes, %d in flight, from %d addresses, pool %s, eras %s, %d rounds\n",
 		o.nodes, o.inflight, o.addrs, o.pool, strings.Join(eraNames(o.eras...), " "), o.rounds)

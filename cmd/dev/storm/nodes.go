@@ -61,11 +61,11 @@ func newStorm(o options, f *fixture, t *target) (*storm, error) {
 		// each node's first (and only) fetch is.
 		tls:     &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"},
 		timeout: o.timeout}
-	for _, e := range o.eras {
+	for _, e := range t.erasOf(o) {
 		h := http.Header{}
 		setHeaders(h, e, f.token)
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "GET /config/%s HTTP/1.1\r\nHost: %s\r\n", o.pool, t.addr)
+		fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\n", t.path(o), t.addr)
 		_ = h.Write(&b)
 		b.WriteString("\r\n")
 		s.requests = append(s.requests, b.Bytes())

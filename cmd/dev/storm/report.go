@@ -38,13 +38,22 @@ func rounds(ctx context.Context, o options, f *fixture, targets []*target, stdou
 	}
 	fmt.Fprintf(stdout, "%-5s %-5s %10s %9s %9s %9s %7s %8s %8s %9s  %s\n", "round", "server", "complete", "p50", "p99", "max", "failed", "retried", "CPU s", "peak MiB", "load")
 	var runs []stormRun
+	dropped := map[*target]bool{}
 	for r := range o.rounds {
 		for j := range targets {
 			k := j
 			if r%2 == 1 {
 				k = len(targets) - 1 - j
 			}
+			if dropped[targets[k]] {
+				continue
+			}
 			sr, err := one(ctx, storms[k], targets[k], r)
+			if err != nil && targets[k].reportOnly && ctx.Err() == nil {
+				fmt.Fprintf(stdout, "%s: dropped from the run: %v\n", targets[k].name, err)
+				dropped[targets[k]] = true
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -24,17 +24,47 @@ type target struct {
 	addr  string // host:port
 	cmd   *exec.Cmd
 	gated bool // its figures count against the goals
+	// reportOnly: a server shown beside the others (OpenShift's) that
+	// nothing is compared with; when it fails, the run goes on without it.
+	reportOnly bool
 	// want is the body each era must get (by era index); nil: not checked.
 	want [][]byte
+	// pool is the pool its nodes fetch, when not the storm's.
+	pool string
+	// eras are its nodes' eras, when not all the storm's: those it
+	// answers (OpenShift's server answers some with an error).
+	eras []era
+	// exited, when set, is closed once cmd has been waited for.
+	exited chan struct{}
 }
 
 func (t *target) pid() int { return t.cmd.Process.Pid }
 
-func (t *target) stop() {
-	if t.cmd.Process != nil {
-		_ = t.cmd.Process.Kill()
-		_ = t.cmd.Wait()
+// path is what its nodes fetch.
+func (t *target) path(o options) string {
+	if t.pool != "" {
+		return "/config/" + t.pool
 	}
+	return "/config/" + o.pool
+}
+
+func (t *target) erasOf(o options) []era {
+	if t.eras != nil {
+		return t.eras
+	}
+	return o.eras
+}
+
+func (t *target) stop() {
+	if t.cmd.Process == nil {
+		return
+	}
+	_ = t.cmd.Process.Kill()
+	if t.exited != nil {
+		<-t.exited
+		return
+	}
+	_ = t.cmd.Wait()
 }
 
 // startServers starts mcs, records its answer to each era, then starts the
@@ -59,9 +89,12 @@ func startServers(ctx context.Context, o options, f *fixture) ([]*target, func()
 	if err := waitReady(ctx, "http://"+admin+"/readyz", o.timeout); err != nil {
 		return nil, cleanup, fmt.Errorf("mcs: %w", err)
 	}
-	responses, err := record(f, mcs.addr, o)
+	responses, err := record(f, mcs, o)
 	if err != nil {
 		return nil, cleanup, err
+	}
+	if why := notOK(mcs, responses, o.eras); why != "" {
+		return nil, cleanup, errors.New(why)
 	}
 	for _, r := range responses {
 		mcs.want = append(mcs.want, r.Body)
@@ -159,10 +192,11 @@ func waitReady(ctx context.Context, url string, timeout time.Duration) error {
 	}
 }
 
-// record asks mcs once as each era does and keeps the answers: the bytes
-// the bare server writes and every node must get. It also makes mcs encode
-// each era's spec before the storm, as a server up for a while has.
-func record(f *fixture, addr string, o options) ([]response, error) {
+// record asks t once as each era does and keeps the answers: the bytes
+// every node must get, and for mcs those the bare server writes. It also
+// makes mcs encode each era's spec before the storm, as a server up for a
+// while has.
+func record(f *fixture, t *target, o options) ([]response, error) {
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(f.caPEM) {
 		return nil, errors.New("no CA")
@@ -171,8 +205,8 @@ func record(f *fixture, addr string, o options) ([]response, error) {
 	defer client.CloseIdleConnections()
 	var out []response
 	for _, e := range o.eras {
-		path := "/config/" + o.pool
-		req, _ := http.NewRequest(http.MethodGet, "https://"+addr+path, nil)
+		path := t.path(o)
+		req, _ := http.NewRequest(http.MethodGet, "https://"+t.addr+path, nil)
 		setHeaders(req.Header, e, f.token)
 		resp, err := client.Do(req)
 		if err != nil {
@@ -183,14 +217,22 @@ func record(f *fixture, addr string, o options) ([]response, error) {
 		if err != nil {
 			return nil, err
 		}
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("mcs answered %s %s: %s %.200s", e.version, path, resp.Status, body)
-		}
 		h := resp.Header.Clone()
 		h.Del("Date")
-		out = append(out, response{Path: path, Accept: e.accept, Header: h, Body: body})
+		out = append(out, response{Path: path, Accept: e.accept, Header: h, Body: body, Status: resp.Status})
 	}
 	return out, nil
+}
+
+// notOK is the first answer of responses (one per era of eras) that is
+// not a 200, in words, or "".
+func notOK(t *target, responses []response, eras []era) string {
+	for i, r := range responses {
+		if r.Status != "200 OK" {
+			return fmt.Sprintf("%s answered %s (%s) %s: %s %.200s", t.name, eras[i].version, eras[i].accept, r.Path, r.Status, r.Body)
+		}
+	}
+	return ""
 }
 
 func setHeaders(h http.Header, e era, token string) {
