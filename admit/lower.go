@@ -178,7 +178,7 @@ func lowerAsIs(ctx context.Context, raw []byte, ceiling, reads convert.Version, 
 	if err != nil {
 		return res, &PassError{Kind: PassInvalid, Err: err}
 	}
-	return res, res.lowest(ctx, enc, judge, cands, ceiling)
+	return res, res.lowest(ctx, enc, judge.Validating(valid), cands, ceiling)
 }
 
 // lowest stores the config at the first of cands (lowest first) that the

@@ -1,7 +1,9 @@
 package convert
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -25,6 +27,7 @@ import (
 	t35 "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/coreos/ignition/v2/config/v3_6"
 	tr36 "github.com/coreos/ignition/v2/config/v3_6/translate"
+	t36 "github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/vcontext/report"
 )
 
@@ -70,34 +73,74 @@ func readError(err error, rpt report.Report) error {
 // below N (exactly how ParseCompatibleVersion is written), so one parse
 // serves all readers of a config.
 var ignitionReaders = map[Version]struct {
-	parse func([]byte) (any, report.Report, error)
-	up    func(any) any
+	parse  func([]byte) (any, report.Report, error)
+	up     func(any) any
+	decode func([]byte) (any, error) // what the parse decodes, before it validates
 }{
-	V3_0: {parse: func(b []byte) (any, report.Report, error) { return v3_0.ParseCompatibleVersion(b) }},
+	V3_0: {
+		parse:  func(b []byte) (any, report.Report, error) { return v3_0.ParseCompatibleVersion(b) },
+		decode: decoder[t30.Config](),
+	},
 	V3_1: {
-		parse: func(b []byte) (any, report.Report, error) { return v3_1.ParseCompatibleVersion(b) },
-		up:    func(c any) any { return tr31.Translate(c.(t30.Config)) },
+		parse:  func(b []byte) (any, report.Report, error) { return v3_1.ParseCompatibleVersion(b) },
+		decode: decoder[t31.Config](),
+		up:     func(c any) any { return tr31.Translate(c.(t30.Config)) },
 	},
 	V3_2: {
-		parse: func(b []byte) (any, report.Report, error) { return v3_2.ParseCompatibleVersion(b) },
-		up:    func(c any) any { return tr32.Translate(c.(t31.Config)) },
+		parse:  func(b []byte) (any, report.Report, error) { return v3_2.ParseCompatibleVersion(b) },
+		decode: decoder[t32.Config](),
+		up:     func(c any) any { return tr32.Translate(c.(t31.Config)) },
 	},
 	V3_3: {
-		parse: func(b []byte) (any, report.Report, error) { return v3_3.ParseCompatibleVersion(b) },
-		up:    func(c any) any { return tr33.Translate(c.(t32.Config)) },
+		parse:  func(b []byte) (any, report.Report, error) { return v3_3.ParseCompatibleVersion(b) },
+		decode: decoder[t33.Config](),
+		up:     func(c any) any { return tr33.Translate(c.(t32.Config)) },
 	},
 	V3_4: {
-		parse: func(b []byte) (any, report.Report, error) { return v3_4.ParseCompatibleVersion(b) },
-		up:    func(c any) any { return tr34.Translate(c.(t33.Config)) },
+		parse:  func(b []byte) (any, report.Report, error) { return v3_4.ParseCompatibleVersion(b) },
+		decode: decoder[t34.Config](),
+		up:     func(c any) any { return tr34.Translate(c.(t33.Config)) },
 	},
 	V3_5: {
-		parse: func(b []byte) (any, report.Report, error) { return v3_5.ParseCompatibleVersion(b) },
-		up:    func(c any) any { return tr35.Translate(c.(t34.Config)) },
+		parse:  func(b []byte) (any, report.Report, error) { return v3_5.ParseCompatibleVersion(b) },
+		decode: decoder[t35.Config](),
+		up:     func(c any) any { return tr35.Translate(c.(t34.Config)) },
 	},
 	V3_6: {
-		parse: func(b []byte) (any, report.Report, error) { return v3_6.ParseCompatibleVersion(b) },
-		up:    func(c any) any { return tr36.Translate(c.(t35.Config)) },
+		parse:  func(b []byte) (any, report.Report, error) { return v3_6.ParseCompatibleVersion(b) },
+		decode: decoder[t36.Config](),
+		up:     func(c any) any { return tr36.Translate(c.(t35.Config)) },
 	},
+}
+
+// decoder decodes JSON into a T as Ignition's parsers do
+// (util.HandleParseErrors: encoding/json).
+func decoder[T any]() func([]byte) (any, error) {
+	return func(b []byte) (any, error) {
+		var c T
+		err := json.Unmarshal(b, &c)
+		return c, err
+	}
+}
+
+// readValid is readAs(raw, v) for raw that a ValidItems can judge cheaply:
+// Ignition's Parse of spec v is its decode, a check that the version is
+// v, and its validation, whose only fatal findings are those of
+// ValidateWithContext without the raw bytes (the context tree adds unused
+// keys and positions, warnings both), which is what valid.Passes decides,
+// a file or unit at a time (see ValidItems). Anything else, or a config
+// valid does not pass, is read by readAs, which says what is wrong. A nil
+// valid is readAs.
+func readValid(raw []byte, v Version, valid *ValidItems) (any, error) {
+	r := ignitionReaders[v]
+	if valid == nil || r.decode == nil {
+		return readAs(raw, v)
+	}
+	c, err := r.decode(raw)
+	if err != nil || reflect.ValueOf(c).FieldByName("Ignition").FieldByName("Version").String() != v.String() || !valid.Passes(c) {
+		return readAs(raw, v)
+	}
+	return c, nil
 }
 
 // declaredVersion is the spec raw declares, found as Ignition finds it.
@@ -162,7 +205,16 @@ func (l Loss) String() string {
 type Judge struct {
 	readers  []Reader // one per spec, the original's own among them
 	declared Version
-	orig     any // the original as v3_d.Parse reads it
+	orig     any         // the original as v3_d.Parse reads it
+	valid    *ValidItems // see Validating
+}
+
+// Validating has the judge read candidates through v, which other judges
+// and encoders may share (see readValid): a candidate repeats most files
+// and units of the ones before it. Call it before Losses.
+func (j *Judge) Validating(v *ValidItems) *Judge {
+	j.valid = v
+	return j
 }
 
 // NewJudge reads orig, a spec-3 config, for readers and for Ignition at
@@ -212,7 +264,7 @@ func (j *Judge) Losses(stored []byte) []Loss {
 	s, err := declaredVersion(stored)
 	var got any
 	if err == nil {
-		got, err = readAs(stored, s)
+		got, err = readValid(stored, s, j.valid)
 	}
 	if err == nil && j.declared.Less(s) {
 		err = fmt.Errorf("spec %s is newer than the original's %s", s, j.declared)

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -70,6 +71,66 @@ func TestStepUpIsParseCompatibleVersion(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestReadValidIsReadAs: reading a config through a ValidItems (decode,
+// version, validation a file or unit at a time) gives what Ignition's own
+// ParseCompatibleVersion gives, and fails where it fails: every fixture as
+// written and encoded at every spec, read at its own spec, and configs
+// each reader refuses for a problem within an item, across items, or of
+// its JSON. One ValidItems serves all, as the reviews share one.
+func TestReadValidIsReadAs(t *testing.T) {
+	valid := &ValidItems{}
+	var raws [][]byte
+	for _, f := range fixtures(t) {
+		raws = append(raws, f.raw)
+		if p, err := Parse(f.raw); err == nil && p.Version.Major == 3 {
+			for _, v := range OutputVersions {
+				if out, err := NewEncoder(p.Config, false).Encode(v, nil); err == nil {
+					raws = append(raws, out.JSON)
+				}
+			}
+		}
+	}
+	for _, v := range OutputVersions[1:] {
+		for _, body := range []string{
+			`"storage":{"files":[{"path":"/a"},{"path":"/a"}]}`,
+			`"storage":{"files":[{"path":"/l/a"}],"links":[{"path":"/l","target":"/t"}]}`,
+			`"storage":{"files":[{"path":"relative"}]}`,
+			`"storage":{"files":[{"path":"/a","mode":99999}]}`,
+			`"storage":{"files":[{"path":"/etc/systemd/system/a.service"}]},"systemd":{"units":[{"name":"a.service","contents":"[Unit]"}]}`,
+			`"systemd":{"units":[{"name":"a.service"},{"name":"a.service"}]}`,
+			`"systemd":{"units":[{"name":"a.service","contents":"[Unit"}]}`,
+			`"systemd":{"units":[{"name":"a.bad"}]}`,
+			`"storage":{"files":[{"path":"/a","contents":{"source":"data:%"}}]}`,
+			`"storage":{"files":[{"path":"/a","contents":{"source":"data:,a"}}],"directories":[{"path":"/a"}]}`,
+			`"storage":{"files":[{"path":"/a","contents":{"source":"data:,a","unknown":1}}]}`,
+			`"storage":{"files":[{"path":"/a","mode":"420"}]}`,
+			`"passwd":{"users":[{"name":"a"},{"name":"a"}]}`,
+			`"storage":{"files":{"path":"/a"}}`,
+		} {
+			raws = append(raws, []byte(`{"ignition":{"version":"`+v.String()+`"},`+body+`}`))
+		}
+		raws = append(raws, []byte(`{"ignition":{"version":"`+v.String()+`-experimental"}}`), []byte(`{"ignition":{"version":"`+v.String()+`"}} x`))
+	}
+	refused := 0
+	for _, raw := range raws {
+		decl, err := declaredVersion(raw)
+		if err != nil || decl.Major != 3 {
+			continue
+		}
+		want, werr := readAs(raw, decl)
+		got, gerr := readValid(raw, decl, valid)
+		if werr != nil {
+			refused++
+		}
+		if fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s at %s: read through ValidItems (%v) differs from ParseCompatibleVersion (%v)", raw, decl, gerr, werr)
+		}
+	}
+	if refused < 6*10 {
+		t.Errorf("only %d configs refused: the cases do not exercise the fallback", refused)
 	}
 }
 
