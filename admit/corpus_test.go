@@ -179,6 +179,7 @@ func checkReaders(t testing.TB, c corpusCase, tally *corpusTally) *Result {
 		t.Errorf("lowered with an error: %v", err)
 		return nil
 	}
+	checkLoweringPatches(t, c.raw, res)
 	reads := c.reads
 	if reads.IsZero() {
 		reads = convert.V3_5

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ignition-mcs/mcs/admit"
@@ -33,8 +35,8 @@ import (
 
 // patchHook is the floor of a webhook that patches: it reads and decodes
 // the review as the null webhook does, then answers the patch mcs admit
-// answered for the object of that name, computed before the create, with
-// no review at all. (c)/(b), mcs admit against it, is what the review
+// answered for the object of that name (or, for "fullpatch", the whole
+// config it stores), computed before the create, with no review at all. (c)/(b), mcs admit against it, is what the review
 // itself costs a writer: the API server's work on the review, the round
 // trip, the answer and its patch is the same in both.
 type patchHook struct {
@@ -131,11 +133,13 @@ func apiserverPID(tb testing.TB) int {
 }
 
 // createKinds are the creates each iteration makes, in rotation: (c) mcs
-// admit reviews it, (b) the patch floor answers mcs admit's patch,
-// "minpatch" the patch floor answers a patch of only what mcs admit's
-// changes (the same object stored: what the patch's shape costs the API
-// server), the null webhook answers "allowed", (a) no webhook sees it.
-var createKinds = []string{"webhook", "patch", "minpatch", "null", "none"}
+// admit reviews it, (b) the patch floor answers the patch mcs admit
+// answers (only what the review changed: the version, a few dozen bytes),
+// "fullpatch" the patch floor answers a replace of spec.config whole with
+// the config that patch stores (mcs admit's answer before it answered the
+// minimal one: what the patch's shape costs the API server), the null
+// webhook answers "allowed", (a) no webhook sees it.
+var createKinds = []string{"webhook", "patch", "fullpatch", "null", "none"}
 
 // cost is one create's: its wall time, this process's CPU (the client and
 // the webhooks) and the API server's.
@@ -152,8 +156,8 @@ type creates struct {
 	// run names this run's objects: -count runs this again with the same
 	// webhook, whose lowering cache must not have seen the contents.
 	run        string
-	wantConfig map[string][]byte // a minimal patch's object: the full patch's
-	patchBytes map[string]int    // the last patch's size, by kind
+	wantConfig map[string]any // the config the patch floor's object must store
+	patchBytes map[string]int // the last patch's size, by kind
 }
 
 // object is iteration i's MachineConfig of kind: new content (a file
@@ -162,7 +166,7 @@ type creates struct {
 func (c *creates) object(i int, kind string) *unstructured.Unstructured {
 	u := c.mc.DeepCopy()
 	u.SetName(fmt.Sprintf("bench-%s-%d-%s", c.run, i, kind))
-	u.SetLabels(map[string]string{"bench": strings.TrimPrefix(kind, "min")})
+	u.SetLabels(map[string]string{"bench": strings.TrimPrefix(kind, "full")})
 	files, _, _ := unstructured.NestedSlice(u.Object, "spec", "config", "storage", "files")
 	files = append(files, map[string]any{"path": fmt.Sprintf("/etc/bench-%s-%d-%s", c.run, i, kind), "contents": map[string]any{"source": "data:,x"}})
 	if err := unstructured.SetNestedSlice(u.Object, files, "spec", "config", "storage", "files"); err != nil {
@@ -170,12 +174,13 @@ func (c *creates) object(i int, kind string) *unstructured.Unstructured {
 	}
 	var patch []byte
 	switch kind {
-	case "patch":
+	case "patch", "fullpatch":
 		patch = patchOf(c.b, c.ref, u)
-	case "minpatch":
-		full := patchOf(c.b, c.ref, u)
-		patch = minimalPatch(c.b, u, full)
-		c.wantConfig[u.GetName()] = full
+		config := patchedConfig(c.b, u, patch)
+		if kind == "fullpatch" {
+			patch = fullPatch(c.b, patch, config)
+		}
+		c.wantConfig[u.GetName()] = config
 	}
 	if patch != nil {
 		c.patches.set(u.GetName(), patch)
@@ -198,8 +203,8 @@ func (c *creates) create(u *unstructured.Unstructured, kind string) cost {
 	if lowered := kind != "null" && kind != "none"; (v == "3.5.0") == lowered {
 		b.Fatalf("created %s at %s", kind, v)
 	}
-	if full := c.wantConfig[u.GetName()]; full != nil {
-		sameConfig(b, got, full)
+	if want := c.wantConfig[u.GetName()]; want != nil {
+		sameConfig(b, got, want)
 	}
 	if err := c.res.Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}); err != nil {
 		b.Fatal(err)
@@ -211,7 +216,7 @@ func benchCreate(b *testing.B, cp *kubetest.ControlPlane, reg prometheus.Gathere
 	ref := admit.New(admit.Config{})
 	ref.SetCeiling(admit.Ceiling{Spec: convert.V3_4})
 	c := &creates{b: b, res: cp.Dynamic.Resource(admitMachineConfigs), pid: apiserverPID(b), ref: ref, patches: patches, mc: mc,
-		run: strconv.FormatInt(time.Now().UnixNano(), 36), wantConfig: map[string][]byte{}, patchBytes: map[string]int{}}
+		run: strconv.FormatInt(time.Now().UnixNano(), 36), wantConfig: map[string]any{}, patchBytes: map[string]int{}}
 	for _, k := range createKinds {
 		c.create(c.object(-1, k), k) // connections up, caches warm
 	}
@@ -252,9 +257,11 @@ func apiCPU(tb testing.TB, pid int) time.Duration {
 }
 
 // reportCreates reports each kind's median create, the ratios that
-// matter ((c)/(b) the review's cost over the floor of a patching webhook,
-// each over (a)), and mean CPU per create: this process's (the client and
-// the webhooks: (c)-(b) is the review's) and the API server's.
+// matter ((c)/(b) the review's cost over the floor of a webhook answering
+// the same patch; (c)/fullpatch over one answering the whole config, as
+// mcs admit did; each over (a)), and mean CPU per create: this process's
+// (the client and the webhooks: (c)-(b) is the review's) and the API
+// server's.
 func reportCreates(b *testing.B, costs map[string][]cost) {
 	p50 := map[string]float64{}
 	for k, cs := range costs {
@@ -270,26 +277,50 @@ func reportCreates(b *testing.B, costs map[string][]cost) {
 		b.ReportMetric(float64(api)/float64(len(cs))/float64(time.Millisecond), k+"-apiserver-cpu-ms")
 	}
 	b.ReportMetric(p50["webhook"]/p50["patch"], "c/b")
+	b.ReportMetric(p50["webhook"]/p50["fullpatch"], "c/fullpatch")
 	b.ReportMetric(p50["webhook"]/p50["none"], "c/a")
 	b.ReportMetric(p50["patch"]/p50["none"], "b/a")
+	b.ReportMetric(p50["fullpatch"]/p50["none"], "fullpatch/a")
 	b.ReportMetric(p50["null"]/p50["none"], "null/a")
 }
 
-// minimalPatch is a JSON patch taking u's spec.config to the one the full
-// patch (replacing /spec/config) stores: only the values that differ
-// replaced, added or removed, arrays of unequal length replaced whole.
-func minimalPatch(tb testing.TB, u *unstructured.Unstructured, full []byte) []byte {
+// patchedConfig is the spec.config patch stores for u, applied by the API
+// server's own JSON patch.
+func patchedConfig(tb testing.TB, u *unstructured.Unstructured, patch []byte) any {
+	tb.Helper()
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := p.Apply(raw)
+	if err != nil {
+		tb.Fatalf("applying %.300s: %v", patch, err)
+	}
+	var o struct{ Spec struct{ Config any } }
+	if err := json.Unmarshal(out, &o); err != nil || o.Spec.Config == nil {
+		tb.Fatalf("no spec.config patched (%v)", err)
+	}
+	return o.Spec.Config
+}
+
+// fullPatch is patch with its operations on spec.config replaced by one
+// replace of spec.config whole with config (what patch stores).
+func fullPatch(tb testing.TB, patch []byte, config any) []byte {
 	tb.Helper()
 	var ops []map[string]any
-	if err := json.Unmarshal(full, &ops); err != nil || len(ops) != 1 || ops[0]["path"] != "/spec/config" {
-		tb.Fatalf("not one replace of /spec/config: %.200s", full)
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		tb.Fatal(err)
 	}
-	from, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "config")
-	// Through JSON, so that numbers compare as the patch's do.
-	raw, _ := json.Marshal(from)
-	var fromJSON any
-	_ = json.Unmarshal(raw, &fromJSON)
-	out := jsonDiff(nil, "/spec/config", fromJSON, ops[0]["value"])
+	out := []map[string]any{{"op": "replace", "path": "/spec/config", "value": config}}
+	for _, op := range ops {
+		if p, _ := op["path"].(string); p != "/spec/config" && !strings.HasPrefix(p, "/spec/config/") {
+			out = append(out, op)
+		}
+	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		tb.Fatal(err)
@@ -297,64 +328,14 @@ func minimalPatch(tb testing.TB, u *unstructured.Unstructured, full []byte) []by
 	return b
 }
 
-// sameConfig fails unless got's spec.config is the value full's one
-// operation writes.
-func sameConfig(tb testing.TB, got *unstructured.Unstructured, full []byte) {
+// sameConfig fails unless got's spec.config is the value want.
+func sameConfig(tb testing.TB, got *unstructured.Unstructured, want any) {
 	tb.Helper()
-	var ops []struct{ Value any }
-	_ = json.Unmarshal(full, &ops)
 	cfg, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "config")
 	raw, _ := json.Marshal(cfg)
 	var have any
 	_ = json.Unmarshal(raw, &have)
-	if len(ops) != 1 || !reflect.DeepEqual(have, ops[0].Value) {
-		tb.Fatalf("%s: the minimal patch stored another config than the full one", got.GetName())
+	if !reflect.DeepEqual(have, want) {
+		tb.Fatalf("%s: stored another config than the patch floor's patch stores", got.GetName())
 	}
-}
-
-func jsonDiff(ops []map[string]any, path string, a, b any) []map[string]any {
-	switch av := a.(type) {
-	case map[string]any:
-		bv, ok := b.(map[string]any)
-		if !ok {
-			break
-		}
-		keys := make([]string, 0, len(av)+len(bv))
-		for k := range av {
-			keys = append(keys, k)
-		}
-		for k := range bv {
-			if _, ok := av[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			p := path + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
-			x, inA := av[k]
-			y, inB := bv[k]
-			switch {
-			case !inB:
-				ops = append(ops, map[string]any{"op": "remove", "path": p})
-			case !inA:
-				ops = append(ops, map[string]any{"op": "add", "path": p, "value": y})
-			default:
-				ops = jsonDiff(ops, p, x, y)
-			}
-		}
-		return ops
-	case []any:
-		bv, ok := b.([]any)
-		if !ok || len(av) != len(bv) {
-			break
-		}
-		for i := range av {
-			ops = jsonDiff(ops, path+"/"+strconv.Itoa(i), av[i], bv[i])
-		}
-		return ops
-	}
-	if reflect.DeepEqual(a, b) {
-		return ops
-	}
-	return append(ops, map[string]any{"op": "replace", "path": path, "value": b})
 }

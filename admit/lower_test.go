@@ -188,5 +188,6 @@ func FuzzLower(f *testing.F) {
 		if !equivalent(in.Config, out.Config) {
 			t.Fatalf("lowered config differs")
 		}
+		checkLoweringPatches(t, raw, res)
 	})
 }

@@ -3,6 +3,7 @@ package admit
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -18,27 +19,48 @@ import (
 // rewrite changed, as the API server names it, out of every entry: owned by
 // no one, it takes any later apply by anyone without conflict, and is
 // lowered again. An `mcs-admit` entry owning them instead would not do:
-// applies conflict with updaters' fields too.
+// applies conflict with updaters' fields too. The walk that names the
+// fields also writes the patch's operations on spec.config: each at the
+// deepest member that differs, a list replaced whole, as it is owned.
 
 // fieldTree is the members of a JSON object a rewrite changed: one mapped
 // to nil changed as a whole (a value, a list, a member added or dropped),
 // one mapped to a tree only below it.
 type fieldTree map[string]fieldTree
 
-// changedFields are the fields of a MachineConfig a rewrite of its
-// spec.config from sent to stored changes: spec.config as a whole where
-// either is not a JSON object.
-func changedFields(sent, stored []byte) fieldTree {
-	t, ok := diffObjects(sent, stored)
-	if !ok {
-		return fieldTree{"spec": {"config": nil}}
-	}
-	return fieldTree{"spec": {"config": t}}
+// configDiff is what a rewrite of spec.config from sent to stored changes,
+// found in one walk: the fields, as the API server names them, and the
+// JSON patch operations taking sent to stored (see patchConfig).
+type configDiff struct {
+	fields fieldTree
+	ops    []string
+	// whole: the operations are not to be trusted (either config is not
+	// an object, or an object has a member name twice); replace
+	// spec.config whole.
+	whole bool
 }
 
+// changedFields are the fields of a MachineConfig a rewrite of its
+// spec.config from sent to stored changes, and the operations doing it:
+// spec.config as a whole where either is not a JSON object.
+func changedFields(sent, stored []byte) configDiff {
+	var d configDiff
+	t, ok := diffObjects(sent, stored, configPointer, &d)
+	if !ok {
+		return configDiff{fields: fieldTree{"spec": {"config": nil}}, whole: true}
+	}
+	d.fields = fieldTree{"spec": {"config": t}}
+	return d
+}
+
+// configPointer is spec.config's JSON pointer.
+const configPointer = "/spec/config"
+
 // diffObjects is what differs between two JSON objects, member by member,
-// or false where either is not an object.
-func diffObjects(a, b []byte) (fieldTree, bool) {
+// or false where either is not an object; d, where at is a's JSON pointer,
+// collects the operations taking a to b: at the deepest member that
+// differs, lists replaced whole (the API server owns them whole too).
+func diffObjects(a, b []byte, at string, d *configDiff) (fieldTree, bool) {
 	ma, err1 := members(a)
 	mb, err2 := members(b)
 	if err1 != nil || err2 != nil {
@@ -48,25 +70,37 @@ func diffObjects(a, b []byte) (fieldTree, bool) {
 	for _, m := range mb {
 		byName[m.name] = m.value
 	}
+	if len(byName) != len(mb) {
+		d.whole = true // which of b's twice named members is meant?
+	}
 	t := fieldTree{}
-	for _, m := range ma {
+	for i, m := range ma {
 		vb, ok := byName[m.name]
 		delete(byName, m.name)
 		switch {
 		case !ok:
 			t[m.name] = nil
+			if slices.ContainsFunc(ma[:i], func(o member) bool { return o.name == m.name }) {
+				d.whole = true // a's name twice: one operation would take both
+			}
+			d.ops = append(d.ops, patchOp("remove", at+"/"+pointerEscape(m.name), nil))
 		case isObject(m.value) && isObject(vb):
-			if sub, ok := diffObjects(m.value, vb); !ok {
+			if sub, ok := diffObjects(m.value, vb, at+"/"+pointerEscape(m.name), d); !ok {
 				t[m.name] = nil
+				d.whole = true
 			} else if len(sub) > 0 {
 				t[m.name] = sub
 			}
 		case !sameJSON(m.value, vb):
 			t[m.name] = nil
+			d.ops = append(d.ops, patchOp("replace", at+"/"+pointerEscape(m.name), vb))
 		}
 	}
-	for name := range byName {
-		t[name] = nil
+	for _, m := range mb {
+		if _, ok := byName[m.name]; ok {
+			t[m.name] = nil
+			d.ops = append(d.ops, patchOp("add", at+"/"+pointerEscape(m.name), m.value))
+		}
 	}
 	return t, true
 }
@@ -145,15 +179,26 @@ func unownIn(fields map[string]any, t fieldTree) []string {
 }
 
 // removeOp is a JSON patch operation removing what pointer names.
-func removeOp(pointer string) string {
-	b, _ := json.Marshal(pointer)
-	return `{"op":"remove","path":` + string(b) + `}`
+func removeOp(pointer string) string { return patchOp("remove", pointer, nil) }
+
+// patchOp is a JSON patch operation op at pointer, with value unless nil.
+func patchOp(op, pointer string, value []byte) string {
+	p, _ := json.Marshal(pointer)
+	if value == nil {
+		return `{"op":"` + op + `","path":` + string(p) + `}`
+	}
+	return `{"op":"` + op + `","path":` + string(p) + `,"value":` + string(value) + `}`
 }
 
 // pointerEscape escapes a member name for a JSON pointer (RFC 6901).
 func pointerEscape(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+	if !strings.ContainsAny(s, "~/") {
+		return s // every member of a config walked: no allocation
+	}
+	return pointerEscaper.Replace(s)
 }
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // sameOwners reports whether two managedFields lists (decoded) hold the
 // same entries in any order, but for their times.

@@ -176,36 +176,39 @@ func review(ctx context.Context, req *request, c Ceiling, deny bool, lc *lowerCa
 	return resp, v
 }
 
-// loweringPatch is the JSON patch storing res for req: the lowered
-// spec.config (or the stored one, see noOpUpdate), and the fields the
-// rewrite changed owned by no one (see owners.go).
+// loweringPatch is the JSON patch storing res for req: what the rewrite
+// changed in spec.config (to the lowered config, or the stored one, see
+// noOpUpdate), and the fields it changed owned by no one (see owners.go).
 func loweringPatch(req *request, res *Result, lc *lowerCache) []byte {
 	sent := req.Object.Spec.Config
 	var last []byte
-	var lastTree fieldTree
-	changed := func(stored []byte) fieldTree { // asked twice of a stored config
-		if lastTree == nil || !bytes.Equal(stored, last) {
-			last, lastTree = stored, changedFields(sent, stored)
+	var lastDiff *configDiff
+	changed := func(stored []byte) configDiff { // asked twice of a stored config
+		if lastDiff == nil || !bytes.Equal(stored, last) {
+			d := changedFields(sent, stored)
+			last, lastDiff = stored, &d
 		}
-		return lastTree
+		return *lastDiff
 	}
 	value := res.Config
 	if req.Operation == admissionv1.Update {
-		if c, mf := noOpUpdate(req, res, lc.same, changed); mf != nil {
-			return patchConfig(c, mf, nil)
+		fields := func(stored []byte) fieldTree { return changed(stored).fields }
+		if c, mf := noOpUpdate(req, res, lc.same, fields); mf != nil {
+			return patchConfig(c, changed(c), mf, nil)
 		} else if c != nil {
 			value = c
 		}
 	}
-	_, ops := unown(decodeValue(req.Object.Metadata.ManagedFields), changed(value))
-	return patchConfig(value, nil, ops)
+	d := changed(value)
+	_, ops := unown(decodeValue(req.Object.Metadata.ManagedFields), d.fields)
+	return patchConfig(value, d, nil, ops)
 }
 
 // noOpUpdate makes an UPDATE that changes nothing but spec.config's
 // encoding store nothing. OpenShift's render controller re-applies its
 // 3.5.0 bytes on every pool sync; lowered, they are the config stored, so
-// the stored bytes are kept (whatever encoding stored them: an older
-// webhook's, say). And since the API server records field ownership before
+// the stored config is kept (whatever encoding stored it: an older
+// webhook's, say): the patch takes the sent config to it, member by member. And since the API server records field ownership before
 // mutating admission, the request's managedFields carry a new time for the
 // re-applying manager, and the fields the rewrite changes owned by it:
 // where, those taken out again (changed names them), they and everything
@@ -333,20 +336,39 @@ func decodeValue(raw []byte) any {
 	return v
 }
 
-// patchConfig is a JSON patch replacing spec.config and, when not nil,
+// patchConfig is a JSON patch taking spec.config to config: d's
+// operations (only what differs, at the deepest member: a 168 KB rendered
+// config lowered is one operation of a few dozen bytes, which the API
+// server decodes and applies in microseconds), or where d is to be
+// replaced whole, one replace; then, when not nil, one replace of
 // metadata.managedFields (see noOpUpdate), then the operations ops;
 // nothing else.
-func patchConfig(config, managedFields []byte, ops []string) []byte {
+func patchConfig(config []byte, d configDiff, managedFields []byte, ops []string) []byte {
 	var b bytes.Buffer
-	b.WriteString(`[{"op":"replace","path":"/spec/config","value":`)
-	b.Write(config)
-	if managedFields != nil {
-		b.WriteString(`},{"op":"replace","path":"/metadata/managedFields","value":`)
-		b.Write(managedFields)
+	b.WriteByte('[')
+	sep := func() {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
 	}
-	b.WriteString(`}`)
+	if d.whole {
+		b.WriteString(`{"op":"replace","path":"` + configPointer + `","value":`)
+		b.Write(config)
+		b.WriteString(`}`)
+	} else {
+		for _, op := range d.ops {
+			sep()
+			b.WriteString(op)
+		}
+	}
+	if managedFields != nil {
+		sep()
+		b.WriteString(`{"op":"replace","path":"/metadata/managedFields","value":`)
+		b.Write(managedFields)
+		b.WriteString(`}`)
+	}
 	for _, op := range ops {
-		b.WriteString(`,`)
+		sep()
 		b.WriteString(op)
 	}
 	b.WriteString(`]`)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,36 +59,59 @@ func post(t *testing.T, h http.Handler, body []byte) (*http.Response, *admission
 	return res, out.Response
 }
 
-// patched applies a response's patch the only way the webhook writes one.
-func patched(t *testing.T, resp *admissionv1.AdmissionResponse) string {
+// patched is the spec.config of obj with a response's patch applied by
+// the API server's own JSON patch, as JSON; it fails unless the patch
+// touches spec.config and metadata.managedFields only.
+func patched(t *testing.T, obj []byte, resp *admissionv1.AdmissionResponse) string {
 	t.Helper()
-	var ops []struct {
-		Op, Path string
-		Value    json.RawMessage
+	var ops []struct{ Path string }
+	if err := json.Unmarshal(resp.Patch, &ops); err != nil || len(ops) == 0 {
+		t.Fatalf("patch %s: want operations (%v)", resp.Patch, err)
 	}
-	if err := json.Unmarshal(resp.Patch, &ops); err != nil || len(ops) != 1 || ops[0].Op != "replace" || ops[0].Path != "/spec/config" {
-		t.Fatalf("patch %s: want one replace of /spec/config (%v)", resp.Patch, err)
+	for _, op := range ops {
+		if !strings.HasPrefix(op.Path+"/", "/spec/config/") && !strings.HasPrefix(op.Path+"/", "/metadata/managedFields/") {
+			t.Fatalf("patch %s: an operation at %s", resp.Patch, op.Path)
+		}
 	}
-	return string(ops[0].Value)
+	p, err := jsonpatch.DecodePatch(resp.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Apply(obj)
+	if err != nil {
+		t.Fatalf("applying %s: %v", resp.Patch, err)
+	}
+	var o struct {
+		Spec struct{ Config json.RawMessage }
+	}
+	if err := json.Unmarshal(out, &o); err != nil {
+		t.Fatal(err)
+	}
+	return string(o.Spec.Config)
 }
 
 func TestReviewLowers(t *testing.T) {
 	w := New(Config{})
 	w.SetCeiling(Ceiling{Spec: convert.V3_4, Reader: "OpenShift 4.18.7", Source: "test"})
-	_, resp := post(t, w, reviewBody(admissionv1.Create, "alice", mcObject("99-kargs", kargs35), nil))
+	sent := mcObject("99-kargs", kargs35)
+	_, resp := post(t, w, reviewBody(admissionv1.Create, "alice", sent, nil))
 	if !resp.Allowed || len(resp.Warnings) != 0 {
 		t.Fatalf("allowed %v, warnings %v", resp.Allowed, resp.Warnings)
 	}
-	low := patched(t, resp)
+	// Only what the rewrite changed.
+	if want := `[{"op":"replace","path":"/spec/config/ignition/version","value":"3.3.0"}]`; string(resp.Patch) != want {
+		t.Errorf("patch %s\nwant %s", resp.Patch, want)
+	}
+	low := patched(t, sent, resp)
 	if !strings.Contains(low, `"version":"3.3.0"`) {
 		t.Errorf("patched to %s, want 3.3.0", low)
 	}
 	// The render controller's re-apply: 3.5.0 bytes again over what is
 	// stored (as the API server re-encodes it: keys sorted): the stored
-	// bytes, whatever their encoding, are kept.
+	// config, whatever its encoding, is kept.
 	stored := `{"ignition":{"version":"3.3.0"},"kernelArguments":{"shouldExist":["nosmt"]}}`
-	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", mcObject("99-kargs", kargs35), mcObject("99-kargs", stored)))
-	if got := patched(t, resp); got != stored {
+	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", sent, mcObject("99-kargs", stored)))
+	if got := patched(t, sent, resp); !jsonEqual(got, stored) {
 		t.Errorf("update patched to %s, want the stored %s", got, stored)
 	}
 	// Stored by another encoding (keys in another order, or an empty list
@@ -96,14 +120,14 @@ func TestReviewLowers(t *testing.T) {
 		`{"kernelArguments":{"shouldExist":["nosmt"]},"ignition":{"version":"3.3.0"}}`,
 		`{"ignition":{"version":"3.3.0"},"kernelArguments":{"shouldExist":["nosmt"],"shouldNotExist":[]}}`,
 	} {
-		_, resp = post(t, w, reviewBody(admissionv1.Update, "x", mcObject("99-kargs", kargs35), mcObject("99-kargs", other)))
-		if got := patched(t, resp); !jsonEqual(got, other) {
+		_, resp = post(t, w, reviewBody(admissionv1.Update, "x", sent, mcObject("99-kargs", other)))
+		if got := patched(t, sent, resp); !jsonEqual(got, other) {
 			t.Errorf("update over %s patched to %s, want it kept", other, got)
 		}
 	}
 	// A real change is stored.
-	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", mcObject("99-kargs", kargs35), mcObject("99-kargs", `{"ignition":{"version":"3.3.0"},"kernelArguments":{"shouldExist":["nosmt","quiet"]}}`)))
-	if got := patched(t, resp); got != low {
+	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", sent, mcObject("99-kargs", `{"ignition":{"version":"3.3.0"},"kernelArguments":{"shouldExist":["nosmt","quiet"]}}`)))
+	if got := patched(t, sent, resp); !jsonEqual(got, low) {
 		t.Errorf("a changed config patched to %s, want %s", got, low)
 	}
 	// The re-apply as the API server sends it: field ownership recorded
@@ -113,13 +137,13 @@ func TestReviewLowers(t *testing.T) {
 		return []byte(`{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"r","managedFields":[{"manager":"machine-config-controller","operation":"Update","time":"` + time + `"}]},"spec":{"config":` + config + `}}`)
 	}
 	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", withFields(kargs35, "2026-11-27T10:00:09Z"), withFields(stored, "2026-11-27T10:00:00Z")))
-	if want := `[{"op":"replace","path":"/spec/config","value":` + stored + `},{"op":"replace","path":"/metadata/managedFields","value":[{"manager":"machine-config-controller","operation":"Update","time":"2026-11-27T10:00:00Z"}]}]`; string(resp.Patch) != want {
+	if want := `[{"op":"replace","path":"/spec/config/ignition/version","value":"3.3.0"},{"op":"replace","path":"/metadata/managedFields","value":[{"manager":"machine-config-controller","operation":"Update","time":"2026-11-27T10:00:00Z"}]}]`; string(resp.Patch) != want {
 		t.Errorf("re-apply patch %s\nwant %s", resp.Patch, want)
 	}
 	// A real change besides: the new times stay.
 	changed := bytes.Replace(withFields(kargs35, "2026-11-27T10:00:09Z"), []byte(`"name":"r"`), []byte(`"name":"r","labels":{"a":"b"}`), 1)
 	_, resp = post(t, w, reviewBody(admissionv1.Update, "x", changed, withFields(stored, "2026-11-27T10:00:00Z")))
-	if got := patched(t, resp); got != stored {
+	if got := patched(t, changed, resp); !jsonEqual(got, stored) {
 		t.Errorf("with a label change patched to %s", got)
 	}
 	// Already lowest: no patch at all.
@@ -212,7 +236,8 @@ func TestAboveCeiling(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			w := New(Config{Deny: c.deny, Registry: reg})
 			w.SetCeiling(Ceiling{Spec: convert.V3_2, Reader: "OpenShift 4.13.10 (the release a rollback returns to)", Source: "test"})
-			_, resp := post(t, w, reviewBody(admissionv1.Create, c.user, mcObject("99-kargs", kargs35), nil))
+			sent := mcObject("99-kargs", kargs35)
+			_, resp := post(t, w, reviewBody(admissionv1.Create, c.user, sent, nil))
 			if resp.Allowed != c.allowed {
 				t.Fatalf("allowed %v, want %v (%+v)", resp.Allowed, c.allowed, resp.Result)
 			}
@@ -224,7 +249,7 @@ func TestAboveCeiling(t *testing.T) {
 				if resp.Patch != nil || resp.Result == nil || resp.Result.Code != 403 || !strings.Contains(resp.Result.Message, "needs Ignition spec 3.3.0, above the ceiling 3.2.0: OpenShift 4.13.10") {
 					t.Errorf("refusal %+v patch %s", resp.Result, resp.Patch)
 				}
-			} else if patched(t, resp) == "" {
+			} else if !strings.Contains(patched(t, sent, resp), `"3.3.0"`) {
 				t.Error("allowed but not lowered")
 			}
 			// A review has no side effect but its answer: what it says of
@@ -295,7 +320,8 @@ func TestStatusAndProbes(t *testing.T) {
 }
 
 // FuzzReview feeds the handler arbitrary bodies, and reviews of arbitrary
-// objects: it answers, never panics, and patches spec.config only.
+// objects: it answers, never panics, and patches spec.config only, to the
+// lowered config (applied by the API server's JSON patch).
 func FuzzReview(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"a"}}`), []byte(kargs35))
 	f.Add(reviewBody(admissionv1.Create, "x", mcObject("a", kargs35), nil), []byte(`{"ignition":{"version":"2.2.0"}}`))
@@ -309,6 +335,18 @@ func FuzzReview(f *testing.F) {
 			if rec.Code == http.StatusInternalServerError {
 				t.Fatalf("500 for %q", b)
 			}
+		}
+		obj := mcObject("a", string(config))
+		_, resp := post(t, w, reviewBody(admissionv1.Create, "x", obj, nil))
+		if resp == nil || resp.Patch == nil {
+			return
+		}
+		res, err := Lower(config, convert.V3_2)
+		if err != nil || !res.Changed() {
+			t.Fatalf("patched %s, yet not lowered (%v)", resp.Patch, err)
+		}
+		if got := patched(t, obj, resp); !reflect.DeepEqual(decodeValue([]byte(got)), decodeValue(res.Config)) {
+			t.Errorf("patched to %s, want %s", got, res.Config)
 		}
 	})
 }
