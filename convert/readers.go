@@ -396,83 +396,121 @@ func LossReasons(lost []Loss, reasons []Reason, v Version) ([]Reason, []Loss) {
 	return out, from
 }
 
-// stepUpItems is stepUp(c, from, to) with each of c's files and units
-// stepped up alone, kept by content in v for the next config (a rendered
-// config repeats most items of the one before). Ignition's steps are
-// type-directed: a list's elements are translated one by one, and no
-// step reads across them (config/v3_N/translate: custom translators of
+// stepUpItems is stepUp(c, from, to) with what Ignition's steps make of
+// each of c's files and units, and of the rest of c, kept by content in v
+// for the next config (a rendered config repeats most items of the one
+// before): only what v does not know is stepped up, together. Ignition's
+// steps are type-directed: a list is translated element by element and no
+// step reads across elements (config/v3_N/translate: custom translators of
 // single types, and 3.2's of Storage translating each list element by
-// element), so a config steps up as its files and units do alone, beside
-// the rest; TestStepUpItemsIsStepUp holds that for every fixture at every
+// element), so a config steps up as its files and units do, beside the
+// rest; TestStepUpItemsIsStepUp holds that for every fixture at every
 // spec. A nil v is stepUp.
 func (v *ValidItems) stepUpItems(c any, from, to Version) any {
 	cv := reflect.ValueOf(c)
 	if v == nil || !from.Less(to) || cv.Kind() != reflect.Struct {
 		return stepUp(c, from, to)
 	}
-	lists := [][2]string{{"Storage", "Files"}, {"Systemd", "Units"}}
-	rest := reflect.New(cv.Type()).Elem()
+	t := cv.Type()
+	rest := reflect.New(t).Elem()
 	rest.Set(cv)
-	for _, l := range lists {
-		if f := rest.FieldByName(l[0]).FieldByName(l[1]); f.Len() > 0 {
-			f.SetZero()
+	var items []stepped // the rest first, then each file and unit
+	for _, l := range steppedLists {
+		list := cv.FieldByName(l[0]).FieldByName(l[1])
+		if list.Len() == 0 {
+			continue // kept in the rest: an empty list steps up as it is
+		}
+		rest.FieldByName(l[0]).FieldByName(l[1]).SetZero()
+		for i := range list.Len() {
+			items = append(items, stepped{list: l, value: list.Index(i)})
 		}
 	}
-	up := reflect.ValueOf(stepUp(rest.Interface(), from, to))
-	out := reflect.New(up.Type()).Elem()
-	out.Set(up)
-	for _, l := range lists {
-		items := cv.FieldByName(l[0]).FieldByName(l[1])
-		if items.Len() == 0 {
+	items = append([]stepped{{value: rest}}, items...)
+	// What v does not know goes into one config, stepped up at once.
+	batch := reflect.New(t).Elem()
+	var missed []int
+	for i := range items {
+		it := &items[i]
+		js, err := json.Marshal(it.value.Interface())
+		if err != nil {
+			return stepUp(c, from, to)
+		}
+		it.key = stepKey(t, it.list, js, from, to)
+		if it.up, it.known = v.stepKnown(it.key); it.known {
 			continue
 		}
-		dst := out.FieldByName(l[0]).FieldByName(l[1])
-		stepped := reflect.MakeSlice(dst.Type(), items.Len(), items.Len())
-		for i := range items.Len() {
-			item, ok := v.stepItem(cv.Type(), l, items.Index(i), from, to)
-			if !ok {
-				return stepUp(c, from, to)
-			}
-			stepped.Index(i).Set(item)
+		missed = append(missed, i)
+		if i == 0 {
+			batch.Set(rest)
+			continue
 		}
-		dst.Set(stepped)
+		f := batch.FieldByName(it.list[0]).FieldByName(it.list[1])
+		f.Set(reflect.Append(f, it.value))
+	}
+	if len(missed) > 0 {
+		up := reflect.ValueOf(stepUp(batch.Interface(), from, to))
+		n := map[[2]string]int{}
+		for _, i := range missed {
+			it := &items[i]
+			if i == 0 {
+				it.up = reflect.New(up.Type()).Elem()
+				it.up.Set(up)
+				for _, l := range steppedLists {
+					if cv.FieldByName(l[0]).FieldByName(l[1]).Len() > 0 {
+						it.up.FieldByName(l[0]).FieldByName(l[1]).SetZero()
+					}
+				}
+			} else {
+				it.up = up.FieldByName(it.list[0]).FieldByName(it.list[1]).Index(n[it.list])
+				n[it.list]++
+			}
+			v.keepStep(it.key, it.up)
+		}
+	}
+	out := reflect.New(items[0].up.Type()).Elem()
+	out.Set(items[0].up)
+	for _, it := range items[1:] {
+		f := out.FieldByName(it.list[0]).FieldByName(it.list[1])
+		f.Set(reflect.Append(f, it.up))
 	}
 	return out.Interface()
 }
 
-// stepItem is item, a file or unit (list l) of a config of type t at spec
-// from, stepped up to spec to alone, from v when known. Items are kept by
-// their JSON as it is (tokens included: a step up keeps them, and Hold's
-// are the same from one config to the next), never shared by type alone.
-func (v *ValidItems) stepItem(t reflect.Type, l [2]string, item reflect.Value, from, to Version) (reflect.Value, bool) {
-	js, err := json.Marshal(item.Interface())
-	if err != nil {
-		return reflect.Value{}, false
-	}
+// steppedLists are the lists stepUpItems steps up an item at a time.
+var steppedLists = [][2]string{{"Storage", "Files"}, {"Systemd", "Units"}}
+
+// stepped is one part of a config stepUpItems steps up: the rest of it
+// (list zero) or an item of list.
+type stepped struct {
+	list  [2]string
+	value reflect.Value
+	key   itemKey
+	up    reflect.Value
+	known bool
+}
+
+// stepKey keys a part of a config of type t (an item of list, or the rest)
+// by its JSON as it is (tokens included: a step up keeps them, and Hold's
+// are the same from one config to the next) and the two specs.
+func stepKey(t reflect.Type, list [2]string, js []byte, from, to Version) itemKey {
 	h := sha256.New()
-	h.Write([]byte(from.String() + ">" + to.String() + " " + t.PkgPath() + "." + l[1] + "\x00"))
+	h.Write([]byte(from.String() + ">" + to.String() + " " + t.PkgPath() + " " + list[1] + "\x00"))
 	h.Write(js)
-	key := itemKey(h.Sum(nil))
+	return itemKey(h.Sum(nil))
+}
+
+func (v *ValidItems) stepKnown(k itemKey) (reflect.Value, bool) {
 	v.mu.Lock()
-	got, known := v.steps[key]
-	v.mu.Unlock()
-	if known {
-		return got, true
-	}
-	tiny := reflect.New(t).Elem()
-	list := reflect.MakeSlice(reflect.SliceOf(item.Type()), 1, 1)
-	list.Index(0).Set(item)
-	tiny.FieldByName(l[0]).FieldByName(l[1]).Set(list)
-	up := reflect.ValueOf(stepUp(tiny.Interface(), from, to)).FieldByName(l[0]).FieldByName(l[1])
-	if up.Len() != 1 {
-		return reflect.Value{}, false
-	}
-	got = up.Index(0)
+	defer v.mu.Unlock()
+	up, ok := v.steps[k]
+	return up, ok
+}
+
+func (v *ValidItems) keepStep(k itemKey, up reflect.Value) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.steps == nil {
 		v.steps = map[itemKey]reflect.Value{}
 	}
-	v.steps[key] = got
-	return got, true
+	v.steps[k] = up
 }
