@@ -148,7 +148,7 @@ func lowerAsIs(ctx context.Context, raw []byte, ceiling, reads convert.Version, 
 	if err := stopped(ctx); err != nil { // a slow upload may have spent the budget
 		return res, err
 	}
-	parsed, err := convert.ParseDeclared(raw)
+	parsed, err := convert.ParseDeclaredValid(raw, valid)
 	if err != nil {
 		return res, &PassError{Kind: PassInvalid, Err: err}
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 
 	ignerr "github.com/coreos/ignition/v2/config/shared/errors"
 	"github.com/coreos/ignition/v2/config/v3_0"
@@ -204,6 +206,9 @@ func (p *Parsed) takeWarnings(rpt report.Report) error {
 		p.Warnings = append(p.Warnings, pr)
 	}
 	if len(unknown) > 0 {
+		// Ignition finds a struct's unused keys in map order: sorted, the
+		// same config gets the same message every time.
+		slices.SortStableFunc(unknown, func(a, b Problem) int { return strings.Compare(a.Path.String(), b.Path.String()) })
 		return &InvalidError{Version: p.Version, Problems: unknown}
 	}
 	return nil
