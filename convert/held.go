@@ -147,11 +147,11 @@ func (h *holder) source() bool {
 	}
 	n, seen := h.index[v]
 	if !seen {
-		if !h.valid.source(v) {
+		var valid bool
+		if n, valid = h.valid.heldToken(v, len(h.held.orig)); !valid {
 			h.ok = false
 			return false
 		}
-		n = h.valid.heldToken(v, len(h.held.orig))
 		h.index[v] = n
 		h.held.orig[n] = v
 		h.held.max = max(h.held.max, n+1)
@@ -194,49 +194,37 @@ func (v *ValidItems) heldLead() string {
 	return v.lead
 }
 
-// heldToken is content s's token number: the same in every config held
-// through v (until Forget); for a nil v, next.
-func (v *ValidItems) heldToken(s string, next int) int {
+// heldToken is content s's token number, the same in every config held
+// through v (until Forget), or false where Ignition refuses s as a source
+// (as config/v3_6/types.Resource.Validate checks it: url.Parse, then, for
+// a data URL, dataurl.DecodeString, the same in every spec 3 version); both
+// kept by content. For a nil v, next, or false.
+func (v *ValidItems) heldToken(s string, next int) (int, bool) {
 	if v == nil {
-		return next
+		return next, sourceValid(s)
 	}
 	key := itemKey(sha256.Sum256([]byte(s)))
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	n, ok := v.tokens[key]
-	if !ok {
-		if v.tokens == nil {
-			v.tokens = map[itemKey]int{}
-		}
-		n = len(v.tokens)
-		v.tokens[key] = n
-	}
-	return n
-}
-
-// source reports whether Ignition accepts s as a source, as
-// config/v3_6/types.Resource.Validate checks it (url.Parse, then, for a
-// data URL, dataurl.DecodeString: the same in every spec 3 version), kept
-// by content. A nil v keeps nothing.
-func (v *ValidItems) source(s string) bool {
-	if v == nil {
-		return sourceValid(s)
-	}
-	key := itemKey(sha256.Sum256([]byte(s)))
-	v.mu.Lock()
-	ok, known := v.sources[key]
+	n, known := v.tokens[key]
 	v.mu.Unlock()
 	if known {
-		return ok
+		return n, n >= 0
 	}
-	ok = sourceValid(s)
+	ok := sourceValid(s)
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.sources == nil {
-		v.sources = map[itemKey]bool{}
+	if n, known := v.tokens[key]; known {
+		return n, n >= 0
 	}
-	v.sources[key] = ok
-	return ok
+	if v.tokens == nil {
+		v.tokens = map[itemKey]int{}
+	}
+	n = -1
+	if ok {
+		n = len(v.tokens) // each entry its own number: none is reused
+	}
+	v.tokens[key] = n
+	return n, ok
 }
 
 func sourceValid(s string) bool {

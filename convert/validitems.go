@@ -22,8 +22,10 @@ import (
 // config passes when each of its files and units passes alone (kept by
 // a hash of the item's JSON and type, itemKey: the pools taking the worker
 // configs share most of them) and the config passes with only the items that could meet such
-// a check. One shared by a set's renders validates each item once. Safe
-// for concurrent use; the zero value is ready.
+// a check. One shared by a set's renders validates each item once. It
+// also keeps, for the reviews that share one, Hold's token and check of
+// each data URL and Ignition's step up of each item (see stepUpItems).
+// Safe for concurrent use; the zero value is ready.
 type ValidItems struct {
 	mu      sync.Mutex
 	valid   map[itemKey]bool          // passes alone
@@ -108,8 +110,8 @@ func (v *ValidItems) Passes(cfg any) bool {
 func (v *ValidItems) Forget(max int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if len(v.valid)+len(v.sources)+len(v.tokens)+len(v.steps) > max {
-		v.valid, v.sources, v.tokens, v.steps, v.lead = nil, nil, nil, nil, ""
+	if len(v.valid)+len(v.tokens)+len(v.steps) > max {
+		v.valid, v.tokens, v.steps, v.lead = nil, nil, nil, ""
 	}
 }
 
