@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"strconv"
-	"strings"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/vcontext/path"
@@ -29,7 +28,7 @@ const MinHeld = minPlaceholder
 type Held struct {
 	JSON []byte // the config, with tokens
 	lead string
-	orig map[int]string // the contents, by token
+	orig map[int][]byte // the contents, by token (in the config's bytes)
 	max  int            // above every token
 }
 
@@ -42,7 +41,7 @@ type Held struct {
 // outside printable ASCII is left in place (its text would need decoding).
 // valid, which may be nil, keeps each content's check for the next config.
 func Hold(raw []byte, valid *ValidItems, min int) (*Held, bool) {
-	h := holder{s: scanner{b: raw}, min: min, valid: valid, held: &Held{orig: map[int]string{}}, index: map[string]int{}, ok: true}
+	h := holder{s: scanner{b: raw}, min: min, valid: valid, held: &Held{orig: map[int][]byte{}}, index: map[itemKey]int{}, ok: true}
 	h.held.lead = valid.heldLead()
 	if bytes.Contains(raw, []byte(h.held.lead)) {
 		return nil, false // it cannot name a token (a random nonce), but a check costs nothing
@@ -71,7 +70,7 @@ type holder struct {
 	min   int
 	valid *ValidItems
 	held  *Held
-	index map[string]int // each content's token
+	index map[itemKey]int // each content's token
 	spans []heldSpan
 	ok    bool
 }
@@ -137,22 +136,23 @@ func (h *holder) source() bool {
 		return s.skip()
 	}
 	start := s.i
-	v, plain := s.str()
+	v, plain := s.plain()
 	if !plain { // its text would need decoding: left as it is
 		s.i = start
 		return s.skip()
 	}
-	if len(v) < h.min || !strings.HasPrefix(v, "data:") {
+	if len(v) < h.min || !bytes.HasPrefix(v, []byte("data:")) {
 		return true
 	}
-	n, seen := h.index[v]
+	key := itemKey(sha256.Sum256(v))
+	n, seen := h.index[key]
 	if !seen {
 		var valid bool
-		if n, valid = h.valid.heldToken(v, len(h.held.orig)); !valid {
+		if n, valid = h.valid.heldToken(key, v, len(h.held.orig)); !valid {
 			h.ok = false
 			return false
 		}
-		h.index[v] = n
+		h.index[key] = n
 		h.held.orig[n] = v
 		h.held.max = max(h.held.max, n+1)
 	}
@@ -166,8 +166,7 @@ func (h *holder) source() bool {
 func (h *Held) Restore(b []byte) ([]byte, bool) {
 	js := make(map[int][]byte, len(h.orig))
 	for n, o := range h.orig {
-		b, _ := Marshal(o, false) // a string always encodes
-		js[n] = b[:len(b)-1]
+		js[n] = quoted(o)
 	}
 	out, _ := restoreTokens(b, []byte(`"`+h.lead), '"', h.max, func(n int) []byte {
 		if o, ok := js[n]; ok {
@@ -176,6 +175,16 @@ func (h *Held) Restore(b []byte) ([]byte, bool) {
 		return []byte(`"` + h.lead + strconv.Itoa(n)) // not ours: left, and found below
 	})
 	return out, !bytes.Contains(out, []byte(h.lead))
+}
+
+// quoted is plain ASCII o as Marshal writes a string, less the closing
+// quote: as it is, but where HTML's <, > and & are escaped.
+func quoted(o []byte) []byte {
+	if bytes.IndexByte(o, '<') >= 0 || bytes.IndexByte(o, '>') >= 0 || bytes.IndexByte(o, '&') >= 0 {
+		b, _ := Marshal(string(o), false) // a string always encodes
+		return b[:len(b)-1]
+	}
+	return append([]byte{'"'}, o...)
 }
 
 // heldLead is the lead of the tokens Hold writes: one per ValidItems (until
@@ -194,23 +203,22 @@ func (v *ValidItems) heldLead() string {
 	return v.lead
 }
 
-// heldToken is content s's token number, the same in every config held
+// heldToken is content s's (keyed key) token number, the same in every config held
 // through v (until Forget), or false where Ignition refuses s as a source
 // (as config/v3_6/types.Resource.Validate checks it: url.Parse, then, for
 // a data URL, dataurl.DecodeString, the same in every spec 3 version); both
 // kept by content. For a nil v, next, or false.
-func (v *ValidItems) heldToken(s string, next int) (int, bool) {
+func (v *ValidItems) heldToken(key itemKey, s []byte, next int) (int, bool) {
 	if v == nil {
-		return next, sourceValid(s)
+		return next, sourceValid(string(s))
 	}
-	key := itemKey(sha256.Sum256([]byte(s)))
 	v.mu.Lock()
 	n, known := v.tokens[key]
 	v.mu.Unlock()
 	if known {
 		return n, n >= 0
 	}
-	ok := sourceValid(s)
+	ok := sourceValid(string(s))
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if n, known := v.tokens[key]; known {

@@ -147,3 +147,18 @@ func FuzzHold(f *testing.F) {
 		}
 	})
 }
+
+// TestQuoted: what Restore writes of a held content is Marshal's string,
+// for every byte a held content may have.
+func TestQuoted(t *testing.T) {
+	for c := 0x20; c < 0x80; c++ {
+		if c == '"' || c == '\\' {
+			continue
+		}
+		o := []byte("data:," + string(rune(c)) + "x")
+		m, _ := Marshal(string(o), false)
+		if got := quoted(o); string(got) != string(m[:len(m)-1]) {
+			t.Errorf("%q: quoted %s, Marshal %s", o, got, m)
+		}
+	}
+}

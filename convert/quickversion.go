@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strings"
 )
 
@@ -139,21 +140,46 @@ func (s *scanner) skipNull() bool {
 // str reads a string of plain ASCII (no escape, no control character):
 // what decoding it would not change.
 func (s *scanner) str() (string, bool) {
+	v, ok := s.plain()
+	return string(v), ok
+}
+
+// plain is str's text as it stands in the JSON, not copied.
+func (s *scanner) plain() ([]byte, bool) {
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return "", false
+		return nil, false
 	}
 	end := bytes.IndexByte(s.b[s.i+1:], '"')
 	if end < 0 {
-		return "", false
+		return nil, false
 	}
 	v := s.b[s.i+1 : s.i+1+end]
-	for _, c := range v {
-		if c == '\\' || c < 0x20 || c >= 0x80 {
-			return "", false
-		}
+	if !plainASCII(v) {
+		return nil, false
 	}
 	s.i += end + 2
-	return string(v), true
+	return v, true
+}
+
+// plainASCII reports whether b has no byte below 0x20, none from 0x80 up
+// and no backslash: eight bytes at a time (a data URL runs to megabytes),
+// a byte at a time from the first word that may have one.
+func plainASCII(b []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		bs := w ^ (ones * '\\') // a zero byte where a backslash was
+		if (w|(w-ones*0x20)|((bs-ones)&^bs))&highs != 0 {
+			break
+		}
+	}
+	for _, c := range b[i:] {
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // skip passes over one value of any type: strings whole (escapes

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,4 +97,39 @@ func sortedParts(err error) []string {
 	}
 	slices.Sort(parts)
 	return parts
+}
+
+// plainByByte is plainASCII a byte at a time.
+func plainByByte(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPlainASCII puts every byte at every place of a word, and across.
+func TestPlainASCII(t *testing.T) {
+	for n := range 20 {
+		for at := range n {
+			for c := range 256 {
+				b := bytes.Repeat([]byte("a"), n)
+				b[at] = byte(c)
+				if got, want := plainASCII(b), plainByByte(b); got != want {
+					t.Fatalf("%q: %v, want %v", b, got, want)
+				}
+			}
+		}
+	}
+}
+
+func FuzzPlainASCII(f *testing.F) {
+	f.Add([]byte("data:,abc%20def"))
+	f.Add([]byte("abcdefgh\\ijklmnop"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := plainASCII(b), plainByByte(b); got != want {
+			t.Fatalf("%q: %v, want %v", b, got, want)
+		}
+	})
 }
