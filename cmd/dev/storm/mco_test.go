@@ -211,6 +211,14 @@ func TestRoundsDropReportOnly(t *testing.T) {
 	if n := strings.Count(out.String(), "mco: dropped from the run: "); n != 1 {
 		t.Fatalf("dropped %d times, want once\n%s", n, &out)
 	}
+	// The report names it, without figures.
+	out.Reset()
+	if err := report(&out, o, []*target{bare, mco}, runs); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^mco\s+no storm completed$`).MatchString(out.String()) {
+		t.Fatalf("report without mco's line:\n%s", &out)
+	}
 }
 
 // With MCS_MCO_BIN (a machine-config-server binary) or MCS_MCO_SRC (a
