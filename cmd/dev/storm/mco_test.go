@@ -82,6 +82,18 @@ func TestMCOSkipped(t *testing.T) {
 	}
 }
 
+// A source tree that does not build leaves OpenShift's server out, before
+// any namespace is made: the storm goes on without it.
+func TestMCOBuildFails(t *testing.T) {
+	src := t.TempDir()
+	var out bytes.Buffer
+	err := reexecInNetns(context.Background(), t.TempDir(), options{mcoSrc: src}, nil, &out)
+	var skip skipMCO
+	if !errors.As(err, &skip) || !strings.HasPrefix(skip.why, "building "+filepath.Join(src, "cmd/machine-config-server")+": ") {
+		t.Fatalf("error %v, want a skip naming the build", err)
+	}
+}
+
 // The bootstrap server's base directory holds the pool's render under the
 // name the master pool's status points at.
 func TestWriteMCOBase(t *testing.T) {
