@@ -13,6 +13,10 @@ func report(w io.Writer, o options, targets []*target, runs []stormRun) error {
 	fmt.Fprintf(w, "\n%-6s %-28s %-8s %-8s %-8s %-7s %-8s %-12s %s\n", "server", "complete s: median [range]", "p50 ms", "p99 ms", "max ms", "failed", "retried", "CPU s/storm", "peak RSS MiB")
 	for _, t := range targets {
 		s := summarize(runs, t)
+		if len(s.took) == 0 {
+			fmt.Fprintf(w, "%-6s no storm completed\n", t.name) // dropped (reportOnly) before its first
+			continue
+		}
 		fmt.Fprintf(w, "%-6s %-28s %-8.0f %-8.0f %-8.0f %-7d %-8d %-12.2f %.0f\n", t.name, medianRange(s.took, "%.2f"),
 			median(s.p50), median(s.p99), slices.Max(s.max), s.failures, s.retries, median(s.cpu), s.peakMiB)
 	}

@@ -131,6 +131,7 @@ func runParsed(ctx context.Context, o options, args []string, stdout io.Writer) 
 		return err
 	}
 	defer os.RemoveAll(dir)
+	tryMCO := true
 	if !o.inNetns && o.mco() {
 		// OpenShift's server binds every interface on fixed ports: the
 		// whole storm moves into a network namespace of its own.
@@ -139,7 +140,7 @@ func runParsed(ctx context.Context, o options, args []string, stdout io.Writer) 
 			return err
 		}
 		fmt.Fprintf(stdout, "mco: skipped: %v\n", err)
-		o.mcoSrc, o.mcoBin = "", ""
+		tryMCO = false
 	}
 	f, err := newFixture(dir, o)
 	if err != nil {
@@ -150,9 +151,11 @@ func runParsed(ctx context.Context, o options, args []string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	if mco := addMCO(ctx, o, f, targets[0], stdout); mco != nil {
-		defer mco.stop()
-		targets = append(targets, mco)
+	if tryMCO {
+		if mco := addMCO(ctx, o, f, targets[0], stdout); mco != nil {
+			defer mco.stop()
+			targets = append(targets, mco)
+		}
 	}
 	fmt.Fprintf(stdout, "storm: %d nodes, %d in flight, from %d addresses, pool %s, eras %s, %d rounds\n",
 		o.nodes, o.inflight, o.addrs, o.pool, strings.Join(eraNames(o.eras...), " "), o.rounds)

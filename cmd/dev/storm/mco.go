@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -47,7 +48,10 @@ func buildMCO(ctx context.Context, src, dir string, stdout io.Writer) (string, e
 	cmd := exec.CommandContext(ctx, "go", "build", "-mod=vendor", "-o", out, "./cmd/machine-config-server")
 	cmd.Dir = src
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s: %w\n%s", filepath.Join(src, "cmd/machine-config-server"), err, b)
+		if b = bytes.TrimSpace(b); len(b) > 0 {
+			err = fmt.Errorf("%w:\n%s", err, b)
+		}
+		return "", fmt.Errorf("building %s: %w", filepath.Join(src, "cmd/machine-config-server"), err)
 	}
 	fmt.Fprintf(stdout, "mco: built %s in %s\n", filepath.Join(src, "cmd/machine-config-server"), time.Since(start).Round(time.Second))
 	return out, nil

@@ -82,6 +82,18 @@ func TestMCOSkipped(t *testing.T) {
 	}
 }
 
+// A source tree that does not build leaves OpenShift's server out, before
+// any namespace is made: the storm goes on without it.
+func TestMCOBuildFails(t *testing.T) {
+	src := t.TempDir()
+	var out bytes.Buffer
+	err := reexecInNetns(context.Background(), t.TempDir(), options{mcoSrc: src}, nil, &out)
+	var skip skipMCO
+	if !errors.As(err, &skip) || !strings.HasPrefix(skip.why, "building "+filepath.Join(src, "cmd/machine-config-server")+": ") {
+		t.Fatalf("error %v, want a skip naming the build", err)
+	}
+}
+
 // The bootstrap server's base directory holds the pool's render under the
 // name the master pool's status points at.
 func TestWriteMCOBase(t *testing.T) {
@@ -210,6 +222,14 @@ func TestRoundsDropReportOnly(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "mco: dropped from the run: "); n != 1 {
 		t.Fatalf("dropped %d times, want once\n%s", n, &out)
+	}
+	// The report names it, without figures.
+	out.Reset()
+	if err := report(&out, o, []*target{bare, mco}, runs); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^mco\s+no storm completed$`).MatchString(out.String()) {
+		t.Fatalf("report without mco's line:\n%s", &out)
 	}
 }
 
