@@ -243,28 +243,33 @@ type parts struct {
 }
 
 // objects are an UPDATE's object and old object split, or nil where one
-// is not an object.
+// is not an object. The body is JSON (decodeReview decoded it), so it is
+// scanned (memberMap), not decoded again: the two objects hold a rendered
+// config each, whose hundreds of kilobytes encoding/json would check
+// and skip a byte at a time, three times over.
 func objects(body []byte) (obj, old *parts) {
-	var r struct {
-		Request struct {
-			Object    map[string]json.RawMessage `json:"object"`
-			OldObject map[string]json.RawMessage `json:"oldObject"`
-		} `json:"request"`
-	}
-	if json.Unmarshal(body, &r) != nil {
+	top, ok := memberMap(body)
+	if !ok {
 		return nil, nil
 	}
-	return split(r.Request.Object), split(r.Request.OldObject)
+	req, ok := memberMap(top["request"])
+	if !ok {
+		return nil, nil
+	}
+	return split(req["object"]), split(req["oldObject"])
 }
 
-// split splits an object's members, or is nil when there are none.
-func split(top map[string]json.RawMessage) *parts {
-	if top == nil {
+// split splits an object's members, or is nil where it is not an object.
+func split(obj []byte) *parts {
+	top, ok := memberMap(obj)
+	if !ok {
 		return nil
 	}
 	p := parts{top: top}
-	if s, ok := p.top["spec"]; ok && json.Unmarshal(s, &p.spec) != nil {
-		return nil
+	if s, ok := p.top["spec"]; ok && !bytes.Equal(bytes.TrimSpace(s), []byte("null")) {
+		if p.spec, ok = memberMap(s); !ok {
+			return nil
+		}
 	}
 	if m, ok := p.top["metadata"]; ok {
 		if p.meta = decodeObject(m); p.meta == nil {
@@ -272,6 +277,21 @@ func split(top map[string]json.RawMessage) *parts {
 		}
 	}
 	return &p
+}
+
+// memberMap is a JSON object's members by name, the last of a name
+// repeated (as encoding/json keeps it), or false where it is not an
+// object; for JSON known to be valid (see members).
+func memberMap(obj []byte) (map[string]json.RawMessage, bool) {
+	ms, err := members(obj)
+	if err != nil {
+		return nil, false
+	}
+	m := make(map[string]json.RawMessage, len(ms))
+	for _, x := range ms {
+		m[x.name] = x.value
+	}
+	return m, true
 }
 
 // sameMembers reports whether two objects' members, but those skipped,
