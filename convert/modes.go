@@ -2,6 +2,7 @@ package convert
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 
 	t35 "github.com/coreos/ignition/v2/config/v3_5/types"
@@ -20,7 +21,8 @@ import (
 type WrittenModes map[string]int
 
 // keepWrittenModes records in p which of raw's file and directory modes
-// parsing masked. The internal config's files and directories are raw's,
+// parsing masked, read from what Ignition's parser decoded of raw where p
+// holds it (spec 3), else from raw. The internal config's files and directories are raw's,
 // in raw's order (no step up folds or reorders them), so they pair by
 // index; a pair whose modes do not agree without the special bits is left
 // out.
@@ -35,7 +37,20 @@ func (p *Parsed) keepWrittenModes(raw []byte) {
 	var w struct {
 		Storage struct{ Directories, Files []node }
 	}
-	if json.Unmarshal(raw, &w) != nil {
+	if p.declared != nil {
+		// What Ignition's parser decoded: the modes as raw writes them.
+		st := reflect.ValueOf(p.declared).FieldByName("Storage")
+		for _, l := range []struct {
+			name string
+			to   *[]node
+		}{{"Directories", &w.Storage.Directories}, {"Files", &w.Storage.Files}} {
+			list := st.FieldByName(l.name)
+			*l.to = make([]node, list.Len())
+			for i := range list.Len() {
+				(*l.to)[i].Mode, _ = list.Index(i).FieldByName("Mode").Interface().(*int)
+			}
+		}
+	} else if json.Unmarshal(raw, &w) != nil {
 		return
 	}
 	keep := func(n node, path string, mode *int) {
