@@ -45,34 +45,32 @@ func itemKeyOf(t reflect.Type, js []byte) itemKey {
 	h := sha256.New()
 	// A type's name holds no NUL, so it cannot run into the JSON.
 	h.Write([]byte(t.PkgPath() + "." + t.Name() + "\x00"))
-	h.Write(anyToken(js))
+	anyToken(js, func(b []byte) { h.Write(b) })
 	return itemKey(h.Sum(nil))
 }
 
-// anyToken is an item's JSON with each placeholder token (see
-// placeholders) the same: each stands for a data URL validated already, and
-// what Ignition checks of a source alone is the same for any valid data
-// URL, so an item reads alike in every encoder whatever its nonce.
-func anyToken(js []byte) []byte {
+// anyToken writes an item's JSON, in pieces, with each placeholder token
+// (see placeholders) the same: each stands for a data URL validated
+// already, and what Ignition checks of a source alone is the same for any
+// valid data URL, so an item reads alike in every encoder whatever its
+// nonce.
+func anyToken(js []byte, write func([]byte)) {
 	lead := []byte(`"data:,mcsph-`)
-	if !bytes.Contains(js, lead) {
-		return js
-	}
-	out := make([]byte, 0, len(js))
 	for {
 		at := bytes.Index(js, lead)
 		if at < 0 {
-			return append(out, js...)
+			write(js)
+			return
 		}
 		end := at + len(lead)
 		for end < len(js) && (js[end] >= '0' && js[end] <= '9' || js[end] >= 'a' && js[end] <= 'f' || js[end] == '-') {
 			end++
 		}
-		out = append(out, js[:at]...)
+		write(js[:at])
 		if end < len(js) && js[end] == '"' {
-			out = append(out, `"data:,mcsph`...) // a token: the same for all
+			write([]byte(`"data:,mcsph`)) // a token: the same for all
 		} else {
-			out = append(out, js[at:end]...) // not one: as it is
+			write(js[at:end]) // not one: as it is
 		}
 		js = js[end:]
 	}
@@ -152,7 +150,7 @@ func (v *ValidItems) alone(cfg, list reflect.Value, i int) bool {
 // crossItems are the files and units of cfg that could meet a check
 // across items.
 func crossItems(cfg, files, units reflect.Value) (reflect.Value, reflect.Value) {
-	str := func(v reflect.Value, field string) string { return v.FieldByName(field).String() }
+	str := func(v reflect.Value, field string) string { return fieldOf(v, field).String() }
 	storage := cfg.FieldByName("Storage")
 	nodes, links := map[string]int{}, map[string]bool{}
 	for _, list := range []string{"Files", "Directories", "Links"} {
@@ -197,6 +195,30 @@ func crossItems(cfg, files, units reflect.Value) (reflect.Value, reflect.Value) 
 		}
 	}
 	return keptFiles, keptUnits
+}
+
+// fieldIndexes keeps each struct type's field indexes by name: crossItems
+// reads a path or name of every item of every config, and FieldByName
+// searches the embedded structs each time.
+var fieldIndexes sync.Map // typeField → []int
+
+type typeField struct {
+	t    reflect.Type
+	name string
+}
+
+// fieldOf is v.FieldByName(name), its index found once per type.
+func fieldOf(v reflect.Value, name string) reflect.Value {
+	k := typeField{v.Type(), name}
+	if ix, ok := fieldIndexes.Load(k); ok {
+		return v.FieldByIndex(ix.([]int))
+	}
+	f, ok := v.Type().FieldByName(name)
+	if !ok {
+		return reflect.Value{}
+	}
+	fieldIndexes.Store(k, f.Index)
+	return v.FieldByIndex(f.Index)
 }
 
 // belowLink reports whether a link's path followed by "/" begins p, as
