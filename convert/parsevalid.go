@@ -22,14 +22,23 @@ func ParseDeclaredValid(raw []byte, valid *ValidItems) (*Parsed, error) {
 	}
 	c, err := r.decode(raw)
 	if err != nil || reflect.ValueOf(c).FieldByName("Ignition").FieldByName("Version").String() != v.String() ||
-		!knownKeys(raw, reflect.TypeOf(c)) || !valid.Passes(c) {
+		!knownKeys(raw, reflect.TypeOf(c)) {
 		return ParseDeclared(raw)
 	}
+	// The validation reads c alone: it runs beside the steps up.
+	passed := make(chan bool, 1)
+	go func() { passed <- valid.Passes(c) }()
 	p := &Parsed{Version: v, declared: c}
-	if p.Config, err = upFrom(v, c); err != nil {
+	p.Config, err = upFrom(v, c)
+	if err == nil {
+		p.keepWrittenModes(raw)
+	}
+	if !<-passed {
+		return ParseDeclared(raw)
+	}
+	if err != nil {
 		return nil, err
 	}
-	p.keepWrittenModes(raw)
 	return p, nil
 }
 

@@ -124,6 +124,21 @@ func decoder[T any]() func([]byte) (any, error) {
 	}
 }
 
+// decodeValid is what Ignition's Parse of spec v decodes of raw, where it
+// is that spec's config, for valid.Passes to say whether the parse would
+// stand (see readValid); false where valid is nil or raw is not so.
+func decodeValid(raw []byte, v Version, valid *ValidItems) (any, bool) {
+	r := ignitionReaders[v]
+	if valid == nil || r.decode == nil {
+		return nil, false
+	}
+	c, err := r.decode(raw)
+	if err != nil || reflect.ValueOf(c).FieldByName("Ignition").FieldByName("Version").String() != v.String() {
+		return nil, false
+	}
+	return c, true
+}
+
 // readValid is readAs(raw, v) for raw that a ValidItems can judge cheaply:
 // Ignition's Parse of spec v is its decode, a check that the version is
 // v, and its validation, whose only fatal findings are those of
@@ -133,15 +148,10 @@ func decoder[T any]() func([]byte) (any, error) {
 // valid does not pass, is read by readAs, which says what is wrong. A nil
 // valid is readAs.
 func readValid(raw []byte, v Version, valid *ValidItems) (any, error) {
-	r := ignitionReaders[v]
-	if valid == nil || r.decode == nil {
-		return readAs(raw, v)
+	if c, ok := decodeValid(raw, v, valid); ok && valid.Passes(c) {
+		return c, nil
 	}
-	c, err := r.decode(raw)
-	if err != nil || reflect.ValueOf(c).FieldByName("Ignition").FieldByName("Version").String() != v.String() || !valid.Passes(c) {
-		return readAs(raw, v)
-	}
-	return c, nil
+	return readAs(raw, v)
 }
 
 // declaredVersion is the spec raw declares, found as Ignition finds it.
@@ -263,9 +273,21 @@ func newJudge(decl Version, orig any, readers []Reader) *Judge {
 // above what a reader reads is the ceiling's concern.
 func (j *Judge) Losses(stored []byte) []Loss {
 	s, err := declaredVersion(stored)
+	if err == nil && !j.declared.Less(s) {
+		// Through ValidItems, the validation runs beside the comparison:
+		// both must hold, and a review's time is the sum of its steps.
+		if c, ok := decodeValid(stored, s, j.valid); ok {
+			passed := make(chan bool, 1)
+			go func() { passed <- j.valid.Passes(c) }()
+			same := j.readsAlike(j.valid.stepUpItems(c, s, j.declared), s)
+			if <-passed && same {
+				return nil
+			}
+		}
+	}
 	var got any
 	if err == nil {
-		got, err = readValid(stored, s, j.valid)
+		got, err = readAs(stored, s)
 	}
 	if err == nil && j.declared.Less(s) {
 		err = fmt.Errorf("spec %s is newer than the original's %s", s, j.declared)
@@ -279,8 +301,7 @@ func (j *Judge) Losses(stored []byte) []Loss {
 		}
 		return out
 	}
-	up := j.valid.stepUpItems(got, s, j.declared)
-	if len(diff(j.orig, up)) == 0 && (!masksOnTheWay(s, j.declared) || len(diff(j.orig, maskedModes(up))) == 0) {
+	if j.readsAlike(stepUp(got, s, j.declared), s) {
 		return nil
 	}
 	// Which readers lose what: those of the original's spec or newer.
@@ -299,6 +320,13 @@ func (j *Judge) Losses(stored []byte) []Loss {
 		}
 	}
 	return out
+}
+
+// readsAlike reports whether up, a candidate of spec s stepped up to the
+// original's spec, is the original, and is it too as the Ignitions that
+// mask special mode bits on the way read it.
+func (j *Judge) readsAlike(up any, s Version) bool {
+	return len(diff(j.orig, up)) == 0 && (!masksOnTheWay(s, j.declared) || len(diff(j.orig, maskedModes(up))) == 0)
 }
 
 // maskingIgnitions names the Ignition releases whose step from spec 3.3 to

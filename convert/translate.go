@@ -16,12 +16,19 @@ import (
 // the target spec, or an InvalidError says why (valid, when not nil,
 // shares the validation of items other configs hold too).
 func translate(cfg *Config, target Version, reasons []Reason, written WrittenModes, valid *ValidItems) (any, error) {
-	in, out, err := down(cfg, target, reasons, written, valid)
+	in, out, err := downUnvalidated(cfg, target, reasons, written)
 	if err != nil {
 		return nil, err
 	}
-	if err := proveLossless(in, out, target); err != nil {
+	// The validation and the proof read out alone: one beside the other.
+	checked := make(chan error, 1)
+	go func() { checked <- validatedSpec3(out, target, valid) }()
+	proof := proveLossless(in, out, target)
+	if err := <-checked; err != nil {
 		return nil, err
+	}
+	if proof != nil {
+		return nil, proof
 	}
 	return out, nil
 }
@@ -29,6 +36,27 @@ func translate(cfg *Config, target Version, reasons []Reason, written WrittenMod
 // down is translate without the proof: cfg as spec target's typed config,
 // validated, and the config it came from as the proof reads it.
 func down(cfg *Config, target Version, reasons []Reason, written WrittenModes, valid *ValidItems) (Config, any, error) {
+	in, out, err := downUnvalidated(cfg, target, reasons, written)
+	if err == nil {
+		err = validatedSpec3(out, target, valid)
+	}
+	if err != nil {
+		return Config{}, nil, err
+	}
+	return in, out, nil
+}
+
+// validatedSpec3 is validated for a config of spec 3 (spec 2's step
+// validates its own output).
+func validatedSpec3(cfg any, v Version, valid *ValidItems) error {
+	if v.Major != 3 {
+		return nil
+	}
+	return validated(cfg, v, valid)
+}
+
+// downUnvalidated is down without the validation.
+func downUnvalidated(cfg *Config, target Version, reasons []Reason, written WrittenModes) (Config, any, error) {
 	if !IsOutputVersion(target) {
 		return Config{}, nil, &UnsupportedVersionError{Version: target.String(), Output: true}
 	}
@@ -62,11 +90,6 @@ func down(cfg *Config, target Version, reasons []Reason, written WrittenModes, v
 		cur = next
 	}
 	// ign-converter's spec-2 step validates its output with spec 2's rules.
-	if target.Major == 3 {
-		if err := validated(cur, target, valid); err != nil {
-			return Config{}, nil, err
-		}
-	}
 	return in, cur, nil
 }
 
