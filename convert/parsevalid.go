@@ -26,14 +26,13 @@ func ParseDeclaredValid(raw []byte, valid *ValidItems) (*Parsed, error) {
 		return ParseDeclared(raw)
 	}
 	// The validation reads c alone: it runs beside the steps up.
-	passed := make(chan bool, 1)
-	go func() { passed <- valid.Passes(c) }()
+	passed := beside(func() bool { return valid.Passes(c) })
 	p := &Parsed{Version: v, declared: c}
 	p.Config, err = upFrom(v, c)
 	if err == nil {
 		p.keepWrittenModes(raw)
 	}
-	if !<-passed {
+	if !passed() {
 		return ParseDeclared(raw)
 	}
 	if err != nil {

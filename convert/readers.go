@@ -277,10 +277,9 @@ func (j *Judge) Losses(stored []byte) []Loss {
 		// Through ValidItems, the validation runs beside the comparison:
 		// both must hold, and a review's time is the sum of its steps.
 		if c, ok := decodeValid(stored, s, j.valid); ok {
-			passed := make(chan bool, 1)
-			go func() { passed <- j.valid.Passes(c) }()
+			passed := beside(func() bool { return j.valid.Passes(c) })
 			same := j.readsAlike(j.valid.stepUpItems(c, s, j.declared), s)
-			if <-passed && same {
+			if passed() && same {
 				return nil
 			}
 		}

@@ -21,10 +21,9 @@ func translate(cfg *Config, target Version, reasons []Reason, written WrittenMod
 		return nil, err
 	}
 	// The validation and the proof read out alone: one beside the other.
-	checked := make(chan error, 1)
-	go func() { checked <- validatedSpec3(out, target, valid) }()
+	checked := beside(func() error { return validatedSpec3(out, target, valid) })
 	proof := proveLossless(in, out, target)
-	if err := <-checked; err != nil {
+	if err := checked(); err != nil {
 		return nil, err
 	}
 	if proof != nil {
@@ -143,4 +142,22 @@ func culprit(in Config, target Version) string {
 		cur, prev = next, up
 	}
 	return ""
+}
+
+// beside runs f in a goroutine and returns what waits for its result. A
+// panic in f is raised again in the waiter, as if f had run there: the
+// webhook's recoverer sees it, where a goroutine's own would end the
+// process.
+func beside[T any](f func() T) func() T {
+	done := make(chan func() T, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- func() T { panic(p) }
+			}
+		}()
+		v := f()
+		done <- func() T { return v }
+	}()
+	return func() T { return (<-done)() }
 }
