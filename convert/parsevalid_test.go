@@ -14,17 +14,7 @@ import (
 // serves all, as the reviews share one.
 func TestParseDeclaredValidIsParseDeclared(t *testing.T) {
 	valid := &ValidItems{}
-	var raws [][]byte
-	for _, f := range fixtures(t) {
-		raws = append(raws, f.raw)
-		if p, err := Parse(f.raw); err == nil && p.Version.Major == 3 {
-			for _, v := range OutputVersions {
-				if out, err := NewEncoder(p.Config, false).Encode(v, nil); err == nil {
-					raws = append(raws, out.JSON)
-				}
-			}
-		}
-	}
+	raws := fixturesAtEverySpec(t)
 	for _, v := range OutputVersions[1:] {
 		for _, body := range []string{
 			`"storage":{"files":[{"path":"/a","contents":{"source":"data:,a","sourc":1}}]}`,

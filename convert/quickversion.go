@@ -78,19 +78,27 @@ func (s *scanner) object(member func(key string) bool) bool {
 		if !member(key) {
 			return false
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		s.i++
-		switch s.b[s.i-1] {
-		case ',':
-		case '}':
-			return true
-		default:
-			return false
+		if more, ok := s.after('}'); !more {
+			return ok
 		}
 	}
+}
+
+// after reads what follows a member or an element: a comma (more to come)
+// or close; ok is false where it is neither.
+func (s *scanner) after(close byte) (more, ok bool) {
+	s.space()
+	if s.i >= len(s.b) {
+		return false, false
+	}
+	s.i++
+	switch s.b[s.i-1] {
+	case ',':
+		return true, true
+	case close:
+		return false, true
+	}
+	return false, false
 }
 
 // array reads an array, calling elem for each element with the scanner
@@ -111,17 +119,8 @@ func (s *scanner) array(elem func() bool) bool {
 		if !elem() {
 			return false
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		s.i++
-		switch s.b[s.i-1] {
-		case ',':
-		case ']':
-			return true
-		default:
-			return false
+		if more, ok := s.after(']'); !more {
+			return ok
 		}
 	}
 }

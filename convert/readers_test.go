@@ -123,17 +123,7 @@ func TestStepUpItemsIsStepUp(t *testing.T) {
 // its JSON. One ValidItems serves all, as the reviews share one.
 func TestReadValidIsReadAs(t *testing.T) {
 	valid := &ValidItems{}
-	var raws [][]byte
-	for _, f := range fixtures(t) {
-		raws = append(raws, f.raw)
-		if p, err := Parse(f.raw); err == nil && p.Version.Major == 3 {
-			for _, v := range OutputVersions {
-				if out, err := NewEncoder(p.Config, false).Encode(v, nil); err == nil {
-					raws = append(raws, out.JSON)
-				}
-			}
-		}
-	}
+	raws := fixturesAtEverySpec(t)
 	for _, v := range OutputVersions[1:] {
 		for _, body := range []string{
 			`"storage":{"files":[{"path":"/a"},{"path":"/a"}]}`,
@@ -220,4 +210,21 @@ func TestJudge(t *testing.T) {
 	if _, err := NewJudge([]byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"a"}]}}`), readers); err == nil {
 		t.Error("judged an original Ignition refuses")
 	}
+}
+
+// fixturesAtEverySpec is every fixture as written and, for those of spec
+// 3, as encoded at every output spec that can express it.
+func fixturesAtEverySpec(t *testing.T) [][]byte {
+	var raws [][]byte
+	for _, f := range fixtures(t) {
+		raws = append(raws, f.raw)
+		if p, err := Parse(f.raw); err == nil && p.Version.Major == 3 {
+			for _, v := range OutputVersions {
+				if out, err := NewEncoder(p.Config, false).Encode(v, nil); err == nil {
+					raws = append(raws, out.JSON)
+				}
+			}
+		}
+	}
+	return raws
 }
