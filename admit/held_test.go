@@ -181,3 +181,37 @@ func FuzzLowerHeld(f *testing.F) {
 		heldCase(t, "fuzz", raw, clusters[int(cluster)%len(clusters)], nil)
 	})
 }
+
+// TestLowerHeldWhileForgetting: reviews share one ValidItems, and each
+// lowering ends with a Forget past its bound; one running beside another
+// review's Forget must still store each file's own contents.
+func TestLowerHeldWhileForgetting(t *testing.T) {
+	raw := []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[` +
+		`{"path":"/a","contents":{"source":"data:,` + strings.Repeat("A", 4000) + `"}},` +
+		`{"path":"/b","contents":{"source":"data:,` + strings.Repeat("B", 4000) + `"}}]}}`)
+	want, err := lowerAsIs(context.Background(), raw, convert.V3_4, convert.V3_5, nil)
+	if err != nil || !want.Changed() {
+		t.Fatalf("as is: %v, changed %v", err, want.Changed())
+	}
+	valid := &convert.ValidItems{}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				valid.Forget(0)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for i := range 300 {
+		got, err := lowerHolding(context.Background(), raw, convert.V3_4, convert.V3_5, valid, convert.MinHeld)
+		if err != nil || !bytes.Equal(got.Config, want.Config) {
+			t.Fatalf("run %d: %v\n%.200s", i, err, got.Config)
+		}
+	}
+}

@@ -280,8 +280,11 @@ func split(obj []byte) *parts {
 }
 
 // memberMap is a JSON object's members by name, the last of a name
-// repeated (as encoding/json keeps it), or false where it is not an
-// object; for JSON known to be valid (see members).
+// repeated (as encoding/json keeps a map's), or false where it is not an
+// object; for JSON known to be valid (see members). Names match exactly,
+// where encoding/json folds a struct field's case and merges a member
+// given twice: a body that differs so (the API server sends none) finds
+// no object and is answered without the no-op, a patch as any UPDATE.
 func memberMap(obj []byte) (map[string]json.RawMessage, bool) {
 	ms, err := members(obj)
 	if err != nil {

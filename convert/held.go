@@ -148,7 +148,7 @@ func (h *holder) source() bool {
 	n, seen := h.index[key]
 	if !seen {
 		var valid bool
-		if n, valid = h.valid.heldToken(key, v, len(h.held.orig)); !valid {
+		if n, valid = h.valid.heldToken(h.held.lead, key, v, len(h.held.orig)); !valid {
 			h.ok = false
 			return false
 		}
@@ -203,24 +203,33 @@ func (v *ValidItems) heldLead() string {
 	return v.lead
 }
 
-// heldToken is content s's (keyed key) token number, the same in every config held
-// through v (until Forget), or false where Ignition refuses s as a source
-// (as config/v3_6/types.Resource.Validate checks it: url.Parse, then, for
-// a data URL, dataurl.DecodeString, the same in every spec 3 version); both
-// kept by content. For a nil v, next, or false.
-func (v *ValidItems) heldToken(key itemKey, s []byte, next int) (int, bool) {
+// heldToken is content s's (keyed key) token number under lead, the same
+// in every config held through v until Forget, or false where Ignition
+// refuses s as a source (as config/v3_6/types.Resource.Validate checks it:
+// url.Parse, then, for a data URL, dataurl.DecodeString, the same in every
+// spec 3 version), both kept by content; false too once lead is no longer
+// v's: a Forget since the Hold began renumbers contents, and two of them
+// would share a number under the Hold's lead. For a nil v, next.
+func (v *ValidItems) heldToken(lead string, key itemKey, s []byte, next int) (int, bool) {
 	if v == nil {
 		return next, sourceValid(string(s))
 	}
 	v.mu.Lock()
 	n, known := v.tokens[key]
+	current := v.lead == lead
 	v.mu.Unlock()
+	if !current {
+		return 0, false
+	}
 	if known {
 		return n, n >= 0
 	}
 	ok := sourceValid(string(s))
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.lead != lead {
+		return 0, false
+	}
 	if n, known := v.tokens[key]; known {
 		return n, n >= 0
 	}

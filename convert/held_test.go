@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -160,5 +161,30 @@ func TestQuoted(t *testing.T) {
 		if got := quoted(o); string(got) != string(m[:len(m)-1]) {
 			t.Errorf("%q: quoted %s, Marshal %s", o, got, m)
 		}
+	}
+}
+
+// TestHeldTokenAfterForget: a Forget while a config is being held (other
+// reviews share the ValidItems) renumbers contents; the Hold under way must
+// not number a second content as its first (both would be restored as one),
+// so it holds nothing.
+func TestHeldTokenAfterForget(t *testing.T) {
+	v := &ValidItems{}
+	x, z := []byte("data:,"+strings.Repeat("x", 600)), []byte("data:,"+strings.Repeat("z", 600))
+	lead := v.heldLead()
+	if n, ok := v.heldToken(lead, itemKey(sha256.Sum256(x)), x, 0); !ok || n != 0 {
+		t.Fatalf("first content: %d %v", n, ok)
+	}
+	v.Forget(0)
+	if n, ok := v.heldToken(lead, itemKey(sha256.Sum256(z)), z, 1); ok {
+		t.Fatalf("after a Forget, a second content got number %d under the old lead", n)
+	}
+	raw := []byte(`{"storage":{"files":[{"contents":{"source":"` + string(x) + `"}},{"contents":{"source":"` + string(z) + `"}}]}}`)
+	h, ok := Hold(raw, v, MinHeld)
+	if !ok || len(h.orig) != 2 || h.lead == lead {
+		t.Fatalf("a Hold after the Forget: %v, %d contents, lead renewed %v", ok, len(h.orig), h.lead != lead)
+	}
+	if back, ok := h.Restore(h.JSON); !ok || !sameJSONValue(t, back, raw) {
+		t.Fatalf("restored %s", back)
 	}
 }

@@ -75,7 +75,12 @@ func FuzzParseDeclaredValid(f *testing.F) {
 		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
 			t.Fatalf("%s: through ValidItems %v, ParseDeclared %v", raw, gerr, werr)
 		}
-		if werr == nil && !reflect.DeepEqual(got.declared, want.declared) {
+		if werr != nil {
+			return
+		}
+		a, _ := Marshal(want.Config, false)
+		b, _ := Marshal(got.Config, false)
+		if string(a) != string(b) || !reflect.DeepEqual(got.declared, want.declared) || !reflect.DeepEqual(got.WrittenModes, want.WrittenModes) {
 			t.Fatalf("%s: read otherwise", raw)
 		}
 	})

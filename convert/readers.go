@@ -462,9 +462,11 @@ func (v *ValidItems) stepUpItems(c any, from, to Version) any {
 		if err != nil {
 			return stepUp(c, from, to)
 		}
-		it.key = stepKey(t, it.list, js, from, to)
-		if it.up, it.known = v.stepKnown(it.key); it.known {
-			continue
+		it.key, it.keep = stepKey(t, it.list, js, from, to), len(js) <= maxKeptStep
+		if it.keep {
+			if it.up, it.known = v.stepKnown(it.key); it.known {
+				continue
+			}
 		}
 		missed = append(missed, i)
 		if i == 0 {
@@ -491,7 +493,9 @@ func (v *ValidItems) stepUpItems(c any, from, to Version) any {
 				it.up = up.FieldByName(it.list[0]).FieldByName(it.list[1]).Index(n[it.list])
 				n[it.list]++
 			}
-			v.keepStep(it.key, it.up)
+			if it.keep {
+				v.keepStep(it.key, it.up)
+			}
 		}
 	}
 	out := reflect.New(items[0].up.Type()).Elem()
@@ -502,6 +506,12 @@ func (v *ValidItems) stepUpItems(c any, from, to Version) any {
 	}
 	return out.Interface()
 }
+
+// maxKeptStep bounds the JSON of an item (or of the rest of a config) whose
+// step up a ValidItems keeps: the step up holds the item's contents, and
+// a held config's items are a few hundred bytes (their data URLs tokens);
+// a larger one (contents Hold left in place) is stepped up each time.
+const maxKeptStep = 4 << 10
 
 // steppedLists are the lists stepUpItems steps up an item at a time.
 var steppedLists = [][2]string{{"Storage", "Files"}, {"Systemd", "Units"}}
@@ -514,6 +524,7 @@ type stepped struct {
 	key   itemKey
 	up    reflect.Value
 	known bool
+	keep  bool // small enough to keep (see maxKeptStep)
 }
 
 // stepKey keys a part of a config of type t (an item of list, or the rest)

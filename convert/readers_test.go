@@ -228,3 +228,30 @@ func fixturesAtEverySpec(t *testing.T) [][]byte {
 	}
 	return raws
 }
+
+// TestStepUpItemsKeepsSmallOnly: a file whose contents Hold left in place
+// (an escape) is stepped up each time, not kept: what a ValidItems keeps
+// is bounded by its count (see maxKeptStep).
+func TestStepUpItemsKeepsSmallOnly(t *testing.T) {
+	big := `data:,\u0061` + strings.Repeat("b", 64<<10)
+	orig := []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/big","contents":{"source":"` + big + `"}},{"path":"/small","contents":{"source":"data:,s"}}]}}`)
+	j, err := NewJudge(orig, []Reader{{Spec: V3_4, Who: "reader"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := NewEncoder(p.Config, false).Encode(V3_2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &ValidItems{}
+	if l := j.Validating(v).Losses(out.JSON); len(l) != 0 {
+		t.Fatalf("losses: %v", l)
+	}
+	if len(v.steps) != 2 { // the small file and the rest
+		t.Fatalf("%d step-ups kept, want 2 (not the 64 KiB file)", len(v.steps))
+	}
+}

@@ -27,18 +27,18 @@ import (
 // each data URL and Ignition's step up of each item (see stepUpItems).
 // Safe for concurrent use; the zero value is ready.
 type ValidItems struct {
-	mu      sync.Mutex
-	valid   map[itemKey]bool          // passes alone
-	sources map[itemKey]bool          // data URLs Hold checked, by content
-	lead    string                    // of Hold's tokens (see heldLead)
-	tokens  map[itemKey]int           // Hold's token of each content
-	steps   map[itemKey]reflect.Value // items stepped up (see stepUpItems)
+	mu     sync.Mutex
+	valid  map[itemKey]bool          // passes alone
+	lead   string                    // of Hold's tokens (see heldLead)
+	tokens map[itemKey]int           // Hold's token of each content, -1 where Ignition refuses it
+	steps  map[itemKey]reflect.Value // items stepped up (see stepUpItems)
 }
 
 // itemKey is an item's content key: the SHA-256 of its type's name and its
 // JSON (see anyToken), so that what a ValidItems keeps of an item is the
 // same few bytes however large it is (a file's inline contents run to
-// megabytes), and Forget's bound on the count bounds the bytes too.
+// megabytes), and Forget's bound on the count bounds the bytes too (a step
+// up is kept only of an item of at most maxKeptStep bytes: see stepItems).
 type itemKey [sha256.Size]byte
 
 func itemKeyOf(t reflect.Type, js []byte) itemKey {
