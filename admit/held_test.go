@@ -50,6 +50,9 @@ func heldCase(t *testing.T, what string, raw []byte, cl [2]convert.Version, vali
 	a, errA := lowerHolding(ctx, raw, cl[0], cl[1], valid, 1)
 	b, errB := lowerAsIs(ctx, raw, cl[0], cl[1], nil)
 	sameLowering(t, what, raw, a, b, errA, errB)
+	if errA == nil && a.Changed() {
+		readersAgree(t, corpusCase{raw: raw, ceiling: cl[0], reads: cl[1]}, a)
+	}
 }
 
 // withHeldSources is raw with its files' sources replaced, in turn, by

@@ -346,36 +346,30 @@ func masksOnTheWay(from, to Version) bool {
 // of its files and directories masked, as maskingIgnitions read it; any
 // other reading is returned as it is.
 func maskedModes(c any) any {
-	mask := func(m *int) *int {
-		if m == nil || *m&0o7000 == 0 {
-			return m
-		}
-		v := *m &^ 0o7000
-		return &v
-	}
 	switch c := c.(type) {
 	case t34.Config:
-		c.Storage.Files = slices.Clone(c.Storage.Files)
-		for i := range c.Storage.Files {
-			c.Storage.Files[i].Mode = mask(c.Storage.Files[i].Mode)
-		}
-		c.Storage.Directories = slices.Clone(c.Storage.Directories)
-		for i := range c.Storage.Directories {
-			c.Storage.Directories[i].Mode = mask(c.Storage.Directories[i].Mode)
-		}
+		c.Storage.Files = masked(c.Storage.Files, func(f *t34.File) **int { return &f.Mode })
+		c.Storage.Directories = masked(c.Storage.Directories, func(d *t34.Directory) **int { return &d.Mode })
 		return c
 	case t35.Config:
-		c.Storage.Files = slices.Clone(c.Storage.Files)
-		for i := range c.Storage.Files {
-			c.Storage.Files[i].Mode = mask(c.Storage.Files[i].Mode)
-		}
-		c.Storage.Directories = slices.Clone(c.Storage.Directories)
-		for i := range c.Storage.Directories {
-			c.Storage.Directories[i].Mode = mask(c.Storage.Directories[i].Mode)
-		}
+		c.Storage.Files = masked(c.Storage.Files, func(f *t35.File) **int { return &f.Mode })
+		c.Storage.Directories = masked(c.Storage.Directories, func(d *t35.Directory) **int { return &d.Mode })
 		return c
 	}
 	return c
+}
+
+// masked is a copy of list with the special mode bits of each entry's
+// mode (found by mode) masked; list is not changed.
+func masked[T any](list []T, mode func(*T) **int) []T {
+	list = slices.Clone(list)
+	for i := range list {
+		if m := mode(&list[i]); *m != nil && **m&0o7000 != 0 {
+			v := **m &^ 0o7000
+			*m = &v
+		}
+	}
+	return list
 }
 
 // maxLossesShown bounds the losses a LossesError names.
