@@ -65,17 +65,22 @@ func TestWatchAboveCeiling(t *testing.T) {
 	// A last write, seen after the others (one handler sees them in
 	// order): once it is counted, every one before it was handled.
 	create("zz-last", "machine-config-operator", cexConfig)
-	kubetest.Eventually(t, time.Minute, "the writes counted", func() error {
+	// The counter moves before the Event is recorded, so wait for both:
+	// zz-last's Event is the last thing the handler does for the writes.
+	var events []string
+	kubetest.Eventually(t, time.Minute, "the writes counted and recorded", func() error {
+		for len(rec.Events) > 0 {
+			events = append(events, <-rec.Events)
+		}
 		o, other := testutil.ToFloat64(w.above.WithLabelValues("openshift")), testutil.ToFloat64(w.above.WithLabelValues("other"))
 		if o != 2 || other != 1 {
 			return fmt.Errorf("openshift %v, other %v; want 2 and 1", o, other)
 		}
+		if len(events) == 0 || !strings.Contains(events[len(events)-1], "MachineConfig zz-last ") {
+			return fmt.Errorf("events %q: zz-last's not yet recorded", events)
+		}
 		return nil
 	})
-	var events []string
-	for len(rec.Events) > 0 {
-		events = append(events, <-rec.Events)
-	}
 	if len(events) != 2 || !strings.HasPrefix(events[0], "Warning AboveRollbackSpec MachineConfig 99-cex-controller needs Ignition spec 3.5.0, above the ceiling 3.4.0") ||
 		!strings.Contains(events[0], "$.storage.luks.0.cex") || !strings.Contains(events[1], "MachineConfig zz-last ") {
 		t.Errorf("events %q, want one for 99-cex-controller, one for zz-last", events)
