@@ -29,6 +29,7 @@ import (
 type ValidItems struct {
 	mu     sync.Mutex
 	valid  map[itemKey]bool          // passes alone
+	cross  map[itemKey]bool          // the rest of a config passes (see crossPasses)
 	lead   string                    // of Hold's tokens (see heldLead)
 	tokens map[itemKey]int           // Hold's token of each content, -1 where Ignition refuses it
 	steps  map[itemKey]reflect.Value // items stepped up (see stepUpItems)
@@ -100,7 +101,35 @@ func (v *ValidItems) Passes(cfg any) bool {
 	keptFiles, keptUnits := crossItems(c, files, units)
 	cross.FieldByName("Storage").FieldByName("Files").Set(keptFiles)
 	cross.FieldByName("Systemd").FieldByName("Units").Set(keptUnits)
-	return !validate.ValidateWithContext(cross.Interface(), nil).IsFatal()
+	return v.crossPasses(cross)
+}
+
+// crossPasses reports whether cross, a config holding only the files and
+// units that could meet a check across items, passes Ignition's
+// validation, kept by content like an item: a review validates its input,
+// its candidate for the encoder and again for the readers, and what is
+// left of a config past its items (its ignition section, users, the
+// directories and links) is most often the one before's.
+func (v *ValidItems) crossPasses(cross reflect.Value) bool {
+	js, err := json.Marshal(cross.Interface())
+	if err != nil {
+		return !validate.ValidateWithContext(cross.Interface(), nil).IsFatal()
+	}
+	key := itemKeyOf(cross.Type(), js)
+	v.mu.Lock()
+	ok, known := v.cross[key]
+	v.mu.Unlock()
+	if known {
+		return ok
+	}
+	ok = !validate.ValidateWithContext(cross.Interface(), nil).IsFatal()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.cross == nil {
+		v.cross = map[itemKey]bool{}
+	}
+	v.cross[key] = ok
+	return ok
 }
 
 // Forget drops what v knows once it holds more than max items: a bound for
@@ -108,8 +137,8 @@ func (v *ValidItems) Passes(cfg any) bool {
 func (v *ValidItems) Forget(max int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if len(v.valid)+len(v.tokens)+len(v.steps) > max {
-		v.valid, v.tokens, v.steps, v.lead = nil, nil, nil, ""
+	if len(v.valid)+len(v.cross)+len(v.tokens)+len(v.steps) > max {
+		v.valid, v.cross, v.tokens, v.steps, v.lead = nil, nil, nil, nil, ""
 	}
 }
 

@@ -103,6 +103,11 @@ func itemCases() (Config, []configCase) {
 			c.Systemd.Units[0].Dropins = []types.Dropin{{Name: "x.conf", Contents: str("[Unit]\n")}}
 			c.Storage.Files[1].Path = "/etc/systemd/system/a.service.d/x.conf"
 		})},
+		// Past the items: what Passes validates of the rest, kept by content.
+		{"relative directory", with(func(c *Config) { c.Storage.Directories = []types.Directory{{Node: types.Node{Path: "etc/d"}}} })},
+		{"bad merge source", with(func(c *Config) {
+			c.Ignition.Config.Merge = []types.Resource{{Source: str("data:;base64,!!")}}
+		})},
 		{"unparsable unit", with(func(c *Config) { c.Systemd.Units[0].Contents = str("[Unit\nx") })},
 		{"unit without a type", with(func(c *Config) { c.Systemd.Units[0].Name = "a" })},
 		{"unit twice", with(func(c *Config) { c.Systemd.Units = append(c.Systemd.Units, unit("a.service", "")) })},
