@@ -94,10 +94,13 @@ type request struct {
 
 // decodeReview reads an AdmissionReview v1 request.
 func decodeReview(body []byte) (*reviewIn, error) {
-	var in reviewIn
-	if err := json.Unmarshal(body, &in); err != nil {
-		if in, err = decodeInTwo(body); err != nil {
-			return nil, err
+	in, ok := scanReview(body)
+	if !ok {
+		in = reviewIn{}
+		if err := json.Unmarshal(body, &in); err != nil {
+			if in, err = decodeInTwo(body); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if in.APIVersion != "admission.k8s.io/v1" || in.Kind != "AdmissionReview" {
@@ -243,7 +246,7 @@ type parts struct {
 }
 
 // objects are an UPDATE's object and old object split, or nil where one
-// is not an object. The body is JSON (decodeReview decoded it), so it is
+// is not an object. The body is JSON (decodeReview checked it), so it is
 // scanned (memberMap), not decoded again: the two objects hold a rendered
 // config each, whose hundreds of kilobytes encoding/json would check
 // and skip a byte at a time, three times over.
