@@ -159,7 +159,9 @@ func lowerAsIs(ctx context.Context, raw []byte, ceiling, reads convert.Version, 
 	if err := stopped(ctx); err != nil {
 		return res, err
 	}
-	enc := convert.NewEncoder(parsed.Config, false).Written(parsed.WrittenModes).Validating(valid)
+	// Every candidate is judged by the readers (lowest), which validate it
+	// and compare it with the original: the encoder need not.
+	enc := convert.NewEncoder(parsed.Config, false).Written(parsed.WrittenModes).Validating(valid).Judged()
 	res.Needs, res.Reasons = enc.MinVersion()
 	if !ceiling.IsZero() {
 		res.Above = convert.ReasonsAbove(res.Reasons, ceiling)

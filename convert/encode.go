@@ -49,6 +49,7 @@ type Encoder struct {
 	ph           *placeholders
 	written      WrittenModes
 	valid        *ValidItems
+	judged       bool // see Judged
 }
 
 // NewEncoder prepares cfg; it is not changed. With forYAML, only contents
@@ -73,6 +74,17 @@ func (e *Encoder) Written(w WrittenModes) *Encoder {
 // other encoders may share (see ValidItems). Call it before Encode.
 func (e *Encoder) Validating(v *ValidItems) *Encoder {
 	e.valid = v
+	return e
+}
+
+// Judged has Encode write without its own validation and proof, for a
+// caller that judges every result with a Judge before using it
+// (Judge.Losses): the readers' own parsers validate it as Ignition does,
+// and what they read of it must be what they read of the original, which
+// is what the proof by convert's own steps stands in for. Call it before
+// Encode.
+func (e *Encoder) Judged() *Encoder {
+	e.judged = true
 	return e
 }
 
@@ -123,7 +135,7 @@ func (e *Encoder) Encode(v Version, edit func(*Config) error) (*Encoded, error) 
 	if err != nil {
 		return nil, err
 	}
-	js, err := encode(&cfg, v, reasons, e.written, e.valid, false)
+	js, err := e.encode(&cfg, v, reasons)
 	return &Encoded{JSON: js}, err
 }
 
@@ -134,7 +146,19 @@ func (e *Encoder) tokens(v Version, edit func(*Config) error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encode(&cfg, v, reasons, e.written, e.valid, false)
+	return e.encode(&cfg, v, reasons)
+}
+
+// encode is encode, or without the checks for a judged encoder.
+func (e *Encoder) encode(cfg *Config, v Version, reasons []Reason) ([]byte, error) {
+	if !e.judged {
+		return encode(cfg, v, reasons, e.written, e.valid, false)
+	}
+	_, out, err := downUnvalidated(cfg, v, reasons, e.written)
+	if err != nil {
+		return nil, err
+	}
+	return Marshal(out, false)
 }
 
 func (e *Encoder) edited(cfg Config, edit func(*Config) error) (Config, []Reason, error) {
