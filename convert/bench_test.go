@@ -3,8 +3,13 @@ package convert
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	t30 "github.com/coreos/ignition/v2/config/v3_0/types"
+	t35 "github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/coreos/ignition/v2/config/validate"
 )
 
 // bigConfig builds a config of at least size bytes from the OpenShift worker
@@ -98,4 +103,47 @@ func BenchmarkMinVersion(b *testing.B) {
 	for b.Loop() {
 		minVersion(&p.Config)
 	}
+}
+
+// BenchmarkReaderFloor is what the readers' own code costs a review of a
+// config new to the webhook however it is cached, for a config of one
+// small file (the smallest new content: a generated MachineConfig's new
+// file): Ignition's validation of that file at the spec written (3.5.0)
+// and at the spec stored (3.0.0), each in a config of its own, and
+// Ignition's five steps from 3.0.0 up to 3.5.0, which a reader of 3.5.0
+// applies to the stored config (ParseCompatibleVersion). A review of new
+// content cannot cost less than this; issue 46's budget for the small
+// config's whole review is about 0.3 ms.
+func BenchmarkReaderFloor(b *testing.B) {
+	src := "data:,x"
+	file := func(i int) t35.File {
+		return t35.File{Node: t35.Node{Path: "/etc/bench/" + strconv.Itoa(i)}, FileEmbedded1: t35.FileEmbedded1{Contents: t35.Resource{Source: &src}}}
+	}
+	var at35 t35.Config
+	at35.Ignition.Version = "3.5.0"
+	at35.Storage.Files = []t35.File{file(0)}
+	var at30 t30.Config
+	at30.Ignition.Version = "3.0.0"
+	at30.Storage.Files = []t30.File{{Node: t30.Node{Path: "/etc/bench/0"}, FileEmbedded1: t30.FileEmbedded1{Contents: t30.FileContents{Source: &src}}}}
+	b.Run("validate-3.5", func(b *testing.B) {
+		for range b.N {
+			if validate.ValidateWithContext(at35, nil).IsFatal() {
+				b.Fatal("invalid")
+			}
+		}
+	})
+	b.Run("validate-3.0", func(b *testing.B) {
+		for range b.N {
+			if validate.ValidateWithContext(at30, nil).IsFatal() {
+				b.Fatal("invalid")
+			}
+		}
+	})
+	b.Run("steps-3.0-3.5", func(b *testing.B) {
+		for range b.N {
+			if up := stepUp(at30, V3_0, V3_5).(t35.Config); len(up.Storage.Files) != 1 {
+				b.Fatal("lost the file")
+			}
+		}
+	})
 }
