@@ -22,8 +22,8 @@ func scanReview(body []byte) (in reviewIn, ok bool) {
 		return reviewIn{}, false
 	}
 	ok = fields(body, map[string]func([]byte) bool{
-		"apiVersion": into(&in.APIVersion),
-		"kind":       into(&in.Kind),
+		"apiVersion": stringField(&in.APIVersion),
+		"kind":       stringField(&in.Kind),
 		"request": func(v []byte) bool {
 			if isNull(v) {
 				return true
@@ -37,21 +37,23 @@ func scanReview(body []byte) (in reviewIn, ok bool) {
 
 func requestFields(v []byte, r *request) bool {
 	return fields(v, map[string]func([]byte) bool{
-		"uid":         into(&r.UID),
+		"uid":         stringField(&r.UID),
 		"resource":    into(&r.Resource),
-		"subResource": into(&r.SubResource),
-		"name":        into(&r.Name),
-		"operation":   into(&r.Operation),
-		"userInfo":    into(&r.UserInfo),
-		"dryRun":      into(&r.DryRun),
+		"subResource": stringField(&r.SubResource),
+		"name":        stringField(&r.Name),
+		"operation":   stringField(&r.Operation),
+		"userInfo": func(v []byte) bool {
+			return isNull(v) || fields(v, map[string]func([]byte) bool{"username": stringField(&r.UserInfo.Username)})
+		},
+		"dryRun": into(&r.DryRun),
 		"object": func(v []byte) bool {
 			o := &r.Object
 			return isNull(v) || fields(v, map[string]func([]byte) bool{
 				"metadata": func(v []byte) bool {
 					return isNull(v) || fields(v, map[string]func([]byte) bool{
-						"name":          into(&o.Metadata.Name),
-						"generateName":  into(&o.Metadata.GenerateName),
-						"uid":           into(&o.Metadata.UID),
+						"name":          stringField(&o.Metadata.Name),
+						"generateName":  stringField(&o.Metadata.GenerateName),
+						"uid":           stringField(&o.Metadata.UID),
 						"managedFields": raw(&o.Metadata.ManagedFields),
 					})
 				},
@@ -95,6 +97,22 @@ func fields(obj []byte, decoders map[string]func([]byte) bool) bool {
 // into decodes a small value into *p, as encoding/json does a field.
 func into[T any](p *T) func([]byte) bool {
 	return func(v []byte) bool { return json.Unmarshal(v, p) == nil }
+}
+
+// stringField decodes a string into *p, as encoding/json does a field of a
+// string type, without its reflection: a review's names and kinds.
+func stringField[T ~string](p *T) func([]byte) bool {
+	return func(v []byte) bool {
+		if isNull(v) {
+			return true
+		}
+		if len(v) == 0 || v[0] != '"' {
+			return false
+		}
+		s, err := stringText(v)
+		*p = T(s)
+		return err == nil
+	}
 }
 
 // raw takes a value as it is, as encoding/json fills a json.RawMessage

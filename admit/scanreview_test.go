@@ -83,6 +83,13 @@ func reviewCases() []string {
 		swap(`"request":{`, `"request":{"dryRun":null,`),
 		swap(`"request":{`, `"request":{"dryRun":"yes",`),
 		swap(`"uid":"req-1"`, `"uid":5`),
+		swap(`"uid":"req-1"`, `"uid":"r\u0041\n"`),
+		swap(`"uid":"req-1"`, "\"uid\":\"r\xff\""),
+		swap(`"userInfo":{"username":"system:admin"}`, `"userInfo":{"Username":"system:admin"}`),
+		swap(`"userInfo":{"username":"system:admin"}`, `"userInfo":null`),
+		swap(`"userInfo":{"username":"system:admin"}`, `"userInfo":"system:admin"`),
+		swap(`"userInfo":{"username":"system:admin"}`, `"userInfo":{"username":["system:admin"]}`),
+		swap(`"operation":"CREATE"`, `"operation":true`),
 		swap(`"uid":"req-1"`, `"uid":null`),
 		swap(`"metadata":{`, `"metadata":{"managedFields":[{"manager":"m","fieldsV1":{"f:spec":{}}}],`),
 		swap(`"metadata":{`, `"metadata":{"managedFields":null,`),
@@ -105,7 +112,11 @@ func reviewCases() []string {
 // scanReview, where it answers, answers what json.Unmarshal does; it
 // answers the reviews the API server sends.
 func TestScanReviewIsUnmarshal(t *testing.T) {
-	for i, c := range reviewCases() {
+	cases := reviewCases()
+	for i, c := range cases {
+		if i > 0 && c == cases[0] {
+			t.Errorf("case %d is the first: its change did not apply", i)
+		}
 		got, ok := scanReview([]byte(c))
 		if i < 3 && !ok {
 			t.Errorf("case %d: a review as the API server sends it not scanned: %.200s", i, c)
