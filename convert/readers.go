@@ -325,7 +325,15 @@ func (j *Judge) Losses(stored []byte) []Loss {
 // original's spec, is the original, and is it too as the Ignitions that
 // mask special mode bits on the way read it.
 func (j *Judge) readsAlike(up any, s Version) bool {
-	return len(diff(j.orig, up)) == 0 && (!masksOnTheWay(s, j.declared) || len(diff(j.orig, maskedModes(up))) == 0)
+	if len(diff(j.orig, up)) != 0 {
+		return false
+	}
+	if !masksOnTheWay(s, j.declared) {
+		return true
+	}
+	// Masked, a reading with no special mode bit is itself: read alike.
+	masked, changed := maskModes(up)
+	return !changed || len(diff(j.orig, masked)) == 0
 }
 
 // maskingIgnitions names the Ignition releases whose step from spec 3.3 to
@@ -346,30 +354,41 @@ func masksOnTheWay(from, to Version) bool {
 // of its files and directories masked, as maskingIgnitions read it; any
 // other reading is returned as it is.
 func maskedModes(c any) any {
-	switch c := c.(type) {
-	case t34.Config:
-		c.Storage.Files = masked(c.Storage.Files, func(f *t34.File) **int { return &f.Mode })
-		c.Storage.Directories = masked(c.Storage.Directories, func(d *t34.Directory) **int { return &d.Mode })
-		return c
-	case t35.Config:
-		c.Storage.Files = masked(c.Storage.Files, func(f *t35.File) **int { return &f.Mode })
-		c.Storage.Directories = masked(c.Storage.Directories, func(d *t35.Directory) **int { return &d.Mode })
-		return c
-	}
+	c, _ = maskModes(c)
 	return c
 }
 
-// masked is a copy of list with the special mode bits of each entry's
-// mode (found by mode) masked; list is not changed.
-func masked[T any](list []T, mode func(*T) **int) []T {
-	list = slices.Clone(list)
+// maskModes is maskedModes, and whether any mode had a bit masked.
+func maskModes(c any) (any, bool) {
+	var files, dirs bool
+	switch c := c.(type) {
+	case t34.Config:
+		c.Storage.Files, files = masked(c.Storage.Files, func(f *t34.File) **int { return &f.Mode })
+		c.Storage.Directories, dirs = masked(c.Storage.Directories, func(d *t34.Directory) **int { return &d.Mode })
+		return c, files || dirs
+	case t35.Config:
+		c.Storage.Files, files = masked(c.Storage.Files, func(f *t35.File) **int { return &f.Mode })
+		c.Storage.Directories, dirs = masked(c.Storage.Directories, func(d *t35.Directory) **int { return &d.Mode })
+		return c, files || dirs
+	}
+	return c, false
+}
+
+// masked is list with the special mode bits of each entry's mode (found
+// by mode) masked, a copy where one is (list is not changed), and whether
+// one was.
+func masked[T any](list []T, mode func(*T) **int) ([]T, bool) {
+	out := list
 	for i := range list {
 		if m := mode(&list[i]); *m != nil && **m&0o7000 != 0 {
+			if len(out) > 0 && &out[0] == &list[0] {
+				out = slices.Clone(list)
+			}
 			v := **m &^ 0o7000
-			*m = &v
+			*mode(&out[i]) = &v
 		}
 	}
-	return list
+	return out, len(out) > 0 && &out[0] != &list[0]
 }
 
 // maxLossesShown bounds the losses a LossesError names.
