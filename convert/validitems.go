@@ -50,11 +50,23 @@ func itemKeyOf(t reflect.Type, js []byte) itemKey {
 	return itemKey(h.Sum(nil))
 }
 
-// anyToken writes an item's JSON, in pieces, with each placeholder token
-// (see placeholders) the same: each stands for a data URL validated
-// already, and what Ignition checks of a source alone is the same for any
-// valid data URL, so an item reads alike in every encoder whatever its
-// nonce.
+// exactKey is itemKeyOf without taking tokens alike.
+func exactKey(t reflect.Type, js []byte) itemKey {
+	h := sha256.New()
+	h.Write([]byte(t.PkgPath() + "." + t.Name() + "\x00"))
+	h.Write(js)
+	return itemKey(h.Sum(nil))
+}
+
+// anyToken writes a file's or unit's JSON, in pieces, with each
+// placeholder token (see placeholders, Hold) the same: each stands for a
+// data URL validated already, and what Ignition checks of a file's
+// contents or append source alone is the same for any valid data URL, so
+// an item reads alike in every encoder whatever its nonce. Only a source
+// is taken so (a file's only sources are its contents and appends, where
+// tokens stand, and no check compares two of them): elsewhere, a string
+// that looks like a token is a user's, which a check across entries (two
+// headers of one name) may compare with another.
 func anyToken(js []byte, write func([]byte)) {
 	lead := []byte(`"data:,mcsph-`)
 	for {
@@ -68,7 +80,7 @@ func anyToken(js []byte, write func([]byte)) {
 			end++
 		}
 		write(js[:at])
-		if end < len(js) && js[end] == '"' {
+		if end < len(js) && js[end] == '"' && bytes.HasSuffix(js[:at], []byte(`"source":`)) {
 			write([]byte(`"data:,mcsph`)) // a token: the same for all
 		} else {
 			write(js[at:end]) // not one: as it is
@@ -115,7 +127,11 @@ func (v *ValidItems) crossPasses(cross reflect.Value) bool {
 	if err != nil {
 		return !validate.ValidateWithContext(cross.Interface(), nil).IsFatal()
 	}
-	key := itemKeyOf(cross.Type(), js)
+	// Keyed by its JSON as it is: tokens are not taken alike here (see
+	// anyToken), since the rest holds sources a check compares (merged
+	// configs, certificate authorities). Hold's tokens are the same from
+	// one review to the next.
+	key := exactKey(cross.Type(), js)
 	v.mu.Lock()
 	ok, known := v.cross[key]
 	v.mu.Unlock()

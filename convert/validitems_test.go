@@ -55,8 +55,13 @@ func TestAnyToken(t *testing.T) {
 	if bytes.Equal(ja, jb) || !bytes.Equal(anyTokenBytes(ja), anyTokenBytes(jb)) || bytes.Contains(anyTokenBytes(ja), []byte(a.lead)) {
 		t.Errorf("tokens of two encoders:\n%s\n%s", anyTokenBytes(ja), anyTokenBytes(jb))
 	}
-	for _, s := range []string{`{"a":"data:,mcsph-"}`, `{"a":"data:,mcsph-12x"}`, `"data:,mcsph-0`, `plain`} {
-		if got := anyTokenBytes([]byte(s)); (string(got) == s) != (s != `{"a":"data:,mcsph-"}`) {
+	for s, changes := range map[string]bool{
+		`{"source":"data:,mcsph-"}`: true, `{"source":"data:,mcsph-0a-1"}`: true, `{"source":"data:,mcsph-12x"}`: false,
+		`"data:,mcsph-0`: false, `plain`: false,
+		// A string that looks like a token but is no source is a user's.
+		`{"name":"data:,mcsph-1"}`: false, `{"a":"data:,mcsph-"}`: false,
+	} {
+		if got := anyTokenBytes([]byte(s)); (string(got) != s) != changes {
 			t.Errorf("anyToken(%s) = %s", s, got)
 		}
 	}
@@ -107,6 +112,16 @@ func itemCases() (Config, []configCase) {
 		{"relative directory", with(func(c *Config) { c.Storage.Directories = []types.Directory{{Node: types.Node{Path: "etc/d"}}} })},
 		{"bad merge source", with(func(c *Config) {
 			c.Ignition.Config.Merge = []types.Resource{{Source: str("data:;base64,!!")}}
+		})},
+		// Strings that look like tokens where a check compares entries.
+		{"two users of one token-like name", with(func(c *Config) {
+			c.Passwd.Users = []types.PasswdUser{{Name: "data:,mcsph-1"}, {Name: "data:,mcsph-1"}}
+		})},
+		{"two headers of one token-like name", with(func(c *Config) {
+			c.Storage.Files[1].Contents.HTTPHeaders = []types.HTTPHeader{{Name: "data:,mcsph-1", Value: str("a")}, {Name: "data:,mcsph-1", Value: str("b")}}
+		})},
+		{"two merged configs of one token-like source", with(func(c *Config) {
+			c.Ignition.Config.Merge = []types.Resource{{Source: str("data:,mcsph-1")}, {Source: str("data:,mcsph-1")}}
 		})},
 		{"unparsable unit", with(func(c *Config) { c.Systemd.Units[0].Contents = str("[Unit\nx") })},
 		{"unit without a type", with(func(c *Config) { c.Systemd.Units[0].Name = "a" })},
@@ -181,4 +196,43 @@ func anyTokenBytes(js []byte) []byte {
 	var out []byte
 	anyToken(js, func(b []byte) { out = append(out, b...) })
 	return out
+}
+
+// A string that looks like a token where a check compares entries (user
+// names, header names, merged configs' sources) is told apart from
+// another: after a config with two different such strings passes, one
+// with the same string twice does not (it did, found by a review of the
+// change: both were keyed alike).
+func TestValidItemsTokenLookalikes(t *testing.T) {
+	str := func(s string) *string { return &s }
+	for name, with := range map[string]func(a, b string) Config{
+		"users": func(a, b string) Config {
+			var c Config
+			c.Ignition.Version = Newest.String()
+			c.Passwd.Users = []types.PasswdUser{{Name: a}, {Name: b}}
+			return c
+		},
+		"headers": func(a, b string) Config {
+			var c Config
+			c.Ignition.Version = Newest.String()
+			c.Storage.Files = []types.File{{Node: types.Node{Path: "/etc/a"}, FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{
+				Source: str("https://example.com/a"), HTTPHeaders: []types.HTTPHeader{{Name: a, Value: str("1")}, {Name: b, Value: str("2")}}}}}}
+			return c
+		},
+		"merged configs": func(a, b string) Config {
+			var c Config
+			c.Ignition.Version = Newest.String()
+			c.Ignition.Config.Merge = []types.Resource{{Source: str(a)}, {Source: str(b)}}
+			return c
+		},
+	} {
+		var v ValidItems
+		distinct, same := with("data:,mcsph-1", "data:,mcsph-2"), with("data:,mcsph-1", "data:,mcsph-1")
+		if !v.Passes(distinct) || validate.ValidateWithContext(distinct, nil).IsFatal() {
+			t.Errorf("%s: two different names do not pass", name)
+		}
+		if !validate.ValidateWithContext(same, nil).IsFatal() || v.Passes(same) {
+			t.Errorf("%s: one name twice passes (whole validation fatal: %v)", name, validate.ValidateWithContext(same, nil).IsFatal())
+		}
+	}
 }
