@@ -77,8 +77,10 @@ func (e *PassError) Unwrap() error { return e.Err }
 // machine-config-operator (reads, or the newest release's when zero), of
 // the release a rollback returns to (ceiling) and of the input's own spec,
 // must read the stored bytes as it reads the input, and a reader of the
-// ceiling must parse them; the converter's own proof (translated back up,
-// it must equal the input) must hold too. Else the next spec up is tried.
+// ceiling must parse them (Ignition's parse validates them: the converter's
+// own validation and proof, which stand in for the readers where none
+// judges, are not run, see convert.Encoder.Judged). Else the next spec up
+// is tried.
 // ceiling (zero: none) does not otherwise change what is stored: Above
 // lists the fields that need more than it, for the caller to warn or
 // refuse, among them those a reader loses at every spec up to the ceiling

@@ -115,11 +115,12 @@ func stringField[T ~string](p *T) func([]byte) bool {
 	}
 }
 
-// raw takes a value as it is, as encoding/json fills a json.RawMessage
-// (null too).
+// raw takes a copy of a value as it is, as encoding/json fills a
+// json.RawMessage (null too): a slice of the body would keep all of it
+// alive in the lowering cache, which counts only the config's bytes.
 func raw(p *json.RawMessage) func([]byte) bool {
 	return func(v []byte) bool {
-		*p = json.RawMessage(v)
+		*p = bytes.Clone(v)
 		return true
 	}
 }

@@ -148,3 +148,24 @@ func checkScanned(t *testing.T, body []byte, got reviewIn, ok bool) {
 		t.Errorf("scanned %.200q as\n%+v\njson.Unmarshal:\n%+v", body, got, want)
 	}
 }
+
+// The raw values scanReview takes are copies: a slice of the body would
+// keep all of it alive (a 4 MB annotation beside a config of a few bytes)
+// in the lowering cache, which counts only the config's bytes.
+func TestScanReviewCopiesRaw(t *testing.T) {
+	body := []byte(reviewBody(admissionv1.Create, "x", []byte(`{"metadata":{"name":"a","managedFields":[{"manager":"m"}]},"spec":{"config":{}}}`), nil))
+	in, ok := scanReview(body)
+	if !ok {
+		t.Fatal("not scanned")
+	}
+	cfg, mf := string(in.Request.Object.Spec.Config), string(in.Request.Object.Metadata.ManagedFields)
+	for i := range body {
+		body[i] = ' '
+	}
+	if got := string(in.Request.Object.Spec.Config); got != cfg || got != "{}" {
+		t.Errorf("config %q after the body changed, want {}", got)
+	}
+	if got := string(in.Request.Object.Metadata.ManagedFields); got != mf || got != `[{"manager":"m"}]` {
+		t.Errorf("managedFields %q after the body changed", got)
+	}
+}
