@@ -83,21 +83,29 @@ func (v *validator) object(depth int) bool {
 		if !v.value(depth) {
 			return false
 		}
-		v.space()
-		if v.i >= len(v.b) {
-			return false
-		}
-		switch v.b[v.i] {
-		case ',':
-			v.i++
-			v.space()
-		case '}':
-			v.i++
-			return true
-		default:
-			return false
+		if end, ok := v.next('}'); end || !ok {
+			return ok
 		}
 	}
+}
+
+// next passes the comma or the closing byte after a member or element:
+// end at the closing one, !ok at anything else.
+func (v *validator) next(closing byte) (end, ok bool) {
+	v.space()
+	if v.i >= len(v.b) {
+		return false, false
+	}
+	switch v.b[v.i] {
+	case ',':
+		v.i++
+		v.space()
+		return false, true
+	case closing:
+		v.i++
+		return true, true
+	}
+	return false, false
 }
 
 func (v *validator) array(depth int) bool {
@@ -114,19 +122,8 @@ func (v *validator) array(depth int) bool {
 		if !v.value(depth) {
 			return false
 		}
-		v.space()
-		if v.i >= len(v.b) {
-			return false
-		}
-		switch v.b[v.i] {
-		case ',':
-			v.i++
-			v.space()
-		case ']':
-			v.i++
-			return true
-		default:
-			return false
+		if end, ok := v.next(']'); end || !ok {
+			return ok
 		}
 	}
 }

@@ -131,20 +131,26 @@ func (v *ValidItems) crossPasses(cross reflect.Value) bool {
 	// anyToken), since the rest holds sources a check compares (merged
 	// configs, certificate authorities). Hold's tokens are the same from
 	// one review to the next.
-	key := exactKey(cross.Type(), js)
+	return v.kept(&v.cross, exactKey(cross.Type(), js), func() bool {
+		return !validate.ValidateWithContext(cross.Interface(), nil).IsFatal()
+	})
+}
+
+// kept is (*m)[key], found by passes and kept there the first time.
+func (v *ValidItems) kept(m *map[itemKey]bool, key itemKey, passes func() bool) bool {
 	v.mu.Lock()
-	ok, known := v.cross[key]
+	ok, known := (*m)[key]
 	v.mu.Unlock()
 	if known {
 		return ok
 	}
-	ok = !validate.ValidateWithContext(cross.Interface(), nil).IsFatal()
+	ok = passes()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.cross == nil {
-		v.cross = map[itemKey]bool{}
+	if *m == nil {
+		*m = map[itemKey]bool{}
 	}
-	v.cross[key] = ok
+	(*m)[key] = ok
 	return ok
 }
 
@@ -166,30 +172,18 @@ func (v *ValidItems) alone(cfg, list reflect.Value, i int) bool {
 	if err != nil {
 		return false
 	}
-	key := itemKeyOf(item.Type(), js)
-	v.mu.Lock()
-	ok, known := v.valid[key]
-	v.mu.Unlock()
-	if known {
-		return ok
-	}
-	tiny := reflect.New(cfg.Type()).Elem()
-	tiny.FieldByName("Ignition").Set(cfg.FieldByName("Ignition"))
-	one := reflect.MakeSlice(list.Type(), 1, 1)
-	one.Index(0).Set(item)
-	parent := "Storage"
-	if item.Type().Name() == "Unit" {
-		parent = "Systemd"
-	}
-	tiny.FieldByName(parent).FieldByName(list.Type().Elem().Name() + "s").Set(one)
-	ok = !validate.ValidateWithContext(tiny.Interface(), nil).IsFatal()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.valid == nil {
-		v.valid = map[itemKey]bool{}
-	}
-	v.valid[key] = ok
-	return ok
+	return v.kept(&v.valid, itemKeyOf(item.Type(), js), func() bool {
+		tiny := reflect.New(cfg.Type()).Elem()
+		tiny.FieldByName("Ignition").Set(cfg.FieldByName("Ignition"))
+		one := reflect.MakeSlice(list.Type(), 1, 1)
+		one.Index(0).Set(item)
+		parent := "Storage"
+		if item.Type().Name() == "Unit" {
+			parent = "Systemd"
+		}
+		tiny.FieldByName(parent).FieldByName(list.Type().Elem().Name() + "s").Set(one)
+		return !validate.ValidateWithContext(tiny.Interface(), nil).IsFatal()
+	})
 }
 
 // crossItems are the files and units of cfg that could meet a check
