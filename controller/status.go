@@ -164,18 +164,20 @@ func (b *statusBook) wrote(pool, what string) {
 	b.m.lastWrite.WithLabelValues(pool).Set(float64(now.UnixNano()) / 1e9)
 }
 
-// report records a pool's sync error (nil clears it).
+// report records a pool's sync error (nil clears it). A sync that ends
+// well books no pool: one queued before its pool was deleted ends so after
+// forgetPools dropped it, and must not bring it back.
 func (b *statusBook) report(pool string, err error) {
-	if err != nil {
-		b.log.Error("syncing pool; retrying", "pool", pool, "err", err)
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	p := b.pool(pool)
-	p.LastError = ""
-	if err != nil {
-		p.LastError = err.Error()
+	if err == nil {
+		if p := b.doc.Pools[pool]; p != nil {
+			p.LastError = ""
+		}
+		return
 	}
+	b.log.Error("syncing pool; retrying", "pool", pool, "err", err)
+	b.pool(pool).LastError = err.Error()
 }
 
 // forgetPools drops the status of pools that no longer exist.

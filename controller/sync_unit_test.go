@@ -2,8 +2,12 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"slices"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ignition-mcs/mcs/render"
 )
@@ -67,5 +71,30 @@ func TestRenderPassHold(t *testing.T) {
 				t.Errorf("dropped %v", pass.dropped)
 			}
 		})
+	}
+}
+
+// A sync of a deleted pool that was queued before the delete ends well
+// after forgetPools dropped the pool: /status must not list it again (it
+// did, until the next render, found by an audit of TestFollowsChanges).
+func TestReportBooksNoDeletedPool(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newStatusBook(Config{}, m, slog.New(slog.DiscardHandler))
+	b.setRendered(&render.Result{Pool: "infra"})
+	b.report("infra", errors.New("conflict"))
+	if b.doc.Pools["infra"] == nil || b.doc.Pools["infra"].LastError != "conflict" {
+		t.Fatalf("the error not booked: %+v", b.doc.Pools["infra"])
+	}
+	b.forgetPools(map[string]string{"worker": ""})
+	b.report("infra", nil)
+	if _, ok := b.doc.Pools["infra"]; ok {
+		t.Error("a deleted pool booked again by a sync that ended well")
+	}
+	b.report("gone", errors.New("conflict"))
+	if b.doc.Pools["gone"] == nil {
+		t.Error("a sync error not booked")
 	}
 }
