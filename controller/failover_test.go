@@ -135,7 +135,9 @@ func TestLeaderKilledMidRun(t *testing.T) {
 	if !firstB.After(lastA) {
 		t.Errorf("two writers: b wrote at %v, before a's last write ended at %v", firstB, lastA)
 	}
-	if took := firstB.Sub(killed); took > cfg.LeaseDuration+2*time.Second {
+	// The lease runs out, then b renders and writes: 5 s for that under
+	// -race on a loaded machine, well short of a second lease.
+	if took := firstB.Sub(killed); took > cfg.LeaseDuration+5*time.Second {
 		t.Errorf("b took over %s after the kill, above the lease duration", took)
 	}
 	t.Logf("%d writes; a's last %s after the kill, b's first %s after it", len(writes), lastA.Sub(killed).Round(time.Millisecond), firstB.Sub(killed).Round(time.Millisecond))

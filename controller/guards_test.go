@@ -49,7 +49,7 @@ func waits(t *testing.T, cp *kubetest.ControlPlane, c *running, poolName, reason
 	showsWaiting(t, cp, c, poolName, reason, msg)
 	before, _ := c.syncs.get(poolName)
 	c.guards.signal() // a change: every waiting pool is synced again
-	kubetest.Eventually(t, 10*time.Second, poolName+" synced again", func() error {
+	kubetest.Eventually(t, 30*time.Second, poolName+" synced again", func() error {
 		if n, err := c.syncs.get(poolName); n == before || !errors.Is(err, errPoolWaits) {
 			return fmt.Errorf("%d syncs, the last %v", n-before, err)
 		}
@@ -197,7 +197,7 @@ func TestGuardSelectingAll(t *testing.T) {
 	c := startController(t, cp, Config{})
 	writtenWithin(t, cp, "worker", 20*time.Second)
 	waits(t, cp, c, "all", waitSelectingAll, "A non-empty selector is required.")
-	kubetest.Eventually(t, 10*time.Second, "the SelectingAll Event", func() error { return hasEvent(t, cp, "all", "SelectingAll") })
+	kubetest.Eventually(t, 30*time.Second, "the SelectingAll Event", func() error { return hasEvent(t, cp, "all", "SelectingAll") })
 }
 
 // reconcileCases: one per upstream rule, each a MachineConfig whose change
@@ -243,7 +243,7 @@ func TestReconcilability(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.mc.Name, tc.mc.Role = "60-change", "worker"
 			cp.Apply(t, kubetest.Object(t, tc.mc.YAML()))
-			kubetest.Eventually(t, 10*time.Second, "refused", func() error {
+			kubetest.Eventually(t, 30*time.Second, "refused", func() error {
 				p := pool(t, cp, "worker")
 				cond := poolCondition(p, conditionRenderDegraded)
 				msg := fmt.Sprint(cond["message"])
@@ -259,7 +259,7 @@ func TestReconcilability(t *testing.T) {
 			if tc.override != "" {
 				setOverrides(t, cp, tc.override)
 				moved := ""
-				kubetest.Eventually(t, 10*time.Second, "written with the override", func() error {
+				kubetest.Eventually(t, 30*time.Second, "written with the override", func() error {
 					if moved = configuration(pool(t, cp, "worker")); moved == base {
 						return fmt.Errorf("still %s; RenderDegraded %v", moved, poolCondition(pool(t, cp, "worker"), conditionRenderDegraded))
 					}
@@ -268,7 +268,7 @@ func TestReconcilability(t *testing.T) {
 				// Back to base: removing the section is itself a change,
 				// lifted by the same override.
 				deleteMC(t, cp, "60-change")
-				kubetest.Eventually(t, 10*time.Second, "back to the base config", func() error {
+				kubetest.Eventually(t, 30*time.Second, "back to the base config", func() error {
 					if n := configuration(pool(t, cp, "worker")); n != base {
 						return fmt.Errorf("pool names %s", n)
 					}
@@ -278,7 +278,7 @@ func TestReconcilability(t *testing.T) {
 				return
 			}
 			deleteMC(t, cp, "60-change")
-			kubetest.Eventually(t, 10*time.Second, "cleared once the change is gone", func() error {
+			kubetest.Eventually(t, 30*time.Second, "cleared once the change is gone", func() error {
 				if cond := poolCondition(pool(t, cp, "worker"), conditionRenderDegraded); cond["status"] != "False" {
 					return fmt.Errorf("RenderDegraded %v", cond)
 				}
@@ -289,7 +289,7 @@ func TestReconcilability(t *testing.T) {
 	t.Run("core SSH keys", func(t *testing.T) {
 		cp.Apply(t, kubetest.Object(t, mctest.Config{Name: "60-change", Role: "worker", Config: map[string]any{"passwd": map[string]any{
 			"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA"}}}}}}.YAML()))
-		kubetest.Eventually(t, 10*time.Second, "written", func() error {
+		kubetest.Eventually(t, 30*time.Second, "written", func() error {
 			if n := configuration(pool(t, cp, "worker")); n == base {
 				return fmt.Errorf("still %s; RenderDegraded %v", n, poolCondition(pool(t, cp, "worker"), conditionRenderDegraded))
 			}

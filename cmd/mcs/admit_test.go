@@ -48,7 +48,7 @@ func startAdmit(t *testing.T, args ...string) (string, *http.Client, *syncbuf.Bu
 		}
 	})
 	var addr string
-	kubetest.Eventually(t, 10*time.Second, "mcs admit listening", func() error {
+	kubetest.Eventually(t, time.Minute, "mcs admit listening", func() error {
 		if m := admitListening.FindStringSubmatch(stdout.String()); m != nil {
 			addr = m[1]
 			return nil
@@ -84,7 +84,7 @@ func TestAdmitCommand(t *testing.T) {
 		CeilingKnown bool
 		AboveCeiling string
 	}
-	kubetest.Eventually(t, 10*time.Second, "ready", func() error {
+	kubetest.Eventually(t, time.Minute, "ready", func() error {
 		if code, body := admitGet(t, c, addr, "/readyz"); code != 200 {
 			return fmt.Errorf("/readyz %d %s", code, body)
 		}
