@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/ignition-mcs/mcs/convert"
@@ -77,11 +76,7 @@ func TestUnown(t *testing.T) {
 	// server's own JSON patch.
 	obj := `{"metadata":{"name":"x","managedFields":` + testManagedFields + `}}`
 	patch := "[" + strings.Join(ops, ",") + "]"
-	p, err := jsonpatch.DecodePatch([]byte(patch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := p.Apply([]byte(obj))
+	out, err := applyPatch([]byte(obj), []byte(patch))
 	if err != nil {
 		t.Fatalf("applying %s: %v", patch, err)
 	}
@@ -113,11 +108,7 @@ func TestReviewUnowns(t *testing.T) {
 	admitted := func(t *testing.T, op admissionv1.Operation, obj, old []byte) []byte {
 		t.Helper()
 		_, resp := post(t, w, reviewBody(op, "alice", obj, old))
-		p, err := jsonpatch.DecodePatch(resp.Patch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := p.Apply(obj)
+		out, err := applyPatch(obj, resp.Patch)
 		if err != nil {
 			t.Fatalf("applying %s: %v", resp.Patch, err)
 		}

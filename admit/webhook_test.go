@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,11 +72,7 @@ func patched(t *testing.T, obj []byte, resp *admissionv1.AdmissionResponse) stri
 			t.Fatalf("patch %s: an operation at %s", resp.Patch, op.Path)
 		}
 	}
-	p, err := jsonpatch.DecodePatch(resp.Patch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := p.Apply(obj)
+	out, err := applyPatch(obj, resp.Patch)
 	if err != nil {
 		t.Fatalf("applying %s: %v", resp.Patch, err)
 	}
